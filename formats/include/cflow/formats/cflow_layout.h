@@ -1,0 +1,193 @@
+#pragma once
+// Byte-level layout of the .cflow file, version 5. The normative description is
+// formats/docs/cflow-format.md; this header is its machine-readable twin.
+// All integers little-endian; all structs packed; sizes pinned by static_assert.
+//
+// File = GlobalHeader (88 B) @0
+//      | ModelParams (128 B) @GlobalHeader::params_offset
+//      | LayerTable: (n_layers + 1) x RegionEntry @GlobalHeader::layer_table_offset
+//          entries 0..n_layers-1 are decoder layers in execution order,
+//          entry n_layers is the vocabulary region (final norm, LM head, embedding)
+//      | region data (each region = RegionHeader + SegmentEntry[n_segments] + segment bytes)
+//      | metadata section @ModelParams::metadata_offset (typed key/value, see metadata.h)
+#include <cstddef>
+#include <cstdint>
+
+#include "cflow/formats/dtype.h"
+
+namespace cflow {
+
+inline constexpr char kCflowMagic[8] = {'C', 'F', 'L', 'O', 'W', '\0', '\0', '\0'};
+inline constexpr uint32_t kCflowVersion = 5;
+inline constexpr uint16_t kTileRows = 128;  // output rows per tile
+inline constexpr uint16_t kTileCols = 256;  // input columns per tile
+
+// feature_flags bits
+enum FeatureFlag : uint8_t {
+    kFeatureEmbedScaleSqrtD = 1u << 0,  // x_0 = emb * sqrt(d_model)
+    kFeatureVNorm = 1u << 1,            // RMSNorm without scale on V before caching
+    kFeatureTiedEmbeddings = 1u << 2,   // LM head = token embedding (no LM_HEAD segment)
+    kFeatureQkvBias = 1u << 3,          // QKV_BIAS segment present in every layer (Qwen2)
+    kFeatureQkNorm = 1u << 4,           // Q_NORM / K_NORM segments (per-head RMSNorm, Qwen3/Gemma)
+};
+
+enum class CombineStyle : uint8_t {
+    ParallelSqrt2 = 0,
+    DelayedSum = 1,
+    AsyncExperts = 2,
+    Sequential = 3,
+    DecoupledStreams = 4,
+    PipelineRegisters = 5,
+    FixedPoint = 6,
+};
+
+enum class FfnActivation : uint8_t { SwiGLU = 0, GeGLUTanh = 1 };
+
+// Router weighting: 0 = softmax over the k selected logits (Mixtral);
+// 1 = softmax over all E, take top-k, no renormalisation (OLMoE, Qwen-MoE norm_topk_prob=false).
+enum class RouterMode : uint8_t { SoftmaxTopK = 0, SoftmaxAllNoRenorm = 1 };
+
+#pragma pack(push, 1)
+struct GlobalHeader {
+    char magic[8];               // "CFLOW\0\0\0"
+    uint32_t version;            // kCflowVersion
+    uint32_t d_model;            // hidden size d
+    uint32_t n_layers;           // decoder layers stored (for FixedPoint: unique blocks * 1; see ModelParams)
+    uint16_t n_heads;            // query heads
+    uint16_t n_kv_heads;         // key/value heads (GQA)
+    uint16_t head_dim;           // d_k
+    uint16_t n_experts;          // E, 0 = dense model
+    uint16_t top_k;              // k experts per token
+    uint8_t weight_quant;        // DType of the bulk of the weight tiles (informational; segments carry their own)
+    uint8_t reserved0;           // 0
+    uint32_t d_ff;               // dense FFN hidden size, 0 = no dense FFN
+    uint32_t expert_d_ff;        // hidden size of each expert
+    uint32_t vocab_size;
+    uint32_t max_seq_len;        // trained context length
+    uint16_t tile_rows;          // kTileRows
+    uint16_t tile_cols;          // kTileCols
+    uint32_t sliding_window;     // 0 = full attention everywhere
+    uint64_t layer_table_offset; // byte offset of the RegionEntry table
+    uint64_t params_offset;      // byte offset of ModelParams
+    uint64_t file_bytes;         // total file size; a shorter file is truncated
+    uint8_t dense_delay;         // v5 tail
+    uint8_t expert_delay;
+    uint8_t combine_style;       // CombineStyle
+    uint8_t feature_flags;       // FeatureFlag bits
+    float final_logit_softcap;   // 0 = disabled; else logits = c * tanh(z / c)
+};
+static_assert(sizeof(GlobalHeader) == 88, "GlobalHeader must be 88 bytes");
+static_assert(offsetof(GlobalHeader, dense_delay) == 80, "v5 tail starts at byte 80");
+
+struct ModelParams {
+    uint32_t params_bytes;       // sizeof(ModelParams) = 128
+    float norm_eps;              // RMSNorm epsilon
+    float rope_theta;
+    float rope_fraction;         // fraction of head_dim that rotates (1.0 = all)
+    uint8_t ffn_activation;      // FfnActivation
+    uint8_t router_mode;         // RouterMode
+    uint8_t merge_interval;      // DecoupledStreams merge period (default 3)
+    uint8_t n_blocks;            // FixedPoint unique blocks (= n_layers), else 0
+    uint8_t n_iter;              // FixedPoint iterations per block, else 0
+    uint8_t reserved1[3];
+    float attn_logit_softcap;    // 0 = disabled
+    float embedding_scale;       // 0 = none; else emb *= embedding_scale (kFeatureEmbedScaleSqrtD takes sqrt(d))
+    uint64_t metadata_offset;    // typed key/value metadata section (tokenizer, template, name, licence)
+    uint64_t metadata_bytes;
+    uint32_t shared_expert_d_ff; // Qwen2-MoE shared expert hidden size, 0 = none
+    uint8_t reserved[76];        // zero
+};
+static_assert(sizeof(ModelParams) == 128, "ModelParams must be 128 bytes");
+
+struct RegionEntry {
+    uint64_t offset;  // absolute byte offset of the region's RegionHeader
+    uint64_t bytes;   // region length including its header and directory
+};
+static_assert(sizeof(RegionEntry) == 16, "RegionEntry must be 16 bytes");
+
+inline constexpr char kLayerRegionMagic[4] = {'L', 'A', 'Y', 'R'};
+inline constexpr char kVocabRegionMagic[4] = {'V', 'O', 'C', 'B'};
+
+struct RegionHeader {
+    char magic[4];         // "LAYR" or "VOCB"
+    uint32_t layer_index;  // layer number, or n_layers for the vocabulary region
+    uint32_t n_segments;   // SegmentEntry count that follows
+    uint32_t reserved;     // 0
+};
+static_assert(sizeof(RegionHeader) == 16, "RegionHeader must be 16 bytes");
+
+// What a segment holds. Values are stable on disk.
+enum class SegmentRole : uint8_t {
+    AttnNorm = 0,       // raw f32 [d]
+    QNorm = 1,          // raw f32 [head_dim]
+    KNorm = 2,          // raw f32 [head_dim]
+    Qkv = 3,            // tiles: parts Q [H*dk x d], K [Hkv*dk x d], V [Hkv*dk x d], interleaved by stripe
+    QkvBias = 4,        // raw f32 [(H + 2 Hkv) * dk]: q bias, k bias, v bias
+    AttnOut = 5,        // tiles: part O [d x H*dk]
+    FfnNorm = 6,        // raw f32 [d]
+    GateUp = 7,         // tiles: parts gate [d_ff x d], up [d_ff x d], interleaved by stripe
+    Down = 8,           // tiles: part down [d x d_ff]
+    MoeNorm = 9,        // raw f32 [d]
+    Router = 10,        // raw f32 [E x d], row-major
+    ExpertTable = 11,   // raw ExpertEntry[E]
+    ExpertBank = 12,    // tiles of all experts: per expert gate/up interleaved then down
+    SharedGateUp = 13,  // tiles: shared expert gate/up
+    SharedDown = 14,    // tiles: shared expert down
+    SharedGate = 15,    // raw f32 [d]: sigmoid gate of the shared expert
+    OutputNorm = 16,    // raw f32 [d]               (vocabulary region)
+    LmHead = 17,        // tiles: part [vocab x d]   (vocabulary region; absent when tied)
+    TokenEmbd = 18,     // tiles: part [vocab x d]   (vocabulary region)
+    Count_ = 19,
+};
+
+// matrix_id values of TileHeader
+enum class MatrixId : uint8_t {
+    Q = 0, K = 1, V = 2, O = 3, Gate = 4, Up = 5, Down = 6, Router = 7,
+    ExpertGate = 8, ExpertUp = 9, ExpertDown = 10,
+    SharedGate = 11, SharedUp = 12, SharedDown = 13,
+    LmHead = 14, TokenEmbd = 15,
+};
+
+inline constexpr uint8_t kNoExpert = 0xFF;
+
+struct SegmentEntry {
+    uint8_t role;               // SegmentRole
+    uint8_t dtype;              // DType of tiles (or F32 for raw segments)
+    uint8_t n_parts;            // matrices interleaved in a tiled segment (0 for raw)
+    uint8_t reserved0;
+    uint32_t cols;              // input dimension shared by all parts (raw: element count per row)
+    uint8_t part_matrix[4];     // MatrixId of each part
+    uint32_t part_rows[4];      // output rows of each part (raw: rows; 1 for vectors)
+    uint64_t offset;            // absolute byte offset of the segment's first byte
+    uint64_t bytes;             // segment length; must equal the size implied by geometry
+    uint32_t n_tiles;           // tiles in the segment (0 for raw)
+    uint32_t reserved1;
+    uint8_t reserved2[12];
+};
+static_assert(sizeof(SegmentEntry) == 64, "SegmentEntry must be 64 bytes");
+
+// The paper's 16-byte tile header (3.2.2). Followed by the payload:
+//   Q4_0: f16 scales[rows * G] then u8 nibbles[rows * G * 16]       (G = ceil(cols / 32))
+//   Q8_0: f16 scales[rows * G] then i8 quants[rows * G * 32]
+//   F16:  f16 [rows * cols] row-major;  F32: f32 [rows * cols] row-major
+// A partial last group (cols % 32 != 0) is padded with zero weights.
+struct TileHeader {
+    uint16_t layer_id;     // decoder layer (n_layers for vocabulary tiles)
+    uint8_t matrix_id;     // MatrixId
+    uint8_t expert_id;     // expert index, kNoExpert otherwise
+    uint32_t row_offset;   // first output row of the tile in its matrix
+    uint16_t col_offset;   // first input column of the tile (input dims above 65,791 are rejected)
+    uint16_t tile_rows;    // <= 128
+    uint16_t tile_cols;    // <= 256
+    uint16_t quant_group;  // 32 for Q8_0/Q4_0, 0 for F16/F32
+};
+static_assert(sizeof(TileHeader) == 16, "TileHeader must be 16 bytes");
+
+struct ExpertEntry {
+    uint64_t offset;  // absolute byte offset of the expert's first tile
+    uint64_t length;  // bytes of the expert's gate, up and down tiles
+};
+static_assert(sizeof(ExpertEntry) == 16, "ExpertEntry must be 16 bytes");
+#pragma pack(pop)
+
+} // namespace cflow

@@ -1,0 +1,53 @@
+#pragma once
+// SourceModel -> .cflow. Multi-threaded tile encoding, progress and cancellation,
+// written to a temporary file and renamed on success (the target is never left half-written).
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "cflow/formats/dtype.h"
+#include "cflow/formats/result.h"
+#include "cflow/formats/source_model.h"
+
+namespace cflow {
+
+struct ConvertOptions {
+    DType weight_quant = DType::Q4_0;    // F32, F16, Q8_0 or Q4_0 for the weight tiles
+    std::optional<DType> embedding_quant;  // token embedding / LM head; unset = weight_quant
+    unsigned threads = 0;                // 0 = hardware concurrency
+    // Block-quantized source tensors whose type equals the target are re-tiled block by block (bit-exact).
+    bool retile_exact = true;
+};
+
+struct ConvertProgress {
+    uint64_t tensors_done = 0;
+    uint64_t tensors_total = 0;
+    uint64_t bytes_written = 0;
+    std::string current;                 // tensor being written
+};
+
+using ProgressFn = std::function<void(const ConvertProgress&)>;
+
+// Cancellation token shared between a job and whoever may cancel it.
+struct CancelToken {
+    std::atomic<bool> cancelled{false};
+    void cancel() { cancelled.store(true, std::memory_order_relaxed); }
+    bool is_cancelled() const { return cancelled.load(std::memory_order_relaxed); }
+};
+
+struct ConvertReport {
+    uint64_t file_bytes = 0;
+    uint64_t tiles = 0;
+    uint64_t tensors = 0;
+    uint64_t retiled_exact_tensors = 0;  // copied block-for-block from the source
+};
+
+// Validates the config (dims, heads, known combine style, delays < layers, top_k <= E, tensor
+// presence and shapes) before writing anything.
+Result<ConvertReport> convert_to_cflow(const SourceModel& source, const std::string& out_path,
+                                       const ConvertOptions& options, const ProgressFn& progress = {},
+                                       const CancelToken* cancel = nullptr);
+
+} // namespace cflow

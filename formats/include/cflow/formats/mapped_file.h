@@ -1,0 +1,58 @@
+#pragma once
+// Read-only file mapping behind one interface; one implementation file per OS
+// (mapped_file_posix.cpp: mmap; mapped_file_win32.cpp: CreateFileMapping/MapViewOfFile).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cflow/formats/result.h"
+
+namespace cflow {
+
+enum class LoadMode : uint8_t {
+    Map = 0,        // zero-copy mapping of the file (page-cache backed)
+    ReadAnon = 1,   // read the whole file into anonymous memory (huge pages where the OS allows)
+};
+
+class MappedFile {
+public:
+    virtual ~MappedFile() = default;
+    virtual const uint8_t* data() const = 0;
+    virtual uint64_t size() const = 0;
+    virtual const std::string& path() const = 0;
+    virtual LoadMode mode() const = 0;
+    // Advises the OS that [offset, offset+bytes) will be read soon / sequentially. Best effort.
+    virtual void advise_willneed(uint64_t offset, uint64_t bytes) const = 0;
+    // Bytes of the mapping currently resident in RAM (0 where the OS cannot tell).
+    virtual uint64_t resident_bytes() const = 0;
+
+    // Opens path read-only. Errors name the path and the OS reason. An empty file maps
+    // to size() == 0 with data() == nullptr.
+    static Result<std::shared_ptr<MappedFile>> open(const std::string& path, LoadMode mode = LoadMode::Map);
+};
+
+// Writes a file atomically: the caller writes to temp_path(), then commit() renames it
+// over the final path; destruction without commit() removes the temp file.
+class AtomicFileWriter {
+public:
+    explicit AtomicFileWriter(std::string final_path);
+    ~AtomicFileWriter();
+    AtomicFileWriter(const AtomicFileWriter&) = delete;
+    AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+    Status open();                                   // creates the temp file
+    Status write(const void* data, uint64_t bytes);  // appends; reports ENOSPC etc. with the path
+    Status write_at(uint64_t offset, const void* data, uint64_t bytes);  // patches an earlier range
+    uint64_t bytes_written() const { return bytes_written_; }
+    Status commit();                                 // flush, close, rename over the final path
+    const std::string& temp_path() const { return temp_path_; }
+
+private:
+    std::string final_path_;
+    std::string temp_path_;
+    void* handle_ = nullptr;  // FILE*
+    uint64_t bytes_written_ = 0;
+    bool committed_ = false;
+};
+
+} // namespace cflow

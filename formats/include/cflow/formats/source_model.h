@@ -1,0 +1,94 @@
+#pragma once
+// A checkpoint opened for conversion, whatever its format: geometry + semantics in
+// ModelConfig, tensors under canonical GGUF-style names with HF-convention shapes,
+// and metadata (tokenizer, chat template, name, licence) under GGUF keys.
+//
+// Canonical tensor names (shape is {rows = out, cols = in} for matrices):
+//   token_embd.weight [vocab x d]      output_norm.weight [d]      output.weight [vocab x d] (absent if tied)
+//   blk.N.attn_norm.weight [d]         blk.N.attn_q.weight [H*dk x d]   attn_k / attn_v [Hkv*dk x d]
+//   blk.N.attn_q.bias / attn_k.bias / attn_v.bias          blk.N.attn_output.weight [d x H*dk]
+//   blk.N.attn_q_norm.weight / attn_k_norm.weight [dk]
+//   blk.N.ffn_norm.weight [d]          blk.N.ffn_gate.weight / ffn_up.weight [d_ff x d]   ffn_down.weight [d x d_ff]
+//   MoE: blk.N.ffn_gate_inp.weight [E x d] (router), blk.N.ffn_gate_exps.weight / ffn_up_exps [E x eff x d],
+//        blk.N.ffn_down_exps.weight [E x d x eff], blk.N.moe_norm.weight [d],
+//        blk.N.ffn_gate_shexp / ffn_up_shexp [sff x d], ffn_down_shexp [d x sff], ffn_gate_inp_shexp [d]
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cflow/formats/cflow_layout.h"
+#include "cflow/formats/dtype.h"
+#include "cflow/formats/mapped_file.h"
+#include "cflow/formats/metadata.h"
+#include "cflow/formats/result.h"
+
+namespace cflow {
+
+struct ModelConfig {
+    std::string architecture;        // "llama", "mistral", "qwen2", "llama2c", ... (informational)
+    uint32_t d_model = 0;
+    uint32_t n_layers = 0;
+    uint32_t n_heads = 0;
+    uint32_t n_kv_heads = 0;
+    uint32_t head_dim = 0;
+    uint32_t d_ff = 0;               // 0 = no dense FFN
+    uint32_t n_experts = 0;
+    uint32_t top_k = 0;
+    uint32_t expert_d_ff = 0;
+    uint32_t shared_expert_d_ff = 0;
+    uint32_t vocab_size = 0;
+    uint32_t max_seq_len = 0;
+    uint32_t sliding_window = 0;
+    float norm_eps = 1e-6f;
+    float rope_theta = 10000.0f;
+    float rope_fraction = 1.0f;
+    FfnActivation ffn_activation = FfnActivation::SwiGLU;
+    RouterMode router_mode = RouterMode::SoftmaxTopK;
+    CombineStyle combine_style = CombineStyle::Sequential;
+    uint8_t dense_delay = 0;
+    uint8_t expert_delay = 0;
+    uint8_t merge_interval = 3;
+    uint8_t n_blocks = 0;
+    uint8_t n_iter = 0;
+    uint8_t feature_flags = 0;       // FeatureFlag bits (tied embeddings, qkv bias, ...)
+    float final_logit_softcap = 0.0f;
+    float attn_logit_softcap = 0.0f;
+    float embedding_scale = 0.0f;
+    // Q/K rows are stored in the interleaved (adjacent-pair) RoPE convention (llama2.c,
+    // GGUF "llama"): the converter permutes them to split-half per head.
+    bool rope_interleaved = false;
+};
+
+struct TensorView {
+    std::string name;                // canonical name
+    DType dtype = DType::F32;        // F32, F16, BF16, Q8_0 or Q4_0 (GGUF)
+    std::vector<uint64_t> shape;     // outermost first: {rows, cols} for matrices, {E, rows, cols} for expert banks
+    const uint8_t* data = nullptr;   // into a mapping kept alive by SourceModel::files
+    uint64_t bytes = 0;
+    std::string origin;              // "file.safetensors: tensor 'model.layers.0.self_attn.q_proj.weight'"
+};
+
+struct SourceModel {
+    ModelConfig config;
+    Metadata metadata;                              // tokenizer.*, general.name/source/license, chat template
+    std::map<std::string, TensorView> tensors;      // by canonical name
+    std::vector<std::shared_ptr<MappedFile>> files; // keep-alive for TensorView::data
+    std::string source_label;                       // what was opened, for messages
+
+    const TensorView* find(const std::string& name) const {
+        auto it = tensors.find(name);
+        return it == tensors.end() ? nullptr : &it->second;
+    }
+};
+
+// Readers. Every offset and size is bounds- and overflow-checked; errors name the file,
+// the field and the byte offset.
+Result<SourceModel> read_gguf_model(const std::string& path);
+Result<SourceModel> read_safetensors_model(const std::string& dir_or_file);  // HF folder: config.json + (sharded) safetensors + tokenizer files
+Result<SourceModel> read_llama2c_model(const std::string& bin_path, const std::string& tokenizer_bin_path);
+// Dispatches on what path is: a directory (HF), *.gguf, or a llama2.c .bin (tokenizer required).
+Result<SourceModel> open_source_model(const std::string& path, const std::string& tokenizer_path = "");
+
+} // namespace cflow

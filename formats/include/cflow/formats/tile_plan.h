@@ -1,0 +1,43 @@
+#pragma once
+// The order and size of tiles in a tiled segment, derived from geometry alone.
+// Writer and reader both use this, so a file's layout is never guessed: the
+// reader checks each segment's byte count and tile headers against the plan.
+#include <cstdint>
+#include <vector>
+
+#include "cflow/formats/cflow_layout.h"
+#include "cflow/formats/result.h"
+
+namespace cflow {
+
+struct TilePart {
+    MatrixId matrix;
+    uint32_t rows;  // output rows of this matrix
+};
+
+struct PlannedTile {
+    uint8_t part;         // index into the segment's parts
+    uint32_t row_offset;  // first output row
+    uint32_t col_offset;  // first input column
+    uint16_t rows;        // <= kTileRows
+    uint16_t cols;        // <= kTileCols
+    uint64_t offset;      // byte offset of the TileHeader, relative to the segment start
+    uint64_t bytes;       // header + payload
+};
+
+// Payload bytes of one tile (without its 16-byte header). Overflow-safe for tile-sized inputs.
+uint64_t tile_payload_bytes(DType dtype, uint32_t rows, uint32_t cols);
+
+// Groups of 32 per tile row for block-quantized types: ceil(cols / 32).
+inline uint32_t groups_per_row(uint32_t cols) { return (cols + kQuantGroup - 1) / kQuantGroup; }
+
+// Tiles in compute order: for each output stripe s = 0, 1, ...: for each part whose
+// rows extend past s*128: the column tiles j = 0, 1, ... of that stripe.
+// Fails (with a message naming the offending dimension) when a dimension is 0,
+// cols > 65,791, or the total size overflows uint64.
+Result<std::vector<PlannedTile>> plan_tiles(const std::vector<TilePart>& parts, uint32_t cols, DType dtype);
+
+// Total bytes of a planned segment (sum of tile bytes).
+uint64_t planned_bytes(const std::vector<PlannedTile>& tiles);
+
+} // namespace cflow

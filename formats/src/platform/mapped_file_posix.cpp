@@ -1,0 +1,113 @@
+// POSIX MappedFile: mmap for LoadMode::Map, read() into (transparent-huge-page advised)
+// anonymous memory for LoadMode::ReadAnon.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "cflow/formats/mapped_file.h"
+
+namespace cflow {
+namespace {
+
+std::string os_error(const std::string& what, const std::string& path) {
+    return path + ": " + what + ": " + std::strerror(errno);
+}
+
+class PosixMappedFile final : public MappedFile {
+public:
+    PosixMappedFile(std::string path, LoadMode mode, uint8_t* data, uint64_t size, uint64_t mapped_bytes)
+        : path_(std::move(path)), mode_(mode), data_(data), size_(size), mapped_bytes_(mapped_bytes) {}
+    ~PosixMappedFile() override {
+        if (data_ && mapped_bytes_) munmap(data_, mapped_bytes_);
+    }
+    const uint8_t* data() const override { return data_; }
+    uint64_t size() const override { return size_; }
+    const std::string& path() const override { return path_; }
+    LoadMode mode() const override { return mode_; }
+
+    void advise_willneed(uint64_t offset, uint64_t bytes) const override {
+        if (!data_ || mode_ != LoadMode::Map || offset >= size_) return;
+        const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+        uint64_t start = offset & ~(page - 1);
+        uint64_t end = offset + std::min(bytes, size_ - offset);
+        madvise(data_ + start, end - start, MADV_WILLNEED);
+    }
+
+    uint64_t resident_bytes() const override {
+        if (!data_) return 0;
+        if (mode_ == LoadMode::ReadAnon) return size_;
+        const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+        const uint64_t pages = (mapped_bytes_ + page - 1) / page;
+        std::vector<unsigned char> vec(pages);
+        if (mincore(data_, mapped_bytes_, vec.data()) != 0) return 0;
+        uint64_t resident = 0;
+        for (unsigned char v : vec) resident += (v & 1u) ? page : 0;
+        return std::min(resident, size_);
+    }
+
+private:
+    std::string path_;
+    LoadMode mode_;
+    uint8_t* data_;
+    uint64_t size_;
+    uint64_t mapped_bytes_;
+};
+
+struct Fd {
+    int fd = -1;
+    ~Fd() {
+        if (fd >= 0) close(fd);
+    }
+};
+
+} // namespace
+
+Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, LoadMode mode) {
+    Fd file;
+    file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (file.fd < 0) return make_error(os_error("cannot open", path));
+    struct stat st {};
+    if (fstat(file.fd, &st) != 0) return make_error(os_error("cannot stat", path));
+    if (S_ISDIR(st.st_mode)) return make_error(path + ": is a directory, not a file");
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    if (size == 0) return std::shared_ptr<MappedFile>(std::make_shared<PosixMappedFile>(path, mode, nullptr, 0, 0));
+
+    if (mode == LoadMode::Map) {
+        void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd, 0);
+        if (p == MAP_FAILED) return make_error(os_error("mmap failed", path));
+        madvise(p, size, MADV_SEQUENTIAL);
+        return std::shared_ptr<MappedFile>(
+            std::make_shared<PosixMappedFile>(path, mode, static_cast<uint8_t*>(p), size, size));
+    }
+
+    // Anonymous copy, rounded up to 2 MiB so the kernel can back it with huge pages.
+    constexpr uint64_t kHuge = 2ull << 20;
+    const uint64_t mapped = (size + kHuge - 1) / kHuge * kHuge;
+    void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return make_error(os_error("cannot allocate memory for", path));
+#ifdef MADV_HUGEPAGE
+    madvise(p, mapped, MADV_HUGEPAGE);
+#endif
+    auto* dst = static_cast<uint8_t*>(p);
+    uint64_t done = 0;
+    while (done < size) {
+        ssize_t n = ::read(file.fd, dst + done, std::min<uint64_t>(size - done, 1ull << 30));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            std::string msg = n == 0 ? path + ": file shrank while reading (at byte " + std::to_string(done) + ")"
+                                     : os_error("read failed at byte " + std::to_string(done), path);
+            munmap(p, mapped);
+            return make_error(msg);
+        }
+        done += static_cast<uint64_t>(n);
+    }
+    mprotect(p, mapped, PROT_READ);
+    return std::shared_ptr<MappedFile>(std::make_shared<PosixMappedFile>(path, mode, dst, size, mapped));
+}
+
+} // namespace cflow

@@ -1,0 +1,24 @@
+#pragma once
+// Shared helpers for the test suites: asset paths, temp dirs.
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace cflow::test {
+
+// ../shared beside the checkout (CFLOW_SHARED_DIR), or "" when absent.
+std::filesystem::path shared_dir();
+// shared_dir() / relative, or "" when ../shared is absent.
+std::filesystem::path shared_asset(const std::string& relative);
+// A fresh empty directory under the build tree, removed at process exit.
+std::filesystem::path temp_dir(const std::string& name);
+
+} // namespace cflow::test
+
+// Skips the current test with a clear message when ../shared (or one asset) is absent.
+#define CFLOW_REQUIRE_ASSET(path_var, relative)                                                   \
+    auto path_var = ::cflow::test::shared_asset(relative);                                        \
+    if (path_var.empty() || !std::filesystem::exists(path_var))                                   \
+        GTEST_SKIP() << "test asset '" << (relative) << "' not found: this test needs ../shared " \
+                     << "(the shared assets checkout) beside the repository"
