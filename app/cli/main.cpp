@@ -1,6 +1,45 @@
-// Placeholder entry point, replaced by the CLI implementation.
+// cflow: the headless command-line interface (convert, generate, inspect, critical-path).
 #include <cstdio>
-int main() {
-    std::fputs("cflow: not built yet\n", stderr);
-    return 1;
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: cflow <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  convert SRC -o OUT.cflow|OUT.vflow [--format cflow|vflow] [--quant q4_0|q8_0|f16|f32] [--embedding-quant Q]\n"
+    "          [--tokenizer FILE] [--threads N]\n"
+    "      SRC: a Hugging Face model folder, a .gguf file, or a llama2.c .bin (with --tokenizer tokenizer.bin)\n"
+    "  generate MODEL.cflow -p PROMPT -n N [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
+    "           [--seed S] [--threads T] [--ctx N] [--load map|read]\n"
+    "      prints the prompt and the generated text on stdout, statistics on stderr\n"
+    "  inspect MODEL.cflow [--json]\n"
+    "      header, geometry, segments, metadata and file layout summary\n"
+    "  critical-path MODEL.cflow [--json]\n"
+    "  critical-path --d D --layers L --heads H [--kv-heads H] [--head-dim N] [--d-ff F] [--experts E --top-k K\n"
+    "                --expert-hidden N] [--shared-expert-hidden N] [--dense-delay 1] [--expert-delay 2]\n"
+    "                [--combine-style N|NAME] [--blocks B --iters N] [--json]\n"
+    "      per-layer weight streams and the critical-path bandwidth B_naive, B_critical and the\n"
+    "      reduction (MiB/token; paper section 4.5), at 0.5 byte/weight and, for a file, its actual bytes\n";
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+        std::fputs(kUsage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const std::string command = argv[1];
+    std::vector<std::string> args(argv + 2, argv + argc);
+    if (command == "convert") return cflow::cli::run_convert(args);
+    if (command == "generate") return cflow::cli::run_generate(args);
+    if (command == "inspect") return cflow::cli::run_inspect(args);
+    if (command == "critical-path") return cflow::cli::run_critical_path(args);
+    std::fprintf(stderr, "cflow: unknown command '%s' (try cflow --help)\n", command.c_str());
+    return 2;
 }

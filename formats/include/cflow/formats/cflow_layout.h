@@ -176,7 +176,7 @@ struct TileHeader {
     uint8_t matrix_id;     // MatrixId
     uint8_t expert_id;     // expert index, kNoExpert otherwise
     uint32_t row_offset;   // first output row of the tile in its matrix
-    uint16_t col_offset;   // first input column of the tile (input dims above 65,791 are rejected)
+    uint16_t col_offset;   // first input column of the tile (input dims above 65,536 are rejected)
     uint16_t tile_rows;    // <= 128
     uint16_t tile_cols;    // <= 256
     uint16_t quant_group;  // 32 for Q8_0/Q4_0, 0 for F16/F32

@@ -1,7 +1,8 @@
 #pragma once
-// Opens and validates a .cflow file; exposes its header, parameters, metadata and the
-// zero-copy tile streams of each region. Validation at open (every check names the
-// file, the field and its byte offset):
+// Opens and validates a .cflow or .vflow file (dispatch on the magic; the .vflow checks are
+// listed in formats/docs/vflow-format.md) and gives both the same views: its header,
+// parameters, metadata and the zero-copy tile streams of each region. Validation at open
+// (every check names the file, the field and its byte offset):
 //   magic, version, header/params sizes, file_bytes == actual size, geometry sanity
 //   (non-zero dims, n_heads % n_kv_heads == 0, top_k <= n_experts, delays < n_layers,
 //   combine style known, tile dims 128x256), layer table in bounds (overflow-safe),
@@ -20,6 +21,7 @@
 #include "cflow/formats/metadata.h"
 #include "cflow/formats/result.h"
 #include "cflow/formats/tile_plan.h"
+#include "cflow/formats/vflow_layout.h"
 
 namespace cflow {
 
@@ -95,6 +97,12 @@ public:
     const MappedFile& file() const { return *file_; }
     uint64_t file_bytes() const { return file_->size(); }
 
+    // Which container the file is; the views above are the same for both.
+    ContainerFormat container() const { return container_; }
+    // .vflow only (zeroed / empty for .cflow): the VFlowHeader and the validated group table.
+    const VFlowHeader& vflow_header() const { return vflow_header_; }
+    const std::vector<GroupDescriptor>& groups() const { return groups_; }
+
     // Tiles of expert e in layer l; fails if l/e are out of range or the table entry is corrupt.
     Result<ExpertView> expert(uint32_t layer, uint32_t expert) const;
 
@@ -105,6 +113,9 @@ private:
     Metadata metadata_;
     std::vector<RegionView> layers_;
     RegionView vocab_;
+    ContainerFormat container_ = ContainerFormat::Cflow;
+    VFlowHeader vflow_header_{};
+    std::vector<GroupDescriptor> groups_;
 };
 
 } // namespace cflow

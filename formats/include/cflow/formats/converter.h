@@ -1,5 +1,5 @@
 #pragma once
-// SourceModel -> .cflow. Multi-threaded tile encoding, progress and cancellation,
+// SourceModel -> .cflow or .vflow (ConvertOptions::format). Multi-threaded tile encoding, progress and cancellation,
 // written to a temporary file and renamed on success (the target is never left half-written).
 #include <atomic>
 #include <cstdint>
@@ -7,9 +7,11 @@
 #include <optional>
 #include <string>
 
+#include "cflow/formats/cancel.h"
 #include "cflow/formats/dtype.h"
 #include "cflow/formats/result.h"
 #include "cflow/formats/source_model.h"
+#include "cflow/formats/vflow_layout.h"
 
 namespace cflow {
 
@@ -19,6 +21,8 @@ struct ConvertOptions {
     unsigned threads = 0;                // 0 = hardware concurrency
     // Block-quantized source tensors whose type equals the target are re-tiled block by block (bit-exact).
     bool retile_exact = true;
+    // Container: per-layer regions (.cflow, cflow-format.md) or stage-major groups (.vflow, vflow-format.md).
+    ContainerFormat format = ContainerFormat::Cflow;
 };
 
 struct ConvertProgress {
@@ -29,13 +33,6 @@ struct ConvertProgress {
 };
 
 using ProgressFn = std::function<void(const ConvertProgress&)>;
-
-// Cancellation token shared between a job and whoever may cancel it.
-struct CancelToken {
-    std::atomic<bool> cancelled{false};
-    void cancel() { cancelled.store(true, std::memory_order_relaxed); }
-    bool is_cancelled() const { return cancelled.load(std::memory_order_relaxed); }
-};
 
 struct ConvertReport {
     uint64_t file_bytes = 0;

@@ -12,6 +12,7 @@
 //   MoE: blk.N.ffn_gate_inp.weight [E x d] (router), blk.N.ffn_gate_exps.weight / ffn_up_exps [E x eff x d],
 //        blk.N.ffn_down_exps.weight [E x d x eff], blk.N.moe_norm.weight [d],
 //        blk.N.ffn_gate_shexp / ffn_up_shexp [sff x d], ffn_down_shexp [d x sff], ffn_gate_inp_shexp [d]
+//   MoE from per-expert HF tensors: blk.N.ffn_gate.E.weight / ffn_up.E [eff x d], ffn_down.E [d x eff] (instead of *_exps)
 #include <cstdint>
 #include <map>
 #include <memory>

@@ -34,7 +34,8 @@ inline uint32_t groups_per_row(uint32_t cols) { return (cols + kQuantGroup - 1) 
 // Tiles in compute order: for each output stripe s = 0, 1, ...: for each part whose
 // rows extend past s*128: the column tiles j = 0, 1, ... of that stripe.
 // Fails (with a message naming the offending dimension) when a dimension is 0,
-// cols > 65,791, or the total size overflows uint64.
+// cols > 65,536 (column tiles start at multiples of 256 and col_offset is a u16, so the
+// last addressable tile starts at 65,280), or the total size overflows uint64.
 Result<std::vector<PlannedTile>> plan_tiles(const std::vector<TilePart>& parts, uint32_t cols, DType dtype);
 
 // Total bytes of a planned segment (sum of tile bytes).

@@ -1,0 +1,202 @@
+// cflow critical-path: the paper's critical-path weight bandwidth (4.5) of a .cflow file or
+// of a geometry given on the command line, as a per-layer table or one JSON object.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cflow/engine/critical_path.h"
+#include "cflow/formats/cflow_reader.h"
+#include "cli_args.h"
+#include "commands.h"
+
+namespace cflow::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr long long kMaxDim = 1LL << 24;  // far above any real geometry; keeps products exact in double
+
+const std::set<std::string> kGeometryOptions = {
+    "--d", "--d-ff", "--layers", "--experts", "--top-k", "--expert-hidden", "--heads", "--kv-heads",
+    "--head-dim", "--dense-delay", "--expert-delay", "--shared-expert-hidden", "--combine-style", "--blocks", "--iters"};
+
+Result<CombineStyle> parse_combine_style(const std::string& text) {
+    for (uint8_t i = 0; i <= static_cast<uint8_t>(CombineStyle::FixedPoint); ++i) {
+        const auto style = static_cast<CombineStyle>(i);
+        if (text == std::to_string(i) || text == combine_style_label(style)) return style;
+    }
+    return make_error("option --combine-style: '" + text + "' is not 0-6 or a style name (e.g. DelayedSum)");
+}
+
+// Reads one integer option into `out`; returns false (with `error` set) on a bad value.
+bool read_u32(const Args& args, const std::string& name, long long fallback, long long min, long long max,
+              uint32_t& out, std::string& error) {
+    auto v = args.integer(name, fallback, min, max);
+    if (!v) {
+        error = v.error();
+        return false;
+    }
+    out = static_cast<uint32_t>(*v);
+    return true;
+}
+
+Result<CriticalPathGeometry> geometry_from_args(const Args& args) {
+    for (const char* required : {"--d", "--heads"})
+        if (!args.value(required)) return make_error(std::string("option ") + required + " is required without MODEL.cflow");
+    const bool fixed_point = args.value("--blocks") || args.value("--iters");
+    if (fixed_point && !(args.value("--blocks") && args.value("--iters")))
+        return make_error("options --blocks and --iters go together (FixedPoint)");
+    if (!fixed_point && !args.value("--layers")) return make_error("option --layers is required without MODEL.cflow");
+
+    CriticalPathGeometry g;
+    std::string error;
+    if (!read_u32(args, "--d", 0, 1, kMaxDim, g.d_model, error) ||
+        !read_u32(args, "--d-ff", 0, 0, kMaxDim, g.d_ff, error) ||
+        !read_u32(args, "--experts", 0, 0, 65535, g.n_experts, error) ||
+        !read_u32(args, "--top-k", 0, 0, 65535, g.top_k, error) ||
+        !read_u32(args, "--expert-hidden", 0, 0, kMaxDim, g.expert_d_ff, error) ||
+        !read_u32(args, "--heads", 0, 1, 65535, g.n_heads, error) ||
+        !read_u32(args, "--kv-heads", g.n_heads, 1, 65535, g.n_kv_heads, error) ||
+        !read_u32(args, "--shared-expert-hidden", 0, 0, kMaxDim, g.shared_expert_d_ff, error) ||
+        !read_u32(args, "--dense-delay", 0, 0, 255, g.dense_delay, error) ||
+        !read_u32(args, "--expert-delay", 0, 0, 255, g.expert_delay, error))
+        return make_error(error);
+    if (!args.value("--head-dim") && g.d_model % g.n_heads != 0)
+        return make_error("option --head-dim is required: --d " + std::to_string(g.d_model) +
+                          " is not a multiple of --heads " + std::to_string(g.n_heads));
+    if (!read_u32(args, "--head-dim", g.d_model / g.n_heads, 1, 65535, g.head_dim, error)) return make_error(error);
+
+    g.combine_style = fixed_point ? CombineStyle::FixedPoint : CombineStyle::DelayedSum;
+    if (auto text = args.value("--combine-style")) {
+        auto style = parse_combine_style(*text);
+        if (!style) return style.take_error();
+        if (fixed_point && *style != CombineStyle::FixedPoint)
+            return make_error("options --blocks/--iters need --combine-style FixedPoint (6), got " + *text);
+        g.combine_style = *style;
+    }
+    if (fixed_point) {
+        if (!read_u32(args, "--blocks", 0, 1, 255, g.n_blocks, error) ||
+            !read_u32(args, "--iters", 0, 1, 255, g.n_iter, error))
+            return make_error(error);
+        // FixedPoint stores its unique blocks as its layers (cflow_layout.h).
+        if (!read_u32(args, "--layers", g.n_blocks, 1, kMaxDim, g.n_layers, error)) return make_error(error);
+        if (g.n_layers != g.n_blocks)
+            return make_error("option --layers " + std::to_string(g.n_layers) + " must equal --blocks " +
+                              std::to_string(g.n_blocks) + " for FixedPoint (or be omitted)");
+    } else if (!read_u32(args, "--layers", 0, 1, kMaxDim, g.n_layers, error)) {
+        return make_error(error);
+    }
+    return g;
+}
+
+double to_mib(double bytes) { return bytes / kBytesPerMiB; }
+
+json layers_json(const std::vector<LayerStreams>& rows) {
+    json out = json::array();
+    for (const LayerStreams& s : rows)
+        out.push_back({{"pass", s.layer}, {"block", s.block}, {"attn_bytes", s.attn_bytes},
+                       {"dense_bytes", s.dense_bytes}, {"expert_bytes", s.expert_bytes},
+                       {"router_bytes", s.router_bytes}, {"naive_bytes", s.naive_bytes},
+                       {"critical_bytes", s.critical_bytes}, {"serial_bytes", s.serial_bytes}});
+    return out;
+}
+
+json totals_json(const CriticalPathTotals& t) {
+    return {{"b_naive_mib", to_mib(t.b_naive_bytes)}, {"b_critical_mib", to_mib(t.b_critical_bytes)},
+            {"reduction", t.reduction}, {"b_serial_mib", to_mib(t.b_serial_bytes)},
+            {"b_critical_unique_blocks_mib", to_mib(t.b_critical_unique_blocks_bytes)},
+            {"b_naive_bytes", t.b_naive_bytes}, {"b_critical_bytes", t.b_critical_bytes},
+            {"b_serial_bytes", t.b_serial_bytes}};
+}
+
+json report_json(const CriticalPathReport& r, const std::string& source) {
+    const CriticalPathGeometry& g = r.geometry;
+    json j;
+    j["source"] = source;
+    j["units"] = "MiB per token (2^20 bytes)";
+    j["geometry"] = {{"d_model", g.d_model}, {"d_ff", g.d_ff}, {"n_layers", g.n_layers},
+                     {"n_experts", g.n_experts}, {"top_k", g.top_k}, {"expert_d_ff", g.expert_d_ff},
+                     {"n_heads", g.n_heads}, {"n_kv_heads", g.n_kv_heads}, {"head_dim", g.head_dim},
+                     {"shared_expert_d_ff", g.shared_expert_d_ff}};
+    j["schedule"] = {{"combine_style", combine_style_label(g.combine_style)}, {"dense_delay", g.dense_delay},
+                     {"expert_delay", g.expert_delay}, {"effective_dense_delay", r.effective_dense_delay},
+                     {"effective_expert_delay", r.effective_expert_delay}, {"n_blocks", g.n_blocks},
+                     {"n_iter", g.n_iter}, {"passes", r.n_passes}};
+    j["ideal"] = totals_json(r.ideal_totals);
+    j["ideal"]["bytes_per_weight"] = kIdealBytesPerWeight;
+    j["ideal"]["layers"] = layers_json(r.ideal);
+    if (r.has_actual) {
+        j["actual"] = totals_json(r.actual_totals);
+        j["actual"]["layers"] = layers_json(r.actual);
+    }
+    j["note"] = r.note;
+    return j;
+}
+
+void print_table(const char* title, const std::vector<LayerStreams>& rows, const CriticalPathTotals& t) {
+    std::printf("%s (MiB per token)\n", title);
+    std::printf("  %5s %5s %10s %10s %10s %10s %10s %10s\n", "pass", "block", "attn", "dense", "expert", "router",
+                "naive", "critical");
+    for (const LayerStreams& s : rows)
+        std::printf("  %5u %5u %10.4f %10.4f %10.4f %10.4f %10.4f %10.4f\n", s.layer, s.block, to_mib(s.attn_bytes),
+                    to_mib(s.dense_bytes), to_mib(s.expert_bytes), to_mib(s.router_bytes), to_mib(s.naive_bytes),
+                    to_mib(s.critical_bytes));
+    std::printf("  B_naive     %8.2f MiB/token (%.0f bytes)\n", to_mib(t.b_naive_bytes), t.b_naive_bytes);
+    std::printf("  B_critical  %8.2f MiB/token (%.0f bytes)\n", to_mib(t.b_critical_bytes), t.b_critical_bytes);
+    std::printf("  reduction   %8.2fx\n", t.reduction);
+    std::printf("  B_serial    %8.2f MiB/token (every stream back-to-back)\n", to_mib(t.b_serial_bytes));
+}
+
+void print_text(const CriticalPathReport& r, const std::string& source) {
+    const CriticalPathGeometry& g = r.geometry;
+    std::printf("critical-path bandwidth of %s\n", source.c_str());
+    std::printf("  d %u, d_ff %u, layers %u, heads %u/%u x %u", g.d_model, g.d_ff, g.n_layers, g.n_heads,
+                g.n_kv_heads, g.head_dim);
+    if (g.n_experts > 0) std::printf(", experts %u top-%u hidden %u", g.n_experts, g.top_k, g.expert_d_ff);
+    if (g.shared_expert_d_ff > 0) std::printf(", shared expert %u", g.shared_expert_d_ff);
+    std::printf("\n  %s, dense delay %u, expert delay %u (effective %u, %u), %u passes", combine_style_label(g.combine_style),
+                g.dense_delay, g.expert_delay, r.effective_dense_delay, r.effective_expert_delay, r.n_passes);
+    if (g.combine_style == CombineStyle::FixedPoint) std::printf(" (%u blocks x %u iterations)", g.n_blocks, g.n_iter);
+    std::printf("\n");
+    print_table("ideal streams at 0.5 byte/weight", r.ideal, r.ideal_totals);
+    if (g.combine_style == CombineStyle::FixedPoint)
+        std::printf("  B_critical, each block streamed once: %.2f MiB/token\n",
+                    to_mib(r.ideal_totals.b_critical_unique_blocks_bytes));
+    if (r.has_actual) print_table("actual segment bytes of the file", r.actual, r.actual_totals);
+    std::printf("note: %s\n", r.note.c_str());
+}
+
+} // namespace
+
+int run_critical_path(const std::vector<std::string>& argv) {
+    auto args = Args::parse(argv, ArgSpec{kGeometryOptions, {"--json"}});
+    if (!args) return fail("critical-path", args.error());
+    if (args->positionals().size() > 1) return fail("critical-path", "expected at most one MODEL.cflow");
+
+    std::optional<Result<CriticalPathReport>> report;
+    std::string source;
+    if (args->positionals().size() == 1) {
+        for (const std::string& option : kGeometryOptions)
+            if (args->value(option)) return fail("critical-path", "option " + option + " is not allowed with MODEL.cflow (the header gives the geometry)");
+        source = args->positionals()[0];
+        auto file = CflowFile::open(source);
+        if (!file) return fail("critical-path", file.error());
+        report.emplace(analyze_file(**file));
+    } else {
+        auto geometry = geometry_from_args(*args);
+        if (!geometry) return fail("critical-path", geometry.error());
+        source = "the given geometry";
+        report.emplace(analyze_geometry(*geometry));
+    }
+    if (!*report) return fail("critical-path", report->error());
+    if (args->flag("--json"))
+        std::printf("%s\n", report_json(report->value(), source).dump(2, ' ', false, json::error_handler_t::replace).c_str());
+    else
+        print_text(report->value(), source);
+    return 0;
+}
+
+} // namespace cflow::cli

@@ -1,0 +1,87 @@
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "cflow/engine/generate.h"
+#include "cflow/engine/model.h"
+#include "cflow/engine/session.h"
+#include "cli_args.h"
+#include "commands.h"
+#include "interrupt.h"
+
+namespace cflow::cli {
+
+int run_generate(const std::vector<std::string>& argv) {
+    const ArgSpec spec{{"-p", "--prompt", "-n", "--n-predict", "--temp", "--top-k", "--top-p", "--min-p",
+                        "--repeat-penalty", "--repeat-last-n", "--seed", "--threads", "--ctx", "--load"},
+                       {"--no-stats"}};
+    auto args = Args::parse(argv, spec);
+    if (!args) return fail("generate", args.error());
+    if (args->positionals().size() != 1) return fail("generate", "expected exactly one MODEL.cflow");
+    const std::string prompt = args->value("-p").value_or(args->value("--prompt").value_or(""));
+
+    // The first bad option wins; its message names the option and the value.
+    std::string error;
+    auto integer = [&](const char* name, long long fallback, long long lo, long long hi) {
+        auto r = args->integer(name, fallback, lo, hi);
+        if (!r && error.empty()) error = r.error();
+        return r ? *r : fallback;
+    };
+    auto number = [&](const char* name, double fallback, double lo, double hi) {
+        auto r = args->number(name, fallback, lo, hi);
+        if (!r && error.empty()) error = r.error();
+        return r ? *r : fallback;
+    };
+    GenerateRequest request;
+    request.max_tokens = int32_t(integer(args->value("-n") ? "-n" : "--n-predict", 128, 0, 1 << 24));
+    request.sampling.temperature = float(number("--temp", 0.8, 0.0, 100.0));
+    request.sampling.top_k = int32_t(integer("--top-k", 40, 0, 1 << 30));
+    request.sampling.top_p = float(number("--top-p", 0.95, 0.0, 1.0));
+    request.sampling.min_p = float(number("--min-p", 0.05, 0.0, 1.0));
+    request.sampling.repeat_penalty = float(number("--repeat-penalty", 1.0, 0.0, 100.0));
+    request.sampling.repeat_last_n = int32_t(integer("--repeat-last-n", 64, 0, 1 << 24));
+    const long long seed = integer("--seed", -1, -1, 1ll << 62);
+    request.sampling.seed = seed >= 0 ? uint64_t(seed) : std::random_device{}();
+    SessionOptions session_options;
+    session_options.threads = unsigned(integer("--threads", 0, 0, 1024));
+    session_options.context_length = uint32_t(integer("--ctx", 0, 0, 1 << 24));
+    if (!error.empty()) return fail("generate", error);
+    LoadOptions load;
+    if (auto mode = args->value("--load")) {
+        if (*mode == "map") load.mode = LoadMode::Map;
+        else if (*mode == "read") load.mode = LoadMode::ReadAnon;
+        else return fail("generate", "--load must be 'map' or 'read' (got '" + *mode + "')");
+    }
+
+    const auto t_load = std::chrono::steady_clock::now();
+    auto model = Model::load(args->positionals()[0], load);
+    if (!model) return fail("generate", model.error());
+    const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
+    auto session = Session::create(model.value(), session_options);
+    if (!session) return fail("generate", session.error());
+
+    request.prompt = (*model)->tokenizer().encode(prompt, /*add_special=*/true);
+
+    std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+    std::fflush(stdout);
+    CancelToken cancel;
+    InterruptGuard guard(cancel);
+    auto stats = generate(**session, request, [](int32_t, std::string_view text) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+        return true;
+    }, &cancel);
+    if (!stats) return fail("generate", stats.error());
+    if (!args->flag("--no-stats")) {
+        std::fprintf(stderr,
+                     "\n[cflow] model %s | isa %s | threads %u | seed %llu | load %.1f ms\n"
+                     "[cflow] prompt %u tokens, %.2f tok/s | generated %u tokens, %.2f tok/s | first token %.1f ms | stop: %s\n",
+                     (*model)->name().c_str(), std::string(isa_name((*session)->isa())).c_str(), (*session)->threads(),
+                     (unsigned long long)request.sampling.seed, load_ms, stats->prompt_tokens, stats->prompt_tokens_per_s(),
+                     stats->generated_tokens, stats->decode_tokens_per_s(), stats->time_to_first_token_ms,
+                     std::string(stop_reason_name(stats->stop_reason)).c_str());
+    }
+    return 0;
+}
+
+} // namespace cflow::cli

@@ -1,0 +1,16 @@
+#pragma once
+// The cflow subcommands. Each returns the process exit code; failures print one line
+// "cflow <command>: <message>" on stderr.
+#include <string>
+#include <vector>
+
+namespace cflow::cli {
+
+int run_convert(const std::vector<std::string>& args);
+int run_generate(const std::vector<std::string>& args);
+int run_inspect(const std::vector<std::string>& args);
+int run_critical_path(const std::vector<std::string>& args);
+
+int fail(const std::string& command, const std::string& message);  // prints and returns 1
+
+} // namespace cflow::cli

@@ -1,0 +1,45 @@
+// cflow-studio entry point: names the application (for AppDataLocation), sets up logging,
+// shows the main window and opens the model given on the command line, if any.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+
+#include <spdlog/spdlog.h>
+
+#include "app_logging.h"
+#include "cflow/ui/main_window.h"
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("cflow"));
+    QApplication::setApplicationName(QStringLiteral("cflow-studio"));
+    QApplication::setApplicationVersion(QStringLiteral(CFLOW_VERSION));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        QStringLiteral("Chat with local language models on the CPU and watch the inference."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument(QStringLiteral("model"), QStringLiteral("A .cflow model to open at start (optional)."),
+                                 QStringLiteral("[model]"));
+    parser.process(app);
+
+    const QString logPath = cflow::studio::install_app_logger();
+    spdlog::info("cflow-studio {} starting (Qt {}, log {})", CFLOW_VERSION, qVersion(),
+                 logPath.isEmpty() ? std::string("stderr") : logPath.toStdString());
+
+    cflow::ui::MainWindow window;
+    window.show();
+
+    const QStringList positional = parser.positionalArguments();
+    if (positional.size() > 1) spdlog::warn("ignoring {} extra command-line arguments", positional.size() - 1);
+    if (!positional.isEmpty()) {
+        // The task suspends on the worker and finishes inside app.exec(); it reports through the window.
+        window.openModel(QDir::current().absoluteFilePath(positional.front()));
+    }
+
+    const int status = app.exec();
+    spdlog::info("cflow-studio exiting with status {}", status);
+    spdlog::shutdown();
+    return status;
+}

@@ -1,0 +1,49 @@
+#pragma once
+// The generation loop: prompt prefill, sampling, streaming text, stop conditions, timings.
+// Runs on the caller's thread (the engine worker); never throws.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cflow/engine/sampler.h"
+#include "cflow/engine/session.h"
+#include "cflow/formats/cancel.h"
+#include "cflow/formats/result.h"
+
+namespace cflow {
+
+enum class StopReason : uint8_t { MaxTokens, EndOfGeneration, StopToken, ContextFull, Cancelled, CallbackStopped };
+std::string_view stop_reason_name(StopReason reason);
+
+struct GenerateRequest {
+    std::vector<int32_t> prompt;          // already tokenized (BOS included when wanted)
+    SamplingParams sampling;
+    int32_t max_tokens = 256;             // generated tokens, not counting the prompt
+    std::vector<int32_t> stop_tokens;     // extra ids that end generation (not emitted)
+    bool stop_at_end_of_generation = true;  // EOS, and BOS which llama2.c-style story models emit between stories
+};
+
+struct GenerateStats {
+    uint32_t prompt_tokens = 0;
+    uint32_t generated_tokens = 0;
+    double prompt_ms = 0;                 // prefill wall time
+    double decode_ms = 0;                 // wall time of the generated tokens after the first
+    double time_to_first_token_ms = 0;    // from start to the first generated token
+    StopReason stop_reason = StopReason::MaxTokens;
+    double prompt_tokens_per_s() const { return prompt_ms > 0 ? prompt_tokens * 1000.0 / prompt_ms : 0; }
+    double decode_tokens_per_s() const {
+        return decode_ms > 0 && generated_tokens > 1 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0;
+    }
+};
+
+// Called for each generated token with the newly completed UTF-8 text (may be empty while a
+// multi-byte character is incomplete). Return false to stop.
+using TokenCallback = std::function<bool(int32_t token, std::string_view text)>;
+
+// Continues the session's context with request.prompt, then samples up to max_tokens.
+Result<GenerateStats> generate(Session& session, const GenerateRequest& request, const TokenCallback& on_token,
+                               const CancelToken* cancel = nullptr);
+
+} // namespace cflow

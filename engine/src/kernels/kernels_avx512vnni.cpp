@@ -1,0 +1,174 @@
+// AVX-512 VNNI kernels: Q4_0 / Q8_0 weights times int8-quantized activations via vpdpbusd,
+// the scheme llama.cpp uses (Q8 activations). Inside each call x is quantized per 32-block to
+// int8 with an f32 scale d = amax / 127, so the result is NOT bit-comparable to the scalar
+// kernel: it carries the activation quantization error, bounded in tests/engine/kernels_test.cpp
+// by kVnniActQuantTol. The integer part is exact (each int32 lane sums at most 4 products of
+// |w| <= 128 and |xq| <= 127 plus the Q4_0 offset), so that is the only extra error.
+// F32/F16 tiles, dot and axpy reuse the AVX-512 functions.
+// No std:: templates or header inline functions here (see kernels_avx2.cpp for why).
+#include "kernels_internal.h"
+
+#if CFLOW_KERNELS_X86
+// GCC 12's AVX-512 intrinsics pass _mm*_undefined_*() (self-initialised "__Y = __Y") as the
+// don't-care source operand, which -Wuninitialized reports inside the header (GCC PR 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
+
+#include "cflow/formats/cflow_layout.h"
+
+namespace cflow::kernels {
+
+namespace {
+
+constexpr int kRowBlock = 4;
+constexpr uint32_t kGroup = 32;                     // kQuantGroup
+constexpr uint32_t kMaxGroups = kTileCols / kGroup;  // 8: one f16 scale vector per tile row
+
+__mmask16 first_lanes(uint32_t n) {
+    return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// x quantized per 32-block: x[i] ~= scale[g] * q[i]. Groups are consumed in pairs by 512-bit
+// vpdpbusd. A Q4_0 pair's 32 packed bytes expand most cheaply to [lo nibbles of both groups |
+// hi nibbles of both groups], so for Q4_0 the quantized x of a pair is stored in that order:
+// [g0 w0..15 | g1 w0..15 | g0 w16..31 | g1 w16..31]. Q8_0 (and an unpaired last group) keep
+// the natural order.
+struct QuantizedX {
+    alignas(64) int8_t q[kTileCols];      // [G * 32] int8, zero past cols, order as above
+    alignas(32) float scale[kMaxGroups];  // [G] f32 block scales d = amax / 127
+    int32_t q4Offset[kMaxGroups];         // [G] -8 * sum(q) of the block: folds Q4_0's "-8" into the int dot
+};
+
+template <bool kQ4>
+void quantize_x(const float* x, uint32_t cols, uint32_t groups, QuantizedX& out) {
+    const __m512 absMask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+    const uint32_t paired = groups & ~1u;
+    for (uint32_t g = 0; g < groups; ++g) {
+        const uint32_t first = g * kGroup;
+        const uint32_t valid = cols - first;  // may exceed 32; first_lanes clamps
+        const __m512 x0 = _mm512_maskz_loadu_ps(first_lanes(valid), x + first);
+        const __m512 x1 = valid > 16 ? _mm512_maskz_loadu_ps(first_lanes(valid - 16), x + first + 16) : _mm512_setzero_ps();
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(x0, absMask), _mm512_and_ps(x1, absMask)));
+        const float d = amax / 127.0f;
+        const __m512 inv = _mm512_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+        // Round to nearest (MXCSR default); |x / d| <= 127 so the int8 narrowing never saturates.
+        const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, inv));
+        const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, inv));
+        const bool swizzle = kQ4 && g < paired;
+        const uint32_t lowAt = swizzle ? (g & ~1u) * kGroup + (g & 1u) * 16 : first;
+        const uint32_t highAt = swizzle ? lowAt + 32 : first + 16;
+        _mm512_mask_cvtepi32_storeu_epi8(out.q + lowAt, 0xFFFF, q0);
+        _mm512_mask_cvtepi32_storeu_epi8(out.q + highAt, 0xFFFF, q1);
+        out.scale[g] = d;
+        out.q4Offset[g] = -8 * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    }
+}
+
+template <int R, bool kQ4>
+void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t groups, const QuantizedX& xq, float* y) {
+    constexpr size_t kBlockBytes = kQ4 ? kGroup / 2 : kGroup;
+    const uint8_t* scales = payload;                                                        // [rows x G] f16
+    const uint8_t* blocks = payload + static_cast<size_t>(rows) * groups * sizeof(uint16_t);  // [rows x G] blocks
+    const __m256 xScale = _mm256_load_ps(xq.scale);  // lanes >= G are never used
+    const __mmask8 groupLanes = static_cast<__mmask8>((1u << groups) - 1u);
+    alignas(32) float combined[R][kMaxGroups];  // [R x G] weight scale * activation scale
+    __m512 combinedVec[R];                      // the same in lanes 0..7
+    __m512 acc[R];
+    for (int i = 0; i < R; ++i) {
+        const uint8_t* rowScales = scales + static_cast<size_t>(r0 + i) * groups * sizeof(uint16_t);
+        const __m128i h = _mm_maskz_loadu_epi16(groupLanes, rowScales);
+        const __m256 c = _mm256_mul_ps(_mm256_cvtph_ps(h), xScale);
+        _mm256_store_ps(combined[i], c);
+        combinedVec[i] = _mm512_zextps256_ps512(c);
+        acc[i] = _mm512_setzero_ps();
+    }
+    // int32 lane -> group of the pair: Q4_0 lanes 0-3, 8-11 come from g0 and 4-7, 12-15 from g1
+    // (the nibble order above); Q8_0 lanes 0-7 from g0, 8-15 from g1.
+    const __m512i laneGroup = kQ4 ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1)
+                                  : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i lowNibbles = _mm512_set1_epi8(0x0F);
+    const __m512i zero = _mm512_setzero_si512();
+    for (uint32_t g = 0; g + 2 <= groups; g += 2) {
+        const __m512i xv = _mm512_load_si512(xq.q + g * kGroup);
+        const __m512i scaleIndex = _mm512_add_epi32(laneGroup, _mm512_set1_epi32(static_cast<int>(g)));
+        // sum (q - 8) * xq = sum q * xq - 8 * sum xq: the second term is the accumulator's start value.
+        const __m512i start = kQ4 ? _mm512_setr_epi32(xq.q4Offset[g], 0, 0, 0, xq.q4Offset[g + 1], 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                                  : zero;
+        for (int i = 0; i < R; ++i) {
+            const uint8_t* b = blocks + (static_cast<size_t>(r0 + i) * groups + g) * kBlockBytes;
+            __m512i dotLanes;  // 16 int32 partial sums of w_q * x_q over the two blocks
+            if constexpr (kQ4) {
+                const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+                const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(packed), _mm256_srli_epi16(packed, 4), 1);
+                dotLanes = _mm512_dpbusd_epi32(start, _mm512_and_si512(both, lowNibbles), xv);
+            } else {
+                // vpdpbusd multiplies unsigned by signed: |w| times xq with w's sign moved onto xq.
+                const __m512i w = _mm512_loadu_si512(b);
+                const __m512i signedX = _mm512_mask_sub_epi8(xv, _mm512_movepi8_mask(w), zero, xv);
+                dotLanes = _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(w), signedX);
+            }
+            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dotLanes), _mm512_permutexvar_ps(scaleIndex, combinedVec[i]), acc[i]);
+        }
+    }
+    if (groups & 1u) {  // an unpaired last group, natural order, 256-bit
+        const uint32_t g = groups - 1;
+        const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(xq.q + g * kGroup));
+        const __m256i start = kQ4 ? _mm256_zextsi128_si256(_mm_cvtsi32_si128(xq.q4Offset[g])) : _mm256_setzero_si256();
+        for (int i = 0; i < R; ++i) {
+            const uint8_t* b = blocks + (static_cast<size_t>(r0 + i) * groups + g) * kBlockBytes;
+            __m256i dotLanes;
+            if constexpr (kQ4) {
+                const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+                const __m128i low = _mm_set1_epi8(0x0F);
+                dotLanes = _mm256_dpbusd_epi32(
+                    start, _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), low), _mm_and_si128(packed, low)), xv);
+            } else {
+                const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+                dotLanes = _mm256_dpbusd_epi32(start, _mm256_abs_epi8(w), _mm256_sign_epi8(xv, w));
+            }
+            const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(dotLanes), _mm256_set1_ps(combined[i][g]));
+            acc[i] = _mm512_add_ps(acc[i], _mm512_zextps256_ps512(part));
+        }
+    }
+    for (int i = 0; i < R; ++i) y[r0 + i] += _mm512_reduce_add_ps(acc[i]);
+}
+
+template <bool kQ4>
+void matvec_quantized(const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
+    const uint32_t groups = (cols + kGroup - 1) / kGroup;
+    QuantizedX xq{};  // zeroed: lanes past G of the scale vector are loaded (never used)
+    quantize_x<kQ4>(x, cols, groups, xq);
+    uint32_t r = 0;
+    for (; r + kRowBlock <= rows; r += kRowBlock) block_rows<kRowBlock, kQ4>(payload, rows, r, groups, xq, y);
+    for (; r < rows; ++r) block_rows<1, kQ4>(payload, rows, r, groups, xq, y);
+}
+
+void tile_matvec_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x,
+                            float* y) {
+    // The quantized-x buffer is sized for one tile row; wider inputs are outside the tile
+    // contract and take the f32 AVX-512 path instead.
+    if (cols == 0 || cols > kTileCols) return tile_matvec_avx512(dtype, payload, rows, cols, x, y);
+    switch (dtype) {
+    case DType::Q8_0: matvec_quantized<false>(payload, rows, cols, x, y); break;
+    case DType::Q4_0: matvec_quantized<true>(payload, rows, cols, x, y); break;
+    default: tile_matvec_avx512(dtype, payload, rows, cols, x, y); break;
+    }
+}
+
+} // namespace
+
+const Kernels& avx512vnni_table() {
+    static constexpr Kernels kTable{Isa::Avx512Vnni, &tile_matvec_avx512vnni, &dot_avx512, &axpy_avx512};
+    return kTable;
+}
+
+} // namespace cflow::kernels
+
+#endif // CFLOW_KERNELS_X86

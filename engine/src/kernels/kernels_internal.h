@@ -1,0 +1,53 @@
+#pragma once
+// Engine-internal: CPU feature detection and the per-ISA kernel tables that dispatch.cpp
+// picks from. Each table lives in the translation unit compiled with that ISA's flags
+// (kernels_avx2.cpp, kernels_avx512.cpp, kernels_avx512vnni.cpp); nothing here may be
+// called unless isa_supported() said yes, because those units use the ISA everywhere.
+#include <cstddef>
+#include <cstdint>
+
+#include "cflow/engine/kernels.h"
+
+// The SIMD paths exist only on x86; elsewhere dispatch offers the scalar path alone.
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#define CFLOW_KERNELS_X86 1
+#else
+#define CFLOW_KERNELS_X86 0
+#endif
+
+namespace cflow::kernels {
+
+// What the CPU offers and what the OS saves on a context switch (XCR0). A SIMD path is
+// usable only when both the instructions exist and the OS preserves the registers.
+struct CpuFeatures {
+    bool avx2 = false;
+    bool fma = false;
+    bool f16c = false;
+    bool os_ymm = false;       // XCR0 bits 1,2: SSE and AVX (YMM upper halves) state
+    bool avx512f = false;
+    bool avx512bw = false;
+    bool avx512vl = false;
+    bool avx512dq = false;
+    bool avx512vnni = false;
+    bool os_zmm = false;       // XCR0 bits 5,6,7: opmask, ZMM0-15 upper halves, ZMM16-31
+};
+
+CpuFeatures detect_cpu_features();  // cpu_features.cpp; all false on non-x86 builds
+
+// Scalar: the specification every other path is tested against.
+void tile_matvec_scalar(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y);
+float dot_scalar(const float* a, const float* b, size_t n);
+void axpy_scalar(float alpha, const float* x, float* y, size_t n);
+const Kernels& scalar_table();
+
+#if CFLOW_KERNELS_X86
+const Kernels& avx2_table();        // AVX2 + FMA + F16C
+// AVX-512 F/BW/VL/DQ; the functions are exported because the VNNI table reuses them.
+void tile_matvec_avx512(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y);
+float dot_avx512(const float* a, const float* b, size_t n);
+void axpy_avx512(float alpha, const float* x, float* y, size_t n);
+const Kernels& avx512_table();
+const Kernels& avx512vnni_table(); // Q4_0/Q8_0 with int8 activations (vpdpbusd); F32/F16 as AVX-512
+#endif
+
+} // namespace cflow::kernels

@@ -1,0 +1,104 @@
+// The scalar kernels: the specification every SIMD path is tested against. Plain loops in
+// index order, one f32 accumulator per row, no reassociation, so the result is easy to reason
+// about (see the tolerance derivation in tests/engine/kernels_test.cpp).
+#include <cstring>
+
+#include "cflow/formats/tile_codec.h"
+#include "cflow/formats/tile_plan.h"
+#include "kernels_internal.h"
+
+namespace cflow::kernels {
+
+namespace {
+
+float load_f32(const uint8_t* p) {
+    float v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+uint16_t load_u16(const uint8_t* p) {
+    uint16_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+void matvec_f32(const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
+    for (uint32_t r = 0; r < rows; ++r) {
+        const uint8_t* row = payload + static_cast<size_t>(r) * cols * sizeof(float);  // [cols] f32
+        float acc = 0.0f;
+        for (uint32_t c = 0; c < cols; ++c) acc += load_f32(row + c * sizeof(float)) * x[c];
+        y[r] += acc;
+    }
+}
+
+void matvec_f16(const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
+    for (uint32_t r = 0; r < rows; ++r) {
+        const uint8_t* row = payload + static_cast<size_t>(r) * cols * sizeof(uint16_t);  // [cols] f16
+        float acc = 0.0f;
+        for (uint32_t c = 0; c < cols; ++c) acc += f16_to_f32(load_u16(row + c * sizeof(uint16_t))) * x[c];
+        y[r] += acc;
+    }
+}
+
+// Q8_0 and Q4_0 share the block structure: f16 scales [rows * G], then the blocks [rows * G].
+// Weights of the partial last group past cols are padding and are never paired with x.
+template <DType kType>
+void matvec_block(const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
+    constexpr size_t kBlockBytes = kType == DType::Q8_0 ? kQuantGroup : kQuantGroup / 2;
+    const uint32_t groups = groups_per_row(cols);
+    const uint8_t* scales = payload;                                                   // [rows x G] f16
+    const uint8_t* blocks = payload + static_cast<size_t>(rows) * groups * sizeof(uint16_t);  // [rows x G] blocks
+    for (uint32_t r = 0; r < rows; ++r) {
+        float acc = 0.0f;
+        for (uint32_t g = 0; g < groups; ++g) {
+            const size_t block = static_cast<size_t>(r) * groups + g;
+            const float scale = f16_to_f32(load_u16(scales + block * sizeof(uint16_t)));
+            const uint8_t* q = blocks + block * kBlockBytes;
+            const uint32_t first = g * kQuantGroup;
+            const uint32_t valid = cols - first < kQuantGroup ? cols - first : kQuantGroup;
+            for (uint32_t i = 0; i < valid; ++i) {
+                float w;  // s * q is exact in f32 (11-bit scale mantissa times an 8-bit integer)
+                if constexpr (kType == DType::Q8_0) {
+                    w = scale * static_cast<float>(static_cast<int8_t>(q[i]));
+                } else {
+                    // ggml order: byte j holds weight j in its low nibble and weight j + 16 in its high nibble.
+                    const int nibble = i < 16 ? (q[i] & 0x0F) : (q[i - 16] >> 4);
+                    w = scale * static_cast<float>(nibble - 8);
+                }
+                acc += w * x[first + i];
+            }
+        }
+        y[r] += acc;
+    }
+}
+
+} // namespace
+
+// Non-tile dtypes (BF16) never reach a kernel: the reader rejects such segments, so y is left as is.
+void tile_matvec_scalar(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
+    switch (dtype) {
+    case DType::F32: matvec_f32(payload, rows, cols, x, y); break;
+    case DType::F16: matvec_f16(payload, rows, cols, x, y); break;
+    case DType::Q8_0: matvec_block<DType::Q8_0>(payload, rows, cols, x, y); break;
+    case DType::Q4_0: matvec_block<DType::Q4_0>(payload, rows, cols, x, y); break;
+    case DType::BF16: break;
+    }
+}
+
+float dot_scalar(const float* a, const float* b, size_t n) {
+    float acc = 0.0f;
+    for (size_t i = 0; i < n; ++i) acc += a[i] * b[i];
+    return acc;
+}
+
+void axpy_scalar(float alpha, const float* x, float* y, size_t n) {
+    for (size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+const Kernels& scalar_table() {
+    static constexpr Kernels kTable{Isa::Scalar, &tile_matvec_scalar, &dot_scalar, &axpy_scalar};
+    return kTable;
+}
+
+} // namespace cflow::kernels

@@ -1,0 +1,23 @@
+#pragma once
+// Small vector operations of the forward pass (not bandwidth-critical: O(d) per token).
+#include <cstddef>
+#include <cstdint>
+
+#include "cflow/formats/cflow_layout.h"
+
+namespace cflow::ops {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * (weight ? weight[i] : 1); out may alias x. x, out: [n]
+void rmsnorm(const float* x, const float* weight, float* out, size_t n, float eps);
+void add(float* y, const float* x, size_t n);          // y += x
+void softmax(float* x, size_t n);                      // in place, max-subtracted
+// gate[i] = act(gate[i]) * up[i]; gate, up: [n]
+void glu(FfnActivation activation, float* gate, const float* up, size_t n);
+// Rotated dimensions of a head: dk * fraction rounded down to an even number.
+uint32_t rotary_dims(uint32_t head_dim, float fraction);
+// cos/sin of pos * theta^(-2i/n_rot) for i < n_rot/2.  cos_out, sin_out: [n_rot/2]
+void rope_tables(uint32_t pos, uint32_t n_rot, float theta, float* cos_out, float* sin_out);
+// Split-half rotation: pairs (i, i + n_rot/2) for i < n_rot/2. v: [head_dim]
+void rope_apply(float* v, uint32_t n_rot, const float* cos_t, const float* sin_t);
+
+} // namespace cflow::ops

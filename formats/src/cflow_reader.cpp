@@ -1,0 +1,221 @@
+// CflowFile::open: maps a .cflow or .vflow file (dispatch on the magic) and validates the
+// GlobalHeader, ModelParams, the layer table, every region (cflow_region_reader.cpp), the
+// .vflow group table and section order (vflow_reader.cpp) and the metadata section.
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <new>
+
+#include "cflow/formats/cflow_reader.h"
+#include "cflow_reader_internal.h"
+#include "checked_math.h"
+
+namespace cflow {
+namespace reader_detail {
+
+Error located(const FileContext& ctx, const std::string& field, uint64_t offset, const std::string& problem) {
+    return make_error(ctx.path + ": " + field + " at offset " + std::to_string(offset) + ": " + problem);
+}
+
+} // namespace reader_detail
+
+namespace {
+
+using reader_detail::FileContext;
+using reader_detail::located;
+
+#define CFLOW_GH(field) "GlobalHeader." #field, ctx.header_offset + offsetof(GlobalHeader, field)
+#define CFLOW_MP(field) "ModelParams." #field, ctx.header.params_offset + offsetof(ModelParams, field)
+
+Status check_global_header(const FileContext& ctx) {
+    const GlobalHeader& h = ctx.header;
+    if (std::memcmp(h.magic, kCflowMagic, sizeof(h.magic)) != 0)
+        return located(ctx, CFLOW_GH(magic), "bad magic: not a .cflow or .vflow file");
+    if (h.version != kCflowVersion)
+        return located(ctx, CFLOW_GH(version),
+                       "unsupported version " + std::to_string(h.version) + " (this build reads version " +
+                           std::to_string(kCflowVersion) + ")");
+    if (h.file_bytes != ctx.size)
+        return located(ctx, CFLOW_GH(file_bytes),
+                       "header says the file has " + std::to_string(h.file_bytes) + " bytes but it has " +
+                           std::to_string(ctx.size) + (ctx.size < h.file_bytes ? " (truncated)" : " (trailing bytes)"));
+    if (h.tile_rows != kTileRows || h.tile_cols != kTileCols)
+        return located(ctx, CFLOW_GH(tile_rows),
+                       "tile dims " + std::to_string(h.tile_rows) + "x" + std::to_string(h.tile_cols) + ", expected " +
+                           std::to_string(kTileRows) + "x" + std::to_string(kTileCols));
+    if (!is_tile_dtype(static_cast<DType>(h.weight_quant)))
+        return located(ctx, CFLOW_GH(weight_quant), "unknown dtype " + std::to_string(h.weight_quant));
+    auto nonzero = [&](uint64_t value, const char* field, size_t offset) -> Status {
+        if (value == 0) return located(ctx, field, offset, "must not be 0");
+        return {};
+    };
+    for (Status s : {nonzero(h.d_model, CFLOW_GH(d_model)), nonzero(h.n_layers, CFLOW_GH(n_layers)),
+                     nonzero(h.n_heads, CFLOW_GH(n_heads)), nonzero(h.n_kv_heads, CFLOW_GH(n_kv_heads)),
+                     nonzero(h.head_dim, CFLOW_GH(head_dim)), nonzero(h.vocab_size, CFLOW_GH(vocab_size))})
+        if (!s) return s;
+    if (h.n_layers > 0xFFFFu)
+        return located(ctx, CFLOW_GH(n_layers), std::to_string(h.n_layers) + " layers exceed TileHeader.layer_id (u16)");
+    if (h.n_heads % h.n_kv_heads != 0)
+        return located(ctx, CFLOW_GH(n_kv_heads),
+                       "n_heads " + std::to_string(h.n_heads) + " is not divisible by n_kv_heads " +
+                           std::to_string(h.n_kv_heads));
+    if (h.n_experts >= kNoExpert)
+        return located(ctx, CFLOW_GH(n_experts), std::to_string(h.n_experts) + " experts exceed TileHeader.expert_id");
+    if (h.top_k > h.n_experts)
+        return located(ctx, CFLOW_GH(top_k),
+                       "top_k " + std::to_string(h.top_k) + " exceeds n_experts " + std::to_string(h.n_experts));
+    if (h.n_experts > 0 && (h.top_k == 0 || h.expert_d_ff == 0))
+        return located(ctx, CFLOW_GH(expert_d_ff), "a MoE model needs top_k >= 1 and expert_d_ff >= 1");
+    if (h.dense_delay >= h.n_layers)
+        return located(ctx, CFLOW_GH(dense_delay),
+                       "dense_delay " + std::to_string(h.dense_delay) + " must be below n_layers " +
+                           std::to_string(h.n_layers));
+    if (h.expert_delay >= h.n_layers)
+        return located(ctx, CFLOW_GH(expert_delay),
+                       "expert_delay " + std::to_string(h.expert_delay) + " must be below n_layers " +
+                           std::to_string(h.n_layers));
+    if (h.combine_style > static_cast<uint8_t>(CombineStyle::FixedPoint))
+        return located(ctx, CFLOW_GH(combine_style), "unknown combine style " + std::to_string(h.combine_style));
+    if (h.feature_flags >= (1u << 5))
+        return located(ctx, CFLOW_GH(feature_flags), "unknown feature flag bits " + std::to_string(h.feature_flags));
+    if (!std::isfinite(h.final_logit_softcap) || h.final_logit_softcap < 0.0f)
+        return located(ctx, CFLOW_GH(final_logit_softcap), "must be finite and >= 0");
+    return {};
+}
+
+Status check_model_params(const FileContext& ctx) {
+    const GlobalHeader& h = ctx.header;
+    const ModelParams& p = ctx.params;
+    if (p.params_bytes != sizeof(ModelParams))
+        return located(ctx, CFLOW_MP(params_bytes),
+                       "is " + std::to_string(p.params_bytes) + ", expected " + std::to_string(sizeof(ModelParams)));
+    if (!std::isfinite(p.norm_eps) || p.norm_eps < 0.0f) return located(ctx, CFLOW_MP(norm_eps), "must be finite and >= 0");
+    if (!std::isfinite(p.rope_theta) || p.rope_theta <= 0.0f) return located(ctx, CFLOW_MP(rope_theta), "must be > 0");
+    if (!(p.rope_fraction > 0.0f && p.rope_fraction <= 1.0f))
+        return located(ctx, CFLOW_MP(rope_fraction), "must be in (0, 1]");
+    if (p.ffn_activation > static_cast<uint8_t>(FfnActivation::GeGLUTanh))
+        return located(ctx, CFLOW_MP(ffn_activation), "unknown activation " + std::to_string(p.ffn_activation));
+    if (p.router_mode > static_cast<uint8_t>(RouterMode::SoftmaxAllNoRenorm))
+        return located(ctx, CFLOW_MP(router_mode), "unknown router mode " + std::to_string(p.router_mode));
+    if (h.combine_style == static_cast<uint8_t>(CombineStyle::DecoupledStreams) && p.merge_interval == 0)
+        return located(ctx, CFLOW_MP(merge_interval), "must be >= 1 for DecoupledStreams");
+    if (h.combine_style == static_cast<uint8_t>(CombineStyle::FixedPoint) &&
+        (p.n_blocks != h.n_layers || p.n_iter == 0))
+        return located(ctx, CFLOW_MP(n_blocks),
+                       "FixedPoint needs n_blocks == n_layers (" + std::to_string(h.n_layers) + ") and n_iter >= 1, got " +
+                           std::to_string(p.n_blocks) + " and " + std::to_string(p.n_iter));
+    if (p.shared_expert_d_ff > 0 && h.n_experts == 0)
+        return located(ctx, CFLOW_MP(shared_expert_d_ff), "a shared expert needs n_experts > 0");
+    if (!std::isfinite(p.attn_logit_softcap) || p.attn_logit_softcap < 0.0f)
+        return located(ctx, CFLOW_MP(attn_logit_softcap), "must be finite and >= 0");
+    if (!std::isfinite(p.embedding_scale)) return located(ctx, CFLOW_MP(embedding_scale), "must be finite");
+    return {};
+}
+
+#undef CFLOW_GH
+#undef CFLOW_MP
+
+} // namespace
+
+Result<std::shared_ptr<CflowFile>> CflowFile::open(const std::string& path, LoadMode mode) {
+    auto mapped = MappedFile::open(path, mode);
+    if (!mapped) return mapped.take_error();
+    try {
+        auto file = std::make_shared<CflowFile>();
+        file->file_ = *mapped;
+        const uint8_t* data = file->file_->data();
+        const uint64_t size = file->file_->size();
+        FileContext ctx{path, data, size, file->header_, file->params_, 0, nullptr};
+
+        // A .vflow file starts with its VFlowHeader, which points at an embedded GlobalHeader.
+        if (size >= sizeof(kVflowMagic) && std::memcmp(data, kVflowMagic, sizeof(kVflowMagic)) == 0) {
+            auto vh = reader_detail::read_vflow_header(path, data, size);
+            if (!vh) return vh.take_error();
+            file->container_ = ContainerFormat::Vflow;
+            file->vflow_header_ = *vh;
+            ctx.header_offset = vh->cflow_header_offset;  // range checked by read_vflow_header
+        } else if (size < sizeof(GlobalHeader)) {
+            return located(ctx, "GlobalHeader", 0,
+                           "file is " + std::to_string(size) + " bytes, smaller than the " +
+                               std::to_string(sizeof(GlobalHeader)) + "-byte header");
+        }
+        std::memcpy(&file->header_, data + ctx.header_offset, sizeof(GlobalHeader));
+        if (Status s = check_global_header(ctx); !s) return s.take_error();
+
+        const GlobalHeader& h = file->header_;
+        if (!checked::range_inside(h.params_offset, sizeof(ModelParams), size))
+            return located(ctx, "GlobalHeader.params_offset", ctx.header_offset + offsetof(GlobalHeader, params_offset),
+                           "ModelParams (" + std::to_string(sizeof(ModelParams)) + " bytes) at " +
+                               std::to_string(h.params_offset) + " past end of file (" + std::to_string(size) + " bytes)");
+        std::memcpy(&file->params_, data + h.params_offset, sizeof(ModelParams));
+        if (Status s = check_model_params(ctx); !s) return s.take_error();
+
+        const uint64_t table_bytes = (uint64_t{h.n_layers} + 1) * sizeof(RegionEntry);  // n_layers <= 65,535
+        uint64_t table_end = 0;
+        if (!checked::add(h.layer_table_offset, table_bytes, &table_end))
+            return located(ctx, "GlobalHeader.layer_table_offset", ctx.header_offset + offsetof(GlobalHeader, layer_table_offset),
+                           "offset " + std::to_string(h.layer_table_offset) + " + table size " +
+                               std::to_string(table_bytes) + " overflows 64 bits");
+        if (table_end > size)
+            return located(ctx, "GlobalHeader.layer_table_offset", ctx.header_offset + offsetof(GlobalHeader, layer_table_offset),
+                           "layer table [" + std::to_string(h.layer_table_offset) + ", " + std::to_string(table_end) +
+                               ") past end of file (" + std::to_string(size) + " bytes)");
+
+        reader_detail::VflowLayout vflow;
+        if (file->container_ == ContainerFormat::Vflow) {
+            auto layout = reader_detail::read_vflow_layout(ctx, file->vflow_header_);
+            if (!layout) return layout.take_error();
+            vflow = std::move(*layout);
+            ctx.vflow = &vflow;
+        }
+
+        file->layers_.reserve(h.n_layers);
+        for (uint32_t l = 0; l < h.n_layers; ++l) {
+            auto region = reader_detail::read_region(ctx, l);
+            if (!region) return region.take_error();
+            file->layers_.push_back(std::move(*region));
+        }
+        auto vocab = reader_detail::read_region(ctx, h.n_layers);
+        if (!vocab) return vocab.take_error();
+        file->vocab_ = std::move(*vocab);
+        if (ctx.vflow) {
+            if (Status s = reader_detail::check_vflow_order(ctx, file->layers_, file->vocab_); !s) return s.take_error();
+            file->groups_ = vflow.groups;
+        }
+
+        const ModelParams& p = file->params_;
+        const uint64_t meta_field = h.params_offset + offsetof(ModelParams, metadata_offset);
+        uint64_t meta_end = 0;
+        if (!checked::add(p.metadata_offset, p.metadata_bytes, &meta_end))
+            return located(ctx, "ModelParams.metadata_offset", meta_field, "offset + metadata_bytes overflows 64 bits");
+        if (meta_end > size)
+            return located(ctx, "ModelParams.metadata_offset", meta_field,
+                           "metadata section [" + std::to_string(p.metadata_offset) + ", " + std::to_string(meta_end) +
+                               ") past end of file (" + std::to_string(size) + " bytes)");
+        auto meta = Metadata::parse(data + p.metadata_offset, p.metadata_bytes, path, p.metadata_offset);
+        if (!meta) return meta.take_error();
+        file->metadata_ = std::move(*meta);
+        return file;
+    } catch (const std::bad_alloc&) {
+        return make_error(path + ": out of memory while indexing the file");
+    }
+}
+
+Result<ExpertView> CflowFile::expert(uint32_t layer, uint32_t expert_index) const {
+    if (layer >= layers_.size())
+        return make_error(path() + ": expert(): layer " + std::to_string(layer) + " out of range (" +
+                          std::to_string(layers_.size()) + " layers)");
+    if (expert_index >= header_.n_experts)
+        return make_error(path() + ": expert(): expert " + std::to_string(expert_index) + " out of range (" +
+                          std::to_string(header_.n_experts) + " experts)");
+    try {
+        // Expert lookups only read the (validated) ExpertTable and bank, which need no .vflow spans.
+        const uint64_t header_offset = container_ == ContainerFormat::Vflow ? vflow_header_.cflow_header_offset : 0;
+        reader_detail::FileContext ctx{path(), file_->data(), file_->size(), header_, params_, header_offset, nullptr};
+        return reader_detail::read_expert(ctx, layers_[layer], expert_index);
+    } catch (const std::bad_alloc&) {
+        return make_error(path() + ": out of memory while indexing expert " + std::to_string(expert_index));
+    }
+}
+
+} // namespace cflow

@@ -1,0 +1,360 @@
+// The complete layout of a conversion, computed before a byte is written. .cflow:
+// GlobalHeader @0, ModelParams @88, LayerTable right after, then the regions (each
+// segment 64-byte aligned, layer segments in read order, schedule_order.h), then the
+// metadata section. .vflow: converter_vflow_layout.cpp. All sizes follow from geometry.
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "cflow/formats/schedule_order.h"
+
+#include "checked_math.h"
+#include "converter_internal.h"
+
+namespace cflow::convert_detail {
+namespace {
+
+constexpr const char* kConverterVersion = "cflow 0.1.0";
+
+using segment_shapes::SegmentShape;
+using segment_shapes::Storage;
+
+// Output row i of a head reads source row map(i): adjacent-pair RoPE -> split-half over
+// the rotated dims rot = head_dim * rope_fraction (rounded down to even); the rest keep their place.
+std::vector<uint32_t> rope_row_map(uint32_t n_heads, uint32_t head_dim, float rope_fraction) {
+    uint32_t rot = static_cast<uint32_t>(static_cast<double>(head_dim) * rope_fraction);
+    rot -= rot % 2;
+    std::vector<uint32_t> map(static_cast<size_t>(n_heads) * head_dim);
+    for (uint32_t h = 0; h < n_heads; ++h)
+        for (uint32_t i = 0; i < head_dim; ++i) {
+            uint32_t src = i;
+            if (i < rot / 2)
+                src = 2 * i;
+            else if (i < rot)
+                src = 2 * (i - rot / 2) + 1;
+            map[static_cast<size_t>(h) * head_dim + i] = h * head_dim + src;
+        }
+    return map;
+}
+
+MatrixSource matrix(const TensorView* t, uint32_t rows, uint32_t cols, std::vector<uint32_t> row_map = {},
+                    uint64_t first_row = 0) {
+    MatrixSource m;
+    m.tensor = t;
+    m.rows = rows;
+    m.cols = cols;
+    m.row_map = std::move(row_map);
+    m.first_row = first_row;
+    return m;
+}
+
+class LayoutBuilder {
+public:
+    LayoutBuilder(const SourceModel& src, const ConvertOptions& options) : src_(src), c_(src.config), options_(options) {}
+
+    Result<FilePlan> build() {
+        make_headers();
+        for (uint32_t l = 0; l < c_.n_layers; ++l) {
+            auto region = layer_region(l);
+            if (!region) return region.take_error();
+            plan_.regions.push_back(std::move(*region));
+        }
+        auto vocab = vocab_region();
+        if (!vocab) return vocab.take_error();
+        plan_.regions.push_back(std::move(*vocab));
+        if (Status s = assign_offsets(); !s) return s.take_error();
+        return std::move(plan_);
+    }
+
+private:
+    const TensorView* t(const std::string& name) const { return src_.find(name); }
+
+    void make_headers() {
+        tied_ = (c_.feature_flags & kFeatureTiedEmbeddings) != 0 || !t("output.weight");
+        has_bias_ = (c_.feature_flags & kFeatureQkvBias) != 0;
+        has_qk_norm_ = (c_.feature_flags & kFeatureQkNorm) != 0;
+        for (uint32_t l = 0; l < c_.n_layers; ++l) {
+            const std::string p = "blk." + std::to_string(l) + ".";
+            has_bias_ = has_bias_ || t(p + "attn_q.bias") || t(p + "attn_k.bias") || t(p + "attn_v.bias");
+            has_qk_norm_ = has_qk_norm_ || t(p + "attn_q_norm.weight");
+        }
+        uint8_t flags = c_.feature_flags & static_cast<uint8_t>(~(kFeatureTiedEmbeddings | kFeatureQkvBias | kFeatureQkNorm));
+        if (tied_) flags |= kFeatureTiedEmbeddings;
+        if (has_bias_) flags |= kFeatureQkvBias;
+        if (has_qk_norm_) flags |= kFeatureQkNorm;
+
+        plan_.format = options_.format;
+        GlobalHeader& h = plan_.header;
+        std::memcpy(h.magic, kCflowMagic, sizeof(h.magic));
+        h.version = kCflowVersion;
+        h.d_model = c_.d_model;
+        h.n_layers = c_.n_layers;
+        h.n_heads = static_cast<uint16_t>(c_.n_heads);
+        h.n_kv_heads = static_cast<uint16_t>(c_.n_kv_heads);
+        h.head_dim = static_cast<uint16_t>(c_.head_dim);
+        h.n_experts = static_cast<uint16_t>(c_.n_experts);
+        h.top_k = static_cast<uint16_t>(c_.top_k);
+        h.weight_quant = static_cast<uint8_t>(options_.weight_quant);
+        h.d_ff = c_.d_ff;
+        h.expert_d_ff = c_.n_experts ? c_.expert_d_ff : 0;
+        h.vocab_size = c_.vocab_size;
+        h.max_seq_len = c_.max_seq_len;
+        h.tile_rows = kTileRows;
+        h.tile_cols = kTileCols;
+        h.sliding_window = c_.sliding_window;
+        // .cflow positions; a .vflow layout moves these (assign_vflow_offsets).
+        h.params_offset = sizeof(GlobalHeader);
+        h.layer_table_offset = sizeof(GlobalHeader) + sizeof(ModelParams);
+        h.dense_delay = c_.dense_delay;
+        h.expert_delay = c_.expert_delay;
+        h.combine_style = static_cast<uint8_t>(c_.combine_style);
+        h.feature_flags = flags;
+        h.final_logit_softcap = c_.final_logit_softcap;
+
+        ModelParams& p = plan_.params;
+        p.params_bytes = sizeof(ModelParams);
+        p.norm_eps = c_.norm_eps;
+        p.rope_theta = c_.rope_theta;
+        p.rope_fraction = c_.rope_fraction;
+        p.ffn_activation = static_cast<uint8_t>(c_.ffn_activation);
+        p.router_mode = static_cast<uint8_t>(c_.router_mode);
+        p.merge_interval = c_.merge_interval;
+        const bool fixed_point = c_.combine_style == CombineStyle::FixedPoint;
+        p.n_blocks = fixed_point ? static_cast<uint8_t>(c_.n_layers) : 0;
+        p.n_iter = fixed_point ? c_.n_iter : 0;
+        p.attn_logit_softcap = c_.attn_logit_softcap;
+        p.embedding_scale = c_.embedding_scale;
+        p.shared_expert_d_ff = c_.shared_expert_d_ff;
+
+        Metadata meta = src_.metadata;
+        meta.set("general.converter", std::string(kConverterVersion));
+        if (!meta.contains("general.source_format")) {
+            const std::filesystem::path label(src_.source_label);
+            std::error_code ec;
+            std::string format;
+            if (label.extension() == ".gguf") format = "gguf";
+            else if (label.extension() == ".safetensors" || std::filesystem::is_directory(label, ec)) format = "safetensors";
+            else if (label.extension() == ".bin") format = "llama2c";
+            if (!format.empty() && !src_.source_label.empty()) meta.set("general.source_format", format);
+        }
+        if (!meta.contains("general.source") && !src_.source_label.empty())
+            meta.set("general.source", std::filesystem::path(src_.source_label).filename().string());
+        plan_.metadata = meta.serialize();
+    }
+
+    Result<SegmentPlan> segment(SegmentRole role, DType dtype, std::vector<std::string> names) {
+        auto shape = segment_shapes::segment_shape(plan_.header, plan_.params, role);
+        if (!shape) return make_error(std::string(segment_shapes::role_name(role)) + ": " + shape.error());
+        SegmentPlan seg;
+        seg.role = role;
+        seg.dtype = shape->storage == Storage::Raw ? DType::F32 : dtype;
+        seg.shape = std::move(*shape);
+        auto bytes = segment_shapes::segment_bytes(plan_.header, seg.shape, seg.dtype);
+        if (!bytes) return make_error(std::string(segment_shapes::role_name(role)) + ": " + bytes.error());
+        seg.bytes = bytes->bytes;
+        seg.n_tiles = bytes->n_tiles;
+        seg.expert_gate_up_bytes = bytes->expert_gate_up_bytes;
+        seg.expert_bytes = bytes->expert_bytes;
+        seg.tensor_names = std::move(names);
+        plan_.tensors_total += seg.tensor_names.size();
+        return seg;
+    }
+
+    bool exact(const TensorView* tensor, DType target) const {
+        return options_.retile_exact && tensor && is_block_quant(target) && tensor->dtype == target;
+    }
+
+    // A raw f32 segment of one vector tensor (optionally permuted per head).
+    Result<SegmentPlan> vector_segment(SegmentRole role, const std::string& name, std::vector<uint32_t> element_map = {}) {
+        auto seg = segment(role, DType::F32, {name});
+        if (!seg) return seg;
+        const TensorView* tensor = t(name);
+        seg->raw.push_back({matrix(tensor, 1, static_cast<uint32_t>(seg->shape.cols)), std::move(element_map)});
+        return seg;
+    }
+
+    Result<SegmentPlan> tiled_segment(SegmentRole role, DType dtype, std::vector<std::string> names,
+                                      std::vector<std::vector<uint32_t>> row_maps = {}) {
+        auto seg = segment(role, dtype, names);
+        if (!seg) return seg;
+        for (size_t p = 0; p < seg->shape.parts.size(); ++p) {
+            const TensorView* tensor = t(names[p]);
+            std::vector<uint32_t> map = p < row_maps.size() ? std::move(row_maps[p]) : std::vector<uint32_t>{};
+            seg->parts.push_back(matrix(tensor, seg->shape.parts[p].rows, seg->shape.cols, std::move(map)));
+            seg->exact_parts.push_back(exact(tensor, dtype));
+        }
+        return seg;
+    }
+
+    Result<RegionPlan> layer_region(uint32_t l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        const DType wq = options_.weight_quant;
+        const uint32_t d = c_.d_model;
+        RegionPlan region;
+        region.index = l;
+        auto add = [&](Result<SegmentPlan> seg) -> Status {
+            if (!seg) return make_error("layer " + std::to_string(l) + " " + seg.error());
+            region.segments.push_back(std::move(*seg));
+            return {};
+        };
+        std::vector<uint32_t> q_map, k_map, head_map;
+        if (c_.rope_interleaved) {
+            q_map = rope_row_map(c_.n_heads, c_.head_dim, c_.rope_fraction);
+            k_map = rope_row_map(c_.n_kv_heads, c_.head_dim, c_.rope_fraction);
+            head_map = rope_row_map(1, c_.head_dim, c_.rope_fraction);
+        }
+        std::vector<Status> steps;
+        steps.push_back(add(vector_segment(SegmentRole::AttnNorm, p + "attn_norm.weight")));
+        if (has_qk_norm_) {
+            steps.push_back(add(vector_segment(SegmentRole::QNorm, p + "attn_q_norm.weight", head_map)));
+            steps.push_back(add(vector_segment(SegmentRole::KNorm, p + "attn_k_norm.weight", head_map)));
+        }
+        steps.push_back(add(tiled_segment(SegmentRole::Qkv, wq,
+                                          {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {q_map, k_map})));
+        if (has_bias_) {
+            std::vector<std::string> names;
+            for (const char* b : {"attn_q.bias", "attn_k.bias", "attn_v.bias"})
+                if (t(p + b)) names.push_back(p + b);
+            auto seg = segment(SegmentRole::QkvBias, DType::F32, names);
+            if (seg) {
+                const uint32_t qn = c_.n_heads * c_.head_dim, kvn = c_.n_kv_heads * c_.head_dim;
+                seg->raw.push_back({matrix(t(p + "attn_q.bias"), 1, qn), q_map});
+                seg->raw.push_back({matrix(t(p + "attn_k.bias"), 1, kvn), k_map});
+                seg->raw.push_back({matrix(t(p + "attn_v.bias"), 1, kvn), {}});
+            }
+            steps.push_back(add(std::move(seg)));
+        }
+        steps.push_back(add(tiled_segment(SegmentRole::AttnOut, wq, {p + "attn_output.weight"})));
+        if (c_.d_ff > 0) {
+            steps.push_back(add(vector_segment(SegmentRole::FfnNorm, p + "ffn_norm.weight")));
+            steps.push_back(add(tiled_segment(SegmentRole::GateUp, wq, {p + "ffn_gate.weight", p + "ffn_up.weight"})));
+            steps.push_back(add(tiled_segment(SegmentRole::Down, wq, {p + "ffn_down.weight"})));
+        }
+        if (c_.n_experts > 0) {
+            const std::string norm = t(p + "moe_norm.weight") ? p + "moe_norm.weight" : p + "ffn_norm.weight";
+            steps.push_back(add(vector_segment(SegmentRole::MoeNorm, norm)));
+            auto router = segment(SegmentRole::Router, DType::F32, {p + "ffn_gate_inp.weight"});
+            if (router) router->raw.push_back({matrix(t(p + "ffn_gate_inp.weight"), c_.n_experts, d), {}});
+            steps.push_back(add(std::move(router)));
+            steps.push_back(add(segment(SegmentRole::ExpertTable, DType::F32, {})));  // contents set by assign_offsets
+            const std::string gate = p + "ffn_gate_exps.weight", up = p + "ffn_up_exps.weight",
+                              down = p + "ffn_down_exps.weight";
+            auto bank = segment(SegmentRole::ExpertBank, wq, {gate, up, down});
+            if (bank) {
+                const uint32_t eff = c_.expert_d_ff;
+                for (uint32_t e = 0; e < c_.n_experts; ++e)
+                    bank->experts.push_back({matrix(t(gate), eff, d, {}, uint64_t{e} * eff),
+                                             matrix(t(up), eff, d, {}, uint64_t{e} * eff),
+                                             matrix(t(down), d, eff, {}, uint64_t{e} * d)});
+                bank->exact_parts = {exact(t(gate), wq), exact(t(up), wq), exact(t(down), wq)};
+            }
+            steps.push_back(add(std::move(bank)));
+            if (c_.shared_expert_d_ff > 0) {
+                steps.push_back(add(tiled_segment(SegmentRole::SharedGateUp, wq,
+                                                  {p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight"})));
+                steps.push_back(add(tiled_segment(SegmentRole::SharedDown, wq, {p + "ffn_down_shexp.weight"})));
+                steps.push_back(add(vector_segment(SegmentRole::SharedGate, p + "ffn_gate_inp_shexp.weight")));
+            }
+        }
+        for (Status& s : steps)
+            if (!s) return s.take_error();
+        // The engine reads a layer's segments in the order of its schedule (the dense FFN first
+        // when it does not depend on the layer's attention): write them in that order.
+        const auto style = c_.combine_style;
+        const uint8_t dense_delay = c_.dense_delay;
+        std::stable_sort(region.segments.begin(), region.segments.end(), [&](const SegmentPlan& a, const SegmentPlan& b) {
+            return layer_read_rank(a.role, style, dense_delay) < layer_read_rank(b.role, style, dense_delay);
+        });
+        return region;
+    }
+
+    Result<RegionPlan> vocab_region() {
+        const DType eq = options_.embedding_quant.value_or(options_.weight_quant);
+        RegionPlan region;
+        region.index = c_.n_layers;
+        std::vector<Result<SegmentPlan>> segs;
+        segs.push_back(vector_segment(SegmentRole::OutputNorm, "output_norm.weight"));
+        if (!tied_) segs.push_back(tiled_segment(SegmentRole::LmHead, eq, {"output.weight"}));
+        segs.push_back(tiled_segment(SegmentRole::TokenEmbd, eq, {"token_embd.weight"}));
+        for (auto& seg : segs) {
+            if (!seg) return make_error("vocabulary region " + seg.error());
+            region.segments.push_back(std::move(*seg));
+        }
+        return region;
+    }
+
+    // Places regions and segments; every segment and region start is 64-byte aligned.
+    Status assign_offsets() {
+        uint64_t pos = 0;
+        if (options_.format == ContainerFormat::Vflow) {
+            auto end = assign_vflow_offsets(plan_);
+            if (!end) return end.take_error();
+            pos = *end;
+        } else {
+            auto end = assign_cflow_offsets();
+            if (!end) return end.take_error();
+            pos = *end;
+        }
+        fill_expert_tables(plan_);
+        if (!checked::align_up(pos, kSegmentAlignment, &pos)) return make_error("file size overflows 64 bits");
+        plan_.params.metadata_offset = pos;
+        plan_.params.metadata_bytes = plan_.metadata.size();
+        uint64_t file_bytes = 0;
+        if (!checked::add(pos, plan_.metadata.size(), &file_bytes)) return make_error("file size overflows 64 bits");
+        plan_.header.file_bytes = file_bytes;
+        return {};
+    }
+
+    // .cflow: LayerTable after ModelParams, then each region = header, directory, segments.
+    Result<uint64_t> assign_cflow_offsets() {
+        uint64_t pos = plan_.header.layer_table_offset + (uint64_t{c_.n_layers} + 1) * sizeof(RegionEntry);
+        auto align = [&](uint64_t* value) -> Status {
+            if (!checked::align_up(*value, kSegmentAlignment, value)) return make_error("file size overflows 64 bits");
+            return {};
+        };
+        for (RegionPlan& region : plan_.regions) {
+            if (Status s = align(&pos); !s) return s.take_error();
+            region.offset = pos;
+            pos += sizeof(RegionHeader) + region.segments.size() * sizeof(SegmentEntry);
+            for (SegmentPlan& seg : region.segments) {
+                if (Status s = align(&pos); !s) return s.take_error();
+                seg.offset = pos;
+                if (!checked::add(pos, seg.bytes, &pos)) return make_error("file size overflows 64 bits");
+            }
+            region.bytes = pos - region.offset;
+        }
+        return pos;
+    }
+
+    const SourceModel& src_;
+    const ModelConfig& c_;
+    const ConvertOptions& options_;
+    FilePlan plan_;
+    bool tied_ = false, has_bias_ = false, has_qk_norm_ = false;
+};
+
+} // namespace
+
+void fill_expert_tables(FilePlan& plan) {
+    const uint32_t n_experts = plan.header.n_experts;
+    for (RegionPlan& region : plan.regions) {
+        SegmentPlan* table = nullptr;
+        const SegmentPlan* bank = nullptr;
+        for (SegmentPlan& seg : region.segments) {
+            if (seg.role == SegmentRole::ExpertTable) table = &seg;
+            if (seg.role == SegmentRole::ExpertBank) bank = &seg;
+        }
+        if (!table || !bank) continue;
+        table->raw_bytes.resize(sizeof(ExpertEntry) * n_experts);  // [E x 16] bytes
+        for (uint32_t e = 0; e < n_experts; ++e) {
+            const ExpertEntry entry{bank->offset + uint64_t{e} * bank->expert_bytes, bank->expert_bytes};
+            std::memcpy(table->raw_bytes.data() + uint64_t{e} * sizeof(ExpertEntry), &entry, sizeof(entry));
+        }
+    }
+}
+
+Result<FilePlan> plan_file(const SourceModel& source, const ConvertOptions& options) {
+    return LayoutBuilder(source, options).build();
+}
+
+} // namespace cflow::convert_detail

@@ -1,0 +1,352 @@
+// config.json interpretation and HF -> canonical tensor-name mapping.
+#include "hf_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace cflow::hf {
+
+namespace {
+
+using nlohmann::json;
+
+std::string squash(std::string s) {  // "Parallel_Sqrt2" -> "parallelsqrt2"
+    std::string out;
+    for (unsigned char c : s)
+        if (c != '_' && c != '-' && c != ' ') out.push_back(static_cast<char>(std::tolower(c)));
+    return out;
+}
+
+class ConfigReader {
+public:
+    ConfigReader(const json& j, std::string label) : j_(j), label_(std::move(label)) {}
+
+    Error missing(const std::string& field) const {
+        return make_error(label_ + ": required field '" + field + "' is missing");
+    }
+    Error bad(const std::string& field, const std::string& why) const {
+        return make_error(label_ + ": field '" + field + "' " + why);
+    }
+    bool has(const std::string& field) const { return j_.contains(field) && !j_.at(field).is_null(); }
+
+    // Unsigned integer field; fallback == nullopt makes it required.
+    Result<uint32_t> u32(const std::string& field, std::optional<uint32_t> fallback) const {
+        if (!has(field)) {
+            if (fallback) return *fallback;
+            return missing(field);
+        }
+        const json& v = j_.at(field);
+        if (!v.is_number_integer()) return bad(field, "must be an integer");
+        if (v.is_number_unsigned()) {
+            uint64_t x = v.get<uint64_t>();
+            if (x > std::numeric_limits<uint32_t>::max()) return bad(field, "value " + v.dump() + " is out of range");
+            return static_cast<uint32_t>(x);
+        }
+        int64_t x = v.get<int64_t>();
+        if (x < 0 || x > std::numeric_limits<uint32_t>::max()) return bad(field, "value " + v.dump() + " is out of range");
+        return static_cast<uint32_t>(x);
+    }
+    Result<uint8_t> u8(const std::string& field, uint8_t fallback) const {
+        auto r = u32(field, fallback);
+        if (!r) return r.take_error();
+        if (*r > 255) return bad(field, "value " + std::to_string(*r) + " does not fit 0..255");
+        return static_cast<uint8_t>(*r);
+    }
+    Result<float> f32(const std::string& field, float fallback) const {
+        if (!has(field)) return fallback;
+        const json& v = j_.at(field);
+        if (!v.is_number()) return bad(field, "must be a number");
+        return v.get<float>();
+    }
+    Result<bool> boolean(const std::string& field, bool fallback) const {
+        if (!has(field)) return fallback;
+        const json& v = j_.at(field);
+        if (!v.is_boolean()) return bad(field, "must be true or false");
+        return v.get<bool>();
+    }
+    std::optional<std::string> str(const std::string& field) const {
+        if (!has(field) || !j_.at(field).is_string()) return std::nullopt;
+        return j_.at(field).get<std::string>();
+    }
+    const json& at(const std::string& field) const { return j_.at(field); }
+    const std::string& label() const { return label_; }
+
+private:
+    const json& j_;
+    std::string label_;
+};
+
+#define CFLOW_TRY_ASSIGN(dst, expr)          \
+    do {                                     \
+        auto r_ = (expr);                    \
+        if (!r_) return r_.take_error();     \
+        dst = *r_;                           \
+    } while (0)
+
+Result<Family> detect_family(const ConfigReader& r) {
+    static const std::map<std::string, Family> kByClass = {
+        {"LlamaForCausalLM", Family::Llama},       {"MistralForCausalLM", Family::Mistral},
+        {"Qwen2ForCausalLM", Family::Qwen2},       {"MixtralForCausalLM", Family::Mixtral},
+        {"Qwen2MoeForCausalLM", Family::Qwen2Moe}, {"OlmoeForCausalLM", Family::Olmoe}};
+    static const std::map<std::string, Family> kByType = {
+        {"llama", Family::Llama},     {"mistral", Family::Mistral},    {"qwen2", Family::Qwen2},
+        {"mixtral", Family::Mixtral}, {"qwen2_moe", Family::Qwen2Moe}, {"olmoe", Family::Olmoe}};
+    const char* kSupported = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, "
+                             "Qwen2MoeForCausalLM, OlmoeForCausalLM";
+    if (r.has("architectures")) {
+        const json& a = r.at("architectures");
+        if (!a.is_array() || a.empty() || !a.front().is_string())
+            return r.bad("architectures", "must be a non-empty list of class names");
+        std::string name = a.front().get<std::string>();
+        auto it = kByClass.find(name);
+        if (it == kByClass.end())
+            return make_error(r.label() + ": unsupported architecture '" + name + "' (field 'architectures'); supported: " + kSupported);
+        return it->second;
+    }
+    if (auto type = r.str("model_type")) {
+        auto it = kByType.find(*type);
+        if (it == kByType.end())
+            return make_error(r.label() + ": unsupported model_type '" + *type + "'; supported architectures: " + kSupported);
+        return it->second;
+    }
+    return r.missing("architectures");
+}
+
+// Pipeline-native extension fields (this project's own checkpoints), all optional.
+Status read_pipeline_fields(const ConfigReader& r, ModelConfig& c) {
+    if (r.has("combine_style")) {
+        const json& v = r.at("combine_style");
+        static const std::map<std::string, CombineStyle> kNames = {
+            {"parallelsqrt2", CombineStyle::ParallelSqrt2}, {"delayedsum", CombineStyle::DelayedSum},
+            {"asyncexperts", CombineStyle::AsyncExperts},   {"sequential", CombineStyle::Sequential},
+            {"decoupledstreams", CombineStyle::DecoupledStreams}, {"pipelineregisters", CombineStyle::PipelineRegisters},
+            {"fixedpoint", CombineStyle::FixedPoint}};
+        if (v.is_number_integer()) {
+            int64_t x = v.get<int64_t>();
+            if (x < 0 || x > static_cast<int64_t>(CombineStyle::FixedPoint)) return r.bad("combine_style", "value " + v.dump() + " is not 0..6");
+            c.combine_style = static_cast<CombineStyle>(x);
+        } else if (v.is_string()) {
+            auto it = kNames.find(squash(v.get<std::string>()));
+            if (it == kNames.end()) return r.bad("combine_style", "name " + v.dump() + " is not a known combine style");
+            c.combine_style = it->second;
+        } else {
+            return r.bad("combine_style", "must be an integer or a name");
+        }
+    }
+    CFLOW_TRY_ASSIGN(c.dense_delay, r.u8("dense_delay", 0));
+    CFLOW_TRY_ASSIGN(c.expert_delay, r.u8("expert_delay", 0));
+    CFLOW_TRY_ASSIGN(c.merge_interval, r.u8("merge_interval", 3));
+    CFLOW_TRY_ASSIGN(c.n_blocks, r.u8("n_blocks", 0));
+    CFLOW_TRY_ASSIGN(c.n_iter, r.u8("n_iter", 0));
+    CFLOW_TRY_ASSIGN(c.final_logit_softcap, r.f32("final_logit_softcap", 0.0f));
+    if (auto act = r.str("ffn_activation")) {
+        std::string a = squash(*act);
+        if (a == "swiglu") c.ffn_activation = FfnActivation::SwiGLU;
+        else if (a == "geglutanh") c.ffn_activation = FfnActivation::GeGLUTanh;
+        else return r.bad("ffn_activation", "'" + *act + "' is not one of swiglu, geglu_tanh");
+    } else if (auto hidden = r.str("hidden_act")) {
+        if (*hidden == "gelu_pytorch_tanh") c.ffn_activation = FfnActivation::GeGLUTanh;
+        else if (*hidden == "silu" || *hidden == "swish") c.ffn_activation = FfnActivation::SwiGLU;
+        else return r.bad("hidden_act", "'" + *hidden + "' is not supported (silu or gelu_pytorch_tanh)");
+    }
+    if (r.has("router_mode")) {
+        const json& v = r.at("router_mode");
+        if (v.is_number_integer() && (v.get<int64_t>() == 0 || v.get<int64_t>() == 1)) {
+            c.router_mode = static_cast<RouterMode>(v.get<int64_t>());
+        } else if (v.is_string() && squash(v.get<std::string>()) == "softmaxtopk") {
+            c.router_mode = RouterMode::SoftmaxTopK;
+        } else if (v.is_string() && squash(v.get<std::string>()) == "softmaxallnorenorm") {
+            c.router_mode = RouterMode::SoftmaxAllNoRenorm;
+        } else {
+            return r.bad("router_mode", "value " + v.dump() + " is not 0/1, softmax_topk or softmax_all_no_renorm");
+        }
+    }
+    return Status::success();
+}
+
+Result<HfConfig> interpret(const ConfigReader& r) {
+    HfConfig out;
+    CFLOW_TRY_ASSIGN(out.family, detect_family(r));
+    ModelConfig& c = out.config;
+    static const std::map<Family, std::string> kArch = {
+        {Family::Llama, "llama"},     {Family::Mistral, "mistral"},    {Family::Qwen2, "qwen2"},
+        {Family::Mixtral, "mixtral"}, {Family::Qwen2Moe, "qwen2moe"}, {Family::Olmoe, "olmoe"}};
+    c.architecture = kArch.at(out.family);
+
+    if (r.has("rope_scaling")) {
+        const json& rs = r.at("rope_scaling");
+        std::string type = "unknown";
+        if (rs.is_object()) {
+            for (const char* k : {"rope_type", "type"})
+                if (rs.contains(k) && rs.at(k).is_string()) type = rs.at(k).get<std::string>();
+        }
+        if (type != "default")
+            return make_error(r.label() + ": field 'rope_scaling' of type '" + type + "' is not supported");
+    }
+
+    CFLOW_TRY_ASSIGN(c.d_model, r.u32("hidden_size", std::nullopt));
+    CFLOW_TRY_ASSIGN(c.n_layers, r.u32("num_hidden_layers", std::nullopt));
+    CFLOW_TRY_ASSIGN(c.n_heads, r.u32("num_attention_heads", std::nullopt));
+    CFLOW_TRY_ASSIGN(c.n_kv_heads, r.u32("num_key_value_heads", c.n_heads));
+    CFLOW_TRY_ASSIGN(c.vocab_size, r.u32("vocab_size", std::nullopt));
+    if (c.n_heads == 0 || c.d_model == 0 || c.n_layers == 0)
+        return make_error(r.label() + ": hidden_size, num_hidden_layers and num_attention_heads must be non-zero");
+    if (c.n_kv_heads == 0 || c.n_heads % c.n_kv_heads != 0)
+        return r.bad("num_key_value_heads", std::to_string(c.n_kv_heads) + " does not divide num_attention_heads " + std::to_string(c.n_heads));
+    if (!r.has("head_dim") && c.d_model % c.n_heads != 0)
+        return r.bad("hidden_size", std::to_string(c.d_model) + " is not a multiple of num_attention_heads and no head_dim is given");
+    CFLOW_TRY_ASSIGN(c.head_dim, r.u32("head_dim", c.d_model / c.n_heads));
+    CFLOW_TRY_ASSIGN(c.max_seq_len, r.u32("max_position_embeddings", 0));
+    CFLOW_TRY_ASSIGN(c.norm_eps, r.f32("rms_norm_eps", out.family == Family::Olmoe ? 1e-5f : 1e-6f));
+    CFLOW_TRY_ASSIGN(c.rope_theta, r.f32("rope_theta", 10000.0f));
+    CFLOW_TRY_ASSIGN(c.rope_fraction, r.f32("partial_rotary_factor", 1.0f));
+    CFLOW_TRY_ASSIGN(out.tie_word_embeddings, r.boolean("tie_word_embeddings", false));
+
+    if (out.family == Family::Qwen2 || out.family == Family::Qwen2Moe) {
+        bool use_sw = false;
+        CFLOW_TRY_ASSIGN(use_sw, r.boolean("use_sliding_window", false));
+        if (use_sw) CFLOW_TRY_ASSIGN(c.sliding_window, r.u32("sliding_window", 0));
+    } else if (out.family == Family::Mistral || out.family == Family::Mixtral) {
+        CFLOW_TRY_ASSIGN(c.sliding_window, r.u32("sliding_window", 0));
+    }
+
+    bool norm_topk = false;
+    switch (out.family) {
+        case Family::Llama:
+        case Family::Mistral:
+        case Family::Qwen2:
+            CFLOW_TRY_ASSIGN(c.d_ff, r.u32("intermediate_size", std::nullopt));
+            break;
+        case Family::Mixtral:
+            CFLOW_TRY_ASSIGN(c.n_experts, r.u32("num_local_experts", std::nullopt));
+            CFLOW_TRY_ASSIGN(c.expert_d_ff, r.u32("intermediate_size", std::nullopt));
+            c.router_mode = RouterMode::SoftmaxTopK;
+            break;
+        case Family::Qwen2Moe: {
+            CFLOW_TRY_ASSIGN(c.n_experts, r.u32("num_experts", std::nullopt));
+            CFLOW_TRY_ASSIGN(c.expert_d_ff, r.u32("moe_intermediate_size", std::nullopt));
+            CFLOW_TRY_ASSIGN(c.shared_expert_d_ff, r.u32("shared_expert_intermediate_size", 0));
+            uint32_t step = 1;
+            CFLOW_TRY_ASSIGN(step, r.u32("decoder_sparse_step", 1));
+            bool mixed = step != 1 || (r.has("mlp_only_layers") && r.at("mlp_only_layers").is_array() && !r.at("mlp_only_layers").empty());
+            if (mixed) return r.bad("decoder_sparse_step", "/ mlp_only_layers: models mixing dense and MoE layers are not supported");
+            CFLOW_TRY_ASSIGN(norm_topk, r.boolean("norm_topk_prob", false));
+            c.router_mode = norm_topk ? RouterMode::SoftmaxTopK : RouterMode::SoftmaxAllNoRenorm;
+            break;
+        }
+        case Family::Olmoe:
+            CFLOW_TRY_ASSIGN(c.n_experts, r.u32("num_experts", std::nullopt));
+            CFLOW_TRY_ASSIGN(c.expert_d_ff, r.u32("intermediate_size", std::nullopt));
+            CFLOW_TRY_ASSIGN(norm_topk, r.boolean("norm_topk_prob", false));
+            c.router_mode = norm_topk ? RouterMode::SoftmaxTopK : RouterMode::SoftmaxAllNoRenorm;
+            break;
+    }
+    if (c.n_experts > 0) {
+        CFLOW_TRY_ASSIGN(c.top_k, r.u32("num_experts_per_tok", std::nullopt));
+        if (c.top_k == 0 || c.top_k > c.n_experts)
+            return r.bad("num_experts_per_tok", std::to_string(c.top_k) + " is not in 1.." + std::to_string(c.n_experts));
+    }
+    c.rope_interleaved = false;  // HF checkpoints use the split-half convention
+    c.combine_style = CombineStyle::Sequential;
+    c.ffn_activation = FfnActivation::SwiGLU;
+    if (Status s = read_pipeline_fields(r, c); !s) return s.take_error();
+    if (out.tie_word_embeddings) c.feature_flags |= kFeatureTiedEmbeddings;
+    return out;
+}
+
+bool parse_index(const std::string& s, size_t& pos, uint32_t& value) {
+    size_t end = s.find('.', pos);
+    if (end == std::string::npos || end == pos) return false;
+    auto [p, ec] = std::from_chars(s.data() + pos, s.data() + end, value);
+    if (ec != std::errc() || p != s.data() + end) return false;
+    pos = end + 1;
+    return true;
+}
+
+} // namespace
+
+Result<HfConfig> load_config(const std::string& config_path) {
+    try {
+        std::ifstream in(config_path, std::ios::binary);
+        if (!in) return make_error(config_path + ": cannot open (an HF model folder needs config.json)");
+        std::stringstream text;
+        text << in.rdbuf();
+        json j = json::parse(text.str());
+        if (!j.is_object()) return make_error(config_path + ": top level is not a JSON object");
+        return interpret(ConfigReader(j, config_path));
+    } catch (const json::exception& e) {
+        return make_error(config_path + ": invalid JSON: " + e.what());
+    } catch (const std::bad_alloc&) {
+        return make_error(config_path + ": out of memory while reading");
+    }
+}
+
+NameMapping map_tensor_name(const std::string& hf) {
+    auto tensor = [](std::string n) { return NameMapping{NameMapping::Kind::Tensor, std::move(n)}; };
+    static const std::map<std::string, std::string> kGlobal = {
+        {"model.embed_tokens.weight", "token_embd.weight"},
+        {"model.norm.weight", "output_norm.weight"},
+        {"lm_head.weight", "output.weight"}};
+    if (auto it = kGlobal.find(hf); it != kGlobal.end()) return tensor(it->second);
+
+    const std::string prefix = "model.layers.";
+    if (hf.rfind(prefix, 0) != 0) return {};
+    size_t pos = prefix.size();
+    uint32_t layer = 0;
+    if (!parse_index(hf, pos, layer)) return {};
+    const std::string rest = hf.substr(pos);
+    const std::string blk = "blk." + std::to_string(layer) + ".";
+
+    static const std::map<std::string, std::string> kLayer = {
+        {"input_layernorm.weight", "attn_norm.weight"},
+        {"post_attention_layernorm.weight", "ffn_norm.weight"},
+        {"self_attn.q_proj.weight", "attn_q.weight"},
+        {"self_attn.k_proj.weight", "attn_k.weight"},
+        {"self_attn.v_proj.weight", "attn_v.weight"},
+        {"self_attn.o_proj.weight", "attn_output.weight"},
+        {"self_attn.q_proj.bias", "attn_q.bias"},
+        {"self_attn.k_proj.bias", "attn_k.bias"},
+        {"self_attn.v_proj.bias", "attn_v.bias"},
+        {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+        {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+        {"mlp.gate_proj.weight", "ffn_gate.weight"},
+        {"mlp.up_proj.weight", "ffn_up.weight"},
+        {"mlp.down_proj.weight", "ffn_down.weight"},
+        {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
+        {"mlp.gate.weight", "ffn_gate_inp.weight"},
+        {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+        {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+        {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+        {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"}};
+    if (auto it = kLayer.find(rest); it != kLayer.end()) return tensor(blk + it->second);
+    if (rest == "self_attn.rotary_emb.inv_freq") return {NameMapping::Kind::Ignore, ""};
+
+    // Per-expert tensors: block_sparse_moe.experts.E.w1 (Mixtral) / mlp.experts.E.gate_proj.
+    static const std::map<std::string, std::string> kExpertPrefix = {
+        {"block_sparse_moe.experts.", "mixtral"}, {"mlp.experts.", "qwen"}};
+    static const std::map<std::string, std::string> kExpertMatrix = {
+        {"w1.weight", "ffn_gate"},        {"w3.weight", "ffn_up"},        {"w2.weight", "ffn_down"},
+        {"gate_proj.weight", "ffn_gate"}, {"up_proj.weight", "ffn_up"}, {"down_proj.weight", "ffn_down"}};
+    for (const auto& [p, style] : kExpertPrefix) {
+        if (rest.rfind(p, 0) != 0) continue;
+        size_t epos = p.size();
+        uint32_t expert = 0;
+        if (!parse_index(rest, epos, expert)) return {};
+        std::string matrix = rest.substr(epos);
+        bool mixtral_name = !matrix.empty() && matrix[0] == 'w';
+        if ((style == "mixtral") != mixtral_name) return {};
+        auto it = kExpertMatrix.find(matrix);
+        if (it == kExpertMatrix.end()) return {};
+        return tensor(blk + it->second + "." + std::to_string(expert) + ".weight");
+    }
+    return {};
+}
+
+} // namespace cflow::hf

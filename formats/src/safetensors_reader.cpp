@@ -1,0 +1,262 @@
+// safetensors files (single and sharded) and HF model folders -> SourceModel.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "cflow/formats/safetensors.h"
+#include "cflow/formats/source_model.h"
+#include "hf_config.h"
+#include "hf_tokenizer.h"
+
+namespace cflow {
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// Element size of every safetensors dtype; 0 for names the format does not define.
+uint64_t element_bytes(std::string_view dtype) {
+    static const std::map<std::string_view, uint64_t> kSizes = {
+        {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
+        {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"F64", 8},     {"I64", 8}, {"U64", 8}};
+    auto it = kSizes.find(dtype);
+    return it == kSizes.end() ? 0 : it->second;
+}
+
+std::optional<DType> supported_dtype(std::string_view dtype) {
+    if (dtype == "F32") return DType::F32;
+    if (dtype == "F16") return DType::F16;
+    if (dtype == "BF16") return DType::BF16;
+    return std::nullopt;
+}
+
+Status parse_entry(const std::string& path, const std::string& name, const json& e, uint64_t data_bytes,
+                   uint64_t header_end, SafetensorsEntry& out) {
+    const std::string where = path + ": tensor '" + name + "' (header, bytes 8.." + std::to_string(header_end) + ")";
+    if (!e.is_object()) return make_error(where + ": entry is not an object");
+    if (!e.contains("dtype") || !e.at("dtype").is_string()) return make_error(where + ": field 'dtype' is missing or not a string");
+    if (!e.contains("shape") || !e.at("shape").is_array()) return make_error(where + ": field 'shape' is missing or not a list");
+    if (!e.contains("data_offsets") || !e.at("data_offsets").is_array() || e.at("data_offsets").size() != 2)
+        return make_error(where + ": field 'data_offsets' is missing or not [begin, end]");
+    out.dtype = e.at("dtype").get<std::string>();
+    uint64_t count = 1;
+    for (const auto& d : e.at("shape")) {
+        if (!d.is_number_unsigned()) return make_error(where + ": field 'shape' holds " + d.dump() + ", not a non-negative integer");
+        uint64_t n = d.get<uint64_t>();
+        if (n != 0 && count > std::numeric_limits<uint64_t>::max() / n)
+            return make_error(where + ": field 'shape' element count overflows 64 bits");
+        count *= n;
+        out.shape.push_back(n);
+    }
+    const json& offs = e.at("data_offsets");
+    if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
+        return make_error(where + ": field 'data_offsets' must hold non-negative integers");
+    out.begin = offs[0].get<uint64_t>();
+    out.end = offs[1].get<uint64_t>();
+    if (out.begin > out.end)
+        return make_error(where + ": field 'data_offsets' begin " + std::to_string(out.begin) + " is after end " + std::to_string(out.end));
+    if (out.end > data_bytes)
+        return make_error(where + ": field 'data_offsets' end " + std::to_string(out.end) + " is past the data buffer (" +
+                          std::to_string(data_bytes) + " bytes from offset " + std::to_string(header_end) + ")");
+    uint64_t elem = element_bytes(out.dtype);
+    if (elem != 0) {
+        if (count > std::numeric_limits<uint64_t>::max() / elem)
+            return make_error(where + ": byte size of shape overflows 64 bits");
+        if (out.end - out.begin != count * elem)
+            return make_error(where + ": data_offsets span " + std::to_string(out.end - out.begin) + " bytes but shape x " +
+                              out.dtype + " needs " + std::to_string(count * elem) + " bytes");
+    }
+    return Status::success();
+}
+
+Result<json> read_json_file(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return make_error(path.string() + ": cannot open");
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+        return json::parse(text.str());
+    } catch (const json::exception& e) {
+        return make_error(path.string() + ": invalid JSON: " + e.what());
+    }
+}
+
+// One tensor of the folder, before name mapping.
+struct Located {
+    const SafetensorsFile* file;
+    std::string hf_name;
+};
+
+Result<SourceModel> assemble(const fs::path& dir, const std::vector<std::string>& weight_files,
+                             const std::map<std::string, std::string>* weight_map, const std::string& label) {
+    auto cfg = hf::load_config((dir / "config.json").string());
+    if (!cfg) return cfg.take_error();
+    SourceModel model;
+    model.source_label = label;
+    model.config = cfg->config;
+
+    std::map<std::string, SafetensorsFile> shards;  // by file name; each mapped once
+    for (const auto& f : weight_files) {
+        auto st = read_safetensors_file((dir / f).string());
+        if (!st) return st.take_error();
+        model.files.push_back(st->file);
+        shards.emplace(f, std::move(st.value()));
+    }
+    std::vector<Located> located;
+    if (weight_map) {
+        for (const auto& [name, file] : *weight_map) {
+            const SafetensorsFile& shard = shards.at(file);
+            if (!shard.entries.count(name))
+                return make_error(shard.path + ": tensor '" + name + "' listed in model.safetensors.index.json is not in this shard");
+            located.push_back({&shard, name});
+        }
+    } else {
+        for (const auto& [file, shard] : shards)
+            for (const auto& [name, entry] : shard.entries) located.push_back({&shard, name});
+    }
+
+    for (const auto& loc : located) {
+        hf::NameMapping m = hf::map_tensor_name(loc.hf_name);
+        if (m.kind == hf::NameMapping::Kind::Ignore) continue;
+        if (m.kind == hf::NameMapping::Kind::Unknown)
+            return make_error(loc.file->path + ": tensor '" + loc.hf_name + "' has no canonical name (unrecognised for " +
+                              model.config.architecture + ")");
+        auto view = loc.file->view(loc.hf_name);
+        if (!view) return view.take_error();
+        TensorView v = std::move(view.value());
+        v.name = m.canonical;
+        // Qwen2-MoE's shared_expert_gate is [1 x d]; canonical ffn_gate_inp_shexp is [d].
+        if (m.canonical.find("ffn_gate_inp_shexp") != std::string::npos && v.shape.size() == 2 && v.shape[0] == 1)
+            v.shape = {v.shape[1]};
+        if (!model.tensors.emplace(m.canonical, std::move(v)).second)
+            return make_error(loc.file->path + ": tensor '" + loc.hf_name + "' maps to '" + m.canonical + "', which another tensor already provides");
+    }
+
+    ModelConfig& c = model.config;
+    if (cfg->tie_word_embeddings) model.tensors.erase("output.weight");  // HF ignores lm_head when tied
+    if (!model.find("output.weight")) c.feature_flags |= kFeatureTiedEmbeddings;
+    if (model.find("blk.0.attn_q.bias")) c.feature_flags |= kFeatureQkvBias;
+    if (const TensorView* qn = model.find("blk.0.attn_q_norm.weight"); qn && qn->shape.size() == 1 && qn->shape[0] == c.head_dim)
+        c.feature_flags |= kFeatureQkNorm;
+    const TensorView* embd = model.find("token_embd.weight");
+    if (!embd) return make_error(label + ": tensor 'model.embed_tokens.weight' is missing");
+    if (embd->shape.size() != 2 || embd->shape[1] != c.d_model)
+        return make_error(embd->origin + ": shape does not match [vocab_size x hidden_size=" + std::to_string(c.d_model) + "]");
+
+    auto tok = hf::load_tokenizer(dir.string(), model.metadata);
+    if (!tok) return tok.take_error();
+    if (!model.metadata.contains("general.name")) model.metadata.set("general.name", dir.filename().string());
+    model.metadata.set("general.architecture", c.architecture);
+    model.metadata.set("general.source", label);
+    return model;
+}
+
+} // namespace
+
+Result<TensorView> SafetensorsFile::view(const std::string& name) const {
+    auto it = entries.find(name);
+    if (it == entries.end()) return make_error(path + ": no tensor named '" + name + "'");
+    const SafetensorsEntry& e = it->second;
+    auto dtype = supported_dtype(e.dtype);
+    if (!dtype)
+        return make_error(path + ": tensor '" + name + "' has dtype " + e.dtype + ", which is not supported; supported dtypes: F32, F16, BF16");
+    TensorView v;
+    v.name = name;
+    v.dtype = *dtype;
+    v.shape = e.shape;
+    v.data = file->data() + data_offset + e.begin;
+    v.bytes = e.end - e.begin;
+    v.origin = fs::path(path).filename().string() + ": tensor '" + name + "'";
+    return v;
+}
+
+Result<SafetensorsFile> read_safetensors_file(const std::string& path) {
+    try {
+        auto mapped = MappedFile::open(path);
+        if (!mapped) return mapped.take_error();
+        SafetensorsFile out;
+        out.path = path;
+        out.file = std::move(mapped.value());
+        const uint64_t size = out.file->size();
+        if (size < 8) return make_error(path + ": header length at offset 0: file is " + std::to_string(size) + " bytes, too short for a safetensors header");
+        uint64_t header_bytes = 0;
+        std::memcpy(&header_bytes, out.file->data(), 8);
+        if (header_bytes > kSafetensorsMaxHeaderBytes || header_bytes > size - 8)
+            return make_error(path + ": header length at offset 0: " + std::to_string(header_bytes) + " bytes is past the end of the file (" +
+                              std::to_string(size) + " bytes) or over the 100 MiB limit");
+        out.data_offset = 8 + header_bytes;
+        json header;
+        try {
+            header = json::parse(reinterpret_cast<const char*>(out.file->data()) + 8,
+                                 reinterpret_cast<const char*>(out.file->data()) + out.data_offset);
+        } catch (const json::exception& e) {
+            return make_error(path + ": header JSON (bytes 8.." + std::to_string(out.data_offset) + ") is invalid: " + e.what());
+        }
+        if (!header.is_object()) return make_error(path + ": header JSON at offset 8 is not an object");
+        const uint64_t data_bytes = size - out.data_offset;
+        for (const auto& [name, entry] : header.items()) {
+            if (name == "__metadata__") continue;
+            SafetensorsEntry e;
+            if (Status s = parse_entry(path, name, entry, data_bytes, out.data_offset, e); !s) return s.take_error();
+            out.entries.emplace(name, std::move(e));
+        }
+        return out;
+    } catch (const json::exception& e) {
+        return make_error(path + ": unexpected header structure: " + e.what());
+    } catch (const std::bad_alloc&) {
+        return make_error(path + ": out of memory while reading the header");
+    }
+}
+
+Result<SourceModel> read_safetensors_model(const std::string& dir_or_file) {
+    try {
+        fs::path p(dir_or_file);
+        std::error_code ec;
+        if (fs::is_directory(p, ec)) {
+            fs::path index = p / "model.safetensors.index.json";
+            if (fs::exists(index)) {
+                auto j = read_json_file(index);
+                if (!j) return j.take_error();
+                if (!j->is_object() || !j->contains("weight_map") || !j->at("weight_map").is_object())
+                    return make_error(index.string() + ": field 'weight_map' is missing or not an object");
+                std::map<std::string, std::string> weight_map;
+                std::set<std::string> files;
+                for (const auto& [name, file] : j->at("weight_map").items()) {
+                    if (!file.is_string()) return make_error(index.string() + ": weight_map['" + name + "'] is not a file name");
+                    std::string f = file.get<std::string>();
+                    if (f.find('/') != std::string::npos || f.find('\\') != std::string::npos || f == "..")
+                        return make_error(index.string() + ": weight_map['" + name + "'] = '" + f + "' is not a file in the folder");
+                    weight_map[name] = f;
+                    files.insert(f);
+                }
+                return assemble(p, {files.begin(), files.end()}, &weight_map, dir_or_file);
+            }
+            if (fs::exists(p / "model.safetensors")) return assemble(p, {"model.safetensors"}, nullptr, dir_or_file);
+            std::vector<std::string> found;
+            for (const auto& e : fs::directory_iterator(p))
+                if (e.path().extension() == ".safetensors") found.push_back(e.path().filename().string());
+            if (found.size() != 1)
+                return make_error(dir_or_file + ": expected model.safetensors, model.safetensors.index.json or exactly one *.safetensors file; found " +
+                                  std::to_string(found.size()) + " .safetensors files");
+            return assemble(p, found, nullptr, dir_or_file);
+        }
+        if (!fs::exists(p, ec)) return make_error(dir_or_file + ": no such file or folder");
+        fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+        if (p.filename() == "model.safetensors.index.json") return read_safetensors_model(dir.string());
+        return assemble(dir, {p.filename().string()}, nullptr, dir_or_file);
+    } catch (const fs::filesystem_error& e) {
+        return make_error(dir_or_file + ": " + e.what());
+    } catch (const std::bad_alloc&) {
+        return make_error(dir_or_file + ": out of memory while reading the model");
+    }
+}
+
+} // namespace cflow

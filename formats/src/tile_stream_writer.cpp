@@ -1,0 +1,166 @@
+// Tile encoding for one tiled segment: work is split into units (the column tiles of
+// one part in one output stripe), units are grouped into chunks of bounded size, the
+// units of a chunk are encoded by a pool of threads into one buffer, and the buffer is
+// appended to the output. Memory stays bounded by chunk_bytes plus one f32 stripe per
+// thread, whatever the vocabulary size; cancellation is checked between chunks.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <new>
+#include <system_error>
+#include <thread>
+
+#include "cflow/formats/tile_codec.h"
+#include "converter_internal.h"
+
+namespace cflow::convert_detail {
+namespace {
+
+struct TileUnit {
+    const std::vector<PlannedTile>* plan;
+    uint32_t first_tile;
+    uint32_t n_tiles;
+    const MatrixSource* source;
+    MatrixId matrix;
+    uint8_t expert_id;
+    bool exact;
+    uint64_t offset;  // of the unit's first tile header, relative to the segment
+    uint64_t bytes;
+};
+
+void append_units(const std::vector<PlannedTile>& plan, const std::vector<TilePart>& parts,
+                  const std::vector<const MatrixSource*>& sources, const std::vector<bool>& exact, uint8_t expert_id,
+                  uint64_t base, std::vector<TileUnit>* units) {
+    for (uint32_t i = 0; i < plan.size();) {
+        uint32_t j = i + 1;
+        while (j < plan.size() && plan[j].part == plan[i].part && plan[j].row_offset == plan[i].row_offset) ++j;
+        const uint8_t part = plan[i].part;
+        const uint64_t end = plan[j - 1].offset + plan[j - 1].bytes;
+        units->push_back(TileUnit{&plan, i, j - i, sources[part], parts[part].matrix, expert_id, exact[part],
+                                  base + plan[i].offset, end - plan[i].offset});
+        i = j;
+    }
+}
+
+// Copies the ggml blocks of one tile into its payload: scales first, then quants.
+void copy_blocks(DType dtype, const MatrixSource& src, const PlannedTile& t, uint8_t* payload) {
+    const uint32_t groups = t.cols / kQuantGroup;  // exact re-tiling needs cols % 32 == 0 (checked by the caller)
+    const uint64_t block_data = ggml_block_bytes(dtype) - 2;
+    uint8_t* scales = payload;
+    uint8_t* data = payload + uint64_t{t.rows} * groups * 2;
+    for (uint32_t r = 0; r < t.rows; ++r) {
+        const uint8_t* blocks = src.row_blocks(t.row_offset + r, t.col_offset);
+        for (uint32_t g = 0; g < groups; ++g) {
+            const uint64_t b = uint64_t{r} * groups + g;
+            std::memcpy(scales + b * 2, blocks + g * (block_data + 2), 2);
+            std::memcpy(data + b * block_data, blocks + g * (block_data + 2) + 2, block_data);
+        }
+    }
+}
+
+void encode_unit(const TileUnit& unit, DType dtype, uint16_t layer_id, std::vector<float>& stripe, uint8_t* out) {
+    const PlannedTile& first = (*unit.plan)[unit.first_tile];
+    const MatrixSource& src = *unit.source;
+    // Exact copies need whole 32-blocks in every tile; cols % 32 == 0 guarantees it (tiles start at multiples of 256).
+    const bool exact = unit.exact && src.cols % kQuantGroup == 0;
+    if (!exact) {
+        stripe.resize(uint64_t{first.rows} * src.cols);  // [rows x cols] f32 of this stripe
+        src.read_rows_f32(first.row_offset, first.rows, stripe.data());
+    }
+    for (uint32_t i = 0; i < unit.n_tiles; ++i) {
+        const PlannedTile& t = (*unit.plan)[unit.first_tile + i];
+        uint8_t* tile = out + (t.offset - first.offset);
+        TileHeader h{};
+        h.layer_id = layer_id;
+        h.matrix_id = static_cast<uint8_t>(unit.matrix);
+        h.expert_id = unit.expert_id;
+        h.row_offset = t.row_offset;
+        h.col_offset = static_cast<uint16_t>(t.col_offset);
+        h.tile_rows = t.rows;
+        h.tile_cols = t.cols;
+        h.quant_group = is_block_quant(dtype) ? static_cast<uint16_t>(kQuantGroup) : 0;
+        std::memcpy(tile, &h, sizeof(h));
+        if (exact)
+            copy_blocks(dtype, src, t, tile + sizeof(h));
+        else
+            encode_tile(dtype, stripe.data() + t.col_offset, src.cols, t.rows, t.cols, tile + sizeof(h));
+    }
+}
+
+} // namespace
+
+Status write_tiled_segment(const TileWriteContext& ctx, const SegmentPlan& seg, uint16_t layer_id) {
+    std::vector<TileUnit> units;
+    std::vector<PlannedTile> plan, down_plan;
+    if (seg.shape.storage == segment_shapes::Storage::Tiled) {
+        auto p = plan_tiles(seg.shape.parts, seg.shape.cols, seg.dtype);
+        if (!p) return p.take_error();
+        plan = std::move(*p);
+        std::vector<const MatrixSource*> sources;
+        for (const MatrixSource& m : seg.parts) sources.push_back(&m);
+        append_units(plan, seg.shape.parts, sources, seg.exact_parts, kNoExpert, 0, &units);
+    } else {
+        // ExpertBank: per expert, gate/up interleaved by stripe, then down.
+        const std::vector<TilePart> gate_up_parts(seg.shape.parts.begin(), seg.shape.parts.begin() + 2);
+        const std::vector<TilePart> down_parts(seg.shape.parts.begin() + 2, seg.shape.parts.end());
+        auto gu = plan_tiles(gate_up_parts, seg.shape.cols, seg.dtype);
+        auto dn = plan_tiles(down_parts, gate_up_parts[0].rows, seg.dtype);
+        if (!gu) return gu.take_error();
+        if (!dn) return dn.take_error();
+        plan = std::move(*gu);
+        down_plan = std::move(*dn);
+        const std::vector<bool> gate_up_exact(seg.exact_parts.begin(), seg.exact_parts.begin() + 2);
+        const std::vector<bool> down_exact(seg.exact_parts.begin() + 2, seg.exact_parts.end());
+        for (size_t e = 0; e < seg.experts.size(); ++e) {
+            const uint64_t base = e * seg.expert_bytes;
+            const auto id = static_cast<uint8_t>(e);
+            append_units(plan, gate_up_parts, {&seg.experts[e][0], &seg.experts[e][1]}, gate_up_exact, id, base, &units);
+            append_units(down_plan, down_parts, {&seg.experts[e][2]}, down_exact, id, base + seg.expert_gate_up_bytes,
+                         &units);
+        }
+    }
+
+    std::vector<uint8_t> buffer;
+    for (size_t first = 0; first < units.size();) {
+        if (ctx.cancel && ctx.cancel->is_cancelled()) return make_error("conversion cancelled");
+        size_t last = first;
+        uint64_t chunk = 0;
+        while (last < units.size() && (last == first || chunk + units[last].bytes <= ctx.chunk_bytes))
+            chunk += units[last++].bytes;
+        const uint64_t chunk_offset = units[first].offset;
+        try {
+            buffer.resize(chunk);
+        } catch (const std::bad_alloc&) {
+            return make_error("out of memory allocating a " + std::to_string(chunk) + "-byte tile chunk");
+        }
+
+        std::atomic<size_t> next{first};
+        std::atomic<bool> failed{false};
+        auto worker = [&] {
+            try {
+                std::vector<float> stripe;
+                for (size_t u = next++; u < last; u = next++)
+                    encode_unit(units[u], seg.dtype, layer_id, stripe, buffer.data() + (units[u].offset - chunk_offset));
+            } catch (const std::bad_alloc&) {
+                failed = true;
+            }
+        };
+        const size_t n_threads = std::min<size_t>(ctx.threads, last - first);
+        std::vector<std::thread> pool;
+        for (size_t i = 1; i < n_threads; ++i) {
+            try {
+                pool.emplace_back(worker);
+            } catch (const std::system_error&) {
+                break;  // the OS refused another thread: the ones we have (at least this one) finish the chunk
+            }
+        }
+        worker();
+        for (std::thread& th : pool) th.join();
+        if (failed) return make_error("out of memory while encoding tiles");
+        if (Status s = ctx.writer->write(buffer.data(), chunk); !s) return s;
+        first = last;
+    }
+    return {};
+}
+
+} // namespace cflow::convert_detail

@@ -1,0 +1,17 @@
+#pragma once
+// Runs the built `cflow` executable and captures its exit code, stdout and stderr.
+#include <string>
+#include <vector>
+
+namespace cflow::test {
+
+struct CommandResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+// Arguments are passed without a shell: each is quoted for /bin/sh.
+CommandResult run_cflow(const std::vector<std::string>& args);
+
+} // namespace cflow::test

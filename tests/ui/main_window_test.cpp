@@ -1,0 +1,269 @@
+// MainWindow end to end on the offscreen platform: a real .cflow file written by the
+// converter is opened through the window's coroutine, and what the header view shows is
+// compared with the spec the file was made from and with an independent CflowFile::open.
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <QLocale>
+#include <QMessageBox>
+#include <QSignalSpy>
+#include <QStatusBar>
+#include <QSemaphore>
+#include <QTest>
+#include <QThreadPool>
+
+#include <QCoro/QCoroTask>
+#include <gtest/gtest.h>
+
+#include "cflow/formats/cflow_reader.h"
+#include "cflow/formats/converter.h"
+#include "cflow/ui/main_window.h"
+#include "cflow/ui/model_header_view.h"
+#include "synthetic_model.h"
+#include "test_support.h"
+
+namespace {
+
+constexpr int kOpenTimeoutMs = 30000;
+
+// A deliberately non-default geometry so each shown number can only come from the file.
+cflow::test::SyntheticSpec small_spec() {
+    cflow::test::SyntheticSpec spec;
+    spec.d_model = 96;
+    spec.n_layers = 3;
+    spec.n_heads = 6;
+    spec.n_kv_heads = 2;
+    spec.head_dim = 16;
+    spec.d_ff = 160;
+    spec.vocab = 320;
+    spec.max_seq_len = 512;
+    spec.seed = 7;
+    return spec;
+}
+
+const std::string kChatTemplate =
+    "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}</s>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}";
+
+// Converts the synthetic model once per test binary; returns its path.
+const std::filesystem::path& model_path() {
+    static const std::filesystem::path path = [] {
+        const auto dir = cflow::test::temp_dir("ui_main_window");
+        const auto out = dir / "small.cflow";
+        cflow::SourceModel source = cflow::test::make_synthetic_model(small_spec());
+        source.metadata.set("tokenizer.chat_template", kChatTemplate);
+        cflow::ConvertOptions options;
+        options.weight_quant = cflow::DType::Q8_0;
+        options.threads = 2;
+        auto report = cflow::convert_to_cflow(source, out.string(), options);
+        if (!report) ADD_FAILURE() << "converting the synthetic model failed: " << report.error();
+        return out;
+    }();
+    return path;
+}
+
+std::filesystem::path write_garbage_file() {
+    const auto path = cflow::test::temp_dir("ui_garbage") / "garbage.cflow";
+    std::ofstream out(path, std::ios::binary);
+    const char bytes[10] = {'n', 'o', 't', ' ', 'c', 'f', 'l', 'o', 'w', '!'};
+    out.write(bytes, sizeof(bytes));
+    return path;
+}
+
+QString qpath(const std::filesystem::path& p) { return QString::fromStdString(p.string()); }
+
+// Spins the event loop until the task finishes, then returns its value.
+bool finish(QCoro::Task<bool>& task) {
+    const bool done = QTest::qWaitFor([&] { return task.isReady(); }, kOpenTimeoutMs);
+    EXPECT_TRUE(done) << "openModel did not finish within " << kOpenTimeoutMs << " ms";
+    return done && QCoro::waitFor(task);
+}
+
+void close_error_boxes(QWidget& window) {
+    for (QMessageBox* box : window.findChildren<QMessageBox*>()) box->close();
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
+}
+
+// Holds the global pool's only thread until open(), so work queued meanwhile is
+// guaranteed to be pending: a fast worker cannot finish before the coroutine suspends.
+class PoolGate {
+public:
+    PoolGate() : pool_(QThreadPool::globalInstance()), threads_(pool_->maxThreadCount()) {
+        pool_->setMaxThreadCount(1);
+        pool_->start([this] {
+            holding_.release();
+            release_.acquire();
+        });
+        held_ = holding_.tryAcquire(1, kOpenTimeoutMs);
+    }
+    ~PoolGate() {
+        open();
+        pool_->waitForDone(kOpenTimeoutMs);
+        pool_->setMaxThreadCount(threads_);
+    }
+    bool holding() const { return held_; }
+    void open() {
+        if (!released_) release_.release();
+        released_ = true;
+    }
+
+private:
+    QThreadPool* pool_;
+    int threads_;
+    QSemaphore holding_;
+    QSemaphore release_;
+    bool held_ = false;
+    bool released_ = false;
+};
+
+TEST(MainWindowTest, OpensConvertedModelAndShowsItsHeader) {
+    ASSERT_TRUE(std::filesystem::exists(model_path()));
+    cflow::ui::MainWindow window;
+    QSignalSpy opened(&window, &cflow::ui::MainWindow::modelOpened);
+    QSignalSpy failed(&window, &cflow::ui::MainWindow::openFailed);
+
+    auto task = window.openModel(qpath(model_path()));
+    ASSERT_TRUE(finish(task)) << window.lastError().toStdString();
+
+    EXPECT_EQ(opened.count(), 1);
+    EXPECT_EQ(failed.count(), 0);
+    EXPECT_TRUE(window.lastError().isEmpty());
+    ASSERT_NE(window.model(), nullptr);
+
+    const cflow::ui::ModelHeaderView& view = *window.headerView();
+    const QString header = QStringLiteral("Global header");
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("d_model")), QStringLiteral("96"));
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("n_layers")), QStringLiteral("3"));
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("n_heads")), QStringLiteral("6"));
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("n_kv_heads")), QStringLiteral("2"));
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("head_dim")), QStringLiteral("16"));
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("d_ff")), QStringLiteral("160"));
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("vocab_size")), QStringLiteral("320"));
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("max_seq_len")), QStringLiteral("512"));
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("n_experts")), QStringLiteral("0"));
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("weight_quant")), QStringLiteral("q8_0"));
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("tile")), QStringLiteral("128 x 256"));
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("combine_style")), QStringLiteral("sequential"));
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("version")), QStringLiteral("5"));
+    EXPECT_EQ(view.shownValue(QStringLiteral("Model parameters"), QStringLiteral("params_bytes")),
+              QStringLiteral("128"));
+
+    // Region rows agree with an independent open of the same file.
+    auto direct = cflow::CflowFile::open(model_path().string());
+    ASSERT_TRUE(direct) << direct.error();
+    const auto& layers = (*direct)->layers();
+    ASSERT_EQ(layers.size(), 3u);
+    for (size_t i = 0; i < layers.size(); ++i) {
+        const QString shown = view.shownValue(QStringLiteral("Regions"), QStringLiteral("layer %1").arg(i));
+        EXPECT_TRUE(shown.startsWith(QLocale::c().toString(static_cast<qulonglong>(layers[i].bytes)) + u' '))
+            << "layer " << i << ": " << shown.toStdString();
+        EXPECT_TRUE(shown.contains(QStringLiteral("%1 segments").arg(layers[i].segments.size())))
+            << shown.toStdString();
+    }
+    EXPECT_FALSE(view.shownValue(QStringLiteral("Regions"), QStringLiteral("vocabulary")).isEmpty());
+    EXPECT_TRUE(view.shownValue(QStringLiteral("Regions"), QStringLiteral("layer 3")).isNull());
+    EXPECT_EQ(view.shownValue(QStringLiteral("File"), QStringLiteral("size")).section(u' ', 0, 0),
+              QLocale::c().toString(static_cast<qulonglong>(std::filesystem::file_size(model_path()))));
+
+    // Metadata: the vocabulary is summarised, long values are cut and kept on one line.
+    EXPECT_TRUE(view.shownValue(QStringLiteral("Metadata"), QStringLiteral("tokenizer.ggml.tokens"))
+                    .startsWith(QStringLiteral("320 strings: [")));
+    const QString chatTemplate = view.shownValue(QStringLiteral("Metadata"), QStringLiteral("tokenizer.chat_template"));
+    EXPECT_TRUE(chatTemplate.startsWith(QStringLiteral("{% for message in messages %}"))) << chatTemplate.toStdString();
+    EXPECT_FALSE(chatTemplate.contains(u'\n'));
+    EXPECT_TRUE(chatTemplate.contains(QStringLiteral("\\n")));
+    EXPECT_LE(chatTemplate.size(), cflow::ui::kMaxValueChars);
+
+    EXPECT_TRUE(window.statusBar()->currentMessage().contains(QStringLiteral("3 layers")))
+        << window.statusBar()->currentMessage().toStdString();
+    EXPECT_TRUE(window.windowTitle().startsWith(QStringLiteral("small.cflow")));
+}
+
+TEST(MainWindowTest, CorruptFileReportsTheReadersError) {
+    const auto garbage = write_garbage_file();
+    auto direct = cflow::CflowFile::open(garbage.string());
+    ASSERT_FALSE(direct) << "10 bytes of text must not open as a .cflow file";
+
+    cflow::ui::MainWindow window;
+    QSignalSpy opened(&window, &cflow::ui::MainWindow::modelOpened);
+    QSignalSpy failed(&window, &cflow::ui::MainWindow::openFailed);
+    auto task = window.openModel(qpath(garbage));
+    EXPECT_FALSE(finish(task));
+
+    EXPECT_EQ(opened.count(), 0);
+    ASSERT_EQ(failed.count(), 1);
+    EXPECT_EQ(failed.at(0).at(0).toString(), qpath(garbage));
+    EXPECT_EQ(failed.at(0).at(1).toString(), QString::fromStdString(direct.error()));
+    EXPECT_EQ(window.lastError(), QString::fromStdString(direct.error()));
+    EXPECT_TRUE(window.lastError().contains(qpath(garbage))) << window.lastError().toStdString();
+    EXPECT_EQ(window.model(), nullptr);
+    EXPECT_EQ(window.headerView()->topLevelItemCount(), 0);
+
+    // The message box is shown without blocking and carries the reader's text.
+    auto* box = window.findChild<QMessageBox*>(QStringLiteral("openErrorBox"));
+    ASSERT_NE(box, nullptr);
+    EXPECT_TRUE(box->isVisible());
+    EXPECT_EQ(box->informativeText(), window.lastError());
+    close_error_boxes(window);
+}
+
+TEST(MainWindowTest, MissingFileNamesThePath) {
+    const auto missing = cflow::test::temp_dir("ui_missing") / "does-not-exist.cflow";
+    cflow::ui::MainWindow window;
+    auto task = window.openModel(qpath(missing));
+    EXPECT_FALSE(finish(task));
+    EXPECT_TRUE(window.lastError().contains(qpath(missing))) << window.lastError().toStdString();
+    close_error_boxes(window);
+}
+
+TEST(MainWindowTest, FailedOpenKeepsThePreviousModel) {
+    cflow::ui::MainWindow window;
+    auto good = window.openModel(qpath(model_path()));
+    ASSERT_TRUE(finish(good)) << window.lastError().toStdString();
+    const auto shown = window.model();
+
+    auto bad = window.openModel(qpath(write_garbage_file()));
+    EXPECT_FALSE(finish(bad));
+    EXPECT_FALSE(window.lastError().isEmpty());
+    EXPECT_EQ(window.model(), shown);
+    EXPECT_EQ(window.headerView()->shownValue(QStringLiteral("Global header"), QStringLiteral("d_model")),
+              QStringLiteral("96"));
+    close_error_boxes(window);
+}
+
+TEST(MainWindowTest, NewerOpenSupersedesAnOlderOne) {
+    ASSERT_TRUE(std::filesystem::exists(model_path()));
+    cflow::ui::MainWindow window;
+    QSignalSpy opened(&window, &cflow::ui::MainWindow::modelOpened);
+    QSignalSpy failed(&window, &cflow::ui::MainWindow::openFailed);
+    PoolGate gate;
+    ASSERT_TRUE(gate.holding());
+    auto older = window.openModel(qpath(model_path()));
+    auto newer = window.openModel(qpath(write_garbage_file()));
+    EXPECT_FALSE(older.isReady());
+    gate.open();  // the older (valid) model finishes first: its result must still be dropped
+    EXPECT_FALSE(finish(newer));
+    EXPECT_FALSE(finish(older));
+    EXPECT_EQ(opened.count(), 0);
+    EXPECT_EQ(failed.count(), 1);
+    EXPECT_EQ(window.model(), nullptr);
+    EXPECT_EQ(window.headerView()->topLevelItemCount(), 0);
+    close_error_boxes(window);
+}
+
+TEST(MainWindowTest, ClosingTheWindowDuringAnOpenIsSafe) {
+    ASSERT_TRUE(std::filesystem::exists(model_path()));
+    PoolGate gate;
+    ASSERT_TRUE(gate.holding());
+
+    auto* window = new cflow::ui::MainWindow;
+    auto task = window->openModel(qpath(model_path()));
+    EXPECT_FALSE(task.isReady());
+    delete window;
+    gate.open();
+    EXPECT_FALSE(finish(task)) << "a result arriving after the window closed must be dropped";
+}
+
+} // namespace
