@@ -4,7 +4,7 @@ set(CPACK_PACKAGE_NAME "cflow-studio")
 set(CPACK_PACKAGE_VENDOR "cflow studio")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Chat with local language models on the CPU and watch the inference")
-set(CPACK_PACKAGE_DESCRIPTION
+string(CONCAT CPACK_PACKAGE_DESCRIPTION
   "cflow studio is a C++20/Qt 6 desktop app and command-line tool that runs language models on the CPU "
   "from the tile-native .cflow format, loads mixture-of-experts weights conditionally and schedules "
   "layers with a delay-aware pipeline.")

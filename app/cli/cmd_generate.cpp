@@ -1,5 +1,6 @@
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <random>
 
 #include "cflow/engine/generate.h"
@@ -13,8 +14,8 @@ namespace cflow::cli {
 
 int run_generate(const std::vector<std::string>& argv) {
     const ArgSpec spec{{"-p", "--prompt", "-n", "--n-predict", "--temp", "--top-k", "--top-p", "--min-p",
-                        "--repeat-penalty", "--repeat-last-n", "--seed", "--threads", "--ctx", "--load"},
-                       {"--no-stats"}};
+                        "--repeat-penalty", "--repeat-last-n", "--seed", "--threads", "--ctx", "--load", "--telemetry-file"},
+                       {"--no-stats", "--stats", "--trace-experts"}};
     auto args = Args::parse(argv, spec);
     if (!args) return fail("generate", args.error());
     if (args->positionals().size() != 1) return fail("generate", "expected exactly one MODEL.cflow");
@@ -61,6 +62,20 @@ int run_generate(const std::vector<std::string>& argv) {
     if (!session) return fail("generate", session.error());
 
     request.prompt = (*model)->tokenizer().encode(prompt, /*add_special=*/true);
+
+    // --stats / --trace-experts: one JSON object per forward step, on stderr or --telemetry-file.
+    std::FILE* telemetry_out = stderr;
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> telemetry_file(nullptr, &std::fclose);
+    const bool want_stats = args->flag("--stats"), want_experts = args->flag("--trace-experts");
+    if (auto path = args->value("--telemetry-file")) {
+        telemetry_file.reset(std::fopen(path->c_str(), "w"));
+        if (!telemetry_file) return fail("generate", *path + ": cannot open telemetry file for writing");
+        telemetry_out = telemetry_file.get();
+    }
+    if (want_stats || want_experts)
+        request.on_step = [=](const TokenTelemetry& t) {
+            std::fprintf(telemetry_out, "%s\n", to_json_line(t, want_experts, want_stats).c_str());
+        };
 
     std::fwrite(prompt.data(), 1, prompt.size(), stdout);
     std::fflush(stdout);

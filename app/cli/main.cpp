@@ -16,7 +16,7 @@ constexpr const char* kUsage =
     "          [--tokenizer FILE] [--threads N]\n"
     "      SRC: a Hugging Face model folder, a .gguf file, or a llama2.c .bin (with --tokenizer tokenizer.bin)\n"
     "  generate MODEL.cflow -p PROMPT -n N [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
-    "           [--seed S] [--threads T] [--ctx N] [--load map|read]\n"
+    "           [--seed S] [--threads T] [--ctx N] [--load map|read] [--stats] [--trace-experts] [--telemetry-file F]\n"
     "      prints the prompt and the generated text on stdout, statistics on stderr\n"
     "  inspect MODEL.cflow [--json]\n"
     "      header, geometry, segments, metadata and file layout summary\n"

@@ -45,6 +45,7 @@ Result<GenerateStats> generate(Session& session, const GenerateRequest& request,
         auto r = session.step(request.prompt[i], last);
         if (!r) return r.take_error();
         logits = r.value();
+        if (request.on_step) request.on_step(session.telemetry());
     }
     stats.prompt_tokens = uint32_t(request.prompt.size());
     stats.prompt_ms = ms_since(t_start);
@@ -94,6 +95,7 @@ Result<GenerateStats> generate(Session& session, const GenerateRequest& request,
         auto r = session.step(next, n + 1 < request.max_tokens);
         if (!r) return r.take_error();
         logits = r.value();
+        if (request.on_step) request.on_step(session.telemetry());
     }
     if (const std::string tail = decoder.flush(); !tail.empty() && on_token) on_token(-1, tail);
     return stats;

@@ -167,7 +167,8 @@ Result<ConvertReport> write_file(const FilePlan& plan, const std::string& out_pa
                               std::to_string(seg.bytes));
         report.tiles += seg.n_tiles;
         for (size_t i = 0; i < seg.tensor_names.size(); ++i) {
-            const bool exact = i < seg.exact_parts.size() && seg.exact_parts[i];
+            // Per-expert bank sources list gate, up, down of each expert in turn: part i % 3.
+            const bool exact = !seg.exact_parts.empty() && seg.exact_parts[i % seg.exact_parts.size()];
             if (exact) exact_tensors.insert(seg.tensor_names[i]);
             ++state.tensors_done;
             state.bytes_written = out.bytes_written();

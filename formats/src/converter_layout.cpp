@@ -186,6 +186,45 @@ private:
         return seg;
     }
 
+    // Experts come as 3-D banks (GGUF ffn_*_exps) or as per-expert tensors ffn_{gate,up,down}.E
+    // (HF checkpoints, source_model.h); validate_source has checked whichever is present.
+    Result<SegmentPlan> expert_bank(const std::string& p) {
+        const uint32_t d = c_.d_model, eff = c_.expert_d_ff;
+        const DType wq = options_.weight_quant;
+        const std::string gate = p + "ffn_gate_exps.weight", up = p + "ffn_up_exps.weight", down = p + "ffn_down_exps.weight";
+        const bool stacked = t(gate) != nullptr || t(p + "ffn_gate.0.weight") == nullptr;
+        auto per_expert = [&](const char* matrix_name, uint32_t e) {
+            return p + matrix_name + "." + std::to_string(e) + ".weight";
+        };
+        std::vector<std::string> names;
+        if (stacked) {
+            names = {gate, up, down};
+        } else {
+            for (uint32_t e = 0; e < c_.n_experts; ++e)
+                for (const char* m : {"ffn_gate", "ffn_up", "ffn_down"}) names.push_back(per_expert(m, e));
+        }
+        auto bank = segment(SegmentRole::ExpertBank, wq, names);
+        if (!bank) return bank;
+        if (stacked) {
+            for (uint32_t e = 0; e < c_.n_experts; ++e)
+                bank->experts.push_back({matrix(t(gate), eff, d, {}, uint64_t{e} * eff),
+                                         matrix(t(up), eff, d, {}, uint64_t{e} * eff),
+                                         matrix(t(down), d, eff, {}, uint64_t{e} * d)});
+            bank->exact_parts = {exact(t(gate), wq), exact(t(up), wq), exact(t(down), wq)};
+            return bank;
+        }
+        // A part is re-tiled block for block only when every expert's tensor allows it.
+        std::vector<bool> all_exact(3, true);
+        for (uint32_t e = 0; e < c_.n_experts; ++e) {
+            const std::array<const TensorView*, 3> ts = {t(per_expert("ffn_gate", e)), t(per_expert("ffn_up", e)),
+                                                        t(per_expert("ffn_down", e))};
+            bank->experts.push_back({matrix(ts[0], eff, d), matrix(ts[1], eff, d), matrix(ts[2], d, eff)});
+            for (size_t i = 0; i < 3; ++i) all_exact[i] = all_exact[i] && exact(ts[i], wq);
+        }
+        bank->exact_parts = std::move(all_exact);
+        return bank;
+    }
+
     Result<RegionPlan> layer_region(uint32_t l) {
         const std::string p = "blk." + std::to_string(l) + ".";
         const DType wq = options_.weight_quant;
@@ -237,18 +276,7 @@ private:
             if (router) router->raw.push_back({matrix(t(p + "ffn_gate_inp.weight"), c_.n_experts, d), {}});
             steps.push_back(add(std::move(router)));
             steps.push_back(add(segment(SegmentRole::ExpertTable, DType::F32, {})));  // contents set by assign_offsets
-            const std::string gate = p + "ffn_gate_exps.weight", up = p + "ffn_up_exps.weight",
-                              down = p + "ffn_down_exps.weight";
-            auto bank = segment(SegmentRole::ExpertBank, wq, {gate, up, down});
-            if (bank) {
-                const uint32_t eff = c_.expert_d_ff;
-                for (uint32_t e = 0; e < c_.n_experts; ++e)
-                    bank->experts.push_back({matrix(t(gate), eff, d, {}, uint64_t{e} * eff),
-                                             matrix(t(up), eff, d, {}, uint64_t{e} * eff),
-                                             matrix(t(down), d, eff, {}, uint64_t{e} * d)});
-                bank->exact_parts = {exact(t(gate), wq), exact(t(up), wq), exact(t(down), wq)};
-            }
-            steps.push_back(add(std::move(bank)));
+            steps.push_back(add(expert_bank(p)));
             if (c_.shared_expert_d_ff > 0) {
                 steps.push_back(add(tiled_segment(SegmentRole::SharedGateUp, wq,
                                                   {p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight"})));

@@ -174,9 +174,20 @@ Status validate_source(const SourceModel& src, const ConvertOptions& options) {
             need(p + (src.find(p + "moe_norm.weight") ? "moe_norm.weight" : "ffn_norm.weight"), {d},
                  "d_model; the MoE norm falls back to ffn_norm");
             need(p + "ffn_gate_inp.weight", {e, d}, "n_experts x d_model");
-            need(p + "ffn_gate_exps.weight", {e, eff, d}, "n_experts x expert_d_ff x d_model");
-            need(p + "ffn_up_exps.weight", {e, eff, d}, "n_experts x expert_d_ff x d_model");
-            need(p + "ffn_down_exps.weight", {e, d, eff}, "n_experts x d_model x expert_d_ff");
+            if (src.find(p + "ffn_gate_exps.weight") || !src.find(p + "ffn_gate.0.weight")) {
+                need(p + "ffn_gate_exps.weight", {e, eff, d}, "n_experts x expert_d_ff x d_model");
+                need(p + "ffn_up_exps.weight", {e, eff, d}, "n_experts x expert_d_ff x d_model");
+                need(p + "ffn_down_exps.weight", {e, d, eff}, "n_experts x d_model x expert_d_ff");
+            } else {  // per-expert HF tensors (source_model.h): every expert needs all three
+                for (uint32_t x = 0; x < c.n_experts; ++x) {
+                    std::string ex = ".";  // built by appends: GCC 12 -O3 warns (-Wrestrict) on "." + to_string(x)
+                    ex += std::to_string(x);
+                    ex += ".weight";
+                    need(p + "ffn_gate" + ex, {eff, d}, "expert_d_ff x d_model (per-expert tensor)");
+                    need(p + "ffn_up" + ex, {eff, d}, "expert_d_ff x d_model (per-expert tensor)");
+                    need(p + "ffn_down" + ex, {d, eff}, "d_model x expert_d_ff (per-expert tensor)");
+                }
+            }
             if (c.shared_expert_d_ff > 0) {
                 const uint64_t sff = c.shared_expert_d_ff;
                 need(p + "ffn_gate_shexp.weight", {sff, d}, "shared_expert_d_ff x d_model");

@@ -94,12 +94,14 @@ Result<Family> detect_family(const ConfigReader& r) {
     static const std::map<std::string, Family> kByClass = {
         {"LlamaForCausalLM", Family::Llama},       {"MistralForCausalLM", Family::Mistral},
         {"Qwen2ForCausalLM", Family::Qwen2},       {"MixtralForCausalLM", Family::Mixtral},
-        {"Qwen2MoeForCausalLM", Family::Qwen2Moe}, {"OlmoeForCausalLM", Family::Olmoe}};
+        {"Qwen2MoeForCausalLM", Family::Qwen2Moe}, {"OlmoeForCausalLM", Family::Olmoe},
+        {"CflowForCausalLM", Family::Cflow}};
     static const std::map<std::string, Family> kByType = {
         {"llama", Family::Llama},     {"mistral", Family::Mistral},    {"qwen2", Family::Qwen2},
-        {"mixtral", Family::Mixtral}, {"qwen2_moe", Family::Qwen2Moe}, {"olmoe", Family::Olmoe}};
+        {"mixtral", Family::Mixtral}, {"qwen2_moe", Family::Qwen2Moe}, {"olmoe", Family::Olmoe},
+        {"cflow", Family::Cflow}};
     const char* kSupported = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, "
-                             "Qwen2MoeForCausalLM, OlmoeForCausalLM";
+                             "Qwen2MoeForCausalLM, OlmoeForCausalLM, CflowForCausalLM";
     if (r.has("architectures")) {
         const json& a = r.at("architectures");
         if (!a.is_array() || a.empty() || !a.front().is_string())
@@ -171,13 +173,40 @@ Status read_pipeline_fields(const ConfigReader& r, ModelConfig& c) {
     return Status::success();
 }
 
+// CflowForCausalLM: a dense FFN and an MoE, each optional (intermediate_size 0 / num_experts 0;
+// no Llama-style "intermediate_size is required and non-zero"). router_mode / ffn_activation are
+// authoritative (read_pipeline_fields); norm_topk_prob only stands in for a missing router_mode.
+Status read_cflow_ffn_fields(const ConfigReader& r, ModelConfig& c) {
+    CFLOW_TRY_ASSIGN(c.d_ff, r.u32("intermediate_size", std::nullopt));
+    CFLOW_TRY_ASSIGN(c.n_experts, r.u32("num_experts", 0));
+    if (c.n_experts == 0) {
+        uint32_t k = 0;
+        CFLOW_TRY_ASSIGN(k, r.u32("num_experts_per_tok", 0));
+        if (k != 0) return r.bad("num_experts_per_tok", std::to_string(k) + " is set but num_experts is 0");
+        uint32_t shared = 0;
+        CFLOW_TRY_ASSIGN(shared, r.u32("shared_expert_intermediate_size", 0));
+        if (shared != 0) return r.bad("shared_expert_intermediate_size", std::to_string(shared) + " is set but num_experts is 0");
+    } else {
+        CFLOW_TRY_ASSIGN(c.expert_d_ff, r.u32("moe_intermediate_size", std::nullopt));
+        if (c.expert_d_ff == 0) return r.bad("moe_intermediate_size", "is 0 but num_experts is " + std::to_string(c.n_experts));
+        CFLOW_TRY_ASSIGN(c.shared_expert_d_ff, r.u32("shared_expert_intermediate_size", 0));
+    }
+    if (c.d_ff == 0 && c.n_experts == 0)
+        return r.bad("intermediate_size", "and num_experts are both 0: the model has neither a dense FFN nor experts");
+    bool norm_topk = true;
+    CFLOW_TRY_ASSIGN(norm_topk, r.boolean("norm_topk_prob", true));
+    c.router_mode = norm_topk ? RouterMode::SoftmaxTopK : RouterMode::SoftmaxAllNoRenorm;
+    return Status::success();
+}
+
 Result<HfConfig> interpret(const ConfigReader& r) {
     HfConfig out;
     CFLOW_TRY_ASSIGN(out.family, detect_family(r));
     ModelConfig& c = out.config;
     static const std::map<Family, std::string> kArch = {
         {Family::Llama, "llama"},     {Family::Mistral, "mistral"},    {Family::Qwen2, "qwen2"},
-        {Family::Mixtral, "mixtral"}, {Family::Qwen2Moe, "qwen2moe"}, {Family::Olmoe, "olmoe"}};
+        {Family::Mixtral, "mixtral"}, {Family::Qwen2Moe, "qwen2moe"}, {Family::Olmoe, "olmoe"},
+        {Family::Cflow, "cflow"}};
     c.architecture = kArch.at(out.family);
 
     if (r.has("rope_scaling")) {
@@ -247,6 +276,9 @@ Result<HfConfig> interpret(const ConfigReader& r) {
             CFLOW_TRY_ASSIGN(norm_topk, r.boolean("norm_topk_prob", false));
             c.router_mode = norm_topk ? RouterMode::SoftmaxTopK : RouterMode::SoftmaxAllNoRenorm;
             break;
+        case Family::Cflow:
+            if (Status s = read_cflow_ffn_fields(r, c); !s) return s.take_error();
+            break;
     }
     if (c.n_experts > 0) {
         CFLOW_TRY_ASSIGN(c.top_k, r.u32("num_experts_per_tok", std::nullopt));
@@ -257,6 +289,9 @@ Result<HfConfig> interpret(const ConfigReader& r) {
     c.combine_style = CombineStyle::Sequential;
     c.ffn_activation = FfnActivation::SwiGLU;
     if (Status s = read_pipeline_fields(r, c); !s) return s.take_error();
+    if (out.family == Family::Cflow && c.combine_style == CombineStyle::FixedPoint && c.n_blocks != c.n_layers)
+        return r.bad("n_blocks", std::to_string(c.n_blocks) + " must equal num_hidden_layers " + std::to_string(c.n_layers) +
+                                     " for FixedPoint (one stored layer per unique block)");
     if (out.tie_word_embeddings) c.feature_flags |= kFeatureTiedEmbeddings;
     return out;
 }
@@ -324,13 +359,21 @@ NameMapping map_tensor_name(const std::string& hf) {
         {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
         {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
         {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
-        {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"}};
+        {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
+        // CflowForCausalLM: mlp.* is the dense FFN only; the MoE lives under moe.*.
+        {"pre_moe_layernorm.weight", "moe_norm.weight"},
+        {"moe.gate.weight", "ffn_gate_inp.weight"},
+        {"moe.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+        {"moe.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+        {"moe.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+        {"moe.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"}};
     if (auto it = kLayer.find(rest); it != kLayer.end()) return tensor(blk + it->second);
     if (rest == "self_attn.rotary_emb.inv_freq") return {NameMapping::Kind::Ignore, ""};
 
-    // Per-expert tensors: block_sparse_moe.experts.E.w1 (Mixtral) / mlp.experts.E.gate_proj.
+    // Per-expert tensors: block_sparse_moe.experts.E.w1 (Mixtral) / mlp.experts.E.gate_proj
+    // (Qwen2-MoE, OLMoE) / moe.experts.E.gate_proj (Cflow).
     static const std::map<std::string, std::string> kExpertPrefix = {
-        {"block_sparse_moe.experts.", "mixtral"}, {"mlp.experts.", "qwen"}};
+        {"block_sparse_moe.experts.", "mixtral"}, {"mlp.experts.", "qwen"}, {"moe.experts.", "cflow"}};
     static const std::map<std::string, std::string> kExpertMatrix = {
         {"w1.weight", "ffn_gate"},        {"w3.weight", "ffn_up"},        {"w2.weight", "ffn_down"},
         {"gate_proj.weight", "ffn_gate"}, {"up_proj.weight", "ffn_up"}, {"down_proj.weight", "ffn_down"}};

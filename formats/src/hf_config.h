@@ -9,7 +9,9 @@
 
 namespace cflow::hf {
 
-enum class Family { Llama, Mistral, Qwen2, Mixtral, Qwen2Moe, Olmoe };
+// Cflow = this project's own pipeline-native checkpoints (CflowForCausalLM, model_type "cflow";
+// tests/reference/README.md, "What the C++ side must read").
+enum class Family { Llama, Mistral, Qwen2, Mixtral, Qwen2Moe, Olmoe, Cflow };
 
 struct HfConfig {
     ModelConfig config;
@@ -26,7 +28,10 @@ struct NameMapping {
     std::string canonical;  // for Kind::Tensor
 };
 // model.layers.N.self_attn.q_proj.weight -> blk.N.attn_q.weight, per-expert HF tensors
-// -> blk.N.ffn_{gate,up,down}.E.weight, rotary inv_freq buffers -> Ignore.
+// (block_sparse_moe.experts.E.w1, mlp.experts.E.gate_proj, moe.experts.E.gate_proj)
+// -> blk.N.ffn_{gate,up,down}.E.weight, pre_moe_layernorm -> blk.N.moe_norm.weight,
+// moe.gate (the Cflow router; mlp.gate_proj stays the dense FFN's gate) -> blk.N.ffn_gate_inp.weight,
+// rotary inv_freq buffers -> Ignore.
 NameMapping map_tensor_name(const std::string& hf_name);
 
 } // namespace cflow::hf

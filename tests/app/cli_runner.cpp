@@ -27,8 +27,9 @@ std::string slurp(const std::filesystem::path& p) {
 CommandResult run_cflow(const std::vector<std::string>& args) {
     const auto dir = temp_dir("cli");
     std::string cmd = shell_quote(CFLOW_CLI_PATH);
-    for (const auto& a : args) cmd += " " + shell_quote(a);
-    cmd += " >" + shell_quote((dir / "out").string()) + " 2>" + shell_quote((dir / "err").string());
+    for (const auto& a : args) cmd.append(" ").append(shell_quote(a));
+    cmd.append(" >").append(shell_quote((dir / "out").string()));
+    cmd.append(" 2>").append(shell_quote((dir / "err").string()));
     CommandResult r;
     const int status = std::system(cmd.c_str());
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);

@@ -50,7 +50,7 @@ void expect_bit_identical(const SyntheticSpec& spec, const ConvertOptions& base,
     for (int32_t i = 0; i < 16; ++i) tokens.push_back((i * 37 + 5) % int32_t(spec.vocab));
     tokens[9] = tokens[3];
     for (unsigned threads : {1u, 3u}) {
-        SCOPED_TRACE("threads " + std::to_string(threads));
+        SCOPED_TRACE(::testing::Message() << "threads " << threads);
         const auto from_cflow = run_tokens(cflow_path, tokens, threads);
         const auto from_vflow = run_tokens(vflow_path, tokens, threads);
         ASSERT_EQ(from_cflow.size(), tokens.size());

@@ -222,13 +222,4 @@ ModelSummary summarize_model(const CflowFile& file) {
             metadata_section(file.metadata())};
 }
 
-const SummaryField* find_field(const ModelSummary& summary, const QString& section, const QString& name) {
-    for (const SummarySection& s : summary) {
-        if (s.title != section) continue;
-        for (const SummaryField& f : s.fields)
-            if (f.name == name) return &f;
-    }
-    return nullptr;
-}
-
 } // namespace cflow::ui

@@ -9,6 +9,7 @@
 
 #include "cflow/engine/sampler.h"
 #include "cflow/engine/session.h"
+#include "cflow/engine/telemetry.h"
 #include "cflow/formats/cancel.h"
 #include "cflow/formats/result.h"
 
@@ -23,6 +24,8 @@ struct GenerateRequest {
     int32_t max_tokens = 256;             // generated tokens, not counting the prompt
     std::vector<int32_t> stop_tokens;     // extra ids that end generation (not emitted)
     bool stop_at_end_of_generation = true;  // EOS, and BOS which llama2.c-style story models emit between stories
+    // Called on the generating thread after every forward step (prompt and generated tokens).
+    std::function<void(const TokenTelemetry&)> on_step;
 };
 
 struct GenerateStats {

@@ -31,6 +31,9 @@ struct LayerWeights {
     const SegmentView* router = nullptr;     // [E x d] f32
     const SegmentView* expert_table = nullptr;
     const SegmentView* expert_bank = nullptr;
+    const SegmentView* shared_gate_up = nullptr;  // tiles: shared expert gate, up [sff x d], optional
+    const SegmentView* shared_down = nullptr;     // tiles: [d x sff]
+    const SegmentView* shared_gate = nullptr;     // [d] f32: sigmoid gate of the shared expert
 };
 
 class Model {
@@ -48,7 +51,16 @@ public:
     std::string name() const;  // general.name, else the file stem
     const std::string& chat_template() const { return chat_template_; }  // "" when the model has none
 
+    // Layers a token passes through: n_layers, or n_blocks * n_iter for FixedPoint.
+    uint32_t effective_layers() const { return effective_layers_; }
+    // Tiles of expert e of layer l, located on first use (so unselected experts are never
+    // touched) and cached; thread-safe. Fails if the file's expert table entry is corrupt.
+    Result<const ExpertView*> expert(uint32_t layer, uint32_t expert) const;
+
+    ~Model();
+
 private:
+    struct ExpertSlot;
     std::shared_ptr<CflowFile> file_;
     std::unique_ptr<Tokenizer> tokenizer_;
     std::vector<LayerWeights> layers_;
@@ -56,6 +68,8 @@ private:
     const SegmentView* lm_head_ = nullptr;
     const SegmentView* token_embd_ = nullptr;
     std::string chat_template_;
+    uint32_t effective_layers_ = 0;
+    std::unique_ptr<ExpertSlot[]> expert_slots_;  // [n_layers x n_experts]
 };
 
 } // namespace cflow

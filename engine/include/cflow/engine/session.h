@@ -1,6 +1,6 @@
 #pragma once
-// One conversation's inference state: KV cache, scratch buffers and a thread pool.
-// A Session is used by one thread at a time (the engine's worker thread).
+// One conversation's inference state: KV cache, scratch buffers, the delay-aware layer
+// driver and a thread pool. A Session is used by one thread at a time (the engine worker).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -8,6 +8,7 @@
 
 #include "cflow/engine/kernels.h"
 #include "cflow/engine/model.h"
+#include "cflow/engine/telemetry.h"
 #include "cflow/engine/thread_pool.h"
 #include "cflow/formats/result.h"
 
@@ -26,7 +27,7 @@ public:
 
     // Feeds `token` at position(); returns the next-token logits [vocab] when want_logits
     // (an empty span otherwise: prompt tokens before the last skip the LM head).
-    // Fails when the context is full or the token id is out of range.
+    // Fails when the context is full, the token id is out of range or expert data is corrupt.
     Result<std::span<const float>> step(int32_t token, bool want_logits = true);
 
     void reset();                                 // forget the context (KV cache)
@@ -35,16 +36,34 @@ public:
     const Model& model() const { return *model_; }
     unsigned threads() const { return pool_.size(); }
     Isa isa() const { return kernels_->isa; }
+    // What the last step() read and computed, per effective layer.
+    const TokenTelemetry& telemetry() const { return telemetry_; }
 
 private:
     Session(std::shared_ptr<const Model> model, const SessionOptions& options, uint32_t context_length);
     struct Buffers;
+    struct Routing;
 
-    void embed(int32_t token, float* out) const;
-    void attention_block(uint32_t layer);
-    void ffn_block(uint32_t layer);
+    // Building blocks (layer_ops.cpp). Vectors are [d] f32 unless noted.
+    void embed(int32_t token, float* out);
+    void attention(uint32_t layer, uint32_t kv_slot, const float* x, float* out, LayerRecord& rec);  // out = Attn(Norm_attn(x))
+    void dense_ffn(uint32_t layer, const float* x, float* out, LayerRecord& rec);                   // out = FFN(Norm_ffn(x))
+    // Router of `layer` on Norm(x) with the given norm weights; saves the normalised input for deferred experts.
+    void route(uint32_t layer, const SegmentView& norm, const float* x, Routing& routing, LayerRecord& rec);
+    Status run_experts(const Routing& routing, float* out, LayerRecord& rec);                        // out += MoE(r)
+    Status moe_now(uint32_t layer, const SegmentView& norm, const float* x, float* out, LayerRecord& rec);
     void matvec(const SegmentView& segment, const std::vector<float*>& outputs, const float* x);
+    void matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
+                      const std::vector<float*>& outputs, const float* x);
     void output_logits();
+
+    // Combine-style drivers (combine_styles.cpp): one token through all layers.
+    Status forward_sequential();
+    Status forward_parallel_sqrt2();
+    Status forward_delayed();         // DelayedSum and AsyncExperts
+    Status forward_decoupled();
+    Status forward_pipeline_registers();
+    Status forward_fixed_point();
 
     std::shared_ptr<const Model> model_;
     const Kernels* kernels_;
@@ -52,6 +71,7 @@ private:
     uint32_t context_length_;
     uint32_t position_ = 0;
     std::unique_ptr<Buffers> buf_;
+    TokenTelemetry telemetry_;
 };
 
 } // namespace cflow

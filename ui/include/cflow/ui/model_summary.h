@@ -29,7 +29,4 @@ inline constexpr int kMaxValueChars = 96;
 
 ModelSummary summarize_model(const CflowFile& file);
 
-// Finds a field by section title and name; nullptr when absent.
-const SummaryField* find_field(const ModelSummary& summary, const QString& section, const QString& name);
-
 } // namespace cflow::ui

@@ -1,0 +1,44 @@
+#pragma once
+// What the engine records for every token and (effective) layer: the records the CLI's
+// --stats / --trace-experts print as JSON lines and the GUI charts. Fixed-size, trivially
+// copyable, so they can cross threads through a lock-free ring.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cflow {
+
+inline constexpr uint32_t kMaxTopK = 16;  // experts per token the records (and the engine) support
+
+enum class Stream : uint8_t { Attention = 0, Dense = 1, Expert = 2, Router = 3, Vocab = 4, Count_ = 5 };
+const char* stream_name(Stream s);  // "attention", "dense", "expert", "router", "vocab"
+
+struct LayerRecord {
+    uint32_t position = 0;            // token position in the context
+    uint16_t layer = 0;               // effective layer (FixedPoint: block * n_iter + iteration)
+    uint16_t routing_layer = 0;       // MoE: the layer whose router chose the experts injected here
+    std::array<uint64_t, size_t(Stream::Count_)> bytesRead{};  // weight bytes this layer read per stream
+    float computeUs = 0;              // wall time of the layer's compute, expert wait excluded
+    float expertWaitUs = 0;           // time blocked waiting for expert data to arrive
+    float residualNorm = 0;           // ||layer output|| as defined per combine style (formats/docs/cflow-format.md)
+    uint8_t nSelected = 0;            // experts this layer's router chose (0 for dense layers)
+    int16_t injectionLayer = -1;      // where this layer's expert output is added (-1: no MoE)
+    std::array<uint8_t, kMaxTopK> experts{};      // chosen expert ids, by descending router logit
+    std::array<float, kMaxTopK> expertWeights{};  // their combine weights
+};
+
+struct TokenTelemetry {
+    uint32_t position = 0;
+    int32_t token = -1;               // the token fed at this position
+    std::vector<LayerRecord> layers;  // one per effective layer
+    uint64_t vocabBytes = 0;          // embedding row + output norm + LM head (when logits were computed)
+    float totalUs = 0;
+
+    uint64_t bytes(Stream s) const;   // summed over layers (vocab included for Stream::Vocab)
+};
+
+// One JSON object per line, units in the key names.
+std::string to_json_line(const TokenTelemetry& t, bool include_experts, bool include_stats);
+
+} // namespace cflow

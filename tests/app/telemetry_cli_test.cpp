@@ -1,0 +1,62 @@
+// `cflow generate --stats --trace-experts` writes one JSON line per forward step with the
+// engine's telemetry records: bytes per stream, timings, chosen experts.
+#include <nlohmann/json.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "cflow/formats/converter.h"
+#include "cli_runner.h"
+#include "synthetic_model.h"
+#include "test_support.h"
+
+namespace cflow::test {
+namespace {
+
+TEST(TelemetryCli, StatsAndExpertTraceAreJsonLinesPerStep) {
+    SyntheticSpec spec;
+    spec.n_layers = 4;
+    spec.n_experts = 8;
+    spec.top_k = 2;
+    spec.expert_d_ff = 32;
+    spec.combine_style = CombineStyle::DelayedSum;
+    spec.dense_delay = 1;
+    spec.expert_delay = 2;
+    auto source = make_synthetic_model(spec);
+    const auto dir = temp_dir("telemetry");
+    const auto model = (dir / "moe.cflow").string();
+    ConvertOptions options;
+    options.weight_quant = DType::Q8_0;
+    ASSERT_TRUE(convert_to_cflow(source, model, options).ok());
+    const auto trace = (dir / "trace.jsonl").string();
+    auto r = run_cflow({"generate", model, "-p", "ab", "-n", "5", "--temp", "0", "--stats", "--trace-experts",
+                        "--telemetry-file", trace, "--no-stats"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::ifstream in(trace);
+    std::string line;
+    int steps = 0;
+    while (std::getline(in, line)) {
+        auto j = nlohmann::json::parse(line);
+        ASSERT_EQ(j["layers"].size(), spec.n_layers);
+        for (const auto& l : j["layers"]) {
+            ASSERT_EQ(l["experts"].size(), spec.top_k);
+            const int layer = l["layer"];
+            EXPECT_EQ(l["injectionLayer"], std::min(layer + 2, int(spec.n_layers) - 1));
+            EXPECT_GT(l["bytesRead"]["attentionBytes"].get<uint64_t>(), 0u);
+            EXPECT_GT(l["bytesRead"]["routerBytes"].get<uint64_t>(), 0u);
+            EXPECT_GE(l["computeUs"].get<double>(), 0.0);
+            double weight_sum = 0;
+            for (const auto& w : l["expertWeights"]) weight_sum += w.get<double>();
+            EXPECT_NEAR(weight_sum, 1.0, 1e-5);  // softmax over the selected logits
+        }
+        // Layers 0 and 1 inject nothing (their experts land at 2 and 3): no expert bytes there.
+        EXPECT_EQ(j["layers"][0]["bytesRead"]["expertBytes"], 0);
+        EXPECT_EQ(j["layers"][1]["bytesRead"]["expertBytes"], 0);
+        EXPECT_GT(j["layers"][3]["bytesRead"]["expertBytes"].get<uint64_t>(), 0u);
+        ++steps;
+    }
+    // BOS + 2 prompt tokens... the prompt's ids plus 5 generated tokens.
+    EXPECT_GE(steps, 6);
+}
+
+} // namespace
+} // namespace cflow::test
