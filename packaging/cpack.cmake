@@ -35,17 +35,13 @@ else()
   set(CPACK_DEBIAN_PACKAGE_SECTION "utils")
   set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
   set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${CPACK_PACKAGE_CONTACT}")
-  # Debian 12 runtime packages, listed rather than derived by dpkg-shlibdeps so the
-  # package does not depend on what happens to be installed on the build machine.
-  set(_cflow_deb_depends "libc6 (>= 2.36)" "libstdc++6 (>= 12)" "libgcc-s1" "libpcre2-8-0 (>= 10.42)")
+  # Shared-library dependencies come from dpkg-shlibdeps (dpkg-dev, in debian-build-deps.txt),
+  # so the package lists exactly the Debian libraries the binaries link against.
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
   if(CFLOW_BUILD_GUI)
-    list(APPEND _cflow_deb_depends
-      "libqt6core6 (>= 6.4)" "libqt6gui6 (>= 6.4)" "libqt6widgets6 (>= 6.4)" "libqt6concurrent6 (>= 6.4)"
-      "libqcoro6core0 (>= 0.8)" "libspdlog1.10" "libfmt9"
-      # loaded at run time (xcb/wayland platform plugins), so no shared-library check would find it
-      "qt6-qpa-plugins (>= 6.4)")
+    # Loaded at run time (xcb/wayland platform plugins), so no shared-library scan finds it.
+    set(CPACK_DEBIAN_PACKAGE_DEPENDS "qt6-qpa-plugins (>= 6.4)")
   endif()
-  list(JOIN _cflow_deb_depends ", " CPACK_DEBIAN_PACKAGE_DEPENDS)
 endif()
 
 include(CPack)

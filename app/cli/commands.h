@@ -9,7 +9,12 @@ namespace cflow::cli {
 int run_convert(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);
 int run_inspect(const std::vector<std::string>& args);
+int run_bench(const std::vector<std::string>& args);
 int run_critical_path(const std::vector<std::string>& args);
+int run_tokenize(const std::vector<std::string>& args);
+int run_detokenize(const std::vector<std::string>& args);
+int run_template(const std::vector<std::string>& args);
+int run_chat(const std::vector<std::string>& args);
 
 int fail(const std::string& command, const std::string& message);  // prints and returns 1
 

@@ -1,5 +1,8 @@
 // cflow-studio entry point: names the application (for AppDataLocation), sets up logging,
 // shows the main window and opens the model given on the command line, if any.
+// --self-test MODEL --screenshot OUT.png runs one chat turn and exits (see self_test.h).
+#include <cstdio>
+
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -8,6 +11,7 @@
 
 #include "app_logging.h"
 #include "cflow/ui/main_window.h"
+#include "self_test.h"
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
@@ -22,20 +26,39 @@ int main(int argc, char** argv) {
     parser.addVersionOption();
     parser.addPositionalArgument(QStringLiteral("model"), QStringLiteral("A .cflow model to open at start (optional)."),
                                  QStringLiteral("[model]"));
+    const QCommandLineOption selfTest(QStringLiteral("self-test"),
+                                      QStringLiteral("Load MODEL, chat one turn, save a screenshot and exit."),
+                                      QStringLiteral("MODEL"));
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                        QStringLiteral("Where --self-test saves the window (PNG)."),
+                                        QStringLiteral("OUT.png"));
+    parser.addOption(selfTest);
+    parser.addOption(screenshot);
     parser.process(app);
+    if (parser.isSet(selfTest) && !parser.isSet(screenshot)) {
+        std::fprintf(stderr, "cflow-studio: --self-test needs --screenshot OUT.png\n");
+        return 2;
+    }
 
     const QString logPath = cflow::studio::install_app_logger();
     spdlog::info("cflow-studio {} starting (Qt {}, log {})", CFLOW_VERSION, qVersion(),
                  logPath.isEmpty() ? std::string("stderr") : logPath.toStdString());
 
     cflow::ui::MainWindow window;
+    window.setLogPath(logPath);
     window.show();
 
-    const QStringList positional = parser.positionalArguments();
-    if (positional.size() > 1) spdlog::warn("ignoring {} extra command-line arguments", positional.size() - 1);
-    if (!positional.isEmpty()) {
-        // The task suspends on the worker and finishes inside app.exec(); it reports through the window.
-        window.openModel(QDir::current().absoluteFilePath(positional.front()));
+    std::unique_ptr<cflow::studio::SelfTest> test;
+    if (parser.isSet(selfTest)) {
+        test = std::make_unique<cflow::studio::SelfTest>(window, parser.value(selfTest), parser.value(screenshot));
+        test->start();
+    } else {
+        const QStringList positional = parser.positionalArguments();
+        if (positional.size() > 1) spdlog::warn("ignoring {} extra command-line arguments", positional.size() - 1);
+        if (!positional.isEmpty()) {
+            // The task suspends on the worker and finishes inside app.exec(); it reports through the window.
+            window.openModel(QDir::current().absoluteFilePath(positional.front()));
+        }
     }
 
     const int status = app.exec();

@@ -87,6 +87,7 @@ Result<ChatTemplate> ChatTemplate::compile(std::string source) {
 }
 
 Result<std::string> ChatTemplate::render(const std::string& messages_json, const TemplateOptions& options) const {
+    jinja::ContainerRegistry registry;  // declared first: outlives every Value of this render
     try {
         const jinja::Program* program = compiled_->program.get();
         std::unique_ptr<jinja::Program> reparsed;

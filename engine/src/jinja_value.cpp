@@ -46,6 +46,7 @@ Value Value::array(std::vector<Value> items) {
     Value v;
     auto data = std::make_shared<ArrayData>();
     data->items = std::move(items);
+    if (ContainerRegistry* registry = ContainerRegistry::current()) registry->add(data);
     v.data_ = std::move(data);
     return v;
 }
@@ -58,7 +59,9 @@ Value Value::tuple(std::vector<Value> items) {
 
 Value Value::object() {
     Value v;
-    v.data_ = std::make_shared<ObjectData>();
+    auto data = std::make_shared<ObjectData>();
+    if (ContainerRegistry* registry = ContainerRegistry::current()) registry->add(data);
+    v.data_ = std::move(data);
     return v;
 }
 
@@ -140,6 +143,61 @@ ObjectData::~ObjectData() {
     }
     entries_.clear();
     drain_pending();
+}
+
+void ObjectData::clear() {
+    for (auto& [key, value] : entries_) {
+        park(key);
+        park(value);
+    }
+    entries_.clear();
+    index_.clear();
+    drain_pending();
+}
+
+// ---------------------------------------------------------------------------------------------
+// ContainerRegistry
+
+namespace {
+thread_local ContainerRegistry* t_registry = nullptr;
+}
+
+ContainerRegistry::ContainerRegistry() : previous_(t_registry) { t_registry = this; }
+
+ContainerRegistry::~ContainerRegistry() {
+    t_registry = previous_;
+    // Lock everything first: emptying one container may release others mid-loop.
+    std::vector<std::shared_ptr<ArrayData>> arrays;
+    std::vector<std::shared_ptr<ObjectData>> objects;
+    for (auto& w : arrays_)
+        if (auto a = w.lock()) arrays.push_back(std::move(a));
+    for (auto& w : objects_)
+        if (auto o = w.lock()) objects.push_back(std::move(o));
+    for (auto& a : arrays) {
+        for (Value& v : a->items) park(v);
+        a->items.clear();
+        drain_pending();
+    }
+    for (auto& o : objects) o->clear();
+}
+
+ContainerRegistry* ContainerRegistry::current() { return t_registry; }
+
+void ContainerRegistry::add(const std::shared_ptr<ArrayData>& a) {
+    arrays_.push_back(a);
+    if (arrays_.size() + objects_.size() >= compact_at_) compact();
+}
+
+void ContainerRegistry::add(const std::shared_ptr<ObjectData>& o) {
+    objects_.push_back(o);
+    if (arrays_.size() + objects_.size() >= compact_at_) compact();
+}
+
+void ContainerRegistry::compact() {
+    auto expired = [](const auto& w) { return w.expired(); };
+    arrays_.erase(std::remove_if(arrays_.begin(), arrays_.end(), expired), arrays_.end());
+    objects_.erase(std::remove_if(objects_.begin(), objects_.end(), expired), objects_.end());
+    compact_at_ = std::max<size_t>(4096, 2 * (arrays_.size() + objects_.size()));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -123,6 +123,7 @@ public:
     void set(const Value& key, Value value);
     bool erase(const Value& key);
     size_t size() const { return entries_.size(); }
+    void clear();
     // Direct access to the value of entry `index` (entries keep their insertion position).
     Value& value_at(size_t index) { return entries_[index].second; }
     const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
@@ -148,6 +149,29 @@ struct CallArgs {
     // Fails with "<fn>() takes at most N arguments" / "unexpected keyword argument" messages.
     void expect_at_most(std::string_view fn_name, size_t max_positional,
                         std::initializer_list<std::string_view> keywords) const;
+};
+
+// While one is alive (on this thread), every list/dict created is recorded; its destructor
+// empties the containers that are still alive, which can only be those kept alive by
+// reference cycles (`l.append(l)`), so a hostile template cannot leak memory per render.
+// Create it before any Value of the render so it is destroyed after them.
+class ContainerRegistry {
+public:
+    ContainerRegistry();
+    ~ContainerRegistry();
+    ContainerRegistry(const ContainerRegistry&) = delete;
+    ContainerRegistry& operator=(const ContainerRegistry&) = delete;
+
+    void add(const std::shared_ptr<ArrayData>& a);
+    void add(const std::shared_ptr<ObjectData>& o);
+    static ContainerRegistry* current();
+
+private:
+    void compact();
+    ContainerRegistry* previous_;
+    std::vector<std::weak_ptr<ArrayData>> arrays_;
+    std::vector<std::weak_ptr<ObjectData>> objects_;
+    size_t compact_at_ = 4096;
 };
 
 // Hash key of a dict key (Python semantics); fails for unhashable values (lists, dicts).

@@ -2,51 +2,164 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QDialog>
 #include <QDir>
+#include <QDockWidget>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontDatabase>
+#include <QLabel>
 #include <QLocale>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QMetaObject>
+#include <QPlainTextEdit>
 #include <QPointer>
+#include <QSettings>
 #include <QStatusBar>
+#include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <QCoro/QCoroFuture>
 #include <spdlog/spdlog.h>
 
 #include "cflow/formats/cflow_reader.h"
+#include "cflow/ui/chat_panel.h"
+#include "cflow/ui/conversation_sidebar.h"
+#include "cflow/ui/conversation_store.h"
+#include "cflow/ui/engine_worker.h"
 #include "cflow/ui/model_header_view.h"
 #include "cflow/ui/model_loader.h"
+#include "cflow/ui/sampling_panel.h"
 
 namespace cflow::ui {
+namespace {
+
+constexpr int kMaxRecentModels = 8;
+constexpr qint64 kMaxLogBytesShown = 1 << 20;
+const QString kRecentKey = QStringLiteral("recentModels");
+
+std::unique_ptr<ConversationStore> open_store_or_memory(QString& warning) {
+    const QString path = default_database_path();
+    auto store = ConversationStore::open(path);
+    if (store) return std::move(store).value();
+    // Without a writable database the app still chats; nothing is kept after exit.
+    warning = QString::fromStdString(store.error());
+    spdlog::warn("conversation store unavailable ({}); using an in-memory database", store.error());
+    auto memory = ConversationStore::open(QStringLiteral(":memory:"));
+    return memory ? std::move(memory).value() : nullptr;
+}
+
+QString data_size(uint64_t bytes) { return QLocale().formattedDataSize(static_cast<qint64>(bytes)); }
+
+} // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setWindowTitle(tr("cflow studio"));
+    QString storeWarning;
+    store_ = open_store_or_memory(storeWarning);
+    engine_ = std::make_unique<EngineThread>();
+    sampling_ = new SamplingPanel(this);
+    chat_ = new ChatPanel(engine_->worker(), store_.get(), sampling_, this);
+    setCentralWidget(chat_);
     headerView_ = new ModelHeaderView(this);
-    setCentralWidget(headerView_);
+    sidebar_ = new ConversationSidebar(store_.get(), this);
+    createDocks();
     createMenus();
-    statusBar()->showMessage(tr("No model open. File > Open model… to inspect a .cflow file."));
-    resize(900, 700);
+
+    metrics_ = new QLabel(this);
+    metrics_->setObjectName(QStringLiteral("metrics"));
+    statusBar()->addPermanentWidget(metrics_);
+    statusBar()->showMessage(storeWarning.isEmpty()
+                                 ? tr("No model open. File > Open model… to load a .cflow file.")
+                                 : tr("Conversations are not saved: %1").arg(storeWarning));
+
+    connect(engine_->worker(), &EngineWorker::modelLoaded, this, [this](const ModelInfo& info) {
+        statusBar()->showMessage(tr("%1 ready: context %2 tokens%3")
+                                     .arg(info.name)
+                                     .arg(info.contextLength)
+                                     .arg(info.hasChatTemplate ? QString() : tr(", no chat template (fallback in use)")));
+        emit engineReady(info);
+    });
+    connect(engine_->worker(), &EngineWorker::loadFailed, this,
+            [this](const QString& path, const QString& message) { reportError(path, message); });
+    connect(chat_, &ChatPanel::replyFinished, this, &MainWindow::showStats);
+    connect(chat_, &ChatPanel::replyFailed, this,
+            [this](const QString& message) { statusBar()->showMessage(tr("Generation failed: %1").arg(message)); });
+    connect(chat_, &ChatPanel::storeError, this, [this](const QString& message) {
+        spdlog::warn("conversation store: {}", message.toStdString());
+        statusBar()->showMessage(tr("Could not save: %1").arg(message));
+    });
+    connect(chat_, &ChatPanel::conversationChanged, this, [this](qint64 id) { sidebar_->refresh(id); });
+    connect(sidebar_, &ConversationSidebar::newConversationRequested, chat_, &ChatPanel::newConversation);
+    connect(sidebar_, &ConversationSidebar::conversationActivated, this, [this](qint64 id) {
+        if (!chat_->openConversation(id)) return;
+        // Each conversation remembers its model: reopen it when another one is loaded.
+        auto info = store_->conversation(id);
+        if (info && !info->modelPath.isEmpty() && QFileInfo::exists(info->modelPath) &&
+            (!model_ || QString::fromStdString(model_->path()) != info->modelPath))
+            openModel(info->modelPath);
+    });
+    connect(sidebar_, &ConversationSidebar::conversationDeleted, this, [this](qint64 id) {
+        if (chat_->conversationId() == id) chat_->newConversation();
+    });
+    resize(1200, 800);
 }
 
 MainWindow::~MainWindow() = default;
+
+EngineWorker* MainWindow::engine() const { return engine_->worker(); }
+
+void MainWindow::createDocks() {
+    auto* left = new QDockWidget(tr("Conversations"), this);
+    left->setObjectName(QStringLiteral("conversationsDock"));
+    left->setWidget(sidebar_);
+    addDockWidget(Qt::LeftDockWidgetArea, left);
+
+    auto* sampling = new QDockWidget(tr("Sampling"), this);
+    sampling->setObjectName(QStringLiteral("samplingDock"));
+    sampling->setWidget(sampling_);
+    addDockWidget(Qt::RightDockWidgetArea, sampling);
+
+    auto* header = new QDockWidget(tr("Model"), this);
+    header->setObjectName(QStringLiteral("modelDock"));
+    header->setWidget(headerView_);
+    addDockWidget(Qt::RightDockWidgetArea, header);
+
+    // INTEGRATION POINT (inspector): when ui/include/cflow/ui/inspector/ provides the
+    // InspectorDock (a QDockWidget taking the telemetry ring), create it here, add it to
+    // the bottom dock area and feed its ring from the engine thread with
+    //   engine_->worker()->setTelemetrySink([ring](const TokenTelemetry& t) { ring->push(t); });
+}
 
 void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     QAction* open = file->addAction(tr("&Open model…"), this, &MainWindow::chooseModel);
     open->setShortcut(QKeySequence::Open);
+    recentMenu_ = file->addMenu(tr("Recent models"));
+    rebuildRecentMenu();
+    file->addSeparator();
+    file->addAction(tr("Export conversation as &Markdown…"), this, [this] { exportConversation(false); });
+    file->addAction(tr("Export conversation as &JSON…"), this, [this] { exportConversation(true); });
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
 
+    QMenu* chat = menuBar()->addMenu(tr("&Chat"));
+    chat->addAction(tr("&New conversation"), chat_, &ChatPanel::newConversation)->setShortcut(QKeySequence::New);
+    chat->addAction(tr("&Stop"), chat_, &ChatPanel::stop)->setShortcut(Qt::Key_Escape);
+    chat->addAction(tr("&Regenerate"), chat_, &ChatPanel::regenerate);
+    chat->addAction(tr("Show raw &prompt"), chat_, &ChatPanel::showRawPrompt);
+
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("View &log"), this, &MainWindow::showLog);
     help->addAction(tr("&About cflow studio"), this, &MainWindow::showAbout);
 }
 
 void MainWindow::chooseModel() {
-    const QString path =
-        QFileDialog::getOpenFileName(this, tr("Open model"), QString(), tr("cflow models (*.cflow);;All files (*)"));
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), QString(),
+                                                      tr("cflow models (*.cflow *.vflow);;All files (*)"));
     if (path.isEmpty()) return;
     // Fire and forget: the task runs to completion on its own and reports through signals.
     openModel(path);
@@ -59,6 +172,72 @@ void MainWindow::showAbout() {
                           "scheduler.<br>Built with Qt %2.")
                            .arg(QApplication::applicationVersion(), QString::fromLatin1(qVersion())));
 }
+
+void MainWindow::showLog() {
+    auto* dialog = new QDialog(this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowTitle(tr("Log — %1").arg(QDir::toNativeSeparators(logPath_)));
+    auto* text = new QPlainTextEdit(dialog);
+    text->setReadOnly(true);
+    text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    QFile log(logPath_);
+    if (logPath_.isEmpty() || !log.open(QIODevice::ReadOnly)) {
+        text->setPlainText(tr("No log file: the log goes to stderr."));
+    } else {
+        // Only the tail of a large log: the newest lines are the interesting ones.
+        if (log.size() > kMaxLogBytesShown) log.seek(log.size() - kMaxLogBytesShown);
+        text->setPlainText(QString::fromUtf8(log.readAll()));
+        text->moveCursor(QTextCursor::End);
+    }
+    auto* layout = new QVBoxLayout(dialog);
+    layout->addWidget(text);
+    dialog->resize(800, 500);
+    dialog->show();
+}
+
+void MainWindow::exportConversation(bool asJson) {
+    const qint64 id = chat_->conversationId();
+    if (id == 0) {
+        statusBar()->showMessage(tr("No conversation to export."));
+        return;
+    }
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export conversation"), QString(),
+                                                      asJson ? tr("JSON (*.json)") : tr("Markdown (*.md)"));
+    if (path.isEmpty()) return;
+    const Status status = asJson ? store_->exportJson(id, path) : store_->exportMarkdown(id, path);
+    statusBar()->showMessage(status ? tr("Exported to %1").arg(QDir::toNativeSeparators(path))
+                                    : QString::fromStdString(status.error()));
+}
+
+void MainWindow::rememberRecent(const QString& path) {
+    QSettings settings;
+    QStringList recent = settings.value(kRecentKey).toStringList();
+    recent.removeAll(path);
+    recent.prepend(path);
+    while (recent.size() > kMaxRecentModels) recent.removeLast();
+    settings.setValue(kRecentKey, recent);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+    recentMenu_->clear();
+    const QStringList recent = QSettings().value(kRecentKey).toStringList();
+    for (const QString& path : recent)
+        recentMenu_->addAction(QDir::toNativeSeparators(path), this, [this, path] { openModel(path); });
+    recentMenu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::showStats(const ReplyStats& stats) {
+    metrics_->setText(tr("TTFT %1 ms · prompt %2 tok/s · decode %3 tok/s · %4 tokens (%5) · mapped %6, resident %7")
+                          .arg(stats.timeToFirstTokenMs, 0, 'f', 0)
+                          .arg(stats.promptTokensPerS, 0, 'f', 1)
+                          .arg(stats.decodeTokensPerS, 0, 'f', 1)
+                          .arg(stats.generatedTokens)
+                          .arg(stats.stopReason)
+                          .arg(data_size(stats.mappedBytes), data_size(stats.residentBytes)));
+}
+
+QString MainWindow::metricsText() const { return metrics_->text(); }
 
 QCoro::Task<bool> MainWindow::openModel(QString path) {
     const uint64_t request = ++openRequest_;
@@ -89,6 +268,12 @@ QCoro::Task<bool> MainWindow::openModel(QString path) {
                                  .arg(model_->header().n_layers)
                                  .arg(QLocale().formattedDataSize(static_cast<qint64>(model_->file_bytes()))));
     spdlog::info("opened model '{}' ({} bytes)", path.toStdString(), model_->file_bytes());
+    rememberRecent(path);
+    chat_->setModelPath(path);
+    // The engine loads its own Model on its thread; the chat enables once modelLoaded arrives.
+    EngineWorker* worker = engine_->worker();
+    const unsigned threads = sampling_->settings().threads;
+    QMetaObject::invokeMethod(worker, [worker, path, threads] { worker->loadModel(path, threads); });
     emit modelOpened(path);
     co_return true;
 }

@@ -1,7 +1,8 @@
 #pragma once
-// The studio's main window. For now: File > Open model…, Help > About, the header view
-// of the opened model and a status bar. Opening runs on a worker thread; the result (or
-// the reader's error) arrives back on the GUI thread through a QCoro task.
+// The studio's main window: conversation sidebar (left), chat (centre), sampling and the
+// opened model's header (right), run metrics in the status bar. Opening a model reads its
+// header on a worker thread (QCoro task) and loads it into the engine thread; the window
+// never blocks on either.
 #include <cstdint>
 #include <memory>
 
@@ -10,13 +11,24 @@
 
 #include <QCoro/QCoroTask>
 
+#include "cflow/ui/chat_types.h"
+
+class QLabel;
+class QMenu;
+
 namespace cflow {
 class CflowFile;
 }
 
 namespace cflow::ui {
 
+class ChatPanel;
+class ConversationSidebar;
+class ConversationStore;
+class EngineThread;
+class EngineWorker;
 class ModelHeaderView;
+class SamplingPanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -26,28 +38,51 @@ public:
 
     // Opens path on a worker and shows its header; on failure reports the reader's message
     // (openFailed, lastError(), a non-blocking message box). Resolves to whether this call's
-    // model is now shown (false also when a later openModel call superseded it).
+    // model is now shown (false also when a later openModel call superseded it). On success
+    // the engine loads the model too (engineReady / openFailed follow).
     QCoro::Task<bool> openModel(QString path);
 
     std::shared_ptr<const CflowFile> model() const { return model_; }
     const QString& lastError() const { return lastError_; }
     ModelHeaderView* headerView() const { return headerView_; }
+    ChatPanel* chatPanel() const { return chat_; }
+    ConversationSidebar* sidebar() const { return sidebar_; }
+    SamplingPanel* samplingPanel() const { return sampling_; }
+    EngineWorker* engine() const;
+    ConversationStore* store() const { return store_.get(); }
+    QString metricsText() const;
+    void setLogPath(const QString& path) { logPath_ = path; }
 
 signals:
     void modelOpened(const QString& path);
     void openFailed(const QString& path, const QString& message);
+    void engineReady(const cflow::ui::ModelInfo& info);
 
 private slots:
     void chooseModel();
     void showAbout();
+    void showLog();
+    void exportConversation(bool asJson);
 
 private:
     void createMenus();
+    void createDocks();
     void reportError(const QString& path, const QString& message);
+    void rememberRecent(const QString& path);
+    void rebuildRecentMenu();
+    void showStats(const ReplyStats& stats);
 
+    std::unique_ptr<ConversationStore> store_;
+    std::unique_ptr<EngineThread> engine_;
     ModelHeaderView* headerView_ = nullptr;
+    ChatPanel* chat_ = nullptr;
+    ConversationSidebar* sidebar_ = nullptr;
+    SamplingPanel* sampling_ = nullptr;
+    QLabel* metrics_ = nullptr;
+    QMenu* recentMenu_ = nullptr;
     std::shared_ptr<const CflowFile> model_;
     QString lastError_;
+    QString logPath_;
     uint64_t openRequest_ = 0;  // id of the newest openModel call; older results are dropped
 };
 

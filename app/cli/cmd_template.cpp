@@ -1,0 +1,135 @@
+// cflow template: renders a chat template (a model's, or a .jinja file) over a messages JSON
+// file and prints exactly the prompt the model would see, for checking templates by eye or
+// against transformers' apply_chat_template.
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cflow/engine/chat_template.h"
+#include "cli_args.h"
+#include "commands.h"
+#include "console.h"
+#include "vocab_source.h"
+
+namespace cflow::cli {
+namespace {
+
+Result<std::string> read_text_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return make_error(path + ": cannot open file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) return make_error(path + ": read error");
+    return text.str();
+}
+
+// Errors go out as one stderr line even when a message (e.g. a raise_exception text) has newlines.
+std::string one_line(std::string message) {
+    for (char& c : message)
+        if (c == '\n' || c == '\r') c = ' ';
+    return message;
+}
+
+// Reads a JSON file and checks its top-level kind; parse errors name the file, line and column.
+Result<nlohmann::ordered_json> read_json_file(const std::string& path, bool want_array, const char* what) {
+    auto text = read_text_file(path);
+    if (!text) return text.take_error();
+    try {
+        auto value = nlohmann::ordered_json::parse(*text);
+        if (want_array && !value.is_array()) return make_error(path + ": " + what + " must be a JSON array");
+        return value;
+    } catch (const nlohmann::json::exception& e) {
+        return make_error(path + ": invalid JSON: " + e.what());
+    }
+}
+
+// The fallback renderer takes role/content strings; non-string content (parts lists) is shown as its JSON.
+Result<std::vector<ChatMessage>> to_chat_messages(const nlohmann::ordered_json& array, const std::string& path) {
+    std::vector<ChatMessage> messages;
+    for (size_t i = 0; i < array.size(); ++i) {
+        const auto& m = array[i];
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+            return make_error(path + ": message " + std::to_string(i) + " needs a string \"role\"");
+        ChatMessage message;
+        message.role = m["role"].get<std::string>();
+        if (m.contains("content")) {
+            const auto& content = m["content"];
+            message.content = content.is_string() ? content.get<std::string>() : content.is_null() ? "" : content.dump();
+        }
+        messages.push_back(std::move(message));
+    }
+    return messages;
+}
+
+} // namespace
+
+int run_template(const std::vector<std::string>& argv) {
+    const ArgSpec spec{{"--template", "--messages", "--bos", "--eos", "--kwargs", "--tools"}, {"--no-generation-prompt"}};
+    auto args = Args::parse(argv, spec);
+    if (!args) return fail("template", args.error());
+    const auto template_path = args->value("--template");
+    if (args->positionals().size() > 1 || (args->positionals().empty() == !template_path))
+        return fail("template", "expected either MODEL or --template FILE.jinja (exactly one)");
+    const auto messages_path = args->value("--messages");
+    if (!messages_path) return fail("template", "missing --messages MESSAGES.json");
+    set_binary_stdio();
+
+    TemplateOptions options;
+    options.add_generation_prompt = !args->flag("--no-generation-prompt");
+    std::string source, source_label;
+    bool has_template = true;
+    if (template_path) {
+        auto text = read_text_file(*template_path);
+        if (!text) return fail("template", text.error());
+        source = std::move(text.value());
+        source_label = *template_path;
+    } else {
+        source_label = args->positionals()[0];
+        auto vocab = load_vocab_source(source_label);
+        if (!vocab) return fail("template", vocab.error());
+        const Tokenizer& tokenizer = *vocab->tokenizer;
+        if (tokenizer.bos_id() >= 0) options.bos_token = tokenizer.piece(tokenizer.bos_id());
+        if (tokenizer.eos_id() >= 0) options.eos_token = tokenizer.piece(tokenizer.eos_id());
+        auto model_template = vocab->metadata.get_string("tokenizer.chat_template");
+        has_template = model_template && !model_template->empty();
+        if (has_template) source = std::move(*model_template);
+    }
+    if (auto bos = args->value("--bos")) options.bos_token = *bos;
+    if (auto eos = args->value("--eos")) options.eos_token = *eos;
+    if (auto kwargs = args->value("--kwargs")) {
+        try {
+            if (!nlohmann::json::parse(*kwargs).is_object()) return fail("template", "--kwargs must be a JSON object");
+        } catch (const nlohmann::json::exception& e) {
+            return fail("template", std::string("--kwargs: invalid JSON: ") + e.what());
+        }
+        options.extra_kwargs_json = *kwargs;
+    }
+    if (auto tools_path = args->value("--tools")) {
+        auto tools = read_json_file(*tools_path, true, "tools");
+        if (!tools) return fail("template", tools.error());
+        options.tools_json = tools->dump();
+    }
+    auto messages = read_json_file(*messages_path, true, "messages");
+    if (!messages) return fail("template", messages.error());
+
+    std::string prompt;
+    if (has_template) {
+        auto compiled = ChatTemplate::compile(std::move(source));
+        if (!compiled) return fail("template", one_line(source_label + ": " + compiled.error()));
+        auto rendered = compiled->render(messages->dump(), options);
+        if (!rendered) return fail("template", one_line(source_label + ": " + rendered.error()));
+        prompt = std::move(rendered.value());
+    } else {
+        auto list = to_chat_messages(*messages, *messages_path);
+        if (!list) return fail("template", list.error());
+        std::fputs("cflow template: model has no chat template; using the plain 'role: content' fallback\n", stderr);
+        prompt = render_fallback_chat(*list, options.add_generation_prompt);
+    }
+    if (!write_stdout(prompt)) return fail("template", "cannot write stdout");
+    return 0;
+}
+
+} // namespace cflow::cli

@@ -1,0 +1,26 @@
+#pragma once
+// MODEL_OR_VOCAB arguments of tokenize / detokenize / template: the tokenizer metadata of a
+// .cflow/.vflow model, a .gguf (vocab-only files included), a Hugging Face tokenizer.json or a
+// folder holding one, in the GGUF key form Tokenizer::from_metadata reads.
+#include <memory>
+#include <string>
+
+#include "cflow/engine/tokenizer.h"
+#include "cflow/formats/metadata.h"
+#include "cflow/formats/result.h"
+
+namespace cflow::cli {
+
+// Dispatches on the file's first bytes ("GGUF", a JSON object, else the .cflow/.vflow reader,
+// which checks its own magic), so a misnamed file still reads or fails with its reader's message.
+Result<Metadata> read_vocab_metadata(const std::string& path);
+
+struct VocabSource {
+    Metadata metadata;
+    std::unique_ptr<Tokenizer> tokenizer;
+};
+
+// read_vocab_metadata + Tokenizer::from_metadata; errors are prefixed with the path.
+Result<VocabSource> load_vocab_source(const std::string& path);
+
+} // namespace cflow::cli

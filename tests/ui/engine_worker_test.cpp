@@ -1,0 +1,237 @@
+// EngineWorker on its own thread, driven the way the GUI drives it (queued slot calls,
+// queued signals into this thread). Replies are compared with a direct engine run.
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include <QMetaObject>
+#include <QObject>
+#include <QTest>
+
+#include <gtest/gtest.h>
+
+#include "cflow/engine/chat_template.h"
+#include "cflow/engine/generate.h"
+#include "cflow/engine/model.h"
+#include "cflow/engine/session.h"
+#include "cflow/ui/engine_worker.h"
+#include "ui_test_models.h"
+
+namespace {
+
+using cflow::ui::Conversation;
+using cflow::ui::EngineThread;
+using cflow::ui::EngineWorker;
+using cflow::ui::GenerationSettings;
+using cflow::ui::test::chatml_model;
+using cflow::ui::test::qpath;
+
+constexpr int kTimeoutMs = 60000;
+
+// Receives the worker's signals on the test (GUI) thread.
+struct Collector {
+    QObject context;
+    bool loaded = false;
+    QString loadError;
+    std::vector<cflow::ui::RenderedPrompt> prompts;
+    QString text;
+    int batches = 0;
+    int tokens = 0;
+    std::vector<cflow::ui::ReplyStats> finished;
+    QStringList errors;
+
+    explicit Collector(EngineWorker* worker) {
+        QObject::connect(worker, &EngineWorker::modelLoaded, &context, [this](const cflow::ui::ModelInfo&) { loaded = true; });
+        QObject::connect(worker, &EngineWorker::loadFailed, &context,
+                         [this](const QString&, const QString& message) { loadError = message; });
+        QObject::connect(worker, &EngineWorker::promptReady, &context,
+                         [this](const cflow::ui::RenderedPrompt& p) { prompts.push_back(p); });
+        QObject::connect(worker, &EngineWorker::tokensReady, &context, [this](const QString& t, int n) {
+            text += t;
+            tokens += n;
+            ++batches;
+        });
+        QObject::connect(worker, &EngineWorker::finished, &context,
+                         [this](const cflow::ui::ReplyStats& s) { finished.push_back(s); });
+        QObject::connect(worker, &EngineWorker::error, &context, [this](const QString& m) { errors << m; });
+    }
+    void resetReply() {
+        text.clear();
+        batches = 0;
+        tokens = 0;
+    }
+    bool waitReplies(size_t n) {
+        return QTest::qWaitFor([&] { return finished.size() >= n || !errors.isEmpty(); }, kTimeoutMs) &&
+               finished.size() >= n;
+    }
+};
+
+bool load(EngineWorker* worker, Collector& c, const QString& path) {
+    QMetaObject::invokeMethod(worker, [worker, path] { worker->loadModel(path, 2); });
+    return QTest::qWaitFor([&] { return c.loaded || !c.loadError.isEmpty(); }, kTimeoutMs) && c.loaded;
+}
+
+void post_generate(EngineWorker* worker, const Conversation& conversation, const GenerationSettings& settings) {
+    QMetaObject::invokeMethod(worker, [worker, conversation, settings] { worker->generate(conversation, settings); });
+}
+
+GenerationSettings greedy(int maxTokens) {
+    GenerationSettings s;
+    s.sampling.temperature = 0;
+    s.maxTokens = maxTokens;
+    s.threads = 2;
+    s.ignoreEos = true;
+    return s;
+}
+
+// The reference: the engine called directly on a fresh session with the same prompt text.
+std::string direct_reply(const std::string& prompt, int maxTokens) {
+    auto model = cflow::Model::load(chatml_model().string());
+    EXPECT_TRUE(model) << model.error();
+    cflow::SessionOptions options;
+    options.threads = 2;
+    auto session = cflow::Session::create(*model, options);
+    EXPECT_TRUE(session) << session.error();
+    cflow::GenerateRequest request;
+    request.prompt = (*model)->tokenizer().encode(prompt, true, true);
+    request.sampling.temperature = 0;
+    request.max_tokens = maxTokens;
+    request.stop_at_end_of_generation = false;
+    std::string text;
+    auto stats = cflow::generate(**session, request, [&](int32_t, std::string_view t) {
+        text += t;
+        return true;
+    });
+    EXPECT_TRUE(stats) << stats.error();
+    return text;
+}
+
+const char* kHelloPrompt = "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n";
+
+TEST(EngineWorkerTest, StreamsTheSameReplyAsTheEngineWithTheModelsTemplate) {
+    EngineThread engine;
+    Collector c(engine.worker());
+    std::atomic<int> steps{0};
+    engine.worker()->setTelemetrySink([&](const cflow::TokenTelemetry& t) {
+        EXPECT_EQ(t.layers.size(), 2u);
+        steps.fetch_add(1);
+    });
+    ASSERT_TRUE(load(engine.worker(), c, qpath(chatml_model()))) << c.loadError.toStdString();
+
+    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Hello")}}, greedy(40));
+    ASSERT_TRUE(c.waitReplies(1)) << c.errors.join(u'\n').toStdString();
+
+    ASSERT_EQ(c.prompts.size(), 1u);
+    EXPECT_EQ(c.prompts[0].kind, cflow::ui::TemplateKind::Model);
+    EXPECT_EQ(c.prompts[0].text.toStdString(), kHelloPrompt);
+    EXPECT_EQ(c.prompts[0].reusedTokens, 0);
+    EXPECT_EQ(c.prompts[0].contextLength, 1024);
+    const cflow::ui::ReplyStats& stats = c.finished[0];
+    EXPECT_EQ(stats.generatedTokens, 40);
+    EXPECT_EQ(stats.stopReason, QStringLiteral("max_tokens"));
+    EXPECT_EQ(c.tokens, 40) << "the batches must carry every token";
+    EXPECT_GE(c.batches, 1);
+    EXPECT_LE(c.batches, 40);
+    EXPECT_EQ(c.text.toStdString(), direct_reply(kHelloPrompt, 40));
+    EXPECT_EQ(stats.contextUsed, c.prompts[0].promptTokens + 40);
+    EXPECT_EQ(steps.load(), c.prompts[0].promptTokens + 40) << "one telemetry record per forward step";
+    EXPECT_GT(stats.mappedBytes, 0u);
+    EXPECT_GT(stats.timeToFirstTokenMs, 0);
+    EXPECT_GT(stats.decodeTokensPerS, 0);
+}
+
+TEST(EngineWorkerTest, StopEndsGenerationWithinOneToken) {
+    EngineThread engine;
+    Collector c(engine.worker());
+    // A slow consumer of telemetry slows every step, so the reply is surely mid-stream when stopped.
+    engine.worker()->setTelemetrySink([](const cflow::TokenTelemetry&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
+    ASSERT_TRUE(load(engine.worker(), c, qpath(chatml_model())));
+    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Tell me a long story")}}, greedy(900));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return engine.worker()->tokensGenerated() >= 10; }, kTimeoutMs));
+    const int atStop = engine.worker()->stop();
+    ASSERT_TRUE(c.waitReplies(1)) << c.errors.join(u'\n').toStdString();
+    const cflow::ui::ReplyStats& stats = c.finished[0];
+    EXPECT_EQ(stats.stopReason, QStringLiteral("cancelled"));
+    EXPECT_GE(stats.generatedTokens, atStop);
+    EXPECT_LE(stats.generatedTokens, atStop + 1) << "stopped at " << atStop << " tokens";
+    EXPECT_LT(stats.generatedTokens, 900);
+    EXPECT_EQ(c.tokens, stats.generatedTokens);
+}
+
+TEST(EngineWorkerTest, FollowUpTurnReusesTheCacheAndMatchesAFreshRun) {
+    EngineThread engine;
+    Collector c(engine.worker());
+    ASSERT_TRUE(load(engine.worker(), c, qpath(chatml_model())));
+    Conversation conversation{{QStringLiteral("user"), QStringLiteral("Hello")}};
+    post_generate(engine.worker(), conversation, greedy(16));
+    ASSERT_TRUE(c.waitReplies(1));
+    const QString reply = c.text;
+    conversation.push_back({QStringLiteral("assistant"), reply});
+    conversation.push_back({QStringLiteral("user"), QStringLiteral("And then?")});
+    c.resetReply();
+    post_generate(engine.worker(), conversation, greedy(16));
+    ASSERT_TRUE(c.waitReplies(2)) << c.errors.join(u'\n').toStdString();
+    ASSERT_EQ(c.prompts.size(), 2u);
+    // Byte-token vocabulary: the re-rendered history tokenizes as it was generated.
+    EXPECT_GE(c.prompts[1].reusedTokens, c.prompts[0].promptTokens);
+    EXPECT_EQ(c.finished[1].promptTokens, c.prompts[1].promptTokens - c.prompts[1].reusedTokens);
+    EXPECT_EQ(c.text.toStdString(), direct_reply(c.prompts[1].text.toStdString(), 16))
+        << "a reply on a reused cache must equal one computed from scratch";
+}
+
+TEST(EngineWorkerTest, RegenerateRerunsTheLastRequestWithTheNextSeed) {
+    EngineThread engine;
+    Collector c(engine.worker());
+    ASSERT_TRUE(load(engine.worker(), c, qpath(chatml_model())));
+    GenerationSettings sampled = greedy(32);
+    sampled.sampling.temperature = 1.5f;
+    sampled.sampling.top_k = 0;
+    sampled.sampling.top_p = 1;
+    sampled.sampling.min_p = 0;
+    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Hi")}}, sampled);
+    ASSERT_TRUE(c.waitReplies(1));
+    const QString first = c.text;
+    c.resetReply();
+    QMetaObject::invokeMethod(engine.worker(), [w = engine.worker()] { w->regenerate(); });
+    ASSERT_TRUE(c.waitReplies(2)) << c.errors.join(u'\n').toStdString();
+    ASSERT_EQ(c.prompts.size(), 2u);
+    EXPECT_EQ(c.prompts[1].text, c.prompts[0].text);
+    EXPECT_EQ(c.finished[1].generatedTokens, 32);
+    EXPECT_NE(c.text, first) << "a regenerated reply samples with a different seed";
+}
+
+TEST(EngineWorkerTest, BrokenTemplateFallsBackVisibly) {
+    const auto path = cflow::ui::test::model_with_template("broken", "{% for m in messages %}{{ m.content ");
+    EngineThread engine;
+    Collector c(engine.worker());
+    ASSERT_TRUE(load(engine.worker(), c, qpath(path)));
+    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Hello")}}, greedy(4));
+    ASSERT_TRUE(c.waitReplies(1)) << c.errors.join(u'\n').toStdString();
+    ASSERT_EQ(c.prompts.size(), 1u);
+    EXPECT_EQ(c.prompts[0].kind, cflow::ui::TemplateKind::Fallback);
+    EXPECT_TRUE(c.prompts[0].templateNote.contains(QStringLiteral("does not compile"))) << c.prompts[0].templateNote.toStdString();
+    EXPECT_EQ(c.prompts[0].text.toStdString(), cflow::render_fallback_chat({{"user", "Hello", ""}}, true));
+}
+
+TEST(EngineWorkerTest, ConversationLongerThanTheContextIsReported) {
+    EngineThread engine;
+    Collector c(engine.worker());
+    ASSERT_TRUE(load(engine.worker(), c, qpath(chatml_model())));
+    post_generate(engine.worker(), {{QStringLiteral("user"), QString(1500, u'x')}}, greedy(4));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.errors.isEmpty(); }, kTimeoutMs));
+    EXPECT_TRUE(c.errors[0].contains(QStringLiteral("context is full"))) << c.errors[0].toStdString();
+    EXPECT_TRUE(c.errors[0].contains(QStringLiteral("1024"))) << c.errors[0].toStdString();
+    EXPECT_TRUE(c.finished.empty());
+}
+
+TEST(EngineWorkerTest, MissingModelReportsThePath) {
+    EngineThread engine;
+    Collector c(engine.worker());
+    const QString missing = QStringLiteral("/nonexistent/model.cflow");
+    QMetaObject::invokeMethod(engine.worker(), [w = engine.worker(), missing] { w->loadModel(missing, 1); });
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.loadError.isEmpty(); }, kTimeoutMs));
+    EXPECT_TRUE(c.loadError.contains(missing)) << c.loadError.toStdString();
+}
+
+} // namespace

@@ -1,0 +1,209 @@
+#include "cflow/ui/inspector/bandwidth_panel.h"
+
+#include <algorithm>
+
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineSeries>
+#include <QPushButton>
+#include <QStackedBarSeries>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include "cflow/engine/critical_path.h"
+
+namespace cflow::ui {
+namespace {
+
+const char* const kStreamLabels[5] = {"attention", "dense", "experts", "router", "vocab"};
+const QColor kStreamColors[5] = {QColor(0x4e, 0x79, 0xa7), QColor(0xf2, 0x8e, 0x2b), QColor(0xe1, 0x57, 0x59),
+                                 QColor(0x76, 0xb7, 0xb2), QColor(0x59, 0xa1, 0x4f)};
+
+QString mib(double bytes) { return QString::number(bytes / kBytesPerMiB, 'f', 3) + QStringLiteral(" MiB"); }
+
+} // namespace
+
+BandwidthPanel::BandwidthPanel(QWidget* parent) : QWidget(parent) {
+    chart_ = new QChart;
+    chart_->setTitle(tr("Weight bytes read per token, by layer and stream"));
+    chart_->setAnimationOptions(QChart::NoAnimation);  // redraws come at 30 Hz; animation would lag behind
+    chart_->legend()->setAlignment(Qt::AlignBottom);
+
+    bars_ = new QStackedBarSeries(chart_);
+    for (int s = 0; s < 5; ++s) {
+        sets_[s] = new QBarSet(QString::fromLatin1(kStreamLabels[s]));
+        sets_[s]->setColor(kStreamColors[s]);
+        bars_->append(sets_[s]);
+    }
+    achieved_ = new QLineSeries(chart_);
+    achieved_->setName(tr("achieved GB/s"));
+    achieved_->setPointsVisible(true);
+    speedOfLight_ = new QLineSeries(chart_);
+    speedOfLight_->setName(tr("machine read bandwidth (speed of light)"));
+    speedOfLight_->setPen(QPen(Qt::black, 2, Qt::DashLine));
+    chart_->addSeries(bars_);
+    chart_->addSeries(achieved_);
+    chart_->addSeries(speedOfLight_);
+
+    layerAxis_ = new QBarCategoryAxis(chart_);
+    layerAxis_->setTitleText(tr("layer"));
+    bytesAxis_ = new QValueAxis(chart_);
+    bytesAxis_->setTitleText(tr("KiB per token"));
+    rateAxis_ = new QValueAxis(chart_);
+    rateAxis_->setTitleText(tr("GB/s"));
+    chart_->addAxis(layerAxis_, Qt::AlignBottom);
+    chart_->addAxis(bytesAxis_, Qt::AlignLeft);
+    chart_->addAxis(rateAxis_, Qt::AlignRight);
+    bars_->attachAxis(layerAxis_);
+    bars_->attachAxis(bytesAxis_);
+    for (QLineSeries* line : {achieved_, speedOfLight_}) {
+        line->attachAxis(layerAxis_);  // x = layer index
+        line->attachAxis(rateAxis_);
+    }
+
+    view_ = new QChartView(chart_, this);
+    view_->setRenderHint(QPainter::Antialiasing, false);
+    view_->setMinimumHeight(220);
+
+    criticalPath_ = new QLabel(this);
+    criticalPath_->setWordWrap(true);
+    criticalPath_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    summary_ = new QLabel(this);
+    summary_->setWordWrap(true);
+    probeLabel_ = new QLabel(this);
+    remeasure_ = new QPushButton(tr("Measure read bandwidth again"), this);
+    connect(remeasure_, &QPushButton::clicked, this, &BandwidthPanel::remeasureRequested);
+
+    auto* probeRow = new QHBoxLayout;
+    probeRow->addWidget(probeLabel_, 1);
+    probeRow->addWidget(remeasure_);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(view_, 1);
+    layout->addWidget(summary_);
+    layout->addWidget(criticalPath_);
+    layout->addLayout(probeRow);
+
+    setCriticalPath(nullptr, tr("no model loaded"));
+    setReadBandwidth(0);
+}
+
+void BandwidthPanel::rebuildCategories(uint32_t layers) {
+    layers_ = layers;
+    QStringList names;
+    for (uint32_t l = 0; l < layers; ++l) names << QString::number(l);
+    layerAxis_->clear();
+    layerAxis_->append(names);
+    for (QBarSet* set : sets_) {
+        set->remove(0, set->count());
+        for (uint32_t l = 0; l < layers; ++l) set->append(0.0);
+    }
+    achieved_->clear();
+    setReadBandwidth(readBytesPerSecond_);  // the speed-of-light line spans the layers
+}
+
+void BandwidthPanel::setInspectorGeometry(const InspectorGeometry& geometry) {
+    if (geometry.layers != layers_) rebuildCategories(geometry.layers);
+}
+
+void BandwidthPanel::setCriticalPath(const CriticalPathReport* report, const QString& reason) {
+    if (!report) {
+        criticalPath_->setText(tr("Critical path: %1.").arg(reason));
+        return;
+    }
+    const CriticalPathTotals& ideal = report->ideal_totals;
+    QString text = tr("Critical path (paper model, Q4 at 0.5 byte/weight, dense delay %1, expert delay %2): "
+                      "B_naive %3, B_critical %4, reduction %5×.")
+                       .arg(report->effective_dense_delay)
+                       .arg(report->effective_expert_delay)
+                       .arg(mib(ideal.b_naive_bytes), mib(ideal.b_critical_bytes))
+                       .arg(ideal.reduction, 0, 'f', 2);
+    if (report->has_actual) {
+        const CriticalPathTotals& a = report->actual_totals;
+        text += tr(" This file's bytes: B_naive %1, B_critical %2, reduction %3×.")
+                    .arg(mib(a.b_naive_bytes), mib(a.b_critical_bytes))
+                    .arg(a.reduction, 0, 'f', 2);
+    }
+    criticalPath_->setText(text);
+}
+
+void BandwidthPanel::setReadBandwidth(double bytesPerSecond) {
+    readBytesPerSecond_ = bytesPerSecond;
+    speedOfLight_->clear();
+    if (bytesPerSecond > 0 && layers_ > 0) {
+        const double gbps = bytesPerSecond / 1e9;
+        speedOfLight_->append(0, gbps);
+        speedOfLight_->append(double(layers_ - 1), gbps);
+        rateAxis_->setMax(std::max(rateAxis_->max(), gbps * 1.1));
+    }
+    probeLabel_->setText(bytesPerSecond > 0
+                             ? tr("Machine streaming read bandwidth: %1 GB/s (measured once, cached).")
+                                   .arg(bytesPerSecond / 1e9, 0, 'f', 1)
+                             : tr("Machine read bandwidth not measured yet."));
+}
+
+void BandwidthPanel::setMeasuring(bool measuring) {
+    remeasure_->setEnabled(!measuring);
+    if (measuring) probeLabel_->setText(tr("Measuring the machine's read bandwidth…"));
+}
+
+void BandwidthPanel::refresh(const TelemetryHistory& history) {
+    const uint32_t layers = layers_;
+    const BandwidthSummary s = summarize_bandwidth(history, layers);
+    double maxTotal = 0, maxRate = 0;
+    for (const LayerBandwidth& lb : s.layers) {
+        double total = 0;
+        for (double b : lb.bytesPerToken) total += b;
+        maxTotal = std::max(maxTotal, total);
+        maxRate = std::max(maxRate, lb.achievedBytesPerSecond / 1e9);
+    }
+    const bool useMiB = maxTotal >= kBytesPerMiB;
+    const double scale = useMiB ? 1.0 / kBytesPerMiB : 1.0 / 1024.0;
+    unit_ = useMiB ? QStringLiteral("MiB") : QStringLiteral("KiB");
+    bytesAxis_->setTitleText(tr("%1 per token").arg(unit_));
+    for (int k = 0; k < 5; ++k)
+        for (uint32_t l = 0; l < layers; ++l) sets_[k]->replace(int(l), s.layers[l].bytesPerToken[k] * scale);
+    QList<QPointF> points;
+    points.reserve(int(layers));
+    for (uint32_t l = 0; l < layers; ++l) points.append(QPointF(double(l), s.layers[l].achievedBytesPerSecond / 1e9));
+    achieved_->replace(points);
+    bytesAxis_->setRange(0, maxTotal > 0 ? maxTotal * scale * 1.1 : 1.0);
+    rateAxis_->setRange(0, std::max({maxRate, readBytesPerSecond_ / 1e9, 0.001}) * 1.1);
+
+    if (s.tokens == 0) {
+        summary_->setText(tr("Generate text to see what each token reads."));
+        return;
+    }
+    double layerBytes = 0;
+    for (const LayerBandwidth& lb : s.layers)
+        for (double b : lb.bytesPerToken) layerBytes += b;
+    QString text = tr("Last %1 tokens: %2 per token in the layers + %3 embedding/LM head; %4 GB/s per token overall")
+                       .arg(s.tokens)
+                       .arg(mib(layerBytes), mib(s.vocabBytesPerToken))
+                       .arg(s.tokenBytesPerSecond / 1e9, 0, 'f', 2);
+    if (readBytesPerSecond_ > 0)
+        text += tr(" (%1% of the machine's read bandwidth)").arg(100.0 * s.tokenBytesPerSecond / readBytesPerSecond_, 0, 'f', 1);
+    summary_->setText(text + QLatin1Char('.'));
+}
+
+int BandwidthPanel::layerCategoryCount() const { return int(layerAxis_->count()); }
+
+QStringList BandwidthPanel::streamSetLabels() const {
+    QStringList labels;
+    for (QBarSet* set : bars_->barSets()) labels << set->label();
+    return labels;
+}
+
+double BandwidthPanel::barValue(int stream, int layer) const {
+    const QList<QBarSet*> sets = bars_->barSets();
+    if (stream < 0 || stream >= sets.size() || layer < 0 || layer >= sets[stream]->count()) return -1;
+    return sets[stream]->at(layer);
+}
+
+QString BandwidthPanel::criticalPathText() const { return criticalPath_->text(); }
+QString BandwidthPanel::summaryText() const { return summary_->text(); }
+
+} // namespace cflow::ui

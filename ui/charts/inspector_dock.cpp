@@ -1,0 +1,167 @@
+#include "cflow/ui/inspector/inspector_dock.h"
+
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QTabWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include "cflow/engine/critical_path.h"
+#include "cflow/engine/model.h"
+#include "cflow/ui/inspector/bandwidth_panel.h"
+#include "cflow/ui/inspector/read_bandwidth_probe.h"
+#include "cflow/ui/inspector/routing_panel.h"
+#include "cflow/ui/inspector/stall_panel.h"
+#include "cflow/ui/telemetry_ring.h"
+
+namespace cflow::ui {
+
+InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOptions options)
+    : QDockWidget(tr("Inspector"), parent), ring_(ring), options_(options), history_(options.windowTokens) {
+    setObjectName(QStringLiteral("InspectorDock"));  // for QMainWindow::saveState
+    auto* body = new QWidget(this);
+    tabs_ = new QTabWidget(body);
+    bandwidth_ = new BandwidthPanel(tabs_);
+    routing_ = new RoutingPanel(tabs_);
+    stalls_ = new StallPanel(tabs_);
+    tabs_->addTab(bandwidth_, tr("Bandwidth"));
+    tabs_->addTab(routing_, tr("Expert routing"));
+    tabs_->addTab(stalls_, tr("Overlap stalls"));
+    status_ = new QLabel(body);
+    auto* exportButton = new QPushButton(tr("Export telemetry…"), body);
+    connect(exportButton, &QPushButton::clicked, this, &InspectorDock::exportWithDialog);
+    auto* bottom = new QHBoxLayout;
+    bottom->addWidget(status_, 1);
+    bottom->addWidget(exportButton);
+    auto* layout = new QVBoxLayout(body);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(tabs_, 1);
+    layout->addLayout(bottom);
+    setWidget(body);
+
+    probe_ = new ReadBandwidthProbe(this);
+    bandwidth_->setReadBandwidth(probe_->bytesPerSecond());
+    connect(probe_, &ReadBandwidthProbe::started, this, [this] { bandwidth_->setMeasuring(true); });
+    connect(probe_, &ReadBandwidthProbe::measured, this, [this](double bytesPerSecond) {
+        bandwidth_->setMeasuring(false);
+        bandwidth_->setReadBandwidth(bytesPerSecond);
+    });
+    connect(bandwidth_, &BandwidthPanel::remeasureRequested, probe_, &ReadBandwidthProbe::remeasure);
+    if (options_.measureBandwidthAtStart) probe_->ensureMeasured();
+
+    // A hidden tab is redrawn when it becomes visible, not on every timer tick.
+    connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) { refreshPanel(tabs_->widget(index)); });
+
+    timer_ = new QTimer(this);
+    timer_->setInterval(1000 / std::max(1, options_.refreshHz));
+    connect(timer_, &QTimer::timeout, this, &InspectorDock::drainNow);
+    timer_->start();
+    updateStatus();
+}
+
+InspectorDock::~InspectorDock() = default;
+
+void InspectorDock::setModel(std::shared_ptr<const cflow::Model> model) {
+    model_ = std::move(model);
+    history_.clear();
+    if (!model_) {
+        applyGeometry({});
+        bandwidth_->setCriticalPath(nullptr, tr("no model loaded"));
+        routing_->setTokenNamer({});
+        return;
+    }
+    applyGeometry(geometry_of(*model_));
+    auto report = analyze_file(model_->file());
+    if (report) bandwidth_->setCriticalPath(&report.value());
+    else bandwidth_->setCriticalPath(nullptr, QString::fromStdString(report.error()));
+    // The model is kept alive by model_; the namer is replaced before model_ changes.
+    const Model* m = model_.get();
+    routing_->setTokenNamer([m](int32_t token) {
+        const std::string& piece = m->tokenizer().piece(token);
+        return piece.empty() ? QString() : QStringLiteral("'%1'").arg(QString::fromStdString(piece));
+    });
+}
+
+void InspectorDock::applyGeometry(const InspectorGeometry& geometry) {
+    geometry_ = geometry;
+    bandwidth_->setInspectorGeometry(geometry);
+    routing_->setInspectorGeometry(geometry);
+    stalls_->setInspectorGeometry(geometry);
+    for (uint64_t& r : drawnRevision_) r = ~0ull;
+    refreshPanel(tabs_->currentWidget());
+}
+
+void InspectorDock::highlightToken(uint32_t position) {
+    routing_->highlightToken(position);
+    tabs_->setCurrentWidget(routing_);
+}
+
+void InspectorDock::clearTelemetry() {
+    if (ring_) ring_->drain(drained_);  // what the ring still holds belongs to the old conversation
+    drained_.clear();
+    history_.clear();
+    refreshPanel(tabs_->currentWidget());
+    updateStatus();
+}
+
+void InspectorDock::drainNow() {
+    if (!ring_) return;
+    drained_.clear();
+    const size_t n = ring_->drain(drained_);
+    if (n > 0) {
+        for (TokenTelemetry& t : drained_) history_.append(std::move(t));
+        drained_.clear();
+        // Without a model the geometry comes from what the records show.
+        if (!geometry_.fromModel &&
+            (history_.observedLayers() != geometry_.layers || history_.observedExperts() != geometry_.experts)) {
+            InspectorGeometry g;
+            g.layers = history_.observedLayers();
+            g.experts = history_.observedExperts();
+            for (const LayerRecord& r : history_.window().back().layers) g.topK = std::max<uint32_t>(g.topK, r.nSelected);
+            applyGeometry(g);
+        }
+        emit tokensDrained(int(n));
+    }
+    if (n > 0 || ring_->droppedTokens() != lastDropped_) updateStatus();
+    if (isVisible()) refreshPanel(tabs_->currentWidget());
+}
+
+void InspectorDock::refreshPanel(QWidget* panel) {
+    const int index = tabs_->indexOf(panel);
+    if (index < 0 || index >= 3 || drawnRevision_[index] == history_.revision()) return;
+    drawnRevision_[index] = history_.revision();
+    ++redraws_;
+    if (panel == bandwidth_) bandwidth_->refresh(history_);
+    else if (panel == routing_) routing_->refresh(history_);
+    else if (panel == stalls_) stalls_->refresh(history_);
+}
+
+void InspectorDock::updateStatus() {
+    lastDropped_ = ring_ ? ring_->droppedTokens() : 0;
+    QString text = tr("%1 tokens recorded").arg(history_.session().size());
+    if (lastDropped_ > 0) text += tr(", %1 dropped (the display fell behind)").arg(lastDropped_);
+    if (history_.sessionTokensNotKept() > 0) text += tr(", %1 not kept for export").arg(history_.sessionTokensNotKept());
+    if (!geometry_.modelName.empty()) text = QString::fromStdString(geometry_.modelName) + QStringLiteral(" · ") + text;
+    status_->setText(text);
+}
+
+Status InspectorDock::exportTelemetry(const QString& path, TelemetryFormat format) const {
+    return export_telemetry(history_.session(), path, format);
+}
+
+void InspectorDock::exportWithDialog() {
+    QString selected;
+    const QString csvFilter = tr("CSV, one row per token and layer (*.csv)");
+    const QString jsonlFilter = tr("JSON lines, one object per token (*.jsonl)");
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export telemetry"), QStringLiteral("telemetry.csv"),
+                                                      csvFilter + QStringLiteral(";;") + jsonlFilter, &selected);
+    if (path.isEmpty()) return;
+    const bool jsonl = selected == jsonlFilter || path.endsWith(QStringLiteral(".jsonl"), Qt::CaseInsensitive);
+    const Status st = exportTelemetry(path, jsonl ? TelemetryFormat::Jsonl : TelemetryFormat::Csv);
+    if (!st) QMessageBox::warning(this, tr("Export telemetry"), QString::fromStdString(st.error()));
+}
+
+} // namespace cflow::ui

@@ -1,0 +1,323 @@
+#include "cflow/ui/inspector/routing_panel.h"
+
+#include <algorithm>
+
+#include <QEvent>
+#include <QHelpEvent>
+#include <QLabel>
+#include <QPainter>
+#include <QStackedLayout>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+namespace cflow::ui {
+namespace {
+
+constexpr int kMarginLeft = 34;   // room for layer labels
+constexpr int kMarginTop = 16;    // room for column labels
+constexpr int kMinCell = 6;
+
+// Cells stretch to fill the widget; index of the cell containing coordinate v, or -1.
+int cell_index(int v, int origin, int extent, int n) {
+    if (n <= 0 || extent <= 0 || v < origin || v >= origin + extent) return -1;
+    return std::min(n - 1, int((int64_t(v - origin) * n) / extent));
+}
+QRect cell_rect(const QRect& grid, int row, int col, int rows, int cols) {
+    const int x0 = grid.left() + int(int64_t(col) * grid.width() / cols);
+    const int x1 = grid.left() + int(int64_t(col + 1) * grid.width() / cols);
+    const int y0 = grid.top() + int(int64_t(row) * grid.height() / rows);
+    const int y1 = grid.top() + int(int64_t(row + 1) * grid.height() / rows);
+    return QRect(QPoint(x0, y0), QPoint(x1 - 1, y1 - 1));
+}
+
+} // namespace
+
+QColor expert_color(uint32_t expert, uint32_t experts) {
+    const int hue = experts == 0 ? 0 : int((uint64_t(expert) * 360) / experts) % 360;
+    return QColor::fromHsv(hue, 200, 220);
+}
+
+// ---- ExpertHeatmap --------------------------------------------------------------------------
+
+ExpertHeatmap::ExpertHeatmap(QWidget* parent) : QWidget(parent) {
+    setMouseTracking(true);
+    setMinimumSize(120, 80);
+}
+
+void ExpertHeatmap::setCounts(RoutingCounts counts) {
+    counts_ = std::move(counts);
+    update();
+}
+
+uint32_t ExpertHeatmap::count(int layer, int expert) const {
+    if (layer < 0 || expert < 0 || layer >= rows() || expert >= columns()) return 0;
+    return counts_.at(uint32_t(layer), uint32_t(expert));
+}
+
+QRect ExpertHeatmap::gridRect() const { return rect().adjusted(kMarginLeft, kMarginTop, -2, -2); }
+
+QRect ExpertHeatmap::cellRect(int layer, int expert) const {
+    if (rows() == 0 || columns() == 0) return {};
+    return cell_rect(gridRect(), layer, expert, rows(), columns());
+}
+
+std::optional<std::pair<int, int>> ExpertHeatmap::cellAt(QPoint pos) const {
+    const QRect g = gridRect();
+    const int layer = cell_index(pos.y(), g.top(), g.height(), rows());
+    const int expert = cell_index(pos.x(), g.left(), g.width(), columns());
+    if (layer < 0 || expert < 0) return std::nullopt;
+    return std::make_pair(layer, expert);
+}
+
+QString ExpertHeatmap::cellToolTip(int layer, int expert) const {
+    if (layer < 0 || expert < 0 || layer >= rows() || expert >= columns()) return {};
+    const uint32_t n = count(layer, expert);
+    const double share = counts_.tokens ? 100.0 * n / counts_.tokens : 0.0;
+    return tr("Layer %1, expert %2: chosen for %3 of the last %4 tokens (%5%)")
+        .arg(layer)
+        .arg(expert)
+        .arg(n)
+        .arg(counts_.tokens)
+        .arg(share, 0, 'f', 0);
+}
+
+QSize ExpertHeatmap::sizeHint() const {
+    return QSize(kMarginLeft + std::max(8, columns()) * 22, kMarginTop + std::max(4, rows()) * 16);
+}
+
+void ExpertHeatmap::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.fillRect(rect(), palette().base());
+    if (rows() == 0 || columns() == 0) return;
+    const double maxCount = std::max<double>(1.0, counts_.tokens);
+    const QColor hot(0xc0, 0x39, 0x2b);
+    for (int l = 0; l < rows(); ++l) {
+        for (int e = 0; e < columns(); ++e) {
+            const QRect r = cellRect(l, e);
+            QColor c = hot;
+            c.setAlphaF(float(std::clamp(count(l, e) / maxCount, 0.0, 1.0)));
+            p.fillRect(r, palette().base());
+            p.fillRect(r, c);
+            p.setPen(palette().mid().color());
+            p.drawRect(r);
+        }
+    }
+    p.setPen(palette().text().color());
+    const QRect g = gridRect();
+    for (int l = 0; l < rows(); ++l) {
+        const QRect r = cellRect(l, 0);
+        p.drawText(QRect(0, r.top(), kMarginLeft - 4, r.height()), Qt::AlignRight | Qt::AlignVCenter, QString::number(l));
+    }
+    for (int e = 0; e < columns(); ++e) {
+        const QRect r = cellRect(0, e);
+        p.drawText(QRect(r.left(), 0, r.width(), g.top()), Qt::AlignCenter, QString::number(e));
+    }
+}
+
+bool ExpertHeatmap::event(QEvent* event) {
+    if (event->type() == QEvent::ToolTip) {
+        auto* help = static_cast<QHelpEvent*>(event);
+        if (const auto cell = cellAt(help->pos())) QToolTip::showText(help->globalPos(), cellToolTip(cell->first, cell->second), this);
+        else QToolTip::hideText();
+        return true;
+    }
+    return QWidget::event(event);
+}
+
+// ---- TokenStrip ---------------------------------------------------------------------------
+
+TokenStrip::TokenStrip(QWidget* parent) : QWidget(parent) {
+    setMouseTracking(true);
+    setMinimumSize(120, 80);
+}
+
+void TokenStrip::setColumns(std::vector<Column> columns, uint32_t layers, uint32_t experts) {
+    columns_ = std::move(columns);
+    layers_ = layers;
+    experts_ = experts;
+    update();
+}
+
+bool TokenStrip::highlightToken(uint32_t position) {
+    highlighted_ = position;
+    update();
+    return highlightedColumn() >= 0;
+}
+
+int TokenStrip::highlightedColumn() const {
+    if (!highlighted_) return -1;
+    for (size_t i = 0; i < columns_.size(); ++i)
+        if (columns_[i].position == *highlighted_) return int(i);
+    return -1;
+}
+
+QRect TokenStrip::gridRect() const { return rect().adjusted(kMarginLeft, kMarginTop, -2, -2); }
+
+QRect TokenStrip::cellRect(int layer, int column) const {
+    if (rows() == 0 || columns() == 0) return {};
+    return cell_rect(gridRect(), layer, column, rows(), columns());
+}
+
+QString TokenStrip::toolTipAt(QPoint pos) const {
+    const QRect g = gridRect();
+    const int layer = cell_index(pos.y(), g.top(), g.height(), rows());
+    const int col = cell_index(pos.x(), g.left(), g.width(), columns());
+    if (layer < 0 || col < 0) return {};
+    const Column& c = columns_[size_t(col)];
+    if (size_t(layer) >= c.layers.size()) return {};
+    const Choice& choice = c.layers[size_t(layer)];
+    QString tokenText = tr("token %1 at position %2").arg(c.token).arg(c.position);
+    if (namer_) {
+        const QString name = namer_(c.token);
+        if (!name.isEmpty()) tokenText = tr("token %1 (id %2) at position %3").arg(name).arg(c.token).arg(c.position);
+    }
+    if (choice.nSelected == 0) return tr("%1, layer %2: no experts").arg(tokenText).arg(layer);
+    // The cell is split into one band per chosen expert, left to right in router order.
+    const QRect r = cellRect(layer, col);
+    const int n = std::min<int>(choice.nSelected, int(kMaxTopK));
+    const int band = std::clamp(int((int64_t(pos.x() - r.left()) * n) / std::max(1, r.width())), 0, n - 1);
+    QString text = tr("%1, layer %2: expert %3, routing weight %4")
+                       .arg(tokenText)
+                       .arg(layer)
+                       .arg(choice.experts[size_t(band)])
+                       .arg(double(choice.weights[size_t(band)]), 0, 'f', 3);
+    // Delayed models add this router's experts to a later layer's residual.
+    if (choice.injectionLayer >= 0 && choice.injectionLayer != layer)
+        text += tr(" (added at layer %1)").arg(choice.injectionLayer);
+    QStringList all;
+    for (int i = 0; i < n; ++i)
+        all << tr("%1 (%2)").arg(choice.experts[size_t(i)]).arg(double(choice.weights[size_t(i)]), 0, 'f', 2);
+    return text + QLatin1Char('\n') + tr("all experts of this cell: %1").arg(all.join(QStringLiteral(", ")));
+}
+
+QSize TokenStrip::sizeHint() const { return QSize(kMarginLeft + 64 * 8, kMarginTop + std::max(4, rows()) * 16); }
+
+void TokenStrip::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.fillRect(rect(), palette().base());
+    if (rows() == 0 || columns() == 0) return;
+    for (int col = 0; col < columns(); ++col) {
+        const Column& c = columns_[size_t(col)];
+        for (int l = 0; l < rows() && size_t(l) < c.layers.size(); ++l) {
+            const Choice& choice = c.layers[size_t(l)];
+            const QRect r = cellRect(l, col);
+            const int n = std::min<int>(choice.nSelected, int(kMaxTopK));
+            for (int i = 0; i < n; ++i) {
+                const int x0 = r.left() + int(int64_t(i) * r.width() / n);
+                const int x1 = r.left() + int(int64_t(i + 1) * r.width() / n);
+                QColor color = expert_color(choice.experts[size_t(i)], experts_);
+                color.setAlphaF(std::clamp(0.35f + 0.65f * choice.weights[size_t(i)], 0.0f, 1.0f));
+                p.fillRect(QRect(x0, r.top(), std::max(1, x1 - x0), r.height()), color);
+            }
+        }
+    }
+    p.setPen(palette().text().color());
+    for (int l = 0; l < rows(); ++l) {
+        const QRect r = cellRect(l, 0);
+        p.drawText(QRect(0, r.top(), kMarginLeft - 4, r.height()), Qt::AlignRight | Qt::AlignVCenter, QString::number(l));
+    }
+    const int hi = highlightedColumn();
+    if (hi >= 0) {
+        const QRect top = cellRect(0, hi), bottom = cellRect(rows() - 1, hi);
+        p.setPen(QPen(palette().highlight().color(), 2));
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(QRect(top.topLeft(), bottom.bottomRight()).adjusted(-1, -1, 1, 1));
+        p.drawText(QRect(top.left() - 20, 0, top.width() + 40, kMarginTop), Qt::AlignCenter,
+                   QString::number(columns_[size_t(hi)].position));
+    }
+}
+
+bool TokenStrip::event(QEvent* event) {
+    if (event->type() == QEvent::ToolTip) {
+        auto* help = static_cast<QHelpEvent*>(event);
+        const QString text = toolTipAt(help->pos());
+        if (text.isEmpty()) QToolTip::hideText();
+        else QToolTip::showText(help->globalPos(), text, this);
+        return true;
+    }
+    return QWidget::event(event);
+}
+
+// ---- RoutingPanel -------------------------------------------------------------------------
+
+RoutingPanel::RoutingPanel(QWidget* parent) : QWidget(parent) {
+    hint_ = new QLabel(this);
+    hint_->setWordWrap(true);
+    hint_->setAlignment(Qt::AlignCenter);
+    hint_->setMargin(16);
+
+    content_ = new QWidget(this);
+    caption_ = new QLabel(content_);
+    caption_->setWordWrap(true);
+    heatmap_ = new ExpertHeatmap(content_);
+    strip_ = new TokenStrip(content_);
+    auto* heatTitle = new QLabel(tr("Experts chosen per layer over the recent tokens (rows: layers, columns: experts)"), content_);
+    auto* stripTitle = new QLabel(tr("Experts each recent token used (rows: layers, columns: tokens, newest right)"), content_);
+    auto* layout = new QVBoxLayout(content_);
+    layout->addWidget(caption_);
+    layout->addWidget(heatTitle);
+    layout->addWidget(heatmap_, 1);
+    layout->addWidget(stripTitle);
+    layout->addWidget(strip_, 1);
+
+    stack_ = new QStackedLayout(this);
+    stack_->addWidget(hint_);
+    stack_->addWidget(content_);
+    setInspectorGeometry({});
+}
+
+void RoutingPanel::setInspectorGeometry(const InspectorGeometry& geometry) {
+    geometry_ = geometry;
+    if (geometry.dense() && geometry.fromModel) {
+        hint_->setText(tr("%1 is a dense model: every token reads all of its weights, so there is no expert "
+                          "routing to show. Open a mixture-of-experts model (the bundled demo model is one) "
+                          "to see which experts each token uses.")
+                           .arg(QString::fromStdString(geometry.modelName)));
+        stack_->setCurrentWidget(hint_);
+    } else if (geometry.dense()) {
+        hint_->setText(tr("No expert routing recorded yet. Generate text with a mixture-of-experts model "
+                          "to see which experts each token uses."));
+        stack_->setCurrentWidget(hint_);
+    } else {
+        stack_->setCurrentWidget(content_);
+    }
+}
+
+void RoutingPanel::setTokenNamer(TokenNamer namer) { strip_->setTokenNamer(std::move(namer)); }
+
+void RoutingPanel::refresh(const TelemetryHistory& history) {
+    if (geometry_.dense()) return;
+    const uint32_t layers = geometry_.layers, experts = geometry_.experts;
+    RoutingCounts counts = count_routing(history, layers, experts);
+    caption_->setText(tr("Top-%1 of %2 experts; window: the last %3 tokens. Hover a cell for details.")
+                          .arg(geometry_.topK)
+                          .arg(experts)
+                          .arg(history.windowTokens()));
+    heatmap_->setCounts(std::move(counts));
+
+    std::vector<TokenStrip::Column> columns;
+    columns.reserve(history.window().size());
+    for (const TokenTelemetry& t : history.window()) {
+        TokenStrip::Column c;
+        c.position = t.position;
+        c.token = t.token;
+        c.layers.resize(layers);
+        for (const LayerRecord& r : t.layers) {
+            if (r.layer >= layers) continue;
+            TokenStrip::Choice& choice = c.layers[r.layer];
+            choice.nSelected = std::min<uint8_t>(r.nSelected, uint8_t(kMaxTopK));
+            choice.experts = r.experts;
+            choice.weights = r.expertWeights;
+            choice.injectionLayer = r.injectionLayer;
+        }
+        columns.push_back(std::move(c));
+    }
+    strip_->setColumns(std::move(columns), layers, experts);
+}
+
+void RoutingPanel::highlightToken(uint32_t position) { strip_->highlightToken(position); }
+
+bool RoutingPanel::showingHint() const { return stack_->currentWidget() == hint_; }
+QString RoutingPanel::hintText() const { return hint_->text(); }
+
+} // namespace cflow::ui

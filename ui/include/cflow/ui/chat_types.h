@@ -1,0 +1,68 @@
+#pragma once
+// Plain values that cross from the GUI thread to the engine worker and back through
+// queued signals: the conversation to continue, the generation settings and the
+// outcome of one reply. Registered as Qt metatypes so they can travel by value.
+#include <cstdint>
+#include <vector>
+
+#include <QMetaType>
+#include <QString>
+
+#include "cflow/engine/sampler.h"
+
+namespace cflow::ui {
+
+struct ChatTurn {
+    QString role;     // "system", "user" or "assistant"
+    QString content;
+};
+using Conversation = std::vector<ChatTurn>;
+
+struct GenerationSettings {
+    SamplingParams sampling;
+    int32_t maxTokens = 512;  // generated tokens per reply
+    unsigned threads = 0;     // engine threads; 0 = hardware concurrency
+    bool ignoreEos = false;   // keep going past end-of-generation (benchmarks, tests)
+};
+
+// Which chat template rendered the prompt: the model's own, or the explicit
+// "role: content" fallback used when the model has none (or its template failed).
+enum class TemplateKind : uint8_t { Model, Fallback };
+
+struct RenderedPrompt {
+    QString text;                          // exactly what was tokenized
+    TemplateKind kind = TemplateKind::Model;
+    QString templateNote;                  // why the fallback was chosen; empty for the model's template
+    int promptTokens = 0;                  // tokens of the whole rendered prompt
+    int reusedTokens = 0;                  // of those, already in the KV cache (not recomputed)
+    int contextLength = 0;                 // the session's context size in tokens
+};
+
+struct ReplyStats {
+    int promptTokens = 0;          // tokens fed this turn (after KV reuse)
+    int generatedTokens = 0;
+    double timeToFirstTokenMs = 0;
+    double promptTokensPerS = 0;
+    double decodeTokensPerS = 0;
+    QString stopReason;            // stop_reason_name(): "max_tokens", "cancelled", "context_full", ...
+    int contextUsed = 0;           // tokens in the KV cache after the reply
+    int contextLength = 0;
+    uint64_t mappedBytes = 0;      // size of the model's file mapping
+    uint64_t residentBytes = 0;    // of it, resident in RAM right after the reply
+};
+
+struct ModelInfo {
+    QString path;
+    QString name;
+    int contextLength = 0;
+    bool hasChatTemplate = false;
+    uint64_t fileBytes = 0;
+};
+
+} // namespace cflow::ui
+
+Q_DECLARE_METATYPE(cflow::ui::Conversation)
+Q_DECLARE_METATYPE(cflow::ui::GenerationSettings)
+Q_DECLARE_METATYPE(cflow::ui::RenderedPrompt)
+Q_DECLARE_METATYPE(cflow::ui::ReplyStats)
+Q_DECLARE_METATYPE(cflow::ui::ModelInfo)

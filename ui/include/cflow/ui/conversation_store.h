@@ -1,0 +1,80 @@
+#pragma once
+// Conversations and their messages in one SQLite file (Qt SQL, QSQLITE driver), WAL
+// journal. Every write is its own committed transaction, so a crash of the app loses at
+// most the write in flight: an assistant reply is inserted with complete = 0 when it
+// starts, its text updated as it streams, and marked complete when it ends.
+// One store per thread (a QSqlDatabase connection is not shared across threads).
+#include <memory>
+#include <vector>
+
+#include <QString>
+#include <QtGlobal>
+
+#include "cflow/formats/result.h"
+
+namespace cflow::ui {
+
+struct ConversationInfo {
+    qint64 id = 0;
+    QString title;
+    QString modelPath;      // model used by this conversation ("" = none chosen)
+    QString settingsJson;   // sampling settings as a JSON object text
+    qint64 createdMs = 0;   // ms since the Unix epoch, UTC
+    qint64 updatedMs = 0;
+};
+
+struct StoredMessage {
+    qint64 id = 0;
+    qint64 conversationId = 0;
+    QString role;           // "system", "user", "assistant"
+    QString content;
+    qint64 createdMs = 0;
+    bool complete = true;   // false while (or if a crash happened while) the reply streamed
+};
+
+// CFLOW_STUDIO_DB when set, else AppDataLocation/cflow-studio.sqlite (folder created).
+QString default_database_path();
+
+class ConversationStore {
+public:
+    // Opens (creating if needed) the database at path and applies the schema.
+    static Result<std::unique_ptr<ConversationStore>> open(const QString& path);
+    ~ConversationStore();
+    ConversationStore(const ConversationStore&) = delete;
+    ConversationStore& operator=(const ConversationStore&) = delete;
+
+    const QString& path() const { return path_; }
+
+    Result<qint64> createConversation(const QString& title, const QString& modelPath = {},
+                                      const QString& settingsJson = QStringLiteral("{}"));
+    Status renameConversation(qint64 id, const QString& title);
+    Status deleteConversation(qint64 id);  // its messages go with it
+    Status setModel(qint64 id, const QString& modelPath);
+    Status setSettings(qint64 id, const QString& settingsJson);
+    Result<ConversationInfo> conversation(qint64 id) const;
+    // Newest first; a non-empty filter keeps conversations whose title or any message contains it
+    // (case-insensitive for ASCII).
+    Result<std::vector<ConversationInfo>> conversations(const QString& filter = {}) const;
+
+    Result<qint64> addMessage(qint64 conversationId, const QString& role, const QString& content, bool complete = true);
+    Status updateMessage(qint64 messageId, const QString& content, bool complete);
+    // Removes messageId and every later message of its conversation (edit and resend, regenerate).
+    Status deleteMessagesFrom(qint64 conversationId, qint64 messageId);
+    Result<std::vector<StoredMessage>> messages(qint64 conversationId) const;
+
+    // Written to a temporary file and renamed over path (QSaveFile).
+    Status exportMarkdown(qint64 conversationId, const QString& path) const;
+    Status exportJson(qint64 conversationId, const QString& path) const;
+
+    // PRAGMA integrity_check: "ok" for a sound file.
+    Result<QString> integrityCheck() const;
+
+private:
+    ConversationStore(QString path, QString connection);
+    Status touch(qint64 conversationId);
+
+    QString path_;
+    QString connection_;  // this store's QSqlDatabase connection name
+};
+
+} // namespace cflow::ui

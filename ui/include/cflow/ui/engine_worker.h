@@ -1,0 +1,106 @@
+#pragma once
+// The engine on its own thread. EngineWorker owns the Model and the Session and lives on
+// a QThread (see EngineThread); the GUI talks to it only through queued slot calls and
+// receives tokens, the rendered prompt, stats and errors through queued signals, so the
+// GUI thread never blocks on inference. stop() and setTelemetrySink() are the two calls
+// that are safe from any thread (they must work while the worker thread is busy).
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <QObject>
+#include <QString>
+#include <QThread>
+
+#include "cflow/engine/model.h"
+#include "cflow/engine/session.h"
+#include "cflow/engine/telemetry.h"
+#include "cflow/formats/cancel.h"
+#include "cflow/ui/chat_types.h"
+
+namespace cflow::ui {
+
+class PromptRenderer;
+
+class EngineWorker : public QObject {
+    Q_OBJECT
+public:
+    // Receives every forward step's telemetry on the worker thread (the inspector's ring
+    // producer). Must be cheap and must not block.
+    using TelemetrySink = std::function<void(const TokenTelemetry&)>;
+    static constexpr int kBatchIntervalMs = 30;  // streamed text is coalesced into ~30 ms batches
+
+    explicit EngineWorker(QObject* parent = nullptr);
+    ~EngineWorker() override;
+
+    // Thread-safe. Takes effect at the next generation.
+    void setTelemetrySink(TelemetrySink sink);
+    // Thread-safe: cancels the generation in progress; it ends within one token.
+    // Returns the tokens generated so far in that reply (read after the cancel was set).
+    int stop();
+    // Thread-safe: cancels the current generation and turns every later request into a no-op
+    // (called before the thread is quit).
+    void shutdown();
+    // Thread-safe: tokens generated so far in the current (or last) reply.
+    int tokensGenerated() const { return tokensGenerated_.load(std::memory_order_acquire); }
+
+public slots:
+    void loadModel(const QString& path, unsigned threads);
+    // Renders the conversation with the model's chat template (or the fallback), reuses the
+    // KV cache where the new prompt extends what it holds, and streams the reply.
+    void generate(const cflow::ui::Conversation& conversation, const cflow::ui::GenerationSettings& settings);
+    // Feeds promptText verbatim (no template): the raw-prompt mode.
+    void generatePrompt(const QString& promptText, const cflow::ui::GenerationSettings& settings);
+    // Runs the last generate() request again with the next seed, so the reply differs.
+    void regenerate();
+
+signals:
+    void modelLoaded(const cflow::ui::ModelInfo& info);
+    void loadFailed(const QString& path, const QString& message);
+    void promptReady(const cflow::ui::RenderedPrompt& prompt);
+    // Newly decoded text since the previous batch, and how many tokens it holds.
+    void tokensReady(const QString& text, int tokenCount);
+    void finished(const cflow::ui::ReplyStats& stats);
+    void error(const QString& message);
+
+private:
+    void run(RenderedPrompt prompt, const GenerationSettings& settings);
+    bool ensureSession(unsigned threads);
+
+    std::shared_ptr<const Model> model_;
+    std::unique_ptr<Session> session_;
+    std::unique_ptr<PromptRenderer> renderer_;
+    QString modelPath_;
+    std::vector<int32_t> contextTokens_;  // [session position] the ids the KV cache holds, in order
+
+    Conversation lastConversation_;
+    GenerationSettings lastSettings_;
+    bool hasLast_ = false;
+
+    CancelToken cancel_;
+    std::atomic<bool> shutDown_{false};
+    std::atomic<int> tokensGenerated_{0};
+    std::mutex sinkMutex_;
+    TelemetrySink sink_;
+};
+
+// Owns the worker thread: creates the worker, moves it to a fresh QThread and, on
+// destruction, cancels any generation and joins the thread.
+class EngineThread {
+public:
+    EngineThread();
+    ~EngineThread();
+    EngineThread(const EngineThread&) = delete;
+    EngineThread& operator=(const EngineThread&) = delete;
+
+    EngineWorker* worker() const { return worker_; }
+
+private:
+    QThread thread_;
+    EngineWorker* worker_;  // deleted on the worker thread when it finishes
+};
+
+} // namespace cflow::ui

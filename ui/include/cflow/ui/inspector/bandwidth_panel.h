@@ -1,0 +1,72 @@
+#pragma once
+// Bandwidth panel: per-layer stacked bars of the weight bytes each token read by stream, the
+// bandwidth each layer achieved, the machine's measured read bandwidth as a "speed of light"
+// line, and the loaded model's analytic critical-path figures as text.
+#include <QStringList>
+#include <QWidget>
+
+#include "cflow/ui/inspector/telemetry_history.h"
+
+class QBarCategoryAxis;
+class QBarSet;
+class QChart;
+class QChartView;
+class QLabel;
+class QLineSeries;
+class QPushButton;
+class QStackedBarSeries;
+class QValueAxis;
+
+namespace cflow {
+struct CriticalPathReport;
+}
+
+namespace cflow::ui {
+
+class BandwidthPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit BandwidthPanel(QWidget* parent = nullptr);
+
+    void setInspectorGeometry(const InspectorGeometry& geometry);
+    // The analytic figures of the loaded model; nullptr clears them (no model, or analysis failed: reason).
+    void setCriticalPath(const CriticalPathReport* report, const QString& reason = {});
+    void setReadBandwidth(double bytesPerSecond);  // 0 = not measured yet
+    void setMeasuring(bool measuring);
+    // Redraws the chart from the history's window (the dock calls it from its timer).
+    void refresh(const TelemetryHistory& history);
+
+    // What the chart shows (tests, accessibility).
+    int layerCategoryCount() const;   // bar categories = layers
+    QStringList streamSetLabels() const;
+    double barValue(int stream, int layer) const;  // in the axis unit
+    QString axisUnit() const { return unit_; }
+    double speedOfLightGBps() const { return readBytesPerSecond_ / 1e9; }
+    QString criticalPathText() const;
+    QString summaryText() const;
+
+signals:
+    void remeasureRequested();
+
+private:
+    void rebuildCategories(uint32_t layers);
+
+    QChart* chart_ = nullptr;
+    QChartView* view_ = nullptr;
+    QStackedBarSeries* bars_ = nullptr;
+    QBarSet* sets_[5] = {};          // one per Stream, [layers] values each
+    QLineSeries* achieved_ = nullptr;      // GB/s per layer
+    QLineSeries* speedOfLight_ = nullptr;  // constant at the probed read bandwidth
+    QBarCategoryAxis* layerAxis_ = nullptr;
+    QValueAxis* bytesAxis_ = nullptr;
+    QValueAxis* rateAxis_ = nullptr;
+    QLabel* criticalPath_ = nullptr;
+    QLabel* summary_ = nullptr;
+    QLabel* probeLabel_ = nullptr;
+    QPushButton* remeasure_ = nullptr;
+    uint32_t layers_ = 0;
+    double readBytesPerSecond_ = 0;
+    QString unit_ = QStringLiteral("KiB");
+};
+
+} // namespace cflow::ui

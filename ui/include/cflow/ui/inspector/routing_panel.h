@@ -1,0 +1,119 @@
+#pragma once
+// Expert routing panel: a layer x expert heatmap of how often each expert was chosen over the
+// sliding window of recent tokens, and a strip (rows = layers, columns = recent tokens) of the
+// experts each token used. Hovering a cell names token, layer, expert and routing weight.
+// Dense models get an explanatory hint instead of empty grids.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include <QString>
+#include <QWidget>
+
+#include "cflow/ui/inspector/telemetry_history.h"
+
+class QLabel;
+class QStackedLayout;
+
+namespace cflow::ui {
+
+// Names a token id for tooltips ("'hello'"); may be empty.
+using TokenNamer = std::function<QString(int32_t token)>;
+
+class ExpertHeatmap : public QWidget {
+    Q_OBJECT
+public:
+    explicit ExpertHeatmap(QWidget* parent = nullptr);
+    void setCounts(RoutingCounts counts);
+    int rows() const { return int(counts_.layers); }      // layers
+    int columns() const { return int(counts_.experts); }  // experts
+    uint32_t count(int layer, int expert) const;
+    // (layer, expert) under a widget position, if any.
+    std::optional<std::pair<int, int>> cellAt(QPoint pos) const;
+    QString cellToolTip(int layer, int expert) const;
+    QRect cellRect(int layer, int expert) const;
+    QSize sizeHint() const override;
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+    bool event(QEvent* event) override;
+
+private:
+    QRect gridRect() const;
+    RoutingCounts counts_;
+};
+
+class TokenStrip : public QWidget {
+    Q_OBJECT
+public:
+    struct Choice {
+        uint8_t nSelected = 0;
+        std::array<uint8_t, kMaxTopK> experts{};
+        std::array<float, kMaxTopK> weights{};
+        int16_t injectionLayer = -1;  // where this layer's router's experts are added
+    };
+    struct Column {
+        uint32_t position = 0;
+        int32_t token = -1;
+        std::vector<Choice> layers;  // [layers]
+    };
+
+    explicit TokenStrip(QWidget* parent = nullptr);
+    void setTokenNamer(TokenNamer namer) { namer_ = std::move(namer); }
+    void setColumns(std::vector<Column> columns, uint32_t layers, uint32_t experts);
+    int rows() const { return int(layers_); }
+    int columns() const { return int(columns_.size()); }
+    // Highlights the column of this token position; false when it is not in the strip.
+    bool highlightToken(uint32_t position);
+    std::optional<uint32_t> highlightedPosition() const { return highlighted_; }
+    int highlightedColumn() const;
+    // The tooltip text at a widget position (empty outside cells) and the rectangle of a cell.
+    QString toolTipAt(QPoint pos) const;
+    QRect cellRect(int layer, int column) const;
+    QSize sizeHint() const override;
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+    bool event(QEvent* event) override;
+
+private:
+    QRect gridRect() const;
+    std::vector<Column> columns_;
+    uint32_t layers_ = 0;
+    uint32_t experts_ = 0;
+    std::optional<uint32_t> highlighted_;
+    TokenNamer namer_;
+};
+
+// The colour of an expert: evenly spaced hues, the same in the heatmap legend and the strip.
+QColor expert_color(uint32_t expert, uint32_t experts);
+
+class RoutingPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit RoutingPanel(QWidget* parent = nullptr);
+    void setInspectorGeometry(const InspectorGeometry& geometry);
+    void setTokenNamer(TokenNamer namer);
+    void refresh(const TelemetryHistory& history);
+
+    ExpertHeatmap* heatmap() const { return heatmap_; }
+    TokenStrip* strip() const { return strip_; }
+    bool showingHint() const;
+    QString hintText() const;
+
+public slots:
+    void highlightToken(uint32_t position);
+
+private:
+    InspectorGeometry geometry_;
+    QStackedLayout* stack_ = nullptr;
+    QLabel* hint_ = nullptr;
+    QWidget* content_ = nullptr;
+    QLabel* caption_ = nullptr;
+    ExpertHeatmap* heatmap_ = nullptr;
+    TokenStrip* strip_ = nullptr;
+};
+
+} // namespace cflow::ui

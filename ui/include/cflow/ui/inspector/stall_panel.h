@@ -1,0 +1,96 @@
+#pragma once
+// Overlap-stall panel: a Gantt-style timeline (one lane per layer) of compute vs expert wait
+// over the last few tokens, with arrows from a routing layer to the layer its experts are
+// injected into for delayed models, and per-token totals of compute vs stall as bars.
+#include <vector>
+
+#include <QWidget>
+
+#include "cflow/ui/inspector/telemetry_history.h"
+
+class QBarCategoryAxis;
+class QBarSet;
+class QChart;
+class QChartView;
+class QLabel;
+class QStackedBarSeries;
+class QStackedLayout;
+class QValueAxis;
+
+namespace cflow::ui {
+
+class StallTimeline : public QWidget {
+    Q_OBJECT
+public:
+    struct Segment {
+        uint32_t position = 0;
+        uint32_t layer = 0;
+        double startUs = 0;      // from the start of the first token shown
+        double computeUs = 0;
+        double expertWaitUs = 0;
+        int injectionLayer = -1;
+    };
+    struct Marker {              // routing layer -> injection layer (delayed models)
+        uint32_t position = 0;
+        uint32_t fromLayer = 0;
+        uint32_t toLayer = 0;
+    };
+
+    explicit StallTimeline(QWidget* parent = nullptr);
+    void setTokens(const std::vector<const TokenTelemetry*>& tokens, uint32_t layers, bool markDelays);
+    int lanes() const { return int(layers_); }
+    int tokenCount() const { return tokens_; }
+    const std::vector<Segment>& segments() const { return segments_; }
+    const std::vector<Marker>& markers() const { return markers_; }
+    QString toolTipAt(QPoint pos) const;
+    QSize sizeHint() const override;
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+    bool event(QEvent* event) override;
+
+private:
+    QRect plotRect() const;
+    QRectF segmentRect(const Segment& s) const;
+    std::vector<Segment> segments_;
+    std::vector<Marker> markers_;
+    std::vector<double> tokenStartsUs_;  // [tokens] where each token's first layer starts
+    double totalUs_ = 0;
+    uint32_t layers_ = 0;
+    int tokens_ = 0;
+};
+
+class StallPanel : public QWidget {
+    Q_OBJECT
+public:
+    static constexpr size_t kTimelineTokens = 6;   // tokens in the Gantt view
+    static constexpr size_t kTotalsTokens = 32;    // tokens in the totals bars
+
+    explicit StallPanel(QWidget* parent = nullptr);
+    void setInspectorGeometry(const InspectorGeometry& geometry);
+    void refresh(const TelemetryHistory& history);
+
+    StallTimeline* timeline() const { return timeline_; }
+    int totalsBarCount() const;            // tokens in the totals chart
+    double totalsValue(int set, int token) const;  // set 0 compute, 1 stall; ms
+    bool showingHint() const;
+    QString hintText() const;
+    QString summaryText() const;
+
+private:
+    InspectorGeometry geometry_;
+    QStackedLayout* stack_ = nullptr;
+    QLabel* hint_ = nullptr;
+    QWidget* content_ = nullptr;
+    StallTimeline* timeline_ = nullptr;
+    QLabel* summary_ = nullptr;
+    QChart* chart_ = nullptr;
+    QChartView* view_ = nullptr;
+    QStackedBarSeries* bars_ = nullptr;
+    QBarSet* compute_ = nullptr;
+    QBarSet* stall_ = nullptr;
+    QBarCategoryAxis* tokenAxis_ = nullptr;
+    QValueAxis* msAxis_ = nullptr;
+};
+
+} // namespace cflow::ui

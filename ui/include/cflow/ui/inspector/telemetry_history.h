@@ -1,0 +1,99 @@
+#pragma once
+// The inspector's record of a session's telemetry, fed with the tokens drained from the
+// TelemetryRing: every token of the session (for export, up to a cap) and a sliding window
+// of the most recent ones that the panels chart. Lives on the GUI thread; no Qt.
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "cflow/engine/telemetry.h"
+
+namespace cflow {
+class Model;
+}
+
+namespace cflow::ui {
+
+// What the panels need to know about the loaded model (or, without one, what the records show).
+struct InspectorGeometry {
+    uint32_t layers = 0;       // effective layers (FixedPoint: blocks * iterations)
+    uint32_t experts = 0;      // 0 = dense
+    uint32_t topK = 0;
+    uint32_t denseDelay = 0;
+    uint32_t expertDelay = 0;
+    std::string modelName;
+    bool fromModel = false;    // false: inferred from the records
+
+    bool dense() const { return experts == 0; }
+    bool delayed() const { return denseDelay > 0 || expertDelay > 0; }
+};
+
+InspectorGeometry geometry_of(const Model& model);
+
+class TelemetryHistory {
+public:
+    static constexpr size_t kDefaultWindowTokens = 64;
+    static constexpr size_t kDefaultMaxSessionTokens = 200000;  // about 1 KB per token at 6 layers
+
+    explicit TelemetryHistory(size_t windowTokens = kDefaultWindowTokens,
+                              size_t maxSessionTokens = kDefaultMaxSessionTokens);
+
+    void append(TokenTelemetry token);
+    void clear();
+
+    const std::deque<TokenTelemetry>& window() const { return window_; }    // oldest first
+    const std::vector<TokenTelemetry>& session() const { return session_; }  // oldest first
+    size_t windowTokens() const { return windowTokens_; }
+    uint64_t sessionTokensNotKept() const { return notKept_; }  // beyond maxSessionTokens
+    // Largest layer index + 1 and expert id + 1 seen in any record (geometry without a model).
+    uint32_t observedLayers() const { return observedLayers_; }
+    uint32_t observedExperts() const { return observedExperts_; }
+    // Bumped by every change, so the panels redraw only when there is something new.
+    uint64_t revision() const { return revision_; }
+
+private:
+    size_t windowTokens_;
+    size_t maxSessionTokens_;
+    std::deque<TokenTelemetry> window_;
+    std::vector<TokenTelemetry> session_;
+    uint64_t notKept_ = 0;
+    uint32_t observedLayers_ = 0;
+    uint32_t observedExperts_ = 0;
+    uint64_t revision_ = 0;
+};
+
+// Per-layer averages over the window, for the bandwidth chart.
+struct LayerBandwidth {
+    double bytesPerToken[size_t(Stream::Count_)] = {};  // mean bytes read per token, by stream
+    double achievedBytesPerSecond = 0;                  // all streams / (compute + expert wait)
+};
+struct BandwidthSummary {
+    std::vector<LayerBandwidth> layers;  // [geometry layers]
+    double vocabBytesPerToken = 0;       // embedding row + LM head, outside the layers
+    double tokenBytesPerSecond = 0;      // all bytes of a token / its total time
+    size_t tokens = 0;                   // tokens averaged
+};
+BandwidthSummary summarize_bandwidth(const TelemetryHistory& history, uint32_t layers);
+
+// Selection counts over the window: counts[layer * experts + expert].
+struct RoutingCounts {
+    uint32_t layers = 0;
+    uint32_t experts = 0;
+    uint32_t tokens = 0;            // tokens in the window that had MoE records
+    std::vector<uint32_t> counts;   // [layers x experts]
+    uint32_t at(uint32_t layer, uint32_t expert) const { return counts[size_t(layer) * experts + expert]; }
+    uint32_t maxCount() const;
+};
+RoutingCounts count_routing(const TelemetryHistory& history, uint32_t layers, uint32_t experts);
+
+// Compute vs expert wait summed over one token's layers.
+struct TokenStall {
+    uint32_t position = 0;
+    double computeUs = 0;
+    double expertWaitUs = 0;
+};
+std::vector<TokenStall> token_stalls(const TelemetryHistory& history, size_t lastTokens);
+
+} // namespace cflow::ui

@@ -1,0 +1,49 @@
+#pragma once
+// Sampling controls (temperature, top-k, top-p, min-p, repeat penalty, seed, max tokens,
+// threads) with named presets stored in QSettings under "samplingPresets/<name>".
+// Settings also round-trip through JSON for the per-conversation record in the store.
+#include <QString>
+#include <QWidget>
+
+#include "cflow/ui/chat_types.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QSpinBox;
+
+namespace cflow::ui {
+
+QString settings_to_json(const GenerationSettings& settings);
+// Fields absent from json keep their values from base.
+GenerationSettings settings_from_json(const QString& json, const GenerationSettings& base = {});
+
+class SamplingPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit SamplingPanel(QWidget* parent = nullptr);
+
+    GenerationSettings settings() const;
+    void setSettings(const GenerationSettings& settings);
+
+    void savePreset(const QString& name);   // current values under name
+    bool loadPreset(const QString& name);   // false when no such preset
+    QStringList presetNames() const;
+
+signals:
+    void settingsChanged();
+
+private:
+    void refreshPresets();
+
+    QDoubleSpinBox* temperature_;
+    QSpinBox* topK_;
+    QDoubleSpinBox* topP_;
+    QDoubleSpinBox* minP_;
+    QDoubleSpinBox* repeatPenalty_;
+    QSpinBox* seed_;
+    QSpinBox* maxTokens_;
+    QSpinBox* threads_;
+    QComboBox* presets_;
+};
+
+} // namespace cflow::ui

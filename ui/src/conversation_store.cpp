@@ -1,0 +1,240 @@
+#include "cflow/ui/conversation_store.h"
+
+#include <atomic>
+
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
+#include <QSqlDatabase>
+#include <QSqlError>
+#include <QSqlQuery>
+#include <QStandardPaths>
+#include <QVariant>
+
+namespace cflow::ui {
+namespace {
+
+qint64 now_ms() { return QDateTime::currentMSecsSinceEpoch(); }
+
+Error sql_error(const QString& path, const QString& what, const QSqlError& error) {
+    return make_error(QStringLiteral("%1: %2: %3").arg(QDir::toNativeSeparators(path), what, error.text()).toStdString());
+}
+
+constexpr const char* kSchema[] = {
+    "CREATE TABLE IF NOT EXISTS conversations ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " title TEXT NOT NULL,"
+    " model_path TEXT NOT NULL DEFAULT '',"
+    " settings TEXT NOT NULL DEFAULT '{}',"
+    " created_ms INTEGER NOT NULL,"
+    " updated_ms INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS messages ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,"
+    " role TEXT NOT NULL,"
+    " content TEXT NOT NULL,"
+    " created_ms INTEGER NOT NULL,"
+    " complete INTEGER NOT NULL DEFAULT 1)",
+    "CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id)",
+};
+
+ConversationInfo read_conversation(const QSqlQuery& q) {
+    ConversationInfo info;
+    info.id = q.value(0).toLongLong();
+    info.title = q.value(1).toString();
+    info.modelPath = q.value(2).toString();
+    info.settingsJson = q.value(3).toString();
+    info.createdMs = q.value(4).toLongLong();
+    info.updatedMs = q.value(5).toLongLong();
+    return info;
+}
+
+} // namespace
+
+QString default_database_path() {
+    const QString overridden = qEnvironmentVariable("CFLOW_STUDIO_DB");
+    if (!overridden.isEmpty()) return overridden;
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    QDir().mkpath(dir);
+    return QDir(dir).filePath(QStringLiteral("cflow-studio.sqlite"));
+}
+
+ConversationStore::ConversationStore(QString path, QString connection)
+    : path_(std::move(path)), connection_(std::move(connection)) {}
+
+ConversationStore::~ConversationStore() {
+    {
+        QSqlDatabase db = QSqlDatabase::database(connection_, false);
+        if (db.isOpen()) db.close();
+    }  // the handle must be gone before the connection is removed
+    QSqlDatabase::removeDatabase(connection_);
+}
+
+Result<std::unique_ptr<ConversationStore>> ConversationStore::open(const QString& path) {
+    static std::atomic<int> counter{0};
+    const QString connection = QStringLiteral("cflow-store-%1").arg(counter.fetch_add(1));
+    std::unique_ptr<ConversationStore> store(new ConversationStore(path, connection));
+    if (!QSqlDatabase::isDriverAvailable(QStringLiteral("QSQLITE")))
+        return make_error("the Qt SQLite driver (QSQLITE) is not available: install libqt6sql6-sqlite");
+    const QString dir = QFileInfo(path).absolutePath();
+    if (!QDir().mkpath(dir))
+        return make_error(QStringLiteral("%1: cannot create the folder").arg(QDir::toNativeSeparators(dir)).toStdString());
+
+    QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), connection);
+    db.setDatabaseName(path);
+    db.setConnectOptions(QStringLiteral("QSQLITE_BUSY_TIMEOUT=5000"));
+    if (!db.open()) return sql_error(path, QStringLiteral("cannot open the database"), db.lastError());
+
+    QSqlQuery q(db);
+    // WAL: readers never block the writer and a killed process leaves committed rows intact;
+    // synchronous=NORMAL is durable against app crashes (only an OS crash may lose the last commits).
+    for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"})
+        if (!q.exec(QString::fromLatin1(pragma)))
+            return sql_error(path, QString::fromLatin1(pragma), q.lastError());
+    for (const char* statement : kSchema)
+        if (!q.exec(QString::fromLatin1(statement)))
+            return sql_error(path, QStringLiteral("cannot create the schema"), q.lastError());
+    return store;
+}
+
+Result<qint64> ConversationStore::createConversation(const QString& title, const QString& modelPath,
+                                                     const QString& settingsJson) {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    q.prepare(QStringLiteral("INSERT INTO conversations (title, model_path, settings, created_ms, updated_ms) "
+                             "VALUES (?, ?, ?, ?, ?)"));
+    const qint64 now = now_ms();
+    q.addBindValue(title);
+    q.addBindValue(modelPath);
+    q.addBindValue(settingsJson.isEmpty() ? QStringLiteral("{}") : settingsJson);
+    q.addBindValue(now);
+    q.addBindValue(now);
+    if (!q.exec()) return sql_error(path_, QStringLiteral("cannot create a conversation"), q.lastError());
+    return q.lastInsertId().toLongLong();
+}
+
+namespace {
+Status exec_update(const QString& connection, const QString& path, const QString& sql, const QVariantList& values,
+                   const QString& what, qint64 id) {
+    QSqlQuery q(QSqlDatabase::database(connection));
+    q.prepare(sql);
+    for (const QVariant& v : values) q.addBindValue(v);
+    if (!q.exec()) return sql_error(path, what, q.lastError());
+    if (q.numRowsAffected() == 0)
+        return make_error(QStringLiteral("%1: %2: no row with id %3").arg(QDir::toNativeSeparators(path), what).arg(id).toStdString());
+    return {};
+}
+} // namespace
+
+Status ConversationStore::touch(qint64 conversationId) {
+    return exec_update(connection_, path_, QStringLiteral("UPDATE conversations SET updated_ms = ? WHERE id = ?"),
+                       {now_ms(), conversationId}, QStringLiteral("cannot update the conversation"), conversationId);
+}
+
+Status ConversationStore::renameConversation(qint64 id, const QString& title) {
+    return exec_update(connection_, path_, QStringLiteral("UPDATE conversations SET title = ?, updated_ms = ? WHERE id = ?"),
+                       {title, now_ms(), id}, QStringLiteral("cannot rename the conversation"), id);
+}
+
+Status ConversationStore::setModel(qint64 id, const QString& modelPath) {
+    return exec_update(connection_, path_, QStringLiteral("UPDATE conversations SET model_path = ? WHERE id = ?"),
+                       {modelPath, id}, QStringLiteral("cannot set the conversation's model"), id);
+}
+
+Status ConversationStore::setSettings(qint64 id, const QString& settingsJson) {
+    return exec_update(connection_, path_, QStringLiteral("UPDATE conversations SET settings = ? WHERE id = ?"),
+                       {settingsJson, id}, QStringLiteral("cannot set the conversation's settings"), id);
+}
+
+Status ConversationStore::deleteConversation(qint64 id) {
+    // Foreign keys cascade to the messages.
+    return exec_update(connection_, path_, QStringLiteral("DELETE FROM conversations WHERE id = ?"), {id},
+                       QStringLiteral("cannot delete the conversation"), id);
+}
+
+Result<ConversationInfo> ConversationStore::conversation(qint64 id) const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    q.prepare(QStringLiteral("SELECT id, title, model_path, settings, created_ms, updated_ms FROM conversations "
+                             "WHERE id = ?"));
+    q.addBindValue(id);
+    if (!q.exec()) return sql_error(path_, QStringLiteral("cannot read conversation %1").arg(id), q.lastError());
+    if (!q.next())
+        return make_error(QStringLiteral("%1: no conversation with id %2").arg(QDir::toNativeSeparators(path_)).arg(id).toStdString());
+    return read_conversation(q);
+}
+
+Result<std::vector<ConversationInfo>> ConversationStore::conversations(const QString& filter) const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    const QString columns = QStringLiteral("SELECT id, title, model_path, settings, created_ms, updated_ms FROM conversations c ");
+    if (filter.isEmpty()) {
+        q.prepare(columns + QStringLiteral("ORDER BY updated_ms DESC, id DESC"));
+    } else {
+        q.prepare(columns + QStringLiteral("WHERE instr(lower(title), lower(?)) > 0 OR EXISTS (SELECT 1 FROM messages m "
+                                           "WHERE m.conversation_id = c.id AND instr(lower(m.content), lower(?)) > 0) "
+                                           "ORDER BY updated_ms DESC, id DESC"));
+        q.addBindValue(filter);
+        q.addBindValue(filter);
+    }
+    if (!q.exec()) return sql_error(path_, QStringLiteral("cannot list conversations"), q.lastError());
+    std::vector<ConversationInfo> out;
+    while (q.next()) out.push_back(read_conversation(q));
+    return out;
+}
+
+Result<qint64> ConversationStore::addMessage(qint64 conversationId, const QString& role, const QString& content,
+                                             bool complete) {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    q.prepare(QStringLiteral("INSERT INTO messages (conversation_id, role, content, created_ms, complete) "
+                             "VALUES (?, ?, ?, ?, ?)"));
+    q.addBindValue(conversationId);
+    q.addBindValue(role);
+    q.addBindValue(content);
+    q.addBindValue(now_ms());
+    q.addBindValue(complete ? 1 : 0);
+    if (!q.exec()) return sql_error(path_, QStringLiteral("cannot add a message to conversation %1").arg(conversationId), q.lastError());
+    const qint64 id = q.lastInsertId().toLongLong();
+    if (Status s = touch(conversationId); !s) return s.take_error();
+    return id;
+}
+
+Status ConversationStore::updateMessage(qint64 messageId, const QString& content, bool complete) {
+    return exec_update(connection_, path_, QStringLiteral("UPDATE messages SET content = ?, complete = ? WHERE id = ?"),
+                       {content, complete ? 1 : 0, messageId}, QStringLiteral("cannot update the message"), messageId);
+}
+
+Status ConversationStore::deleteMessagesFrom(qint64 conversationId, qint64 messageId) {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    q.prepare(QStringLiteral("DELETE FROM messages WHERE conversation_id = ? AND id >= ?"));
+    q.addBindValue(conversationId);
+    q.addBindValue(messageId);
+    if (!q.exec()) return sql_error(path_, QStringLiteral("cannot delete messages"), q.lastError());
+    return touch(conversationId);
+}
+
+Result<std::vector<StoredMessage>> ConversationStore::messages(qint64 conversationId) const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    q.prepare(QStringLiteral("SELECT id, conversation_id, role, content, created_ms, complete FROM messages "
+                             "WHERE conversation_id = ? ORDER BY id"));
+    q.addBindValue(conversationId);
+    if (!q.exec()) return sql_error(path_, QStringLiteral("cannot read messages"), q.lastError());
+    std::vector<StoredMessage> out;
+    while (q.next()) {
+        StoredMessage m;
+        m.id = q.value(0).toLongLong();
+        m.conversationId = q.value(1).toLongLong();
+        m.role = q.value(2).toString();
+        m.content = q.value(3).toString();
+        m.createdMs = q.value(4).toLongLong();
+        m.complete = q.value(5).toInt() != 0;
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+Result<QString> ConversationStore::integrityCheck() const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    if (!q.exec(QStringLiteral("PRAGMA integrity_check")) || !q.next())
+        return sql_error(path_, QStringLiteral("integrity_check"), q.lastError());
+    return q.value(0).toString();
+}
+
+} // namespace cflow::ui
