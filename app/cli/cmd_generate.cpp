@@ -14,7 +14,7 @@ namespace cflow::cli {
 
 int run_generate(const std::vector<std::string>& argv) {
     const ArgSpec spec{{"-p", "--prompt", "-n", "--n-predict", "--temp", "--top-k", "--top-p", "--min-p",
-                        "--repeat-penalty", "--repeat-last-n", "--seed", "--threads", "--ctx", "--load", "--telemetry-file"},
+                        "--repeat-penalty", "--repeat-last-n", "--seed", "--threads", "--ctx", "--load", "--telemetry-file", "--expert-fetch"},
                        {"--no-stats", "--stats", "--trace-experts"}};
     auto args = Args::parse(argv, spec);
     if (!args) return fail("generate", args.error());
@@ -47,6 +47,11 @@ int run_generate(const std::vector<std::string>& argv) {
     session_options.threads = unsigned(integer("--threads", 0, 0, 1024));
     session_options.context_length = uint32_t(integer("--ctx", 0, 0, 1 << 24));
     if (!error.empty()) return fail("generate", error);
+    if (auto fetch = args->value("--expert-fetch")) {
+        if (*fetch == "mapped") session_options.expert_fetch = ExpertFetch::Mapped;
+        else if (*fetch == "staged") session_options.expert_fetch = ExpertFetch::Staged;
+        else return fail("generate", "--expert-fetch must be 'mapped' or 'staged' (got '" + *fetch + "')");
+    }
     LoadOptions load;
     if (auto mode = args->value("--load")) {
         if (*mode == "map") load.mode = LoadMode::Map;

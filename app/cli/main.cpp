@@ -18,6 +18,7 @@ constexpr const char* kUsage =
     "      SRC: a Hugging Face model folder, a .gguf file, or a llama2.c .bin (with --tokenizer tokenizer.bin)\n"
     "  generate MODEL.cflow -p PROMPT -n N [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
     "           [--seed S] [--threads T] [--ctx N] [--load map|read] [--stats] [--trace-experts] [--telemetry-file F]\n"
+    "           [--expert-fetch mapped|staged]   staged: direct-I/O expert reads overlapped with compute\n"
     "      prints the prompt and the generated text on stdout, statistics on stderr\n"
     "  bench MODEL.cflow [--threads N] [--tokens N] [--warmup N]\n"
     "      decode speed from a file mapping and from anonymous memory vs the measured read bandwidth\n"

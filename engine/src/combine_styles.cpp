@@ -85,6 +85,9 @@ Status Session::forward_delayed() {
     const bool async = static_cast<CombineStyle>(h.combine_style) == CombineStyle::AsyncExperts;
     const uint32_t L = h.n_layers, dd = h.dense_delay, de = h.expert_delay;
     const size_t ring = b.history.size();
+    for (const Routing& r : b.pending)  // left over only after a failed step
+        for (uint32_t i = 0; i < r.n; ++i)
+            if (r.tickets[i] >= 0 && fetcher_) fetcher_->release(uint32_t(r.tickets[i]));
     b.pending.clear();
     copy(b.emb, b.x);
     for (uint32_t l = 0; l < L; ++l) {

@@ -166,6 +166,14 @@ void Session::route(uint32_t layer, const SegmentView& norm, const float* x, Rou
         for (uint32_t i = 0; i < k; ++i) routing.weights[i] /= sum;
     }
     for (uint32_t i = 0; i < k; ++i) routing.experts[i] = uint8_t(order[i]);
+    routing.tickets.fill(-1);
+    if (fetcher_) {
+        // Issue the reads now; run_experts waits for them at the injection layer.
+        for (uint32_t i = 0; i < k; ++i) {
+            auto view = model_->expert(layer, routing.experts[i]);
+            if (view) routing.tickets[i] = int32_t(fetcher_->request(view.value()->offset, view.value()->bytes));
+        }
+    }
 
     rec.nSelected = uint8_t(k);
     rec.experts = routing.experts;
@@ -185,9 +193,26 @@ Status Session::run_experts(const Routing& routing, float* out, LayerRecord& rec
         auto view = model_->expert(routing.layer, routing.experts[i]);
         if (!view) return view.take_error();
         const ExpertView& ev = *view.value();
-        matvec_tiles(dtype, ev.gate_up, ev.gate_up_stripes, {b.gate.data(), b.up.data()}, routing.input.data());
+        const std::vector<TileRef>* gate_up = &ev.gate_up;
+        const std::vector<TileRef>* down = &ev.down;
+        if (routing.tickets[i] >= 0) {
+            // Same tiles, read from the staging buffer: rebase every payload pointer.
+            auto staged = fetcher_->wait(uint32_t(routing.tickets[i]), rec.expertWaitUs);
+            if (!staged) return staged.take_error();
+            const uint8_t* mapped_base = model_->file().file().data() + ev.offset;
+            auto rebase = [&](const std::vector<TileRef>& from, std::vector<TileRef>& to) {
+                to = from;
+                for (TileRef& t : to) t.payload = staged.value() + (t.payload - mapped_base);
+            };
+            rebase(ev.gate_up, b.staged_gate_up);
+            rebase(ev.down, b.staged_down);
+            gate_up = &b.staged_gate_up;
+            down = &b.staged_down;
+        }
+        matvec_tiles(dtype, *gate_up, ev.gate_up_stripes, {b.gate.data(), b.up.data()}, routing.input.data());
         ops::glu(activation, b.gate.data(), b.up.data(), eff);
-        matvec_tiles(dtype, ev.down, ev.down_stripes, {b.tmp.data()}, b.gate.data());
+        matvec_tiles(dtype, *down, ev.down_stripes, {b.tmp.data()}, b.gate.data());
+        if (routing.tickets[i] >= 0) fetcher_->release(uint32_t(routing.tickets[i]));
         kernels_->axpy(routing.weights[i], b.tmp.data(), out, d);
         rec.bytesRead[idx(Stream::Expert)] += ev.bytes;
     }

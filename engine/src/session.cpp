@@ -19,8 +19,16 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
     if (kv_floats * 2 * sizeof(float) > kMaxKvBytes)
         return make_error("context length " + std::to_string(ctx) + " needs " +
                           std::to_string(kv_floats * 8 >> 20) + " MiB of KV cache; choose a shorter context");
+    std::unique_ptr<ExpertFetcher> fetcher;
+    if (options.expert_fetch == ExpertFetch::Staged && h.n_experts > 0) {
+        auto f = ExpertFetcher::create(model->file().path(), options.fetch_threads);
+        if (!f) return f.take_error();
+        fetcher = std::move(f.value());
+    }
     try {
-        return std::unique_ptr<Session>(new Session(std::move(model), options, ctx));
+        auto session = std::unique_ptr<Session>(new Session(std::move(model), options, ctx));
+        session->fetcher_ = std::move(fetcher);
+        return session;
     } catch (const std::bad_alloc&) {
         return make_error("out of memory allocating the KV cache for context length " + std::to_string(ctx));
     }
@@ -54,6 +62,8 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
 }
 
 Session::~Session() = default;
+
+bool Session::staged_direct_io() const { return fetcher_ && fetcher_->direct(); }
 
 void Session::reset() { position_ = 0; }
 

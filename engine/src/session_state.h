@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cflow/engine/session.h"
+#include "expert_fetcher.h"
 
 namespace cflow {
 
@@ -13,6 +14,7 @@ struct Session::Routing {
     uint8_t n = 0;
     std::array<uint8_t, kMaxTopK> experts{};
     std::array<float, kMaxTopK> weights{};
+    std::array<int32_t, kMaxTopK> tickets{};  // staged reads in flight (-1: read from the mapping)
     std::vector<float> input;                 // [d] normalised router input, kept for deferred experts
 };
 
@@ -42,6 +44,8 @@ struct Session::Buffers {
     std::vector<std::vector<float>> history;  // [max(dd, de) + 1][d] ring of layer outputs (DelayedSum)
     std::vector<Routing> pending;  // routed expert work waiting for its injection layer
     Routing routing;               // scratch for immediate (undelayed) MoE
+    std::vector<TileRef> staged_gate_up;  // expert tiles rebased onto a staging buffer
+    std::vector<TileRef> staged_down;
 };
 
 } // namespace cflow

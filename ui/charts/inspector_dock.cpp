@@ -1,5 +1,7 @@
 #include "cflow/ui/inspector/inspector_dock.h"
 
+#include <algorithm>
+
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QLabel>

@@ -1,5 +1,7 @@
 #include "cflow/ui/chat_view.h"
 
+#include <algorithm>
+
 #include <QAbstractTextDocumentLayout>
 #include <QClipboard>
 #include <QFontDatabase>

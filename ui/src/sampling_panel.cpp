@@ -1,5 +1,8 @@
 #include "cflow/ui/sampling_panel.h"
 
+#include <algorithm>
+#include <limits>
+
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>

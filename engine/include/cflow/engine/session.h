@@ -14,9 +14,15 @@
 
 namespace cflow {
 
+// Where expert tiles come from: the model's mapping (page cache or anonymous copy), or staged
+// direct-I/O reads issued at the routing layer and consumed at the injection layer.
+enum class ExpertFetch : uint8_t { Mapped = 0, Staged = 1 };
+
 struct SessionOptions {
     unsigned threads = 0;             // 0 = hardware concurrency
     uint32_t context_length = 0;      // 0 = the model's max_seq_len, capped at kDefaultContextCap
+    ExpertFetch expert_fetch = ExpertFetch::Mapped;
+    unsigned fetch_threads = 2;       // reader threads for ExpertFetch::Staged
     static constexpr uint32_t kDefaultContextCap = 8192;
 };
 
@@ -31,6 +37,7 @@ public:
     Result<std::span<const float>> step(int32_t token, bool want_logits = true);
 
     void reset();                                 // forget the context (KV cache)
+    bool staged_direct_io() const;                // staged expert reads bypass the page cache
     uint32_t position() const { return position_; }
     uint32_t context_length() const { return context_length_; }
     const Model& model() const { return *model_; }
@@ -72,6 +79,7 @@ private:
     uint32_t position_ = 0;
     std::unique_ptr<Buffers> buf_;
     TokenTelemetry telemetry_;
+    std::unique_ptr<class ExpertFetcher> fetcher_;  // ExpertFetch::Staged only
 };
 
 } // namespace cflow

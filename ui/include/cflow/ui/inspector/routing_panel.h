@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include <QColor>
 #include <QString>
 #include <QWidget>
 

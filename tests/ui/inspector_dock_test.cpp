@@ -1,0 +1,360 @@
+// InspectorDock on the offscreen platform: synthetic TokenTelemetry records go through the
+// TelemetryRing into the dock, and the panels, tooltips, dense-model hints and exports are
+// checked against the records; one test feeds the ring from a real generation on an engine thread.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <QApplication>
+#include <QCoreApplication>
+#include <QDir>
+#include <QHelpEvent>
+#include <QSettings>
+#include <QTabWidget>
+#include <QToolTip>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cflow/engine/generate.h"
+#include "cflow/engine/model.h"
+#include "cflow/engine/session.h"
+#include "cflow/formats/converter.h"
+#include "cflow/ui/default_model.h"
+#include "cflow/ui/inspector/bandwidth_panel.h"
+#include "cflow/ui/inspector/inspector_dock.h"
+#include "cflow/ui/inspector/read_bandwidth_probe.h"
+#include "cflow/ui/inspector/routing_panel.h"
+#include "cflow/ui/inspector/stall_panel.h"
+#include "cflow/ui/telemetry_ring.h"
+#include "synthetic_model.h"
+#include "test_support.h"
+
+namespace {
+
+using namespace cflow;
+using namespace cflow::ui;
+
+constexpr uint32_t kLayers = 3;
+constexpr uint32_t kExperts = 4;
+
+std::shared_ptr<const Model> make_model(bool moe, const std::string& name) {
+    test::SyntheticSpec spec;
+    spec.n_layers = kLayers;
+    if (moe) {
+        spec.n_experts = kExperts;
+        spec.top_k = 2;
+        spec.expert_d_ff = 32;
+        spec.combine_style = CombineStyle::DelayedSum;
+        spec.dense_delay = 1;
+        spec.expert_delay = 1;
+    }
+    const std::string path = (test::temp_dir("inspector_" + name) / (name + ".cflow")).string();
+    auto converted = convert_to_cflow(test::make_synthetic_model(spec), path, {.weight_quant = DType::F32});
+    EXPECT_TRUE(converted.ok()) << (converted.ok() ? "" : converted.error());
+    auto model = Model::load(path);
+    EXPECT_TRUE(model.ok()) << (model.ok() ? "" : model.error());
+    return model.ok() ? model.value() : nullptr;
+}
+
+// Record fields derive from (position, layer), so every charted number has a known source.
+LayerRecord make_layer(uint32_t position, uint32_t layer) {
+    LayerRecord r;
+    r.position = position;
+    r.layer = uint16_t(layer);
+    r.routing_layer = uint16_t(layer == 0 ? 0 : layer - 1);
+    r.bytesRead = {1024u * (layer + 1), 2048u, 4096u * (layer + 1), 128u, 0u};
+    r.computeUs = 10.0f * float(layer + 1);
+    r.expertWaitUs = 2.0f * float(layer);
+    r.residualNorm = 1.5f;
+    r.nSelected = 2;
+    r.experts[0] = uint8_t((position + layer) % kExperts);
+    r.experts[1] = uint8_t((position + layer + 1) % kExperts);
+    r.expertWeights[0] = 0.7f;
+    r.expertWeights[1] = 0.3f;
+    r.injectionLayer = int16_t(std::min(layer + 1, kLayers - 1));
+    return r;
+}
+
+TokenTelemetry make_token(uint32_t position) {
+    TokenTelemetry t;
+    t.position = position;
+    t.token = int32_t(40 + position);
+    t.vocabBytes = 8192;
+    t.totalUs = 100.0f;
+    for (uint32_t l = 0; l < kLayers; ++l) t.layers.push_back(make_layer(position, l));
+    return t;
+}
+
+InspectorOptions test_options() {
+    InspectorOptions o;
+    o.measureBandwidthAtStart = false;  // the probe would read 256 MiB per pass
+    return o;
+}
+
+class InspectorDockTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dock = std::make_unique<InspectorDock>(&ring, nullptr, test_options());
+        dock->resize(900, 700);
+        dock->show();
+    }
+    void feed(uint32_t first, uint32_t count) {
+        for (uint32_t p = first; p < first + count; ++p) ASSERT_TRUE(ring.push(make_token(p)));
+        dock->drainNow();
+    }
+    TelemetryRing ring;
+    std::unique_ptr<InspectorDock> dock;
+};
+
+TEST_F(InspectorDockTest, BandwidthChartHasOneCategoryPerLayerAndTheStreamBytes) {
+    auto model = make_model(true, "moe_bw");
+    ASSERT_TRUE(model);
+    dock->setModel(model);
+    feed(0, 10);
+    BandwidthPanel* bw = dock->bandwidthPanel();
+    EXPECT_EQ(bw->layerCategoryCount(), int(kLayers));
+    EXPECT_EQ(bw->streamSetLabels(), QStringList({"attention", "dense", "experts", "router", "vocab"}));
+    ASSERT_EQ(bw->axisUnit(), QStringLiteral("KiB"));
+    for (uint32_t l = 0; l < kLayers; ++l) {
+        EXPECT_DOUBLE_EQ(bw->barValue(0, int(l)), double(l + 1));      // 1024 (l+1) bytes = l+1 KiB
+        EXPECT_DOUBLE_EQ(bw->barValue(1, int(l)), 2.0);
+        EXPECT_DOUBLE_EQ(bw->barValue(2, int(l)), 4.0 * (l + 1));
+        EXPECT_DOUBLE_EQ(bw->barValue(3, int(l)), 0.125);
+    }
+    // analyze_file of a DelayedSum model with dd = de = 1: the analytic figures are shown.
+    EXPECT_TRUE(bw->criticalPathText().contains("B_naive")) << bw->criticalPathText().toStdString();
+    EXPECT_TRUE(bw->criticalPathText().contains("B_critical"));
+    EXPECT_TRUE(bw->criticalPathText().contains("reduction"));
+    EXPECT_TRUE(bw->summaryText().contains("Last 10 tokens")) << bw->summaryText().toStdString();
+
+    bw->setReadBandwidth(12.5e9);
+    EXPECT_DOUBLE_EQ(bw->speedOfLightGBps(), 12.5);
+}
+
+TEST_F(InspectorDockTest, HeatmapIsLayersByExpertsWithWindowCounts) {
+    auto model = make_model(true, "moe_heat");
+    ASSERT_TRUE(model);
+    dock->setModel(model);
+    dock->tabs()->setCurrentWidget(dock->routingPanel());
+    feed(0, 8);
+    RoutingPanel* routing = dock->routingPanel();
+    EXPECT_FALSE(routing->showingHint());
+    ExpertHeatmap* heat = routing->heatmap();
+    EXPECT_EQ(heat->rows(), int(kLayers));
+    EXPECT_EQ(heat->columns(), int(kExperts));
+    // Token p at layer l chose experts (p + l) % 4 and (p + l + 1) % 4: over 8 tokens every
+    // expert is chosen 4 times in every layer.
+    for (int l = 0; l < heat->rows(); ++l)
+        for (int e = 0; e < heat->columns(); ++e) EXPECT_EQ(heat->count(l, e), 4u) << l << "," << e;
+    EXPECT_EQ(heat->cellToolTip(2, 1), QStringLiteral("Layer 2, expert 1: chosen for 4 of the last 8 tokens (50%)"));
+
+    TokenStrip* strip = routing->strip();
+    EXPECT_EQ(strip->rows(), int(kLayers));
+    EXPECT_EQ(strip->columns(), 8);
+    // The left band of column 5 (position 5), layer 1 holds the first expert: (5 + 1) % 4 = 2.
+    const QRect cell = strip->cellRect(1, 5);
+    const QPoint leftBand(cell.left() + cell.width() / 4, cell.center().y());
+    const QString tip = strip->toolTipAt(leftBand);
+    EXPECT_TRUE(tip.startsWith("token ")) << tip.toStdString();
+    EXPECT_TRUE(tip.contains("(id 45) at position 5, layer 1: expert 2, routing weight 0.700 (added at layer 2)"))
+        << tip.toStdString();
+    const QPoint rightBand(cell.right() - cell.width() / 4, cell.center().y());
+    EXPECT_TRUE(strip->toolTipAt(rightBand).contains("expert 3, routing weight 0.300")) << strip->toolTipAt(rightBand).toStdString();
+
+    // The tooltip event shows the same text.
+    QHelpEvent help(QEvent::ToolTip, leftBand, strip->mapToGlobal(leftBand));
+    QApplication::sendEvent(strip, &help);
+    EXPECT_EQ(QToolTip::text(), tip);
+    QToolTip::hideText();
+
+    // The window slides: after 70 more tokens only the last 64 count.
+    feed(8, 70);
+    EXPECT_EQ(strip->columns(), 64);
+    uint32_t total = 0;
+    for (int e = 0; e < heat->columns(); ++e) total += heat->count(0, e);
+    EXPECT_EQ(total, 64u * 2);
+}
+
+TEST_F(InspectorDockTest, HighlightTokenMarksThatColumn) {
+    auto model = make_model(true, "moe_hi");
+    ASSERT_TRUE(model);
+    dock->setModel(model);
+    feed(100, 20);
+    dock->highlightToken(107);
+    EXPECT_EQ(dock->tabs()->currentWidget(), dock->routingPanel());
+    EXPECT_EQ(dock->routingPanel()->strip()->highlightedColumn(), 7);
+    EXPECT_FALSE(dock->routingPanel()->strip()->highlightToken(5));  // not in the strip
+    EXPECT_EQ(dock->routingPanel()->strip()->highlightedColumn(), -1);
+}
+
+TEST_F(InspectorDockTest, StallPanelShowsLanesTotalsAndDelayMarkers) {
+    auto model = make_model(true, "moe_stall");
+    ASSERT_TRUE(model);
+    dock->setModel(model);
+    dock->tabs()->setCurrentWidget(dock->stallPanel());
+    feed(0, 40);
+    StallPanel* stalls = dock->stallPanel();
+    EXPECT_FALSE(stalls->showingHint());
+    EXPECT_EQ(stalls->timeline()->lanes(), int(kLayers));
+    EXPECT_EQ(stalls->timeline()->tokenCount(), int(StallPanel::kTimelineTokens));
+    EXPECT_EQ(stalls->timeline()->segments().size(), StallPanel::kTimelineTokens * kLayers);
+    // Layers 0 and 1 inject into the next layer (layer 2 into itself): 2 arrows per token.
+    EXPECT_EQ(stalls->timeline()->markers().size(), StallPanel::kTimelineTokens * 2);
+    EXPECT_EQ(stalls->totalsBarCount(), int(StallPanel::kTotalsTokens));
+    // compute 10 + 20 + 30 = 60 us, wait 0 + 2 + 4 = 6 us per token.
+    EXPECT_NEAR(stalls->totalsValue(0, 0), 0.060, 1e-9);
+    EXPECT_NEAR(stalls->totalsValue(1, 0), 0.006, 1e-9);
+    EXPECT_TRUE(stalls->summaryText().contains("9.1% of layer time stalled")) << stalls->summaryText().toStdString();
+}
+
+TEST_F(InspectorDockTest, DenseModelShowsHintsInsteadOfEmptyCharts) {
+    auto model = make_model(false, "dense");
+    ASSERT_TRUE(model);
+    dock->setModel(model);
+    EXPECT_TRUE(dock->inspectorGeometry().dense());
+    EXPECT_TRUE(dock->routingPanel()->showingHint());
+    EXPECT_TRUE(dock->stallPanel()->showingHint());
+    EXPECT_TRUE(dock->routingPanel()->hintText().contains("dense model")) << dock->routingPanel()->hintText().toStdString();
+    EXPECT_TRUE(dock->stallPanel()->hintText().contains("dense model"));
+    // Bandwidth still applies to dense models.
+    EXPECT_EQ(dock->bandwidthPanel()->layerCategoryCount(), int(kLayers));
+
+    // Switching to a MoE model replaces the hints with the charts.
+    dock->setModel(make_model(true, "moe_after_dense"));
+    EXPECT_FALSE(dock->routingPanel()->showingHint());
+    EXPECT_FALSE(dock->stallPanel()->showingHint());
+}
+
+TEST_F(InspectorDockTest, WithoutAModelTheGeometryComesFromTheRecords) {
+    EXPECT_TRUE(dock->routingPanel()->showingHint());
+    feed(0, 3);
+    EXPECT_EQ(dock->inspectorGeometry().layers, kLayers);
+    EXPECT_EQ(dock->inspectorGeometry().experts, kExperts);
+    EXPECT_FALSE(dock->routingPanel()->showingHint());
+    EXPECT_EQ(dock->routingPanel()->heatmap()->rows(), 0);  // hidden tab: redrawn when shown
+    dock->tabs()->setCurrentWidget(dock->routingPanel());
+    EXPECT_EQ(dock->routingPanel()->heatmap()->rows(), int(kLayers));
+    EXPECT_EQ(dock->routingPanel()->heatmap()->columns(), int(kExperts));
+}
+
+std::vector<std::string> read_lines(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+TEST_F(InspectorDockTest, ExportsCsvAndJsonl) {
+    feed(0, 5);
+    const auto dir = test::temp_dir("inspector_export");
+    const auto csvPath = dir / "t.csv";
+    const auto jsonlPath = dir / "t.jsonl";
+    ASSERT_TRUE(dock->exportTelemetry(QString::fromStdString(csvPath.string()), TelemetryFormat::Csv).ok());
+    ASSERT_TRUE(dock->exportTelemetry(QString::fromStdString(jsonlPath.string()), TelemetryFormat::Jsonl).ok());
+
+    const auto csv = read_lines(csvPath);
+    ASSERT_EQ(csv.size(), 1 + 5 * kLayers);
+    EXPECT_EQ(csv[0],
+              "position,token,layer,routing_layer,injection_layer,attention_bytes,dense_bytes,expert_bytes,router_bytes,"
+              "vocab_bytes,compute_us,expert_wait_us,residual_norm,experts,expert_weights,token_vocab_bytes,token_total_us");
+    // Position 3, layer 2: experts (3+2)%4 = 1 and 2, injected into itself (last layer).
+    EXPECT_EQ(csv[1 + 3 * kLayers + 2], "3,43,2,1,2,3072,2048,12288,128,0,30,4,1.5,1;2,0.699999988;0.300000012,8192,100");
+
+    const auto jsonl = read_lines(jsonlPath);
+    ASSERT_EQ(jsonl.size(), 5u);
+    const auto j = nlohmann::json::parse(jsonl[4]);
+    EXPECT_EQ(j.at("position"), 4);
+    EXPECT_EQ(j.at("token"), 44);
+    EXPECT_EQ(j.at("vocabBytes"), 8192);
+    ASSERT_EQ(j.at("layers").size(), kLayers);
+    EXPECT_EQ(j.at("layers")[1].at("bytesRead").at("expertBytes"), 8192);
+    EXPECT_EQ(j.at("layers")[1].at("experts"), nlohmann::json::array({1, 2}));
+
+    // A path in a missing directory fails with a message naming it, and leaves nothing behind.
+    const auto bad = dir / "missing" / "t.csv";
+    const Status st = dock->exportTelemetry(QString::fromStdString(bad.string()), TelemetryFormat::Csv);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().find(bad.string()), std::string::npos) << st.error();
+    EXPECT_FALSE(std::filesystem::exists(bad));
+
+    dock->clearTelemetry();
+    EXPECT_TRUE(dock->history().session().empty());
+}
+
+// The real producer: generate() on an engine thread pushes every step into the ring while the
+// GUI thread drains it; everything the engine recorded reaches the dock.
+TEST_F(InspectorDockTest, RecordsOfARealGenerationArriveComplete) {
+    auto model = make_model(true, "moe_live");
+    ASSERT_TRUE(model);
+    dock->setModel(model);
+    auto session = Session::create(model, {.threads = 1});
+    ASSERT_TRUE(session.ok()) << session.error();
+    GenerateRequest request;
+    request.prompt = {1, 50, 60, 70};
+    request.max_tokens = 24;
+    request.sampling.temperature = 0;
+    request.stop_at_end_of_generation = false;
+    std::vector<uint32_t> pushedPositions;
+    request.on_step = [&](const TokenTelemetry& t) {
+        pushedPositions.push_back(t.position);
+        ring.push(t);
+    };
+    Result<GenerateStats> stats = make_error("not run");
+    std::atomic<bool> done{false};
+    std::thread engine([&] {
+        stats = generate(*session.value(), request, [](int32_t, std::string_view) { return true; });
+        done = true;
+    });
+    while (!done) {
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 5);
+        dock->drainNow();
+    }
+    engine.join();
+    dock->drainNow();
+    ASSERT_TRUE(stats.ok()) << stats.error();
+    EXPECT_EQ(ring.droppedTokens(), 0u);
+    const auto& session_records = dock->history().session();
+    ASSERT_EQ(session_records.size(), pushedPositions.size());
+    for (size_t i = 0; i < session_records.size(); ++i) {
+        EXPECT_EQ(session_records[i].position, pushedPositions[i]);
+        EXPECT_EQ(session_records[i].layers.size(), kLayers);
+        EXPECT_EQ(session_records[i].layers[0].nSelected, 2);
+    }
+    dock->tabs()->setCurrentWidget(dock->routingPanel());
+    uint32_t chosen = 0;
+    for (int e = 0; e < int(kExperts); ++e) chosen += dock->routingPanel()->heatmap()->count(0, e);
+    EXPECT_EQ(chosen, 2u * std::min<uint32_t>(64, uint32_t(session_records.size())));
+}
+
+TEST(DefaultModelPath, FindsTheModelBesideTheExecutableOrInShare) {
+    const auto root = test::temp_dir("default_model_path");
+    const auto bin = root / "bin";
+    const auto share = root / "share" / "cflow-studio";
+    std::filesystem::create_directories(bin);
+    std::filesystem::create_directories(share);
+    const QString binDir = QString::fromStdString(bin.string());
+    EXPECT_TRUE(default_model_path(binDir).isNull());
+    std::ofstream(share / kDefaultModelFileName) << "x";
+    EXPECT_EQ(default_model_path(binDir), QDir::cleanPath(QString::fromStdString((share / kDefaultModelFileName).string())));
+    std::ofstream(bin / kDefaultModelFileName) << "x";
+    EXPECT_EQ(default_model_path(binDir), QDir::cleanPath(QString::fromStdString((bin / kDefaultModelFileName).string())));
+}
+
+TEST(ReadBandwidthProbe, UsesTheCachedFigureWithoutMeasuring) {
+    QSettings().setValue(QString::fromLatin1(ReadBandwidthProbe::kSettingsKey), 23.5e9);
+    ReadBandwidthProbe probe;
+    EXPECT_DOUBLE_EQ(probe.bytesPerSecond(), 23.5e9);
+    probe.ensureMeasured();
+    EXPECT_FALSE(probe.running());
+    QSettings().remove(QString::fromLatin1(ReadBandwidthProbe::kSettingsKey));
+}
+
+} // namespace
