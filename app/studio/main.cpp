@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
     spdlog::info("cflow-studio {} starting (Qt {}, log {})", CFLOW_VERSION, qVersion(),
                  logPath.isEmpty() ? std::string("stderr") : logPath.toStdString());
 
-    cflow::ui::MainWindow window;
+    cflow::ui::MainWindowOptions windowOptions;
+    windowOptions.measureReadBandwidth = !parser.isSet(selfTest);  // the self-test measures nothing it does not need
+    cflow::ui::MainWindow window(nullptr, windowOptions);
     window.setLogPath(logPath);
     window.show();
 

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cflow/ui/chat_panel.h"
+#include "cflow/ui/inspector/inspector_dock.h"
 #include "cflow/ui/main_window.h"
 
 namespace cflow::studio {
@@ -46,6 +47,12 @@ void SelfTest::fail(const QString& message) {
 
 void SelfTest::succeed() {
     if (done_) return;
+    // The inspector drains its ring on a timer; drain once more so the charts show the whole reply.
+    window_.inspector()->drainNow();
+    if (window_.inspector()->history().session().empty()) {
+        fail(QStringLiteral("the inspector received no telemetry"));
+        return;
+    }
     const QPixmap shot = window_.grab();
     if (shot.isNull() || !shot.save(screenshotPath_, "PNG")) {
         fail(QStringLiteral("cannot save the screenshot to %1").arg(QDir::toNativeSeparators(screenshotPath_)));

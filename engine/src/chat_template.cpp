@@ -49,9 +49,8 @@ jinja::ScopePtr make_chat_globals() {
     globals->vars["raise_exception"] = Value::callable("raise_exception", [](jinja::Interpreter& in, jinja::CallArgs& args) -> Value {
         jinja::fail(args.positional.empty() ? std::string("raise_exception() called") : in.str(args.positional[0]));
     });
-    globals->vars["strftime_now"] = Value::callable("strftime_now", [](jinja::Interpreter& in, jinja::CallArgs& args) {
+    globals->vars["strftime_now"] = Value::callable("strftime_now", [](jinja::Interpreter&, jinja::CallArgs& args) {
         if (args.positional.empty() || !args.positional[0].is_string()) jinja::fail("strftime_now(format) needs a format string");
-        (void)in;
         return Value(format_local_time(args.positional[0].str()));
     });
     return globals;

@@ -297,7 +297,7 @@ Value f_default(Interpreter&, const Value& v, CallArgs& args) {
 
 Value f_string(Interpreter& in, const Value& v, CallArgs&) { return Value(in.str(v)); }
 
-Value f_int(Interpreter& in, const Value& v, CallArgs& args) {
+Value f_int(Interpreter&, const Value& v, CallArgs& args) {
     args.expect_at_most("int", 2, {"default", "base"});
     Value fallback = args.get_or(0, "default", Value(static_cast<int64_t>(0)));
     Value base_v = args.get_or(1, "base", Value(static_cast<int64_t>(10)));
@@ -313,7 +313,6 @@ Value f_int(Interpreter& in, const Value& v, CallArgs& args) {
         if (parse_int(v.str(), base, i)) return Value(i);
         double d;
         if (parse_float(v.str(), d) && std::isfinite(d) && std::fabs(d) < 9.2e18) return Value(static_cast<int64_t>(std::trunc(d)));
-        (void)in;
     }
     return fallback;
 }

@@ -115,7 +115,10 @@ ScopePtr make_builtin_scope() {
         std::vector<Value> items;
         items.reserve(static_cast<size_t>(count));
         int64_t v = start;
-        for (uint64_t i = 0; i < count; ++i, v += step) items.emplace_back(v);
+        for (uint64_t i = 0; i < count; ++i) {
+            items.emplace_back(v);
+            if (i + 1 < count) v += step;  // never steps past the last value, so never overflows
+        }
         return Value::array(std::move(items));
     });
     scope->vars["namespace"] = Value::callable("namespace", [](Interpreter&, CallArgs& args) {

@@ -95,7 +95,7 @@ private:
         data_;
 };
 
-// Containers release their children iteratively (see release_children in jinja_value.cpp): a
+// Containers release their children iteratively (park/drain_pending in jinja_value.cpp): a
 // template can build a list nested a million levels deep, whose recursive destruction would
 // overflow the stack.
 struct ArrayData {

@@ -53,8 +53,8 @@ bool pre_tokenizer_for(const std::string& pre, PreTokenizer& out) {
     };
     if (pre.empty() || pre == "default") {
         out.regexes = {"[\\p{P}\\$\\+<=>\\^~\\|]+", kGpt2Regex, "\\p{N}+", "[0-9][0-9][0-9]"};
-    } else if (is_any({"gpt-2", "phi-2", "mpt", "olmo", "jais", "trillion", "roberta-bpe", "jina-es", "jina-de",
-                       "gigachat", "jina-v1-en", "jina-v2-es", "jina-v2-de", "jina-v2-code"})) {
+    } else if (is_any({"gpt-2", "gpt2" /* formats' HF reader names plain ByteLevel so */, "phi-2", "mpt", "olmo", "jais",
+                       "trillion", "roberta-bpe", "jina-es", "jina-de", "gigachat", "jina-v1-en", "jina-v2-es", "jina-v2-de", "jina-v2-code"})) {
         out.regexes = {kGpt2Regex};
     } else if (is_any({"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b"})) {
         out.regexes = {"\\p{N}", kGpt2Regex};

@@ -38,4 +38,21 @@ CommandResult run_cflow(const std::vector<std::string>& args) {
     return r;
 }
 
+CommandResult run_cflow_with_input(const std::vector<std::string>& args, const std::string& stdin_bytes) {
+    const auto dir = temp_dir("cli-in");
+    const auto in_path = dir / "in";
+    std::ofstream(in_path, std::ios::binary) << stdin_bytes;
+    std::string cmd = shell_quote(CFLOW_CLI_PATH);
+    for (const auto& a : args) cmd.append(" ").append(shell_quote(a));
+    cmd.append(" <").append(shell_quote(in_path.string()));
+    cmd.append(" >").append(shell_quote((dir / "out").string()));
+    cmd.append(" 2>").append(shell_quote((dir / "err").string()));
+    CommandResult r;
+    const int status = std::system(cmd.c_str());
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    r.out = slurp(dir / "out");
+    r.err = slurp(dir / "err");
+    return r;
+}
+
 } // namespace cflow::test

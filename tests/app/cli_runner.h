@@ -14,4 +14,7 @@ struct CommandResult {
 // Arguments are passed without a shell: each is quoted for /bin/sh.
 CommandResult run_cflow(const std::vector<std::string>& args);
 
+// As run_cflow, with `stdin_bytes` fed to the command's stdin (written to a temp file, redirected with <).
+CommandResult run_cflow_with_input(const std::vector<std::string>& args, const std::string& stdin_bytes);
+
 } // namespace cflow::test

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <QApplication>
+#include <QElapsedTimer>
 #include <QEventLoop>
 #include <QTabWidget>
 #include <QTimer>
@@ -32,8 +33,8 @@
 namespace {
 
 struct Args {
-    int tokens = 256;
-    int rounds = 3;
+    int tokens = 1024;
+    int rounds = 5;
     unsigned threads = 0;
 };
 
@@ -157,6 +158,32 @@ int main(int argc, char** argv) {
     std::printf("panel redraws while open: %llu; tokens recorded %zu, dropped %llu\n",
                 static_cast<unsigned long long>(dock.redraws()), dock.history().session().size(),
                 static_cast<unsigned long long>(ring.droppedTokens()));
+    // The GUI thread's cost per frame, measured directly (robust where the decode rates are
+    // noisy, e.g. on a loaded machine): one new token per frame, drained, redrawn and painted.
+    {
+        dock.show();
+        dock.refreshTimer()->stop();
+        std::vector<cflow::TokenTelemetry> recorded(dock.history().session().end() - 64, dock.history().session().end());
+        constexpr int kFrames = 150;
+        for (int tab = 0; tab < dock.tabs()->count(); ++tab) {
+            dock.tabs()->setCurrentIndex(tab);
+            QCoreApplication::processEvents();
+            QElapsedTimer clock;
+            qint64 updateNs = 0, paintNs = 0;
+            for (int f = 0; f < kFrames; ++f) {
+                ring.push(recorded[size_t(f) % recorded.size()]);
+                clock.start();
+                dock.drainNow();
+                updateNs += clock.nsecsElapsed();
+                clock.start();
+                QCoreApplication::processEvents();  // paints the updated panel (offscreen backing store)
+                paintNs += clock.nsecsElapsed();
+            }
+            const double updateMs = double(updateNs) / 1e6 / kFrames, paintMs = double(paintNs) / 1e6 / kFrames;
+            std::printf("GUI cost per frame, %s tab: %.2f ms update + %.2f ms paint (at 30 Hz: %.1f%% of one core)\n",
+                        dock.tabs()->tabText(tab).toUtf8().constData(), updateMs, paintMs, (updateMs + paintMs) * 30 / 10);
+        }
+    }
     std::printf("ratio decode tok/s inspector-open/closed = %.2f (closed %.1f, open %.1f tok/s, median of %d)\n",
                 median(open) / median(closed), median(closed), median(open), args.rounds);
     std::filesystem::remove_all(dir);

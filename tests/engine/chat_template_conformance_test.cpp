@@ -2,7 +2,7 @@
 // (../shared/assets/chat-templates, see its README): llama.cpp's test-chat-template cases,
 // google/minja's syntax cases, and llama.cpp's collection of real model templates.
 #include <algorithm>
-#include <cstdlib>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -218,7 +218,6 @@ TEST(ChatTemplateConformance, RealModelTemplatesRenderPlainConversation) {
         EXPECT_NE(out->find("What is 2+2?"), std::string::npos) << name << ":\n" << *out;
         EXPECT_NE(out->find("Hi! How can I help?"), std::string::npos) << name << ":\n" << *out;
         ++rendered;
-        if (std::getenv("CFLOW_DUMP_TEMPLATES")) std::printf("===== %s\n%s\n", name.c_str(), out->c_str());
     }
     std::printf("[ chat-template ] real model templates: %d/%d compile and render [system, user, assistant, user] "
                 "(%d with a documented adjustment)\n",

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <ostream>
 #include <span>
 #include <string>
 #include <vector>
@@ -160,6 +161,8 @@ struct ParityCase {
     ContainerFormat format;
 };
 
+void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.name << " (." << format_name(c.format) << ")"; }
+
 class ReferenceParity : public ::testing::TestWithParam<ParityCase> {};
 
 TEST_P(ReferenceParity, TeacherForcedStepsMatchTheTrace) {
@@ -260,15 +263,23 @@ std::vector<ParityCase> all_parity_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Reference, ReferenceParity, ::testing::ValuesIn(all_parity_cases()),
-                         [](const ::testing::TestParamInfo<ParityCase>& info) {
-                             return info.param.name + "_" + format_name(info.param.format);
+                         [](const ::testing::TestParamInfo<ParityCase>& param_info) {
+                             return param_info.param.name + "_" + format_name(param_info.param.format);
                          });
 
-// Q4_0 weights cannot reproduce f32 logits; what must survive is the model's choice. The
-// argmax of each teacher-forced position is compared with the trace's.
+// Q4_0 weights cannot reproduce f32 logits; the argmax of each teacher-forced position is
+// compared with the trace's, per case, and held to the measured floor.
+//
+// Why the floor is far below 95%: these are random models whose top-1 logit leads the
+// runner-up by only ~0.2 logit standard deviations (median), while Q4_0 moves the logits by
+// 40-100% relative L2. Measured 108/288 = 37.5% (per case 3..13 of 24). The reference itself,
+// run in float64 on the same weights round-tripped through ggml Q4_0 (tiled matrices only, as
+// the converter does), also agrees on exactly 108/288 with per-case differences of at most 2
+// positions, so this is the quantisation, not the engine; at Q8_0 that simulation gives
+// 258/288. The floor leaves 8 positions for ISA-dependent rounding of borderline positions; a
+// broken Q4_0 path agrees on ~1/320 of positions and fails it.
 TEST(ReferenceQ4, ArgmaxAgreesWithTheTraceOnMostPositions) {
-    // Measured over the 12 cases x 24 positions (see the table this test prints).
-    constexpr double kMinOverallAgreement = 0.95;
+    constexpr size_t kMinAgreeingPositions = 100;  // of 12 cases x 24 positions
     size_t agree_total = 0, positions_total = 0;
     for (const std::string& name : kCases) {
         CFLOW_REQUIRE_REFERENCE(name);
@@ -286,14 +297,17 @@ TEST(ReferenceQ4, ArgmaxAgreesWithTheTraceOnMostPositions) {
             if (argmax(*logits) == argmax(trace->logits[p])) ++agree;
             max_logit_err = std::max(max_logit_err, relative_l2(*logits, trace->logits[p]));
         }
-        std::printf("[q4_0] %-24s argmax agreement %2zu/%zu (%5.1f%%), logits rel L2 max %.3f\n", name.c_str(), agree,
-                    trace->tokens.size(), 100.0 * double(agree) / double(trace->tokens.size()), max_logit_err);
+        const std::string isa(isa_name(session->isa()));
+        std::printf("[q4_0] %-24s argmax agreement %2zu/%zu (%5.1f%%), logits rel L2 max %.3f (%s kernels)\n", name.c_str(),
+                    agree, trace->tokens.size(), 100.0 * double(agree) / double(trace->tokens.size()), max_logit_err,
+                    isa.c_str());
         agree_total += agree;
         positions_total += trace->tokens.size();
     }
     const double overall = double(agree_total) / double(positions_total);
     std::printf("[q4_0] overall argmax agreement %zu/%zu (%.1f%%)\n", agree_total, positions_total, 100.0 * overall);
-    EXPECT_GE(overall, kMinOverallAgreement);
+    EXPECT_EQ(positions_total, kCases.size() * 24);
+    EXPECT_GE(agree_total, kMinAgreeingPositions);
 }
 
 // The expert stream reads exactly the chosen experts: per MoE application top_k experts of
@@ -346,6 +360,9 @@ TEST_P(ReferenceExpertBytes, ExpertBytesPerTokenAreKOverEOfTheBank) {
         EXPECT_LT(tel.bytes(Stream::Expert), banks_token);  // k < E: never the whole bank
         EXPECT_GT(expected_token, 0u);
     }
+    std::printf("[expert bytes] %-20s per MoE application %u x %llu of a %llu-byte bank (k/E = %u/%u)\n", name.c_str(),
+                unsigned(h.top_k), static_cast<unsigned long long>(expert_bytes(0)),
+                static_cast<unsigned long long>(m.layers()[0].expert_bank->bytes), unsigned(h.top_k), unsigned(h.n_experts));
     // Every expert, chosen or not, is bank / E bytes: the k/E figure is not an average.
     for (uint32_t l = 0; l < h.n_layers; ++l)
         for (uint32_t e = 0; e < h.n_experts; ++e) {
@@ -357,7 +374,8 @@ TEST_P(ReferenceExpertBytes, ExpertBytesPerTokenAreKOverEOfTheBank) {
 
 // MoE cases without a shared expert: Sequential, DelayedSum with delays, FixedPoint.
 INSTANTIATE_TEST_SUITE_P(Reference, ReferenceExpertBytes,
-                         ::testing::Values("mixtral_moe", "olmoe_softmax_all", "arch2_4_combined", "arch5_fixed_point"));
+                         ::testing::Values("mixtral_moe", "olmoe_softmax_all", "arch2_4_combined", "arch5_fixed_point"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) { return param_info.param; });
 
 } // namespace
 } // namespace cflow

@@ -209,9 +209,19 @@ TEST_F(InspectorDockTest, StallPanelShowsLanesTotalsAndDelayMarkers) {
     // Layers 0 and 1 inject into the next layer (layer 2 into itself): 2 arrows per token.
     EXPECT_EQ(stalls->timeline()->markers().size(), StallPanel::kTimelineTokens * 2);
     EXPECT_EQ(stalls->totalsBarCount(), int(StallPanel::kTotalsTokens));
+    EXPECT_EQ(stalls->totalsTokenCount(), StallPanel::kTotalsTokens);
     // compute 10 + 20 + 30 = 60 us, wait 0 + 2 + 4 = 6 us per token.
     EXPECT_NEAR(stalls->totalsValue(0, 0), 0.060, 1e-9);
     EXPECT_NEAR(stalls->totalsValue(1, 0), 0.006, 1e-9);
+    EXPECT_NEAR(stalls->totalsValue(1, int(StallPanel::kTotalsTokens) - 1), 0.006, 1e-9);
+
+    // Fewer tokens than slots: the newest fill the right end, the rest stay empty.
+    dock->clearTelemetry();
+    feed(0, 2);
+    EXPECT_EQ(stalls->totalsTokenCount(), 2u);
+    EXPECT_EQ(stalls->totalsValue(0, 0), 0.0);
+    EXPECT_NEAR(stalls->totalsValue(0, int(StallPanel::kTotalsTokens) - 1), 0.060, 1e-9);
+    EXPECT_EQ(stalls->timeline()->tokenCount(), 2);
     EXPECT_TRUE(stalls->summaryText().contains("9.1% of layer time stalled")) << stalls->summaryText().toStdString();
 }
 

@@ -23,6 +23,11 @@ const char* const kStreamLabels[5] = {"attention", "dense", "experts", "router",
 const QColor kStreamColors[5] = {QColor(0x4e, 0x79, 0xa7), QColor(0xf2, 0x8e, 0x2b), QColor(0xe1, 0x57, 0x59),
                                  QColor(0x76, 0xb7, 0xb2), QColor(0x59, 0xa1, 0x4f)};
 
+// QLabel::setText relayouts the panel even for the same text.
+void setTextIfChanged(QLabel* label, const QString& text) {
+    if (label->text() != text) label->setText(text);
+}
+
 QString mib(double bytes) { return QString::number(bytes / kBytesPerMiB, 'f', 3) + QStringLiteral(" MiB"); }
 
 } // namespace
@@ -163,18 +168,26 @@ void BandwidthPanel::refresh(const TelemetryHistory& history) {
     const bool useMiB = maxTotal >= kBytesPerMiB;
     const double scale = useMiB ? 1.0 / kBytesPerMiB : 1.0 / 1024.0;
     unit_ = useMiB ? QStringLiteral("MiB") : QStringLiteral("KiB");
-    bytesAxis_->setTitleText(tr("%1 per token").arg(unit_));
-    for (int k = 0; k < 5; ++k)
-        for (uint32_t l = 0; l < layers; ++l) sets_[k]->replace(int(l), s.layers[l].bytesPerToken[k] * scale);
+    // Only what changed is touched: every QtCharts setter schedules a relayout of the chart.
+    const QString axisTitle = tr("%1 per token").arg(unit_);
+    if (bytesAxis_->titleText() != axisTitle) bytesAxis_->setTitleText(axisTitle);
+    for (int k = 0; k < 5; ++k) {
+        for (uint32_t l = 0; l < layers; ++l) {
+            const double v = s.layers[l].bytesPerToken[k] * scale;
+            if (sets_[k]->at(int(l)) != v) sets_[k]->replace(int(l), v);
+        }
+    }
     QList<QPointF> points;
     points.reserve(int(layers));
     for (uint32_t l = 0; l < layers; ++l) points.append(QPointF(double(l), s.layers[l].achievedBytesPerSecond / 1e9));
-    achieved_->replace(points);
-    bytesAxis_->setRange(0, maxTotal > 0 ? maxTotal * scale * 1.1 : 1.0);
-    rateAxis_->setRange(0, std::max({maxRate, readBytesPerSecond_ / 1e9, 0.001}) * 1.1);
+    if (achieved_->points() != points) achieved_->replace(points);
+    const double bytesMax = maxTotal > 0 ? maxTotal * scale * 1.1 : 1.0;
+    const double rateMax = std::max({maxRate, readBytesPerSecond_ / 1e9, 0.001}) * 1.1;
+    if (bytesAxis_->max() != bytesMax) bytesAxis_->setRange(0, bytesMax);
+    if (rateAxis_->max() != rateMax) rateAxis_->setRange(0, rateMax);
 
     if (s.tokens == 0) {
-        summary_->setText(tr("Generate text to see what each token reads."));
+        setTextIfChanged(summary_, tr("Generate text to see what each token reads."));
         return;
     }
     double layerBytes = 0;
@@ -186,7 +199,7 @@ void BandwidthPanel::refresh(const TelemetryHistory& history) {
                        .arg(s.tokenBytesPerSecond / 1e9, 0, 'f', 2);
     if (readBytesPerSecond_ > 0)
         text += tr(" (%1% of the machine's read bandwidth)").arg(100.0 * s.tokenBytesPerSecond / readBytesPerSecond_, 0, 'f', 1);
-    summary_->setText(text + QLatin1Char('.'));
+    setTextIfChanged(summary_, text + QLatin1Char('.'));
 }
 
 int BandwidthPanel::layerCategoryCount() const { return int(layerAxis_->count()); }

@@ -147,7 +147,7 @@ void InspectorDock::updateStatus() {
     if (lastDropped_ > 0) text += tr(", %1 dropped (the display fell behind)").arg(lastDropped_);
     if (history_.sessionTokensNotKept() > 0) text += tr(", %1 not kept for export").arg(history_.sessionTokensNotKept());
     if (!geometry_.modelName.empty()) text = QString::fromStdString(geometry_.modelName) + QStringLiteral(" · ") + text;
-    status_->setText(text);
+    if (status_->text() != text) status_->setText(text);
 }
 
 Status InspectorDock::exportTelemetry(const QString& path, TelemetryFormat format) const {

@@ -41,6 +41,7 @@ QColor expert_color(uint32_t expert, uint32_t experts) {
 
 ExpertHeatmap::ExpertHeatmap(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
+    setAttribute(Qt::WA_OpaquePaintEvent);  // paintEvent fills every pixel: skip erasing the parent
     setMinimumSize(120, 80);
 }
 
@@ -128,6 +129,7 @@ bool ExpertHeatmap::event(QEvent* event) {
 
 TokenStrip::TokenStrip(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
+    setAttribute(Qt::WA_OpaquePaintEvent);
     setMinimumSize(120, 80);
 }
 
@@ -289,10 +291,11 @@ void RoutingPanel::refresh(const TelemetryHistory& history) {
     if (geometry_.dense()) return;
     const uint32_t layers = geometry_.layers, experts = geometry_.experts;
     RoutingCounts counts = count_routing(history, layers, experts);
-    caption_->setText(tr("Top-%1 of %2 experts; window: the last %3 tokens. Hover a cell for details.")
-                          .arg(geometry_.topK)
-                          .arg(experts)
-                          .arg(history.windowTokens()));
+    const QString caption = tr("Top-%1 of %2 experts; window: the last %3 tokens. Hover a cell for details.")
+                                .arg(geometry_.topK)
+                                .arg(experts)
+                                .arg(history.windowTokens());
+    if (caption_->text() != caption) caption_->setText(caption);  // setText relayouts even for the same text
     heatmap_->setCounts(std::move(counts));
 
     std::vector<TokenStrip::Column> columns;

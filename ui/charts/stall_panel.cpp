@@ -25,12 +25,18 @@ const QColor kComputeColor(0x4e, 0x79, 0xa7);
 const QColor kStallColor(0xe1, 0x57, 0x59);
 const QColor kMarkerColor(0x59, 0xa1, 0x4f);
 
+// QLabel::setText relayouts the panel even for the same text.
+void setTextIfChanged(QLabel* label, const QString& text) {
+    if (label->text() != text) label->setText(text);
+}
+
 } // namespace
 
 // ---- StallTimeline ----------------------------------------------------------------------
 
 StallTimeline::StallTimeline(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
+    setAttribute(Qt::WA_OpaquePaintEvent);  // paintEvent fills every pixel: skip erasing the parent
     setMinimumSize(160, 90);
 }
 
@@ -184,7 +190,7 @@ StallPanel::StallPanel(QWidget* parent) : QWidget(parent) {
     bars_->append(stall_);
     chart_->addSeries(bars_);
     tokenAxis_ = new QBarCategoryAxis(chart_);
-    tokenAxis_->setTitleText(tr("token position"));
+    tokenAxis_->setTitleText(tr("tokens ago (0 = newest)"));
     msAxis_ = new QValueAxis(chart_);
     msAxis_->setTitleText(tr("ms"));
     chart_->addAxis(tokenAxis_, Qt::AlignBottom);
@@ -230,34 +236,44 @@ void StallPanel::refresh(const TelemetryHistory& history) {
     for (size_t i = w.size() > kTimelineTokens ? w.size() - kTimelineTokens : 0; i < w.size(); ++i) recent.push_back(&w[i]);
     timeline_->setTokens(recent, geometry_.layers, geometry_.delayed());
 
+    // The bars are a fixed row of kTotalsTokens slots, newest on the right, updated in place:
+    // changing categories or set sizes makes QtCharts rebuild its items, too slow at 30 Hz.
     const std::vector<TokenStall> totals = token_stalls(history, kTotalsTokens);
-    QStringList categories;
-    QList<qreal> compute, stall;
-    double maxMs = 0, sumCompute = 0, sumStall = 0;
-    for (const TokenStall& s : totals) {
-        categories << QString::number(s.position);
-        compute << s.computeUs / 1000.0;
-        stall << s.expertWaitUs / 1000.0;
-        maxMs = std::max(maxMs, (s.computeUs + s.expertWaitUs) / 1000.0);
-        sumCompute += s.computeUs;
-        sumStall += s.expertWaitUs;
-    }
-    if (tokenAxis_->categories() != categories) {
+    if (tokenAxis_->count() != int(kTotalsTokens)) {
+        QStringList categories;
+        for (size_t i = 0; i < kTotalsTokens; ++i) categories << QString::number(int(i) - int(kTotalsTokens) + 1);
         tokenAxis_->clear();
         tokenAxis_->append(categories);
+        compute_->remove(0, compute_->count());
+        stall_->remove(0, stall_->count());
+        for (size_t i = 0; i < kTotalsTokens; ++i) {
+            compute_->append(0.0);
+            stall_->append(0.0);
+        }
     }
-    compute_->remove(0, compute_->count());
-    compute_->append(compute);
-    stall_->remove(0, stall_->count());
-    stall_->append(stall);
-    msAxis_->setRange(0, maxMs > 0 ? maxMs * 1.1 : 1.0);
+    double maxMs = 0, sumCompute = 0, sumStall = 0;
+    const size_t offset = kTotalsTokens - totals.size();
+    for (size_t i = 0; i < kTotalsTokens; ++i) {
+        const TokenStall* s = i >= offset ? &totals[i - offset] : nullptr;
+        const double computeMs = s ? s->computeUs / 1000.0 : 0.0, stallMs = s ? s->expertWaitUs / 1000.0 : 0.0;
+        if (compute_->at(int(i)) != computeMs) compute_->replace(int(i), computeMs);
+        if (stall_->at(int(i)) != stallMs) stall_->replace(int(i), stallMs);
+        maxMs = std::max(maxMs, computeMs + stallMs);
+        if (s) {
+            sumCompute += s->computeUs;
+            sumStall += s->expertWaitUs;
+        }
+    }
+    const double axisMax = maxMs > 0 ? maxMs * 1.1 : 1.0;
+    if (msAxis_->max() != axisMax) msAxis_->setRange(0, axisMax);
 
+    shownTokens_ = totals.size();
     if (totals.empty()) {
-        summary_->setText(tr("Generate text to see where each token's time goes."));
+        setTextIfChanged(summary_, tr("Generate text to see where each token's time goes."));
         return;
     }
     const double all = sumCompute + sumStall;
-    summary_->setText(tr("Last %1 tokens: %2 ms compute, %3 ms waiting for experts (%4% of layer time stalled)%5.")
+    setTextIfChanged(summary_, tr("Last %1 tokens: %2 ms compute, %3 ms waiting for experts (%4% of layer time stalled)%5.")
                           .arg(totals.size())
                           .arg(sumCompute / 1000.0, 0, 'f', 2)
                           .arg(sumStall / 1000.0, 0, 'f', 2)
@@ -269,6 +285,8 @@ void StallPanel::refresh(const TelemetryHistory& history) {
 }
 
 int StallPanel::totalsBarCount() const { return int(tokenAxis_->count()); }
+
+size_t StallPanel::totalsTokenCount() const { return shownTokens_; }
 
 double StallPanel::totalsValue(int set, int token) const {
     const QBarSet* s = set == 0 ? compute_ : stall_;

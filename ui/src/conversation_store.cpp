@@ -16,6 +16,9 @@ namespace {
 
 qint64 now_ms() { return QDateTime::currentMSecsSinceEpoch(); }
 
+// A null QString binds as SQL NULL; the text columns are NOT NULL, so bind "" instead.
+QString text_value(const QString& s) { return s.isNull() ? QStringLiteral("") : s; }
+
 Error sql_error(const QString& path, const QString& what, const QSqlError& error) {
     return make_error(QStringLiteral("%1: %2: %3").arg(QDir::toNativeSeparators(path), what, error.text()).toStdString());
 }
@@ -103,8 +106,8 @@ Result<qint64> ConversationStore::createConversation(const QString& title, const
     q.prepare(QStringLiteral("INSERT INTO conversations (title, model_path, settings, created_ms, updated_ms) "
                              "VALUES (?, ?, ?, ?, ?)"));
     const qint64 now = now_ms();
-    q.addBindValue(title);
-    q.addBindValue(modelPath);
+    q.addBindValue(text_value(title));
+    q.addBindValue(text_value(modelPath));
     q.addBindValue(settingsJson.isEmpty() ? QStringLiteral("{}") : settingsJson);
     q.addBindValue(now);
     q.addBindValue(now);
@@ -132,17 +135,17 @@ Status ConversationStore::touch(qint64 conversationId) {
 
 Status ConversationStore::renameConversation(qint64 id, const QString& title) {
     return exec_update(connection_, path_, QStringLiteral("UPDATE conversations SET title = ?, updated_ms = ? WHERE id = ?"),
-                       {title, now_ms(), id}, QStringLiteral("cannot rename the conversation"), id);
+                       {text_value(title), now_ms(), id}, QStringLiteral("cannot rename the conversation"), id);
 }
 
 Status ConversationStore::setModel(qint64 id, const QString& modelPath) {
     return exec_update(connection_, path_, QStringLiteral("UPDATE conversations SET model_path = ? WHERE id = ?"),
-                       {modelPath, id}, QStringLiteral("cannot set the conversation's model"), id);
+                       {text_value(modelPath), id}, QStringLiteral("cannot set the conversation's model"), id);
 }
 
 Status ConversationStore::setSettings(qint64 id, const QString& settingsJson) {
     return exec_update(connection_, path_, QStringLiteral("UPDATE conversations SET settings = ? WHERE id = ?"),
-                       {settingsJson, id}, QStringLiteral("cannot set the conversation's settings"), id);
+                       {text_value(settingsJson), id}, QStringLiteral("cannot set the conversation's settings"), id);
 }
 
 Status ConversationStore::deleteConversation(qint64 id) {
@@ -186,8 +189,8 @@ Result<qint64> ConversationStore::addMessage(qint64 conversationId, const QStrin
     q.prepare(QStringLiteral("INSERT INTO messages (conversation_id, role, content, created_ms, complete) "
                              "VALUES (?, ?, ?, ?, ?)"));
     q.addBindValue(conversationId);
-    q.addBindValue(role);
-    q.addBindValue(content);
+    q.addBindValue(text_value(role));
+    q.addBindValue(text_value(content));
     q.addBindValue(now_ms());
     q.addBindValue(complete ? 1 : 0);
     if (!q.exec()) return sql_error(path_, QStringLiteral("cannot add a message to conversation %1").arg(conversationId), q.lastError());
@@ -198,7 +201,7 @@ Result<qint64> ConversationStore::addMessage(qint64 conversationId, const QStrin
 
 Status ConversationStore::updateMessage(qint64 messageId, const QString& content, bool complete) {
     return exec_update(connection_, path_, QStringLiteral("UPDATE messages SET content = ?, complete = ? WHERE id = ?"),
-                       {content, complete ? 1 : 0, messageId}, QStringLiteral("cannot update the message"), messageId);
+                       {text_value(content), complete ? 1 : 0, messageId}, QStringLiteral("cannot update the message"), messageId);
 }
 
 Status ConversationStore::deleteMessagesFrom(qint64 conversationId, qint64 messageId) {

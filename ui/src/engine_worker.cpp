@@ -25,10 +25,6 @@ void register_metatypes() {
     qRegisterMetaType<ModelInfo>("cflow::ui::ModelInfo");
 }
 
-bool is_prefix(const std::vector<int32_t>& prefix, const std::vector<int32_t>& ids) {
-    return prefix.size() <= ids.size() && std::equal(prefix.begin(), prefix.end(), ids.begin());
-}
-
 } // namespace
 
 EngineWorker::EngineWorker(QObject* parent) : QObject(parent) { register_metatypes(); }
@@ -56,6 +52,7 @@ void EngineWorker::loadModel(const QString& path, unsigned threads) {
     renderer_.reset();
     model_.reset();
     contextTokens_.clear();
+    contextText_.clear();
     hasLast_ = false;
     auto loaded = Model::load(path.toStdString());
     if (!loaded) {
@@ -77,6 +74,7 @@ void EngineWorker::loadModel(const QString& path, unsigned threads) {
     info.contextLength = static_cast<int>(session_->context_length());
     info.hasChatTemplate = !model_->chat_template().empty();
     info.fileBytes = model_->file().file_bytes();
+    info.model = model_;
     spdlog::info("engine: loaded '{}' (context {} tokens, {} threads)", path.toStdString(), info.contextLength,
                  session_->threads());
     emit modelLoaded(info);
@@ -86,6 +84,7 @@ bool EngineWorker::ensureSession(unsigned threads) {
     if (session_ && (threads == 0 || session_->threads() == threads)) return true;
     session_.reset();
     contextTokens_.clear();
+    contextText_.clear();
     SessionOptions options;
     options.threads = threads;
     auto created = Session::create(model_, options);
@@ -137,9 +136,22 @@ void EngineWorker::run(RenderedPrompt prompt, const GenerationSettings& settings
     tokensGenerated_.store(0, std::memory_order_release);
     if (!ensureSession(settings.threads)) return;
 
-    std::vector<int32_t> ids;  // [prompt tokens] the whole rendered prompt
+    // KV reuse: when the new prompt text extends the text the cache holds (a follow-up turn
+    // with a template that re-renders history identically), only the continuation is
+    // tokenized and fed; otherwise the whole prompt is, into an emptied cache.
+    std::vector<int32_t> ids;  // [prompt tokens] the whole prompt as the session will hold it
+    bool reuse = false;
     try {
-        ids = renderer_->tokenize(prompt.text);
+        if (!contextTokens_.empty() && !contextText_.isEmpty() && session_->position() == contextTokens_.size() &&
+            prompt.text.size() > contextText_.size() && prompt.text.startsWith(contextText_)) {
+            const std::vector<int32_t> rest = renderer_->tokenizeContinuation(prompt.text.mid(contextText_.size()));
+            if (!rest.empty()) {
+                ids = contextTokens_;
+                ids.insert(ids.end(), rest.begin(), rest.end());
+                reuse = true;
+            }
+        }
+        if (!reuse) ids = renderer_->tokenize(prompt.text);
     } catch (const std::bad_alloc&) {
         emit error(tr("Out of memory while tokenizing the prompt."));
         return;
@@ -159,13 +171,10 @@ void EngineWorker::run(RenderedPrompt prompt, const GenerationSettings& settings
                        .arg(contextLength));
         return;
     }
-
-    // KV reuse: when the cache holds a strict prefix of the new prompt, only the rest is fed.
-    const bool reuse = !contextTokens_.empty() && contextTokens_.size() < ids.size() &&
-                       session_->position() == contextTokens_.size() && is_prefix(contextTokens_, ids);
     if (!reuse) {
         session_->reset();
         contextTokens_.clear();
+        contextText_.clear();
     }
     prompt.reusedTokens = static_cast<int>(contextTokens_.size());
     emit promptReady(prompt);
@@ -186,13 +195,17 @@ void EngineWorker::run(RenderedPrompt prompt, const GenerationSettings& settings
     int pendingTokens = 0;
     QElapsedTimer sinceEmit;
     sinceEmit.start();
+    QString replyText;  // everything decoded this reply
+    const size_t ids_size_before_reply = ids.size();
     const TokenCallback onToken = [&](int32_t token, std::string_view text) {
         if (token >= 0) {
             generated.push_back(token);
             ++pendingTokens;
             tokensGenerated_.fetch_add(1, std::memory_order_acq_rel);
         }
-        pending += QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+        const QString decoded = QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+        pending += decoded;
+        replyText += decoded;
         if (sinceEmit.elapsed() >= kBatchIntervalMs && (!pending.isEmpty() || pendingTokens > 0)) {
             emit tokensReady(pending, pendingTokens);
             pending.clear();
@@ -208,15 +221,22 @@ void EngineWorker::run(RenderedPrompt prompt, const GenerationSettings& settings
         // The cache state is unknown after a failed step: start from scratch next time.
         session_->reset();
         contextTokens_.clear();
+        contextText_.clear();
         spdlog::warn("engine: generation failed: {}", result.error());
         emit error(QString::fromStdString(result.error()));
         return;
     }
 
     // The cache now holds the prompt and the generated tokens that were stepped.
-    contextTokens_ = std::move(ids);
+    contextTokens_ = ids;
     contextTokens_.insert(contextTokens_.end(), generated.begin(), generated.end());
     contextTokens_.resize(std::min<size_t>(contextTokens_.size(), session_->position()));
+    // Its text: exact only when every emitted token was stepped (not after a callback stop
+    // or a full context); otherwise the next turn starts from an empty cache.
+    if (contextTokens_.size() == ids_size_before_reply + generated.size())
+        contextText_ = prompt.text + replyText;
+    else
+        contextText_.clear();  // no reuse next time
 
     const GenerateStats& s = *result;
     ReplyStats stats;

@@ -29,9 +29,11 @@
 #include "cflow/ui/conversation_sidebar.h"
 #include "cflow/ui/conversation_store.h"
 #include "cflow/ui/engine_worker.h"
+#include "cflow/ui/inspector/inspector_dock.h"
 #include "cflow/ui/model_header_view.h"
 #include "cflow/ui/model_loader.h"
 #include "cflow/ui/sampling_panel.h"
+#include "cflow/ui/telemetry_ring.h"
 
 namespace cflow::ui {
 namespace {
@@ -55,17 +57,20 @@ QString data_size(uint64_t bytes) { return QLocale().formattedDataSize(static_ca
 
 } // namespace
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+MainWindow::MainWindow(QWidget* parent, MainWindowOptions options) : QMainWindow(parent) {
     setWindowTitle(tr("cflow studio"));
     QString storeWarning;
     store_ = open_store_or_memory(storeWarning);
+    ring_ = std::make_unique<TelemetryRing>();
     engine_ = std::make_unique<EngineThread>();
+    // The engine thread is the ring's only producer; the inspector dock its only consumer.
+    engine_->worker()->setTelemetrySink([ring = ring_.get()](const TokenTelemetry& t) { ring->push(t); });
     sampling_ = new SamplingPanel(this);
     chat_ = new ChatPanel(engine_->worker(), store_.get(), sampling_, this);
     setCentralWidget(chat_);
     headerView_ = new ModelHeaderView(this);
     sidebar_ = new ConversationSidebar(store_.get(), this);
-    createDocks();
+    createDocks(options);
     createMenus();
 
     metrics_ = new QLabel(this);
@@ -80,6 +85,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                                      .arg(info.name)
                                      .arg(info.contextLength)
                                      .arg(info.hasChatTemplate ? QString() : tr(", no chat template (fallback in use)")));
+        inspector_->setModel(info.model);
         emit engineReady(info);
     });
     connect(engine_->worker(), &EngineWorker::loadFailed, this,
@@ -91,7 +97,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         spdlog::warn("conversation store: {}", message.toStdString());
         statusBar()->showMessage(tr("Could not save: %1").arg(message));
     });
-    connect(chat_, &ChatPanel::conversationChanged, this, [this](qint64 id) { sidebar_->refresh(id); });
+    connect(chat_, &ChatPanel::conversationChanged, this, [this](qint64 id) {
+        sidebar_->refresh(id);
+        inspector_->clearTelemetry();
+    });
     connect(sidebar_, &ConversationSidebar::newConversationRequested, chat_, &ChatPanel::newConversation);
     connect(sidebar_, &ConversationSidebar::conversationActivated, this, [this](qint64 id) {
         if (!chat_->openConversation(id)) return;
@@ -107,11 +116,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     resize(1200, 800);
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+    // Join the engine thread (the ring's producer) first, then drop the dock (its consumer),
+    // both before the ring they share is destroyed with the members.
+    engine_.reset();
+    delete inspector_;
+    inspector_ = nullptr;
+}
 
 EngineWorker* MainWindow::engine() const { return engine_->worker(); }
 
-void MainWindow::createDocks() {
+void MainWindow::createDocks(const MainWindowOptions& options) {
     auto* left = new QDockWidget(tr("Conversations"), this);
     left->setObjectName(QStringLiteral("conversationsDock"));
     left->setWidget(sidebar_);
@@ -127,10 +142,11 @@ void MainWindow::createDocks() {
     header->setWidget(headerView_);
     addDockWidget(Qt::RightDockWidgetArea, header);
 
-    // INTEGRATION POINT (inspector): when ui/include/cflow/ui/inspector/ provides the
-    // InspectorDock (a QDockWidget taking the telemetry ring), create it here, add it to
-    // the bottom dock area and feed its ring from the engine thread with
-    //   engine_->worker()->setTelemetrySink([ring](const TokenTelemetry& t) { ring->push(t); });
+    InspectorOptions inspectorOptions;
+    inspectorOptions.measureBandwidthAtStart = options.measureReadBandwidth;
+    inspector_ = new InspectorDock(ring_.get(), this, inspectorOptions);
+    inspector_->setObjectName(QStringLiteral("inspectorDock"));
+    addDockWidget(Qt::BottomDockWidgetArea, inspector_);
 }
 
 void MainWindow::createMenus() {

@@ -71,6 +71,31 @@ std::vector<int32_t> PromptRenderer::tokenize(const QString& promptText) const {
     return ids;
 }
 
+std::vector<int32_t> PromptRenderer::tokenizeContinuation(const QString& text) const {
+    const Tokenizer& tokenizer = model_->tokenizer();
+    auto spell = [&](const std::vector<int32_t>& ids, size_t from = 0) {
+        std::string out;
+        for (size_t i = from; i < ids.size(); ++i) out += tokenizer.token_bytes(ids[i]);
+        return out;
+    };
+    const std::string bytes = text.toStdString();
+    std::vector<int32_t> ids = tokenizer.encode(bytes, false, true);
+    if (ids.empty() || spell(ids) == bytes) return ids;
+    // SentencePiece encoders put a dummy-prefix space before the first piece; inside a
+    // context it would be a real space. Its spelling is what encoding "a" adds before the "a".
+    std::string dummyPrefix = spell(tokenizer.encode("a", false, false));
+    if (dummyPrefix.empty() || dummyPrefix.back() != 'a') return ids;
+    dummyPrefix.pop_back();
+    if (dummyPrefix.empty()) return ids;
+    size_t covered = 0;
+    size_t dropped = 0;
+    while (dropped < ids.size() && covered < dummyPrefix.size()) covered += tokenizer.token_bytes(ids[dropped++]).size();
+    if (spell(ids).compare(0, dummyPrefix.size(), dummyPrefix) != 0) return ids;  // no prefix was added
+    if (covered != dummyPrefix.size() || dropped == ids.size()) return {};  // merged into a piece: cannot split
+    ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(dropped));
+    return ids;
+}
+
 std::vector<int32_t> PromptRenderer::endOfTurnTokens() const {
     static constexpr std::string_view kMarkers[] = {"<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>",
                                                     "<|endoftext|>"};

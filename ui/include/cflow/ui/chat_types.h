@@ -3,11 +3,13 @@
 // queued signals: the conversation to continue, the generation settings and the
 // outcome of one reply. Registered as Qt metatypes so they can travel by value.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <QMetaType>
 #include <QString>
 
+#include "cflow/engine/model.h"
 #include "cflow/engine/sampler.h"
 
 namespace cflow::ui {
@@ -57,6 +59,7 @@ struct ModelInfo {
     int contextLength = 0;
     bool hasChatTemplate = false;
     uint64_t fileBytes = 0;
+    std::shared_ptr<const Model> model;  // immutable, shareable with the GUI (the inspector reads its geometry)
 };
 
 } // namespace cflow::ui

@@ -75,6 +75,7 @@ private:
     std::unique_ptr<PromptRenderer> renderer_;
     QString modelPath_;
     std::vector<int32_t> contextTokens_;  // [session position] the ids the KV cache holds, in order
+    QString contextText_;                 // the text those ids spell (prompt + reply)
 
     Conversation lastConversation_;
     GenerationSettings lastSettings_;

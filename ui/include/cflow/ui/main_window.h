@@ -27,13 +27,21 @@ class ConversationSidebar;
 class ConversationStore;
 class EngineThread;
 class EngineWorker;
+class InspectorDock;
 class ModelHeaderView;
 class SamplingPanel;
+class TelemetryRing;
+
+struct MainWindowOptions {
+    // Measure the machine's read bandwidth for the inspector at the first start. The app
+    // turns it on; tests and the self-test leave it off (the probe saturates memory).
+    bool measureReadBandwidth = false;
+};
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    explicit MainWindow(QWidget* parent = nullptr);
+    explicit MainWindow(QWidget* parent = nullptr, MainWindowOptions options = {});
     ~MainWindow() override;
 
     // Opens path on a worker and shows its header; on failure reports the reader's message
@@ -48,6 +56,7 @@ public:
     ChatPanel* chatPanel() const { return chat_; }
     ConversationSidebar* sidebar() const { return sidebar_; }
     SamplingPanel* samplingPanel() const { return sampling_; }
+    InspectorDock* inspector() const { return inspector_; }
     EngineWorker* engine() const;
     ConversationStore* store() const { return store_.get(); }
     QString metricsText() const;
@@ -66,14 +75,16 @@ private slots:
 
 private:
     void createMenus();
-    void createDocks();
+    void createDocks(const MainWindowOptions& options);
     void reportError(const QString& path, const QString& message);
     void rememberRecent(const QString& path);
     void rebuildRecentMenu();
     void showStats(const ReplyStats& stats);
 
     std::unique_ptr<ConversationStore> store_;
+    std::unique_ptr<TelemetryRing> ring_;      // engine thread -> inspector; outlives both
     std::unique_ptr<EngineThread> engine_;
+    InspectorDock* inspector_ = nullptr;
     ModelHeaderView* headerView_ = nullptr;
     ChatPanel* chat_ = nullptr;
     ConversationSidebar* sidebar_ = nullptr;

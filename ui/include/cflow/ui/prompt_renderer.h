@@ -23,6 +23,9 @@ public:
     // Text -> ids: control tokens in the text are parsed (the template writes them), BOS is
     // prepended unless the text already starts with it.
     std::vector<int32_t> tokenize(const QString& promptText) const;
+    // Ids for text that continues a context already in the KV cache: no BOS, and without the
+    // SentencePiece dummy-prefix space. Empty when that prefix is merged into the first piece.
+    std::vector<int32_t> tokenizeContinuation(const QString& text) const;
     // Ids of end-of-turn markers of common templates (<|im_end|>, <|eot_id|>, ...) that the
     // vocabulary has as single control tokens: generation stops at them.
     std::vector<int32_t> endOfTurnTokens() const;

@@ -71,8 +71,9 @@ public:
     void refresh(const TelemetryHistory& history);
 
     StallTimeline* timeline() const { return timeline_; }
-    int totalsBarCount() const;            // tokens in the totals chart
-    double totalsValue(int set, int token) const;  // set 0 compute, 1 stall; ms
+    int totalsBarCount() const;            // bar slots (kTotalsTokens), newest on the right
+    size_t totalsTokenCount() const;       // slots that hold a token (the rest are zero)
+    double totalsValue(int set, int slot) const;  // set 0 compute, 1 stall; ms
     bool showingHint() const;
     QString hintText() const;
     QString summaryText() const;
@@ -91,6 +92,7 @@ private:
     QBarSet* stall_ = nullptr;
     QBarCategoryAxis* tokenAxis_ = nullptr;
     QValueAxis* msAxis_ = nullptr;
+    size_t shownTokens_ = 0;
 };
 
 } // namespace cflow::ui
