@@ -12,9 +12,10 @@ trained model would see different token sequences in the engine than in training
       1. \\p{N}                                   (every numeric character on its own)
       2. 's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)   (GPT-2's regex)
   HF tokenizers runs the same two steps (Digits isolates each digit, then ByteLevel's GPT-2 regex).
-* Why not the plain ByteLevel pre-tokenizer ("gpt2")? hf_tokenizer.cpp names it "gpt2", but
-  tokenizer_bpe.cpp only knows llama.cpp's spelling "gpt-2" and rejects "gpt2" (see README.md);
-  "starcoder" is GPT-2's regex plus one-digit numbers, which a small story vocabulary prefers anyway.
+* Why not the plain ByteLevel pre-tokenizer ("gpt2")? When this was written the engine rejected
+  the name "gpt2" that hf_tokenizer.cpp gives it (it knew only llama.cpp's "gpt-2"; both are accepted
+  now). "starcoder" is GPT-2's regex plus one-digit numbers, which a small story vocabulary prefers
+  anyway (no merges spent on multi-digit numbers), and it is what train_bpe.py checks against the engine.
 * Python's `re` has no \\p{..}: PATTERN below spells \\p{L} and \\p{N} as explicit code-point ranges
   built from unicodedata (general categories L* and N*), and \\s as PCRE2's UCP \\s (\\p{Z}, \\h, \\v:
   U+0009-000D, 0020, 0085, 00A0, 1680, 180E, 2000-200A, 2028, 2029, 202F, 205F, 3000), not
