@@ -55,4 +55,13 @@ CommandResult run_cflow_with_input(const std::vector<std::string>& args, const s
     return r;
 }
 
+void expect_one_line_failure(const CommandResult& r, const std::string& needle) {
+    size_t lines = 0;
+    for (char ch : r.err) lines += ch == '\n';
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(lines, 1u) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 } // namespace cflow::test

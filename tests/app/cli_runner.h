@@ -17,4 +17,8 @@ CommandResult run_cflow(const std::vector<std::string>& args);
 // As run_cflow, with `stdin_bytes` fed to the command's stdin (written to a temp file, redirected with <).
 CommandResult run_cflow_with_input(const std::vector<std::string>& args, const std::string& stdin_bytes);
 
+// Expects the CLI's failure contract: non-zero exit, exactly one stderr line containing
+// `needle`, nothing on stdout.
+void expect_one_line_failure(const CommandResult& r, const std::string& needle);
+
 } // namespace cflow::test

@@ -10,19 +10,6 @@
 namespace cflow::test {
 namespace {
 
-size_t line_count(const std::string& s) {
-    size_t n = 0;
-    for (char c : s) n += c == '\n';
-    return n;
-}
-
-void expect_one_line_failure(const CommandResult& r, const std::string& needle) {
-    EXPECT_NE(r.exit_code, 0);
-    EXPECT_EQ(line_count(r.err), 1u) << r.err;
-    EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
-    EXPECT_TRUE(r.out.empty()) << r.out;
-}
-
 std::string write_file(const std::filesystem::path& p, const std::string& bytes) {
     std::ofstream(p, std::ios::binary) << bytes;
     return p.string();

@@ -21,19 +21,6 @@ std::vector<std::string> with(std::vector<std::string> base, const std::vector<s
     return base;
 }
 
-size_t line_count(const std::string& s) {
-    size_t n = 0;
-    for (char c : s) n += c == '\n';
-    return n;
-}
-
-void expect_one_line_failure(const CommandResult& r, const std::string& needle) {
-    EXPECT_NE(r.exit_code, 0);
-    EXPECT_EQ(line_count(r.err), 1u) << r.err;
-    EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
-    EXPECT_TRUE(r.out.empty()) << r.out;
-}
-
 TEST(CriticalPathCli, PaperGeometryPrintsNineFourPointFiveTwoX) {
     auto r = run_cflow(with(kPaperGeometry, {"--dense-delay", "1", "--expert-delay", "2"}));
     ASSERT_EQ(r.exit_code, 0) << r.err;

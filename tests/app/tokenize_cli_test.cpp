@@ -51,19 +51,6 @@ std::vector<std::string> out_lines(const std::string& text) {
     return lines;
 }
 
-size_t line_count(const std::string& s) {
-    size_t n = 0;
-    for (char c : s) n += c == '\n';
-    return n;
-}
-
-void expect_one_line_failure(const CommandResult& r, const std::string& needle) {
-    EXPECT_NE(r.exit_code, 0);
-    EXPECT_EQ(line_count(r.err), 1u) << r.err;
-    EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr: " << r.err;
-    EXPECT_TRUE(r.out.empty()) << r.out;
-}
-
 // Every conformance string of the vocabulary through the CLI: tokenize gives the reference
 // ids, detokenize of the reference ids gives the string back byte for byte.
 void check_vocab_suite(const std::string& name) {
