@@ -27,10 +27,12 @@
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/ui/chat_panel.h"
 #include "cflow/ui/conversation_sidebar.h"
+#include "cflow/ui/convert_dialog.h"
 #include "cflow/ui/conversation_store.h"
 #include "cflow/ui/engine_worker.h"
 #include "cflow/ui/inspector/inspector_dock.h"
 #include "cflow/ui/model_header_view.h"
+#include "cflow/ui/model_library.h"
 #include "cflow/ui/model_loader.h"
 #include "cflow/ui/sampling_panel.h"
 #include "cflow/ui/telemetry_ring.h"
@@ -153,6 +155,8 @@ void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     QAction* open = file->addAction(tr("&Open model…"), this, &MainWindow::chooseModel);
     open->setShortcut(QKeySequence::Open);
+    file->addAction(tr("Open model &folder…"), this, &MainWindow::chooseModelFolder);
+    file->addAction(tr("&Convert model…"), this, [this] { offerConversion(QString()); });
     recentMenu_ = file->addMenu(tr("Recent models"));
     rebuildRecentMenu();
     file->addSeparator();
@@ -175,10 +179,55 @@ void MainWindow::createMenus() {
 
 void MainWindow::chooseModel() {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), QString(),
-                                                      tr("cflow models (*.cflow *.vflow);;All files (*)"));
+                                                      tr("cflow models (*.cflow *.vflow);;Convertible checkpoints "
+                                                         "(*.gguf *.bin);;All files (*)"));
     if (path.isEmpty()) return;
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix == QStringLiteral("gguf") || suffix == QStringLiteral("bin")) {
+        offerConversion(path);
+        return;
+    }
     // Fire and forget: the task runs to completion on its own and reports through signals.
     openModel(path);
+}
+
+void MainWindow::chooseModelFolder() {
+    const QString folder = QFileDialog::getExistingDirectory(this, tr("Open model folder"));
+    if (folder.isEmpty()) return;
+    auto* dialog = new QDialog(this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowTitle(tr("Models in %1").arg(QDir::toNativeSeparators(folder)));
+    auto* library = new ModelLibrary(dialog);
+    auto* layout = new QVBoxLayout(dialog);
+    layout->addWidget(library);
+    dialog->resize(900, 360);
+    connect(library, &ModelLibrary::openRequested, this, [this, dialog](const QString& path) {
+        dialog->close();
+        openModel(path);
+    });
+    connect(library, &ModelLibrary::scanFinished, this, [this, dialog, folder](int rows) {
+        if (rows > 0) return;
+        dialog->close();
+        const auto answer = QMessageBox::question(
+            this, tr("No cflow models"),
+            tr("%1 holds no .cflow or .vflow file. Convert a checkpoint (Hugging Face folder, .gguf, llama2.c .bin) "
+               "to .cflow?")
+                .arg(QDir::toNativeSeparators(folder)));
+        if (answer == QMessageBox::Yes) offerConversion(folder);
+    });
+    library->setFolder(folder);
+    dialog->show();
+}
+
+void MainWindow::offerConversion(const QString& sourcePath) {
+    auto* dialog = new ConvertDialog(sourcePath, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &ConvertDialog::finished, this, [this, dialog](bool ok, const QString& output) {
+        if (!ok) return;  // the dialog shows the error and stays open
+        dialog->accept();
+        openModel(output);
+    });
+    dialog->show();
 }
 
 void MainWindow::showAbout() {

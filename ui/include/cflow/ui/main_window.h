@@ -69,6 +69,10 @@ signals:
 
 private slots:
     void chooseModel();
+    // Shows the .cflow/.vflow files of a folder (ModelLibrary); a folder without any offers conversion.
+    void chooseModelFolder();
+    // Opens ConvertDialog for a .gguf / HF folder / llama2.c .bin; the result is opened on success.
+    void offerConversion(const QString& sourcePath);
     void showAbout();
     void showLog();
     void exportConversation(bool asJson);

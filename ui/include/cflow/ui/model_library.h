@@ -1,0 +1,69 @@
+#pragma once
+// A folder of .cflow / .vflow models as a table: name, architecture, layers, estimated
+// parameters, quantization, file size, context, MoE geometry and pipeline delays. Headers
+// are read on a worker (QtConcurrent) so a folder of large files never blocks the window;
+// a file the reader rejects is still listed, with the reader's message in its row.
+#include <cstdint>
+#include <vector>
+
+#include <QFuture>
+#include <QString>
+#include <QWidget>
+
+class QTreeWidget;
+class QTreeWidgetItem;
+
+namespace cflow::ui {
+
+struct LibraryEntry {
+    QString path;
+    QString fileName;
+    QString name;            // general.name (empty when absent)
+    QString architecture;    // general.architecture (empty when absent)
+    uint32_t layers = 0;
+    uint64_t parameters = 0;  // elements of every weight, estimated from the header geometry
+    QString quantization;    // dtype of the bulk of the weight tiles ("q8_0")
+    uint64_t fileBytes = 0;
+    uint32_t contextTokens = 0;
+    uint32_t experts = 0;    // 0 = dense
+    uint32_t topK = 0;
+    uint32_t denseDelay = 0;
+    uint32_t expertDelay = 0;
+    QString error;           // the reader's message; empty when the file opened
+};
+
+// Lists *.cflow and *.vflow directly in folder (non-recursive), sorted by file name. Blocking:
+// call it off the GUI thread.
+std::vector<LibraryEntry> scan_model_folder(const QString& folder);
+
+class ModelLibrary : public QWidget {
+    Q_OBJECT
+public:
+    enum Column { File, Name, Architecture, Layers, Parameters, Quantization, Size, Context, Moe, Delays, Status, ColumnCount };
+
+    explicit ModelLibrary(QWidget* parent = nullptr);
+    ~ModelLibrary() override;
+
+    // Starts scanning folder; the list is replaced when the scan finishes (scanFinished).
+    // A newer call supersedes a scan still running.
+    void setFolder(const QString& folder);
+    const QString& folder() const { return folder_; }
+    const std::vector<LibraryEntry>& entries() const { return entries_; }
+    QTreeWidget* tree() const { return tree_; }
+    bool isScanning() const { return pending_.isRunning(); }
+
+signals:
+    void scanFinished(int rows);
+    void openRequested(const QString& path);
+
+private:
+    void showEntries(std::vector<LibraryEntry> entries);
+
+    QTreeWidget* tree_ = nullptr;
+    QFuture<std::vector<LibraryEntry>> pending_;  // the newest scan
+    QString folder_;
+    std::vector<LibraryEntry> entries_;
+    uint64_t scanId_ = 0;  // id of the newest scan; results of older ones are dropped
+};
+
+} // namespace cflow::ui

@@ -1,0 +1,219 @@
+#include "cflow/ui/convert_dialog.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QFutureWatcher>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include "cflow/formats/cancel.h"
+#include "cflow/formats/converter.h"
+#include "cflow/formats/source_model.h"
+
+namespace cflow::ui {
+namespace {
+
+struct QuantChoice {
+    const char* name;
+    DType dtype;
+};
+constexpr QuantChoice kQuantChoices[] = {
+    {"q4_0", DType::Q4_0}, {"q8_0", DType::Q8_0}, {"f16", DType::F16}, {"f32", DType::F32}};
+
+// The progress bar counts tensors; its range is int, tensor counts stay far below that.
+int clamp_int(qint64 v) { return static_cast<int>(std::min<qint64>(v, std::numeric_limits<int>::max())); }
+
+} // namespace
+
+ConvertDialog::ConvertDialog(const QString& sourcePath, QWidget* parent) : QDialog(parent) {
+    setWindowTitle(tr("Convert to .cflow"));
+    source_ = new QLineEdit(this);
+    source_->setObjectName(QStringLiteral("convertSource"));
+    tokenizer_ = new QLineEdit(this);
+    tokenizer_->setObjectName(QStringLiteral("convertTokenizer"));
+    tokenizer_->setPlaceholderText(tr("llama2.c .bin sources only"));
+    output_ = new QLineEdit(this);
+    output_->setObjectName(QStringLiteral("convertOutput"));
+    quant_ = new QComboBox(this);
+    quant_->setObjectName(QStringLiteral("convertQuant"));
+    for (const QuantChoice& c : kQuantChoices) quant_->addItem(QString::fromLatin1(c.name));
+    progress_ = new QProgressBar(this);
+    progress_->setRange(0, 1);
+    progress_->setValue(0);
+    status_ = new QLabel(this);
+    status_->setObjectName(QStringLiteral("convertStatus"));
+    status_->setWordWrap(true);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* browseSourceButton = new QPushButton(tr("Browse…"), this);
+    auto* browseOutputButton = new QPushButton(tr("Browse…"), this);
+    connect(browseSourceButton, &QPushButton::clicked, this, &ConvertDialog::browseSource);
+    connect(browseOutputButton, &QPushButton::clicked, this, &ConvertDialog::browseOutput);
+    auto row = [this](QWidget* field, QWidget* button) {
+        auto* box = new QWidget(this);
+        auto* layout = new QHBoxLayout(box);
+        layout->setContentsMargins(0, 0, 0, 0);
+        layout->addWidget(field, 1);
+        if (button) layout->addWidget(button);
+        return box;
+    };
+    auto* form = new QFormLayout;
+    form->addRow(tr("Source (.gguf, HF folder, llama2.c .bin)"), row(source_, browseSourceButton));
+    form->addRow(tr("Tokenizer"), tokenizer_);
+    form->addRow(tr("Quantization"), quant_);
+    form->addRow(tr("Output"), row(output_, browseOutputButton));
+
+    auto* buttons = new QDialogButtonBox(this);
+    convertButton_ = buttons->addButton(tr("Convert"), QDialogButtonBox::AcceptRole);
+    cancelButton_ = buttons->addButton(QDialogButtonBox::Cancel);
+    connect(convertButton_, &QPushButton::clicked, this, &ConvertDialog::start);
+    connect(cancelButton_, &QPushButton::clicked, this, &ConvertDialog::cancel);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(progress_);
+    layout->addWidget(status_);
+    layout->addWidget(buttons);
+
+    connect(this, &ConvertDialog::progressed, this,
+            [this](qint64 done, qint64 total, const QString& current) {
+                if (!running_) return;  // a late update after cancellation
+                progress_->setRange(0, clamp_int(std::max<qint64>(total, 1)));
+                progress_->setValue(clamp_int(done));
+                status_->setText(tr("Writing %1").arg(current));
+            },
+            Qt::QueuedConnection);
+
+    if (!sourcePath.isEmpty()) setSourcePath(sourcePath);
+    setQuantization(QStringLiteral("q4_0"));
+}
+
+ConvertDialog::~ConvertDialog() {
+    // The worker emits on this dialog: stop it (the converter checks the token per tensor) and
+    // wait, so it never outlives the object it reports to.
+    if (token_) token_->cancel();
+    pending_.waitForFinished();
+}
+
+void ConvertDialog::setSourcePath(const QString& path) {
+    source_->setText(path);
+    const QFileInfo info(path);
+    const QString base = info.isDir() ? QDir(info.absoluteFilePath()).absolutePath()
+                                      : info.absolutePath() + QLatin1Char('/') + info.completeBaseName();
+    output_->setText(base + QStringLiteral(".cflow"));
+    if (info.suffix().compare(QStringLiteral("bin"), Qt::CaseInsensitive) == 0 && tokenizer_->text().isEmpty()) {
+        const QString guess = info.absolutePath() + QStringLiteral("/tokenizer.bin");
+        if (QFileInfo::exists(guess)) tokenizer_->setText(guess);
+    }
+}
+
+void ConvertDialog::setTokenizerPath(const QString& path) { tokenizer_->setText(path); }
+void ConvertDialog::setOutputPath(const QString& path) { output_->setText(path); }
+QString ConvertDialog::sourcePath() const { return source_->text(); }
+QString ConvertDialog::outputPath() const { return output_->text(); }
+
+bool ConvertDialog::setQuantization(const QString& name) {
+    const int index = quant_->findText(name);
+    if (index < 0) return false;
+    quant_->setCurrentIndex(index);
+    return true;
+}
+
+void ConvertDialog::browseSource() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Model to convert"), QString(),
+                                                      tr("Checkpoints (*.gguf *.bin *.safetensors);;All files (*)"));
+    if (path.isEmpty()) return;
+    // A .safetensors file stands for its Hugging Face folder.
+    const QFileInfo info(path);
+    setSourcePath(info.suffix() == QStringLiteral("safetensors") ? info.absolutePath() : path);
+}
+
+void ConvertDialog::browseOutput() {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Output"), output_->text(), tr("cflow models (*.cflow)"));
+    if (!path.isEmpty()) output_->setText(path);
+}
+
+void ConvertDialog::start() {
+    if (running_) return;
+    const QString source = source_->text().trimmed();
+    const QString output = output_->text().trimmed();
+    if (source.isEmpty() || output.isEmpty()) {
+        finish({false, tr("Choose a source model and an output path.")}, output);
+        return;
+    }
+    DType dtype = DType::Q4_0;
+    for (const QuantChoice& c : kQuantChoices)
+        if (quant_->currentText() == QLatin1String(c.name)) dtype = c.dtype;
+
+    running_ = true;
+    lastError_.clear();
+    token_ = std::make_shared<CancelToken>();
+    convertButton_->setEnabled(false);
+    progress_->setRange(0, 0);  // busy until the first tensor: reading the source can take a while
+    status_->setText(tr("Reading %1").arg(QDir::toNativeSeparators(source)));
+
+    const std::string sourcePath = source.toStdString();
+    const std::string tokenizerPath = tokenizer_->text().trimmed().toStdString();
+    const std::string outputPath = output.toStdString();
+    auto token = token_;
+    auto* watcher = new QFutureWatcher<Outcome>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, output] {
+        watcher->deleteLater();
+        finish(watcher->result(), output);
+    });
+    pending_ = QtConcurrent::run([this, token, dtype, sourcePath, tokenizerPath, outputPath]() -> Outcome {
+        if (token->is_cancelled()) return {false, QStringLiteral("conversion cancelled")};
+        auto model = open_source_model(sourcePath, tokenizerPath);
+        if (!model) return {false, QString::fromStdString(model.error())};
+        if (token->is_cancelled()) return {false, QStringLiteral("conversion cancelled")};
+        ConvertOptions options;
+        options.weight_quant = dtype;
+        auto report = convert_to_cflow(
+            *model, outputPath, options,
+            [this, token](const ConvertProgress& p) {
+                if (token->is_cancelled()) return;
+                emit progressed(static_cast<qint64>(p.tensors_done), static_cast<qint64>(p.tensors_total),
+                                      QString::fromStdString(p.current));
+            },
+            token.get());
+        if (!report) return {false, QString::fromStdString(report.error())};
+        return {true, QString()};
+    });
+    watcher->setFuture(pending_);
+}
+
+void ConvertDialog::cancel() {
+    if (!running_) {
+        reject();
+        return;
+    }
+    token_->cancel();
+    status_->setText(tr("Cancelling…"));
+    cancelButton_->setEnabled(false);
+}
+
+void ConvertDialog::finish(const Outcome& outcome, const QString& output) {
+    running_ = false;
+    convertButton_->setEnabled(true);
+    cancelButton_->setEnabled(true);
+    progress_->setRange(0, 1);
+    progress_->setValue(outcome.ok ? 1 : 0);
+    lastError_ = outcome.error;
+    status_->setText(outcome.ok ? tr("Converted to %1").arg(QDir::toNativeSeparators(output))
+                                : tr("Conversion failed: %1").arg(outcome.error));
+    emit finished(outcome.ok, output);
+}
+
+} // namespace cflow::ui

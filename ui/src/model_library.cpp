@@ -1,0 +1,154 @@
+#include "cflow/ui/model_library.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QFutureWatcher>
+#include <QHeaderView>
+#include <QLocale>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include "cflow/formats/cflow_reader.h"
+#include "cflow/formats/dtype.h"
+
+namespace cflow::ui {
+namespace {
+
+// Elements of every weight tensor implied by the header geometry (the tiles carry padding,
+// so counting stored bytes would overstate small models).
+uint64_t estimate_parameters(const GlobalHeader& h, const ModelParams& p) {
+    const uint64_t d = h.d_model;
+    const uint64_t q = uint64_t{h.n_heads} * h.head_dim;
+    const uint64_t kv = uint64_t{h.n_kv_heads} * h.head_dim;
+    uint64_t perLayer = d * q + 2 * d * kv + q * d + 2 * d;  // QKV, O, two norms
+    if (h.feature_flags & kFeatureQkvBias) perLayer += q + 2 * kv;
+    if (h.feature_flags & kFeatureQkNorm) perLayer += 2 * uint64_t{h.head_dim};
+    perLayer += 3 * d * h.d_ff;                                // gate, up, down
+    if (h.n_experts > 0) {
+        perLayer += uint64_t{h.n_experts} * (3 * d * h.expert_d_ff + d);  // experts + router row
+        perLayer += 3 * d * p.shared_expert_d_ff;
+    }
+    uint64_t total = perLayer * h.n_layers + d;                // + final norm
+    total += uint64_t{h.vocab_size} * d;                       // embedding
+    if (!(h.feature_flags & kFeatureTiedEmbeddings)) total += uint64_t{h.vocab_size} * d;
+    return total;
+}
+
+QString meta_string(const CflowFile& file, const char* key) {
+    auto value = file.metadata().get_string(key);
+    return value ? QString::fromStdString(*value) : QString();
+}
+
+QString human_count(uint64_t n) {
+    if (n >= 1000000000ull) return QString::number(double(n) / 1e9, 'f', 2) + QStringLiteral(" B");
+    if (n >= 1000000ull) return QString::number(double(n) / 1e6, 'f', 2) + QStringLiteral(" M");
+    if (n >= 1000ull) return QString::number(double(n) / 1e3, 'f', 1) + QStringLiteral(" K");
+    return QString::number(n);
+}
+
+} // namespace
+
+std::vector<LibraryEntry> scan_model_folder(const QString& folder) {
+    std::vector<LibraryEntry> entries;
+    const QFileInfoList files = QDir(folder).entryInfoList({QStringLiteral("*.cflow"), QStringLiteral("*.vflow")},
+                                                           QDir::Files | QDir::Readable | QDir::Hidden, QDir::Name);
+    entries.reserve(static_cast<size_t>(files.size()));
+    for (const QFileInfo& info : files) {
+        LibraryEntry entry;
+        entry.path = info.absoluteFilePath();
+        entry.fileName = info.fileName();
+        entry.fileBytes = static_cast<uint64_t>(info.size());
+        auto opened = CflowFile::open(entry.path.toStdString());
+        if (!opened) {
+            entry.error = QString::fromStdString(opened.error());
+            entries.push_back(std::move(entry));
+            continue;
+        }
+        const CflowFile& file = **opened;
+        const GlobalHeader& h = file.header();
+        entry.name = meta_string(file, "general.name");
+        entry.architecture = meta_string(file, "general.architecture");
+        entry.layers = h.n_layers;
+        entry.parameters = estimate_parameters(h, file.params());
+        entry.quantization = QString::fromLatin1(dtype_name(static_cast<DType>(h.weight_quant)));
+        entry.fileBytes = file.file_bytes();
+        entry.contextTokens = h.max_seq_len;
+        entry.experts = h.n_experts;
+        entry.topK = h.top_k;
+        entry.denseDelay = h.dense_delay;
+        entry.expertDelay = h.expert_delay;
+        entries.push_back(std::move(entry));
+    }
+    return entries;
+}
+
+ModelLibrary::ModelLibrary(QWidget* parent) : QWidget(parent) {
+    tree_ = new QTreeWidget(this);
+    tree_->setObjectName(QStringLiteral("modelLibraryTree"));
+    tree_->setRootIsDecorated(false);
+    tree_->setAlternatingRowColors(true);
+    tree_->setSortingEnabled(true);
+    tree_->setHeaderLabels({tr("File"), tr("Name"), tr("Architecture"), tr("Layers"), tr("Parameters"),
+                            tr("Quantization"), tr("Size"), tr("Context"), tr("MoE (E/top-k)"),
+                            tr("Delays (dense/expert)"), tr("Status")});
+    tree_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(tree_);
+
+    connect(tree_, &QTreeWidget::itemDoubleClicked, this, [this](QTreeWidgetItem* item, int) {
+        const QString path = item->data(File, Qt::UserRole).toString();
+        if (!path.isEmpty()) emit openRequested(path);
+    });
+}
+
+// The scan captures only its folder string, so a running one may outlive the widget safely.
+ModelLibrary::~ModelLibrary() = default;
+
+void ModelLibrary::setFolder(const QString& folder) {
+    folder_ = folder;
+    const uint64_t id = ++scanId_;
+    auto* watcher = new QFutureWatcher<std::vector<LibraryEntry>>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, id] {
+        watcher->deleteLater();
+        if (id != scanId_) return;  // superseded by a newer folder
+        showEntries(watcher->result());
+    });
+    watcher->setFuture(QtConcurrent::run([folder] { return scan_model_folder(folder); }));
+    pending_ = watcher->future();
+}
+
+void ModelLibrary::showEntries(std::vector<LibraryEntry> entries) {
+    entries_ = std::move(entries);
+    tree_->setSortingEnabled(false);
+    tree_->clear();
+    const QLocale locale;
+    for (const LibraryEntry& e : entries_) {
+        auto* item = new QTreeWidgetItem(tree_);
+        item->setText(File, e.fileName);
+        item->setData(File, Qt::UserRole, e.path);
+        item->setToolTip(File, QDir::toNativeSeparators(e.path));
+        item->setText(Size, locale.formattedDataSize(static_cast<qint64>(e.fileBytes)));
+        if (!e.error.isEmpty()) {
+            item->setText(Status, e.error);
+            item->setToolTip(Status, e.error);
+            item->setForeground(Status, QBrush(Qt::red));
+            continue;
+        }
+        item->setText(Name, e.name);
+        item->setText(Architecture, e.architecture);
+        item->setText(Layers, QString::number(e.layers));
+        item->setText(Parameters, human_count(e.parameters));
+        item->setToolTip(Parameters, locale.toString(static_cast<qulonglong>(e.parameters)));
+        item->setText(Quantization, e.quantization);
+        item->setText(Context, QString::number(e.contextTokens));
+        item->setText(Moe, e.experts == 0 ? tr("dense") : QStringLiteral("%1/%2").arg(e.experts).arg(e.topK));
+        item->setText(Delays, QStringLiteral("%1/%2").arg(e.denseDelay).arg(e.expertDelay));
+        item->setText(Status, tr("ok"));
+    }
+    tree_->setSortingEnabled(true);
+    emit scanFinished(static_cast<int>(entries_.size()));
+}
+
+} // namespace cflow::ui
