@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app_logging.h"
+#include "cflow/ui/default_model.h"
 #include "cflow/ui/main_window.h"
 #include "self_test.h"
 
@@ -57,9 +58,14 @@ int main(int argc, char** argv) {
     } else {
         const QStringList positional = parser.positionalArguments();
         if (positional.size() > 1) spdlog::warn("ignoring {} extra command-line arguments", positional.size() - 1);
-        if (!positional.isEmpty()) {
+        // Without an argument the embedded default model opens, so a first start needs no set-up.
+        const QString model = !positional.isEmpty() ? QDir::current().absoluteFilePath(positional.front())
+                                                    : cflow::ui::default_model_path();
+        if (!model.isEmpty()) {
             // The task suspends on the worker and finishes inside app.exec(); it reports through the window.
-            window.openModel(QDir::current().absoluteFilePath(positional.front()));
+            window.openModel(model);
+        } else {
+            spdlog::warn("no model given and no embedded default model found beside the executable");
         }
     }
 
