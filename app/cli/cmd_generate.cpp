@@ -1,7 +1,6 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <random>
 
 #include "cflow/engine/generate.h"
 #include "cflow/engine/model.h"
@@ -9,44 +8,31 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "interrupt.h"
+#include "sampling_args.h"
 
 namespace cflow::cli {
 
 int run_generate(const std::vector<std::string>& argv) {
-    const ArgSpec spec{{"-p", "--prompt", "-n", "--n-predict", "--temp", "--top-k", "--top-p", "--min-p",
-                        "--repeat-penalty", "--repeat-last-n", "--seed", "--threads", "--ctx", "--load", "--telemetry-file", "--expert-fetch"},
-                       {"--no-stats", "--stats", "--trace-experts"}};
+    ArgSpec spec{{"-p", "--prompt", "--threads", "--ctx", "--load", "--telemetry-file", "--expert-fetch"},
+                 {"--no-stats", "--stats", "--trace-experts"}};
+    spec.valued.merge(sampling_option_names());
     auto args = Args::parse(argv, spec);
     if (!args) return fail("generate", args.error());
     if (args->positionals().size() != 1) return fail("generate", "expected exactly one MODEL.cflow");
     const std::string prompt = args->value("-p").value_or(args->value("--prompt").value_or(""));
 
-    // The first bad option wins; its message names the option and the value.
-    std::string error;
-    auto integer = [&](const char* name, long long fallback, long long lo, long long hi) {
-        auto r = args->integer(name, fallback, lo, hi);
-        if (!r && error.empty()) error = r.error();
-        return r ? *r : fallback;
-    };
-    auto number = [&](const char* name, double fallback, double lo, double hi) {
-        auto r = args->number(name, fallback, lo, hi);
-        if (!r && error.empty()) error = r.error();
-        return r ? *r : fallback;
-    };
+    auto sampling = parse_sampling_args(*args, 128);
+    if (!sampling) return fail("generate", sampling.error());
     GenerateRequest request;
-    request.max_tokens = int32_t(integer(args->value("-n") ? "-n" : "--n-predict", 128, 0, 1 << 24));
-    request.sampling.temperature = float(number("--temp", 0.8, 0.0, 100.0));
-    request.sampling.top_k = int32_t(integer("--top-k", 40, 0, 1 << 30));
-    request.sampling.top_p = float(number("--top-p", 0.95, 0.0, 1.0));
-    request.sampling.min_p = float(number("--min-p", 0.05, 0.0, 1.0));
-    request.sampling.repeat_penalty = float(number("--repeat-penalty", 1.0, 0.0, 100.0));
-    request.sampling.repeat_last_n = int32_t(integer("--repeat-last-n", 64, 0, 1 << 24));
-    const long long seed = integer("--seed", -1, -1, 1ll << 62);
-    request.sampling.seed = seed >= 0 ? uint64_t(seed) : std::random_device{}();
+    request.max_tokens = sampling->max_tokens;
+    request.sampling = sampling->sampling;
+    auto threads = args->integer("--threads", 0, 0, 1024);
+    if (!threads) return fail("generate", threads.error());
+    auto ctx = args->integer("--ctx", 0, 0, 1 << 24);
+    if (!ctx) return fail("generate", ctx.error());
     SessionOptions session_options;
-    session_options.threads = unsigned(integer("--threads", 0, 0, 1024));
-    session_options.context_length = uint32_t(integer("--ctx", 0, 0, 1 << 24));
-    if (!error.empty()) return fail("generate", error);
+    session_options.threads = unsigned(*threads);
+    session_options.context_length = uint32_t(*ctx);
     if (auto fetch = args->value("--expert-fetch")) {
         if (*fetch == "mapped") session_options.expert_fetch = ExpertFetch::Mapped;
         else if (*fetch == "staged") session_options.expert_fetch = ExpertFetch::Staged;
