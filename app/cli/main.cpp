@@ -16,10 +16,15 @@ constexpr const char* kUsage =
     "  convert SRC -o OUT.cflow|OUT.vflow [--format cflow|vflow] [--quant q4_0|q8_0|f16|f32] [--embedding-quant Q]\n"
     "          [--tokenizer FILE] [--threads N]\n"
     "      SRC: a Hugging Face model folder, a .gguf file, or a llama2.c .bin (with --tokenizer tokenizer.bin)\n"
-    "  generate MODEL.cflow -p PROMPT -n N [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
+    "  generate [MODEL.cflow] -p PROMPT -n N [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
     "           [--seed S] [--threads T] [--ctx N] [--load map|read] [--stats] [--trace-experts] [--telemetry-file F]\n"
     "           [--expert-fetch mapped|staged]   staged: direct-I/O expert reads overlapped with compute\n"
-    "      prints the prompt and the generated text on stdout, statistics on stderr\n"
+    "      prints the prompt and the generated text on stdout, statistics on stderr; without MODEL: the bundled\n"
+    "      default model (default-model.cflow beside cflow or in ../share/cflow-studio)\n"
+    "  perplexity MODEL.cflow -f TEXT [--ctx N] [--stride N] [--max-tokens N] [--threads N] [--load map|read] [--json]\n"
+    "      perplexity of a text file with the model's own tokenizer: documents split at <|endoftext|> (else at\n"
+    "      blank lines), each BOS text EOS; windows of --ctx tokens (default: the model's context) advanced by\n"
+    "      --stride (default --ctx); every token after the first scored once\n"
     "  bench MODEL.cflow [--threads N] [--tokens N] [--warmup N]\n"
     "      decode speed from a file mapping and from anonymous memory vs the measured read bandwidth\n"
     "  chat MODEL.cflow [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
@@ -58,6 +63,7 @@ int main(int argc, char** argv) {
     if (command == "bench") return cflow::cli::run_bench(args);
     if (command == "critical-path") return cflow::cli::run_critical_path(args);
     if (command == "chat") return cflow::cli::run_chat(args);
+    if (command == "perplexity") return cflow::cli::run_perplexity(args);
     if (command == "tokenize") return cflow::cli::run_tokenize(args);
     if (command == "detokenize") return cflow::cli::run_detokenize(args);
     if (command == "template") return cflow::cli::run_template(args);

@@ -14,8 +14,8 @@ Per model (RUNS/<arch>/export/<arch>, the HF folder train.py wrote):
     scored in windows of --ctx tokens advanced by --stride (default: non-overlapping, like the
     training-time validation), at most --max-eval-tokens scored tokens per text (documented cap:
     pure-PyTorch evaluation on two shared cores is slow);
-  * the same through the C++ engine with `cflow perplexity MODEL -f TEXT --ctx N --stride N` once the
-    CLI has that command (TODO(cflow perplexity): until then the engine column is null);
+  * the same through the C++ engine on the q8_0 file: `cflow perplexity MODEL -f TEXT --ctx N --stride N
+    --max-tokens N` (same documents, windows and cap);
   * `cflow convert` of the export to f32, q8_0, q4_0 (.cflow) and q8_0 .vflow: file sizes;
   * `cflow critical-path MODEL.q8_0.cflow --json`: B_naive / B_critical (ideal streams at 0.5
     byte/weight, and the actual bytes of the q8_0 file), MiB per token;
@@ -197,16 +197,12 @@ def engine_greedy(cflow, path, prompt, n):
                 "--threads", "1"])
 
 
-def engine_perplexity(cflow, path, text_path, ctx, stride):
-    """TODO(cflow perplexity): the issue adds `cflow perplexity MODEL -f TEXT [--ctx N] [--stride N]`.
-    Until the CLI has it this returns None; afterwards it parses the "perplexity" number it prints
-    (adjust the regex below to the command's final output format)."""
-    proc = subprocess.run([cflow, "perplexity", path, "-f", text_path, "--ctx", str(ctx), "--stride", str(stride)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
-    if proc.returncode != 0:
-        return None
-    m = re.search(r"perplexity\D*([0-9]+(?:\.[0-9]+)?)", proc.stdout.decode("utf-8", "replace"), re.IGNORECASE)
-    return float(m.group(1)) if m else None
+def engine_perplexity(cflow, path, text_path, ctx, stride, max_tokens, threads=2):
+    """`cflow perplexity MODEL -f TEXT --ctx N --stride N --max-tokens N --json`: the same documents,
+    windows and token cap as perplexity() above, through the C++ engine and the model's own tokenizer."""
+    j = json.loads(run([cflow, "perplexity", path, "-f", text_path, "--ctx", str(ctx), "--stride", str(stride),
+                        "--max-tokens", str(max_tokens), "--threads", str(threads), "--json"]))
+    return j["perplexity"]
 
 
 def top1_agreement(text_a, text_b, tok):
@@ -253,7 +249,7 @@ def evaluate_one(arch, args, tok):
         res["ppl_torch"][name] = ppl
         res["ppl_tokens"][name] = n
         res["ppl_engine"][name] = engine_perplexity(args.cflow, files["q8_0.cflow"]["path"], path, args.ctx,
-                                                    args.stride or args.ctx)
+                                                    args.stride or args.ctx, args.max_eval_tokens)
         print("evaluate: %s %s perplexity %.3f (%d tokens)" % (arch, name, ppl, n), flush=True)
     res["critical_path"] = critical_path(args.cflow, files["q8_0.cflow"]["path"])
     res["decode_tok_s"] = {str(t): bench(args.cflow, files["q8_0.cflow"]["path"], t) for t in (1, 2)}

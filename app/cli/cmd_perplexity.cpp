@@ -1,0 +1,98 @@
+// cflow perplexity MODEL -f TEXT [--ctx N] [--stride N] [--max-tokens N] [--threads N] [--load map|read] [--json]
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cflow/engine/model.h"
+#include "cflow/engine/perplexity.h"
+#include "cflow/engine/session.h"
+#include "cflow/engine/tokenizer.h"
+#include "cli_args.h"
+#include "commands.h"
+#include "interrupt.h"
+
+namespace cflow::cli {
+
+int run_perplexity(const std::vector<std::string>& argv) {
+    const ArgSpec spec{{"-f", "--file", "--ctx", "--stride", "--max-tokens", "--threads", "--load"}, {"--json", "--progress"}};
+    auto args = Args::parse(argv, spec);
+    if (!args) return fail("perplexity", args.error());
+    if (args->positionals().size() != 1) return fail("perplexity", "expected exactly one MODEL.cflow (and -f TEXT)");
+    const auto text_path = args->value("-f") ? args->value("-f") : args->value("--file");
+    if (!text_path) return fail("perplexity", "missing -f TEXT (the text file to score)");
+    auto ctx = args->integer("--ctx", 0, 0, 1 << 24);
+    if (!ctx) return fail("perplexity", ctx.error());
+    auto stride = args->integer("--stride", 0, 0, 1 << 24);
+    if (!stride) return fail("perplexity", stride.error());
+    auto max_tokens = args->integer("--max-tokens", 0, 0, 1LL << 40);
+    if (!max_tokens) return fail("perplexity", max_tokens.error());
+    auto threads = args->integer("--threads", 0, 0, 1024);
+    if (!threads) return fail("perplexity", threads.error());
+    LoadOptions load;
+    if (auto mode = args->value("--load")) {
+        if (*mode == "map") load.mode = LoadMode::Map;
+        else if (*mode == "read") load.mode = LoadMode::ReadAnon;
+        else return fail("perplexity", "--load must be 'map' or 'read' (got '" + *mode + "')");
+    }
+
+    std::ifstream in(*text_path, std::ios::binary);
+    if (!in) return fail("perplexity", *text_path + ": cannot open the text file");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) return fail("perplexity", *text_path + ": read error");
+
+    auto model = Model::load(args->positionals()[0], load);
+    if (!model) return fail("perplexity", model.error());
+    const uint32_t trained = (*model)->header().max_seq_len;
+    if (trained > 0 && uint64_t(*ctx) > trained)
+        return fail("perplexity", "--ctx " + std::to_string(*ctx) + " exceeds the model's trained context of " +
+                                      std::to_string(trained) + " positions");
+    SessionOptions session_options;
+    session_options.threads = unsigned(*threads);
+    session_options.context_length = uint32_t(*ctx);  // 0 = the model's
+    auto session = Session::create(model.value(), session_options);
+    if (!session) return fail("perplexity", session.error());
+
+    const auto documents = split_documents(text);
+    if (documents.empty()) return fail("perplexity", *text_path + ": no text to score (the file is empty or blank)");
+    const auto ids = tokenize_documents((*model)->tokenizer(), documents);
+
+    PerplexityOptions options;
+    options.context_tokens = uint32_t(*ctx);
+    options.stride_tokens = uint32_t(*stride);
+    options.max_scored_tokens = uint64_t(*max_tokens);
+    const bool show_progress = args->flag("--progress");
+    CancelToken cancel;
+    InterruptGuard guard(cancel);
+    auto stats = perplexity(**session, ids, options, [&](uint64_t done, uint64_t total) {
+        if (show_progress) std::fprintf(stderr, "\rperplexity: %llu / %llu tokens", (unsigned long long)done, (unsigned long long)total);
+        return true;
+    }, &cancel);
+    if (show_progress) std::fputc('\n', stderr);
+    if (!stats) return fail("perplexity", stats.error());
+
+    const uint32_t window = options.context_tokens ? options.context_tokens : (*session)->context_length();
+    const uint32_t step = options.stride_tokens ? options.stride_tokens : window;
+    const double tok_per_s = stats->elapsed_ms > 0 ? stats->evaluated_tokens * 1000.0 / stats->elapsed_ms : 0;
+    if (args->flag("--json")) {
+        nlohmann::json j{{"model", args->positionals()[0]}, {"text", *text_path}, {"documents", documents.size()},
+                         {"stream_tokens", ids.size()}, {"scored_tokens", stats->scored_tokens},
+                         {"evaluated_tokens", stats->evaluated_tokens}, {"windows", stats->windows}, {"ctx", window},
+                         {"stride", step}, {"mean_nll", stats->mean_nll()}, {"perplexity", stats->perplexity()},
+                         {"elapsed_ms", stats->elapsed_ms}, {"tokens_per_s", tok_per_s}};
+        std::printf("%s\n", j.dump(2).c_str());
+    } else {
+        std::printf("perplexity %.4f\n"
+                    "mean NLL %.6f nats over %llu scored tokens (%zu documents, %zu stream tokens), %u windows of %u, stride %u\n"
+                    "%llu forward steps in %.1f s (%.1f tok/s, %s, %u threads)\n",
+                    stats->perplexity(), stats->mean_nll(), (unsigned long long)stats->scored_tokens, documents.size(),
+                    ids.size(), stats->windows, window, step, (unsigned long long)stats->evaluated_tokens,
+                    stats->elapsed_ms / 1000.0, tok_per_s, std::string(isa_name((*session)->isa())).c_str(),
+                    (*session)->threads());
+    }
+    return 0;
+}
+
+} // namespace cflow::cli
