@@ -197,7 +197,14 @@ def generate_all(args, cflow, model, raw_path):
         futures = {pool.submit(generate_one, cflow, model, s, PROMPTS[(s - args.seed_base) % len(PROMPTS)], args): s
                    for s in todo}
         for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
-            rec = fut.result()
+            try:
+                rec = fut.result()
+            except Exception:
+                # Without this the pool would keep generating every remaining story with nobody
+                # writing them down (seen when the cflow binary was rebuilt under a running job).
+                for other in futures:
+                    other.cancel()
+                raise
             raw.write(json.dumps(rec, ensure_ascii=False) + "\n")
             raw.flush()
             done[rec["seed"]] = rec
