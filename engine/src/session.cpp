@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <string>
 
 #include "session_state.h"
 
@@ -10,6 +11,9 @@ namespace cflow {
 
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model, const SessionOptions& options) {
     if (!model) return make_error("Session::create: no model");
+    if (options.isa && !isa_supported(*options.isa))
+        return make_error("Session::create: kernel path '" + std::string(isa_name(*options.isa)) +
+                          "' is not supported by this CPU/OS");
     const GlobalHeader& h = model->header();
     uint32_t ctx = options.context_length;
     if (ctx == 0) ctx = std::min(h.max_seq_len > 0 ? h.max_seq_len : SessionOptions::kDefaultContextCap,
@@ -35,7 +39,9 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
 }
 
 Session::Session(std::shared_ptr<const Model> model, const SessionOptions& options, uint32_t context_length)
-    : model_(std::move(model)), kernels_(&active_kernels()), pool_(options.threads),
+    : model_(std::move(model)),
+      kernels_(options.isa ? &kernels_for(*options.isa) : &active_kernels()),
+      pool_(options.threads),
       context_length_(context_length), buf_(std::make_unique<Buffers>()) {
     const GlobalHeader& h = model_->header();
     const size_t d = h.d_model, dk = h.head_dim, qdim = size_t(h.n_heads) * dk, kvdim = size_t(h.n_kv_heads) * dk;

@@ -45,16 +45,17 @@ def slot(blocks, key):
 
 def table(models):
     head = ("| architecture | style | δd | δe | params (active) | valid PPL | test PPL | TinyStories PPL "
-            "(sample / prefix) | B_naive | B_critical | reduction | B_crit q8_0 file | f32 / q8_0 / q4_0 / vflow MB "
+            "(sample / prefix) | test / TinyStories-sample PPL, engine q8_0 | B_naive | B_critical | reduction | B_crit q8_0 file | f32 / q8_0 / q4_0 / vflow MB "
             "| tok/s 1T / 2T | greedy f32 = torch | q8_0 / q4_0 top-1 |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for m in models:
-        cp, f, pt = m["critical_path"], m["files"], m["ppl_torch"]
-        lines.append("| %s | %s | %d | %d | %.2fM (%.2fM) | %s | %s | %s / %s | %s | %s | %.2fx | %s | %s / %s / %s / %s "
+        cp, f, pt, pe = m["critical_path"], m["files"], m["ppl_torch"], m.get("ppl_engine", {})
+        lines.append("| %s | %s | %d | %d | %.2fM (%.2fM) | %s | %s | %s / %s | %s / %s | %s | %s | %.2fx | %s | %s / %s / %s / %s "
                      "| %.0f / %.0f | %s | %.2f / %.2f |" % (
                          m["arch"] + ("†" if m["arch"] == "arch2_4_sync" else ""), m["combine_style"], m["dense_delay"],
                          m["expert_delay"], m["parameters"] / 1e6, m["active_parameters"] / 1e6,
                          fmt(pt.get("valid")), fmt(pt.get("test")), fmt(pt.get(TS[0])), fmt(pt.get(TS[1])),
+                         fmt(pe.get("test")), fmt(pe.get(TS[0])),
                          fmt(cp["ideal_b_naive_mib"], 3), fmt(cp["ideal_b_critical_mib"], 3), cp["ideal_reduction"],
                          fmt(cp.get("actual_b_critical_mib"), 3), mb(f["f32.cflow"]), mb(f["q8_0.cflow"]),
                          mb(f["q4_0.cflow"]), mb(f["q8_0.vflow"]), m["decode_tok_s"]["1"], m["decode_tok_s"]["2"],

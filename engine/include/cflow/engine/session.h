@@ -3,6 +3,7 @@
 // driver and a thread pool. A Session is used by one thread at a time (the engine worker).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct SessionOptions {
     uint32_t context_length = 0;      // 0 = the model's max_seq_len, capped at kDefaultContextCap
     ExpertFetch expert_fetch = ExpertFetch::Mapped;
     unsigned fetch_threads = 2;       // reader threads for ExpertFetch::Staged
+    // Kernel path of this session; unset = selected_isa() (CFLOW_ISA or the best this CPU has).
+    // Tests pin an f32-activation path (not the VNNI one, which quantizes activations to int8);
+    // Session::create fails when the CPU/OS does not support the requested path.
+    std::optional<Isa> isa;
     static constexpr uint32_t kDefaultContextCap = 8192;
 };
 
