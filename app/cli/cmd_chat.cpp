@@ -15,6 +15,7 @@
 #include "chat_support.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "default_model.h"
 #include "console.h"
 #include "interrupt.h"
 #include "sampling_args.h"
@@ -198,7 +199,8 @@ int run_chat(const std::vector<std::string>& argv) {
     for (const auto& name : sampling_option_names()) spec.valued.insert(name);
     auto args = Args::parse(argv, spec);
     if (!args) return fail("chat", args.error());
-    if (args->positionals().size() != 1) return fail("chat", "expected exactly one MODEL.cflow");
+    auto model_path = model_argument_or_default(args->positionals());
+    if (!model_path) return fail("chat", model_path.error());
     auto sampling = parse_sampling_args(*args, 512);
     if (!sampling) return fail("chat", sampling.error());
     SessionOptions session_options;
@@ -215,12 +217,12 @@ int run_chat(const std::vector<std::string>& argv) {
         else return fail("chat", "--load must be 'map' or 'read' (got '" + *mode + "')");
     }
 
-    auto model = Model::load(args->positionals()[0], load);
+    auto model = Model::load(*model_path, load);
     if (!model) return fail("chat", model.error());
     std::optional<ChatTemplate> chat_template;
     if (!(*model)->chat_template().empty()) {
         auto compiled = ChatTemplate::compile((*model)->chat_template());
-        if (!compiled) return fail("chat", one_line(args->positionals()[0] + ": " + compiled.error()));
+        if (!compiled) return fail("chat", one_line(*model_path + ": " + compiled.error()));
         chat_template = std::move(compiled.value());
     } else {
         std::fputs("cflow chat: model has no chat template; using the plain 'role: content' fallback\n", stderr);

@@ -19,16 +19,8 @@ int run_generate(const std::vector<std::string>& argv) {
     spec.valued.merge(sampling_option_names());
     auto args = Args::parse(argv, spec);
     if (!args) return fail("generate", args.error());
-    if (args->positionals().size() > 1) return fail("generate", "expected at most one MODEL.cflow");
-    std::string model_path;
-    if (!args->positionals().empty()) {
-        model_path = args->positionals()[0];
-    } else if (auto bundled = default_model_path()) {
-        model_path = *bundled;
-    } else {
-        return fail("generate", "no MODEL.cflow given and no bundled default model (" + std::string(kDefaultModelFileName) +
-                                " beside cflow or in ../share/cflow-studio)");
-    }
+    auto model_path = model_argument_or_default(args->positionals());
+    if (!model_path) return fail("generate", model_path.error());
     const std::string prompt = args->value("-p").value_or(args->value("--prompt").value_or(""));
 
     auto sampling = parse_sampling_args(*args, 128);
@@ -56,7 +48,7 @@ int run_generate(const std::vector<std::string>& argv) {
     }
 
     const auto t_load = std::chrono::steady_clock::now();
-    auto model = Model::load(model_path, load);
+    auto model = Model::load(*model_path, load);
     if (!model) return fail("generate", model.error());
     const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
     auto session = Session::create(model.value(), session_options);

@@ -18,4 +18,12 @@ std::optional<std::string> default_model_path(const std::string& exe_dir) {
 
 std::optional<std::string> default_model_path() { return default_model_path(executable_dir()); }
 
+Result<std::string> model_argument_or_default(const std::vector<std::string>& positionals) {
+    if (positionals.size() > 1) return make_error("expected at most one MODEL.cflow");
+    if (positionals.size() == 1) return positionals[0];
+    if (auto bundled = default_model_path()) return *bundled;
+    return make_error(std::string("no MODEL.cflow given and no bundled default model (") + kDefaultModelFileName +
+                      " beside cflow or in ../share/cflow-studio)");
+}
+
 } // namespace cflow::cli

@@ -4,6 +4,9 @@
 // executables; the .deb and the Windows installer put it in <prefix>/share/cflow-studio/.
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "cflow/formats/result.h"
 
 namespace cflow::cli {
 
@@ -15,5 +18,8 @@ std::string executable_dir();
 // The first existing of <exe dir>/default-model.cflow and <exe dir>/../share/cflow-studio/default-model.cflow.
 std::optional<std::string> default_model_path(const std::string& exe_dir);
 std::optional<std::string> default_model_path();
+
+// The command's MODEL: the only positional, else the bundled default model; an error says which is missing.
+Result<std::string> model_argument_or_default(const std::vector<std::string>& positionals);
 
 } // namespace cflow::cli

@@ -27,7 +27,7 @@ constexpr const char* kUsage =
     "      --stride (default --ctx); every token after the first scored once\n"
     "  bench MODEL.cflow [--threads N] [--tokens N] [--warmup N]\n"
     "      decode speed from a file mapping and from anonymous memory vs the measured read bandwidth\n"
-    "  chat MODEL.cflow [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
+    "  chat [MODEL.cflow] [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
     "       [--seed S] [--threads T] [--ctx N] [--show-prompt]\n"
     "      interactive chat through the model's chat template (stdin line by line); /reset, /system TEXT, /quit;\n"
     "      Ctrl-C stops a reply, Ctrl-D exits; --show-prompt prints each turn's rendered prompt on stderr\n"

@@ -7,9 +7,9 @@ their manifest and the parity traces the CI checks them against.
 For every arch with an export (RUNS/<arch>/export/<arch>, written by train.py):
   * a copy of the HF folder named after the model (the converter takes general.name from the
     folder name) with the story chat template in tokenizer_config.json (below);
-  * resources/models/<arch>.q4_0.cflow (the comparison set: all six at one quantization);
-  * the default arch (--default-arch, arch2_4_combined) also as resources/default-model.cflow in
-    --default-quant (q8_0);
+  * the default arch (--default-arch, arch2_4_combined) as resources/default-model.cflow in
+    --default-quant (q8_0), every other arch as resources/models/<arch>.q4_0.cflow (--zoo-quant):
+    with the default model, the comparison set of all six (~17 MB in all);
   * resources/models/models.json: file, arch, quantization and the header fields
     (`cflow inspect --json`) that tests/app/shipped_models_test.cpp checks;
   * tests/parity/trained/<arch>.<quant>.json: the float64 reference's trace on the same weights
@@ -111,9 +111,12 @@ def main(argv=None):
                 print("ship_models: %s has no export; skipped" % arch)
                 continue
             src = named_export(export_dir, arch, tmp)
-            shipped = [(os.path.join(RESOURCES, "models", "%s.%s.cflow" % (arch, args.zoo_quant)), args.zoo_quant, False)]
+            # The default arch ships once, as the default model (keeps the repository under ~20 MB).
             if arch == args.default_arch:
-                shipped.insert(0, (os.path.join(RESOURCES, "default-model.cflow"), args.default_quant, True))
+                shipped = [(os.path.join(RESOURCES, "default-model.cflow"), args.default_quant, True)]
+            else:
+                shipped = [(os.path.join(RESOURCES, "models", "%s.%s.cflow" % (arch, args.zoo_quant)), args.zoo_quant,
+                            False)]
             for path, quant, default in shipped:
                 convert(args.cflow, src, path, quant)
                 entries.append(manifest_entry(args.cflow, path, arch, quant, default))
@@ -127,6 +130,15 @@ def main(argv=None):
     if not entries:
         print("ship_models: nothing to ship", file=sys.stderr)
         return 1
+    for stale in os.listdir(os.path.join(RESOURCES, "models")):
+        if stale.endswith(".cflow") and "models/" + stale not in {e["file"] for e in entries}:
+            os.remove(os.path.join(RESOURCES, "models", stale))
+            print("ship_models: removed resources/models/%s (no longer shipped)" % stale)
+    for stale in os.listdir(TRACES) if os.path.isdir(TRACES) else []:
+        if stale.endswith(".json") and "%s.%s.json" % tuple(stale.rsplit(".", 2)[:2]) not in {
+                "%s.%s.json" % (e["arch"], e["quant"]) for e in entries}:
+            os.remove(os.path.join(TRACES, stale))
+            print("ship_models: removed tests/parity/trained/%s (no longer shipped)" % stale)
     write_json(os.path.join(RESOURCES, "models", "models.json"), {"models": entries})
     total = sum(e["bytes"] for e in entries)
     print("ship_models: %d files, %.1f MB in all -> resources/models/models.json" % (len(entries), total / 1e6))

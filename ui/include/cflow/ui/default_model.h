@@ -1,7 +1,7 @@
 #pragma once
-// The bundled default model (resources/default-model.cflow, random weights: it exists so the
-// inspector has something to show before the user opens a real model). The build copies it
-// beside the cflow-studio executable; an install puts it in <prefix>/share/cflow-studio/.
+// The bundled default model (resources/default-model.cflow: the project's own trained story MoE,
+// resources/MODEL_CARD.md), so a first start can chat and fill the inspector with no set-up. The
+// build copies it beside the executables; an install puts it in <prefix>/share/cflow-studio/.
 #include <QString>
 
 namespace cflow::ui {
