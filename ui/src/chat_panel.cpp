@@ -72,7 +72,8 @@ ChatPanel::ChatPanel(EngineWorker* worker, ConversationStore* store, SamplingPan
 
     connect(worker_, &EngineWorker::modelLoaded, this, &ChatPanel::onModelLoaded);
     connect(worker_, &EngineWorker::promptReady, this, &ChatPanel::onPrompt);
-    connect(worker_, &EngineWorker::tokensReady, this, &ChatPanel::onTokens);
+    connect(worker_, &EngineWorker::tokensReady, this,
+            [this](const QString& text, int, const TokenPieces& pieces) { onTokens(text, pieces); });
     connect(worker_, &EngineWorker::finished, this, &ChatPanel::onFinished);
     connect(worker_, &EngineWorker::error, this, &ChatPanel::onError);
     setGenerating(false);
@@ -208,12 +209,11 @@ void ChatPanel::onPrompt(const RenderedPrompt& prompt) {
     updateContextLabel(prompt.promptTokens, prompt.contextLength);
 }
 
-void ChatPanel::onTokens(const QString& text, int tokenCount) {
-    Q_UNUSED(tokenCount);
+void ChatPanel::onTokens(const QString& text, const TokenPieces& pieces) {
     if (!generating_ || entries_.empty()) return;
     Entry& reply = entries_.back();
     reply.content += text;
-    view_->appendToLast(text);
+    view_->appendToLast(text, pieces);
     check(store_->updateMessage(reply.rowId, reply.content, false));
 }
 

@@ -3,13 +3,16 @@
 #include <algorithm>
 
 #include <QAbstractTextDocumentLayout>
+#include <QApplication>
 #include <QClipboard>
 #include <QFontDatabase>
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QMouseEvent>
 #include <QPushButton>
 #include <QScrollBar>
+#include <QTextBlock>
 #include <QTextBrowser>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -17,7 +20,7 @@
 namespace cflow::ui {
 
 ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidget* parent)
-    : QWidget(parent), role_(role), browser_(new QTextBrowser(this)) {
+    : QWidget(parent), role_(role), browser_(new QTextBrowser(this)), highlightTimer_(new QTimer(this)) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     auto* header = new QHBoxLayout;
@@ -44,13 +47,119 @@ ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidg
     connect(browser_->document()->documentLayout(), &QAbstractTextDocumentLayout::documentSizeChanged, this,
             [this] { fitHeight(); });
     layout->addWidget(browser_);
+    // Clicks on the text map to the token that wrote it (see onViewportClick).
+    browser_->viewport()->installEventFilter(this);
+    highlightTimer_->setSingleShot(true);
+    highlightTimer_->setInterval(kTokenHighlightMs);
+    connect(highlightTimer_, &QTimer::timeout, this, [this] {
+        flashed_.reset();
+        browser_->setExtraSelections({});
+    });
     setText(text);
 }
 
 void ChatMessageCard::setText(const QString& text) {
+    // A replaced text is not what the tokens wrote: spans and any highlight go.
+    spans_.clear();
+    flashed_.reset();
+    highlightTimer_->stop();
     text_ = text;
-    browser_->setMarkdown(text);
+    render();
+}
+
+void ChatMessageCard::appendText(const QString& more, const TokenPieces& pieces) {
+    // A batch that does not add up keeps its text; only its spans are dropped (clicks there do nothing).
+    spans_.append(static_cast<int>(text_.size()), static_cast<int>(more.size()), pieces);
+    text_ += more;
+    render();
+}
+
+void ChatMessageCard::render() {
+    // Re-rendering replaces the document: the offset map and the highlight's cursors are
+    // stale. Appending keeps the raw offsets, so a highlight still showing is drawn again.
+    map_.reset();
+    browser_->setExtraSelections({});
+    browser_->setMarkdown(text_);
     fitHeight();
+    if (flashed_) showHighlight();
+}
+
+const RenderedTextMap& ChatMessageCard::renderedMap() const {
+    if (!map_) map_.emplace(browser_->document()->toPlainText(), text_);
+    return *map_;
+}
+
+std::optional<int> ChatMessageCard::characterAt(QPoint viewportPos) const {
+    // cursorForPosition gives the caret boundary nearest the point: the clicked character is
+    // the one after it, or the one before it when the point lies left of that caret.
+    QTextCursor at = browser_->cursorForPosition(viewportPos);
+    if (viewportPos.x() < browser_->cursorRect(at).left()) at.movePosition(QTextCursor::PreviousCharacter);
+    QTextCursor after = at;
+    if (!after.movePosition(QTextCursor::NextCharacter) || after.block() != at.block()) return std::nullopt;
+    const QRect left = browser_->cursorRect(at);
+    const QRect right = browser_->cursorRect(after);
+    if (viewportPos.y() < left.top() || viewportPos.y() > left.bottom() || viewportPos.x() < left.left())
+        return std::nullopt;
+    // On a wrapped line the next caret starts the next line; otherwise it bounds the character.
+    if (right.top() == left.top() && viewportPos.x() >= right.left()) return std::nullopt;
+    return at.position();
+}
+
+std::optional<TokenSpan> ChatMessageCard::tokenAt(QPoint viewportPos) const {
+    if (spans_.empty()) return std::nullopt;  // not streamed in this session: no telemetry
+    const std::optional<int> rendered = characterAt(viewportPos);
+    if (!rendered) return std::nullopt;
+    const int source = renderedMap().sourceOffset(*rendered);
+    if (source < 0) return std::nullopt;
+    return spans_.at(source);
+}
+
+bool ChatMessageCard::flashToken(const TokenSpan& span) {
+    flashed_ = span;
+    if (!showHighlight()) {
+        flashed_.reset();
+        return false;
+    }
+    highlightTimer_->start();
+    return true;
+}
+
+bool ChatMessageCard::showHighlight() {
+    const auto [first, last] = renderedMap().renderedRange(flashed_->start, flashed_->end);
+    if (first >= last) return false;
+    QTextEdit::ExtraSelection selection;
+    selection.cursor = QTextCursor(browser_->document());
+    selection.cursor.setPosition(first);
+    selection.cursor.setPosition(last, QTextCursor::KeepAnchor);
+    QColor background = palette().color(QPalette::Highlight);
+    background.setAlpha(96);
+    selection.format.setBackground(background);
+    browser_->setExtraSelections({selection});
+    return true;
+}
+
+void ChatMessageCard::onViewportClick(QPoint viewportPos) {
+    if (!browser_->anchorAt(viewportPos).isEmpty()) return;  // a link opens; it is not a token click
+    const std::optional<TokenSpan> span = tokenAt(viewportPos);
+    if (!span) return;
+    flashToken(*span);
+    emit tokenClicked(span->position);
+}
+
+bool ChatMessageCard::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == browser_->viewport()) {
+        if (event->type() == QEvent::MouseButtonPress || event->type() == QEvent::MouseButtonDblClick) {
+            pressPos_ = static_cast<QMouseEvent*>(event)->position().toPoint();
+        } else if (event->type() == QEvent::MouseButtonRelease) {
+            const auto* mouse = static_cast<QMouseEvent*>(event);
+            const QPoint pos = mouse->position().toPoint();
+            // A drag selects text; only a click (no selection made) names a token.
+            if (mouse->button() == Qt::LeftButton && !browser_->textCursor().hasSelection() &&
+                (pos - pressPos_).manhattanLength() < QApplication::startDragDistance())
+                onViewportClick(pos);
+        }
+    }
+    return QWidget::eventFilter(watched, event);  // the browser still handles the event
 }
 
 void ChatMessageCard::fitHeight() {
@@ -77,13 +186,14 @@ int ChatView::addMessage(const QString& role, const QString& text) {
         for (int i = 0; i < count(); ++i)
             if (cards_[static_cast<size_t>(i)] == card) emit editRequested(i);
     });
+    connect(card, &ChatMessageCard::tokenClicked, this, &ChatView::tokenClicked);
     QTimer::singleShot(0, this, [this] { verticalScrollBar()->setValue(verticalScrollBar()->maximum()); });
     return index;
 }
 
-void ChatView::appendToLast(const QString& text) {
+void ChatView::appendToLast(const QString& text, const TokenPieces& pieces) {
     if (cards_.empty()) return;
-    cards_.back()->setText(cards_.back()->text() + text);
+    cards_.back()->appendText(text, pieces);
     verticalScrollBar()->setValue(verticalScrollBar()->maximum());
 }
 

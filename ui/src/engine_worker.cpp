@@ -23,6 +23,7 @@ void register_metatypes() {
     qRegisterMetaType<RenderedPrompt>("cflow::ui::RenderedPrompt");
     qRegisterMetaType<ReplyStats>("cflow::ui::ReplyStats");
     qRegisterMetaType<ModelInfo>("cflow::ui::ModelInfo");
+    qRegisterMetaType<TokenPieces>("cflow::ui::TokenPieces");
 }
 
 } // namespace
@@ -193,30 +194,40 @@ void EngineWorker::run(RenderedPrompt prompt, const GenerationSettings& settings
     std::vector<int32_t> generated;  // [generated tokens] ids emitted this reply
     QString pending;                 // text not yet sent to the GUI
     int pendingTokens = 0;
+    TokenPieces pendingPieces;       // [pending tokens (+ flushed tail)] who wrote which part of pending
+    uint32_t lastPosition = 0;       // KV position of the newest generated token
     QElapsedTimer sinceEmit;
     sinceEmit.start();
     QString replyText;  // everything decoded this reply
     const size_t ids_size_before_reply = ids.size();
     const TokenCallback onToken = [&](int32_t token, std::string_view text) {
+        const QString decoded = QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
         if (token >= 0) {
             generated.push_back(token);
             ++pendingTokens;
             tokensGenerated_.fetch_add(1, std::memory_order_acq_rel);
+            // generate() steps the token right after this callback, at the session's current
+            // position: the position its telemetry (and the inspector's column) will carry.
+            lastPosition = session_->position();
+            pendingPieces.push_back({lastPosition, static_cast<int32_t>(decoded.size())});
+        } else if (!decoded.isEmpty() && !generated.empty()) {
+            // The decoder's flushed tail: bytes of the last tokens that never completed a character.
+            pendingPieces.push_back({lastPosition, static_cast<int32_t>(decoded.size())});
         }
-        const QString decoded = QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
         pending += decoded;
         replyText += decoded;
         if (sinceEmit.elapsed() >= kBatchIntervalMs && (!pending.isEmpty() || pendingTokens > 0)) {
-            emit tokensReady(pending, pendingTokens);
+            emit tokensReady(pending, pendingTokens, pendingPieces);
             pending.clear();
             pendingTokens = 0;
+            pendingPieces.clear();
             sinceEmit.restart();
         }
         return true;
     };
 
     Result<GenerateStats> result = cflow::generate(*session_, request, onToken, &cancel_);
-    if (!pending.isEmpty() || pendingTokens > 0) emit tokensReady(pending, pendingTokens);
+    if (!pending.isEmpty() || pendingTokens > 0) emit tokensReady(pending, pendingTokens, pendingPieces);
     if (!result) {
         // The cache state is unknown after a failed step: start from scratch next time.
         session_->reset();

@@ -26,6 +26,7 @@
 
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/ui/chat_panel.h"
+#include "cflow/ui/chat_view.h"
 #include "cflow/ui/conversation_sidebar.h"
 #include "cflow/ui/convert_dialog.h"
 #include "cflow/ui/conversation_store.h"
@@ -74,6 +75,8 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options) : QMainWindow
     sidebar_ = new ConversationSidebar(store_.get(), this);
     createDocks(options);
     createMenus();
+    // Clicking a token of a reply streamed in this session marks its column in the routing strip.
+    connect(chat_->view(), &ChatView::tokenClicked, inspector_, &InspectorDock::highlightToken);
 
     metrics_ = new QLabel(this);
     metrics_->setObjectName(QStringLiteral("metrics"));

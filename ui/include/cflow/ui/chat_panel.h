@@ -8,6 +8,7 @@
 
 #include "cflow/formats/result.h"
 #include "cflow/ui/chat_types.h"
+#include "cflow/ui/token_spans.h"
 
 class QLabel;
 class QLineEdit;
@@ -56,7 +57,7 @@ signals:
 private:
     void onModelLoaded(const ModelInfo& info);
     void onPrompt(const RenderedPrompt& prompt);
-    void onTokens(const QString& text, int tokenCount);
+    void onTokens(const QString& text, const TokenPieces& pieces);
     void onFinished(const ReplyStats& stats);
     void onError(const QString& message);
     void startReply(int seedOffset);

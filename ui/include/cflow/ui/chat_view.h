@@ -2,12 +2,24 @@
 // The conversation as a column of message cards. Each card renders its text as Markdown
 // (code blocks in the fixed-pitch font) and has a Copy button; user cards also have Edit.
 // Streaming appends go to the last card and re-render it.
+//
+// A reply streamed in this session also keeps which characters each generated token wrote
+// (TokenSpans): clicking such a character briefly highlights the token's text and emits
+// tokenClicked(position) with the token's KV-cache position, which the main window hands to
+// the inspector. Messages loaded from the database have no spans: clicks there do nothing.
+#include <cstdint>
+#include <optional>
 #include <vector>
 
+#include <QPoint>
 #include <QScrollArea>
 #include <QString>
 
+#include "cflow/ui/rendered_text_map.h"
+#include "cflow/ui/token_spans.h"
+
 class QTextBrowser;
+class QTimer;
 class QVBoxLayout;
 
 namespace cflow::ui {
@@ -18,17 +30,43 @@ public:
     ChatMessageCard(const QString& role, const QString& text, QWidget* parent = nullptr);
     const QString& role() const { return role_; }
     const QString& text() const { return text_; }
-    void setText(const QString& text);
+    void setText(const QString& text);  // replaces the text; its token spans no longer apply
+    // Appends a streamed batch and the pieces of the tokens that produced it.
+    void appendText(const QString& more, const TokenPieces& pieces);
     QTextBrowser* browser() const { return browser_; }
+    const TokenSpans& tokenSpans() const { return spans_; }
+
+    // The document position of the character drawn at a point of the browser's viewport;
+    // nullopt when the point is not on a character.
+    std::optional<int> characterAt(QPoint viewportPos) const;
+    // The token that wrote the character at a viewport point, if this card knows it.
+    std::optional<TokenSpan> tokenAt(QPoint viewportPos) const;
+    // Highlights the span's rendered characters for kTokenHighlightMs (kept across streamed
+    // appends); false if none of them is shown.
+    bool flashToken(const TokenSpan& span);
+    static constexpr int kTokenHighlightMs = 1500;
 
 signals:
     void editRequested();
+    void tokenClicked(uint32_t position);
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
+    void render();
+    bool showHighlight();  // draws flashed_; false when it covers no rendered character
     void fitHeight();
+    const RenderedTextMap& renderedMap() const;
+    void onViewportClick(QPoint viewportPos);
     QString role_;
     QString text_;
     QTextBrowser* browser_;
+    QTimer* highlightTimer_;
+    TokenSpans spans_;
+    std::optional<TokenSpan> flashed_;            // the highlighted token while highlightTimer_ runs
+    mutable std::optional<RenderedTextMap> map_;  // built when first needed after each render
+    QPoint pressPos_;
 };
 
 class ChatView : public QScrollArea {
@@ -37,7 +75,8 @@ public:
     explicit ChatView(QWidget* parent = nullptr);
 
     int addMessage(const QString& role, const QString& text);  // returns its index
-    void appendToLast(const QString& text);
+    // Appends streamed text to the last card; pieces say which token wrote which part.
+    void appendToLast(const QString& text, const TokenPieces& pieces = {});
     void setMessageText(int index, const QString& text);
     void removeFrom(int index);  // drops message index and every later one
     void clearMessages();
@@ -46,6 +85,8 @@ public:
 
 signals:
     void editRequested(int index);
+    // A character a generated token wrote was clicked: position is that token's KV-cache position.
+    void tokenClicked(uint32_t position);
 
 private:
     QVBoxLayout* column_;

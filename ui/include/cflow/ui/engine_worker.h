@@ -20,6 +20,7 @@
 #include "cflow/engine/telemetry.h"
 #include "cflow/formats/cancel.h"
 #include "cflow/ui/chat_types.h"
+#include "cflow/ui/token_spans.h"
 
 namespace cflow::ui {
 
@@ -61,8 +62,10 @@ signals:
     void modelLoaded(const cflow::ui::ModelInfo& info);
     void loadFailed(const QString& path, const QString& message);
     void promptReady(const cflow::ui::RenderedPrompt& prompt);
-    // Newly decoded text since the previous batch, and how many tokens it holds.
-    void tokensReady(const QString& text, int tokenCount);
+    // Newly decoded text since the previous batch, how many tokens it holds, and which part of
+    // it each token wrote: one piece per token in order (plus one for the decoder's flushed
+    // tail, credited to the last token), whose UTF-16 lengths add up to text.size().
+    void tokensReady(const QString& text, int tokenCount, const cflow::ui::TokenPieces& pieces);
     void finished(const cflow::ui::ReplyStats& stats);
     void error(const QString& message);
 
