@@ -22,7 +22,10 @@ Per model (RUNS/<arch>/export/<arch>, the HF folder train.py wrote):
   * decode speed: `cflow bench MODEL.q8_0.cflow --threads T` (the "map (page cache)" line) at 1 and 2
     threads;
   * engine parity smoke test: greedy text of 64 tokens from "Once upon a time" by PyTorch and by the
-    engine on the f32 file, and the top-1 agreement of q8_0 / q4_0 with f32 over those steps.
+    engine on the f32 file, and the top-1 agreement of q8_0 / q4_0 with f32 over those steps (until
+    the texts first diverge);
+  * teacher-forced top-1 agreement of the q8_0 / q4_0 round-tripped weights with f32 over the first
+    4096 tokens of test.txt (the engine equals the round-tripped reference: tests/parity/trained).
 Results are cached per model in RUNS/<arch>/eval.json (delete it to re-measure).
 """
 import argparse
@@ -205,6 +208,35 @@ def engine_perplexity(cflow, path, text_path, ctx, stride, max_tokens, threads=2
     return j["perplexity"]
 
 
+@torch.no_grad()
+def teacher_forced_top1(export_dir, cfg, model, ids, ctx, max_tokens):
+    """Share of positions where the model with weights round-tripped through q8_0 / q4_0 (exactly as
+    `cflow convert` stores them: make_parity_trace.py) predicts the same next token as the f32 model,
+    over the first max_tokens of `ids` in non-overlapping windows of ctx. The engine equals that
+    round-tripped reference (tests/parity/trained), so this is the quantization's own effect."""
+    import make_parity_trace as mpt
+    tensors = read_safetensors(os.path.join(export_dir, "model.safetensors"))
+    ids = torch.tensor(ids[:max_tokens + 1], dtype=torch.long)
+
+    def argmaxes(m):
+        out = []
+        for start in range(0, ids.numel() - 1, ctx):
+            window = ids[start:min(start + ctx, ids.numel() - 1)]
+            logits, _ = m(window[None, :])
+            out.append(torch.argmax(logits[0], dim=-1))
+        return torch.cat(out)
+
+    ref = argmaxes(model)
+    res = {}
+    for quant in ("q8_0", "q4_0"):
+        qm = M.CflowTrainModel(cfg)
+        qm.load_hf_tensors(mpt.quantized_tensors(tensors, quant, quant))
+        qm.eval()
+        res[quant] = float((argmaxes(qm) == ref).float().mean())
+    res["positions"] = int(ref.numel())
+    return res
+
+
 def top1_agreement(text_a, text_b, tok):
     """Share of the greedy tokens (after the prompt) that two engines' texts agree on, position by position."""
     a = tok.encode(text_a[len(GREEDY_PROMPT):])
@@ -226,7 +258,16 @@ def evaluate_one(arch, args, tok):
     cache = os.path.join(run_dir, "eval.json")
     if os.path.exists(cache) and not args.force:
         with open(cache, "r", encoding="utf-8") as f:
-            return json.load(f)
+            res = json.load(f)
+        if "teacher_forced_top1" not in res:  # added after the first evaluations: fill it in
+            cfg, model = load_export(export_dir)
+            res["teacher_forced_top1"] = teacher_forced_top1(export_dir, cfg, model,
+                                                             token_stream(tok, os.path.join(args.corpus, "test.txt")),
+                                                             args.ctx, 4096)
+            with open(cache, "w", encoding="utf-8", newline="\n") as f:
+                json.dump(res, f, indent=2, sort_keys=True, ensure_ascii=False)
+                f.write("\n")
+        return res
     if not os.path.exists(os.path.join(export_dir, "model.safetensors")):
         print("evaluate: %s has no export yet (train it first); skipped" % arch)
         return None
@@ -259,6 +300,9 @@ def evaluate_one(arch, args, tok):
     res["greedy"] = {"torch": want, "engine_f32": got["f32"], "f32_identical": got["f32"] == want,
                      "q8_0_top1_agreement": top1_agreement(got["f32"], got["q8_0"], tok),
                      "q4_0_top1_agreement": top1_agreement(got["f32"], got["q4_0"], tok)}
+    res["teacher_forced_top1"] = teacher_forced_top1(export_dir, cfg, model,
+                                                     token_stream(tok, os.path.join(args.corpus, "test.txt")),
+                                                     args.ctx, 4096)
     res["eval_seconds"] = round(time.monotonic() - start, 1)
     with open(cache, "w", encoding="utf-8", newline="\n") as f:
         json.dump(res, f, indent=2, sort_keys=True, ensure_ascii=False)

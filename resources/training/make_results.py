@@ -46,12 +46,12 @@ def slot(blocks, key):
 def table(models):
     head = ("| architecture | style | δd | δe | params (active) | valid PPL | test PPL | TinyStories PPL "
             "(sample / prefix) | test / TinyStories-sample PPL, engine q8_0 | B_naive | B_critical | reduction | B_crit q8_0 file | f32 / q8_0 / q4_0 / vflow MB "
-            "| tok/s 1T / 2T | greedy f32 = torch | q8_0 / q4_0 top-1 |")
+            "| tok/s 1T / 2T | greedy f32 = torch | q8_0 / q4_0 greedy top-1 | q8_0 / q4_0 teacher-forced top-1 |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for m in models:
         cp, f, pt, pe = m["critical_path"], m["files"], m["ppl_torch"], m.get("ppl_engine", {})
         lines.append("| %s | %s | %d | %d | %.2fM (%.2fM) | %s | %s | %s / %s | %s / %s | %s | %s | %.2fx | %s | %s / %s / %s / %s "
-                     "| %.0f / %.0f | %s | %.2f / %.2f |" % (
+                     "| %.0f / %.0f | %s | %.2f / %.2f | %s / %s |" % (
                          m["arch"] + ("†" if m["arch"] == "arch2_4_sync" else ""), m["combine_style"], m["dense_delay"],
                          m["expert_delay"], m["parameters"] / 1e6, m["active_parameters"] / 1e6,
                          fmt(pt.get("valid")), fmt(pt.get("test")), fmt(pt.get(TS[0])), fmt(pt.get(TS[1])),
@@ -60,7 +60,9 @@ def table(models):
                          fmt(cp.get("actual_b_critical_mib"), 3), mb(f["f32.cflow"]), mb(f["q8_0.cflow"]),
                          mb(f["q4_0.cflow"]), mb(f["q8_0.vflow"]), m["decode_tok_s"]["1"], m["decode_tok_s"]["2"],
                          "yes" if m["greedy"]["f32_identical"] else "**no**", m["greedy"]["q8_0_top1_agreement"],
-                         m["greedy"]["q4_0_top1_agreement"]))
+                         m["greedy"]["q4_0_top1_agreement"],
+                         fmt(m.get("teacher_forced_top1", {}).get("q8_0"), 3),
+                         fmt(m.get("teacher_forced_top1", {}).get("q4_0"), 3)))
     return "\n".join(lines) + "\n"
 
 
@@ -123,8 +125,9 @@ def render(results, blocks):
                      "`cflow critical-path --json`, MiB per token for ideal streams at 0.5 byte/weight, and the "
                      "q8_0 file's actual B_critical. Sizes in MB (10^6 bytes). Decode: `cflow bench` on the "
                      "q8_0 file, the map (page cache) line. Greedy: 64 tokens from \"Once upon a time\"; q8_0 / "
-                     "q4_0 top-1 is the share of those steps that agree with the f32 engine before the texts "
-                     "diverge. Training steps: %s. † = ablation, not one of the five candidates.\n" % (
+                     "q4_0 greedy top-1 is the share of those steps that agree with the f32 engine before the texts "
+                     "diverge; teacher-forced top-1: the share of the first 4096 test tokens where the q8_0 / q4_0 "
+                     "weights (round-tripped exactly as the converter stores them) predict the f32 model's next token. Training steps: %s. † = ablation, not one of the five candidates.\n" % (
                          first["ctx"], first["stride"], first["max_eval_tokens"],
                          ", ".join("%s %s" % (m["arch"], m.get("train_steps")) for m in models)))
         parts.append(table(models))

@@ -4,7 +4,8 @@ their manifest and the parity traces the CI checks them against.
 
     /usr/bin/python3 resources/training/ship_models.py --runs WORK/runs --cflow build/app/cflow
 
-For every arch with an export (RUNS/<arch>/export/<arch>, written by train.py):
+For every shipped arch (--archs; all but arch3_pipeline_registers, see SHIPPED_BY_DEFAULT) with an
+export (RUNS/<arch>/export/<arch>, written by train.py):
   * a copy of the HF folder named after the model (the converter takes general.name from the
     folder name) with the story chat template in tokenizer_config.json (below);
   * the default arch (--default-arch, arch2_4_combined) as resources/default-model.cflow in
@@ -23,7 +24,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -31,6 +31,11 @@ RESOURCES = os.path.join(REPO, "resources")
 TRACES = os.path.join(REPO, "tests", "parity", "trained")
 ARCHS = ["arch1_decoupled_streams", "arch2_4_combined", "arch2_4_sync", "arch3_pipeline_registers",
          "arch4_async_experts", "arch5_fixed_point"]
+# arch3_pipeline_registers is evaluated (RESULTS.md) but not shipped: at the shared recipe (250 steps)
+# it reaches validation perplexity ~110 against 18-20 for the others, and its samples are not
+# English-looking (tests/app/shipped_models_test.cpp rejects them: under half of their word pairs
+# occur in TinyStories text). `--archs` with it included ships it anyway.
+SHIPPED_BY_DEFAULT = [a for a in ARCHS if a != "arch3_pipeline_registers"]
 QUANT_DTYPE = {"f32": 0, "f16": 1, "q8_0": 2, "q4_0": 3}
 STYLES = ["ParallelSqrt2", "DelayedSum", "AsyncExperts", "Sequential", "DecoupledStreams", "PipelineRegisters",
           "FixedPoint"]
@@ -101,11 +106,18 @@ def main(argv=None):
     p.add_argument("--default-arch", default="arch2_4_combined")
     p.add_argument("--default-quant", default="q8_0", choices=["q8_0", "q4_0"])
     p.add_argument("--zoo-quant", default="q4_0", choices=["q8_0", "q4_0"])
+    p.add_argument("--archs", default=",".join(SHIPPED_BY_DEFAULT),
+                   help="comma-separated archs to ship (default: all but arch3_pipeline_registers, see above)")
     p.add_argument("--no-traces", action="store_true", help="skip the parity traces (make_parity_trace.py)")
     args = p.parse_args(argv)
     entries = []
-    with tempfile.TemporaryDirectory(prefix="cflow-ship-") as tmp:
-        for arch in ARCHS:
+    # A fixed staging folder (not a random temp name): the converter records the source path as
+    # general.source, so the same runs folder gives byte-identical files.
+    tmp = os.path.join(os.path.abspath(args.runs), "ship-staging")
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    if True:
+        for arch in [a for a in ARCHS if a in args.archs.split(",")]:
             export_dir = os.path.join(args.runs, arch, "export", arch)
             if not os.path.exists(os.path.join(export_dir, "model.safetensors")):
                 print("ship_models: %s has no export; skipped" % arch)
@@ -127,6 +139,7 @@ def main(argv=None):
                     run([sys.executable, os.path.join(HERE, "make_parity_trace.py"), export_dir, "--quant", quant,
                          "--model-file", os.path.relpath(path, REPO).replace(os.sep, "/"), "-o", trace])
                     print("ship_models: %s" % os.path.relpath(trace, REPO), flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
     if not entries:
         print("ship_models: nothing to ship", file=sys.stderr)
         return 1

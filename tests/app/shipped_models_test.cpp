@@ -2,7 +2,9 @@
 // the zoo's other candidates) loads, carries the header fields its manifest entry promises (combine
 // style, delays, geometry, quantization) and writes English-looking story text: sampled 32-token
 // continuations are mostly whole words of the model's own BPE vocabulary (which the trainer learned
-// from the training stories). A negative control shows the check rejects token salad.
+// from the training stories), not one word repeated, and — where ../shared is present — at least
+// half of their adjacent word pairs also occur in real TinyStories text. A negative control shows
+// the checks reject token salad.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +19,7 @@
 #include "cflow/engine/model.h"
 #include "cflow/engine/session.h"
 #include "cflow/engine/tokenizer.h"
+#include "test_support.h"
 
 namespace cflow::test {
 namespace {
@@ -25,7 +28,9 @@ namespace fs = std::filesystem;
 
 constexpr double kMinDictionaryShare = 0.80;  // of the generated words; token salad scores ~0.3-0.5
 constexpr size_t kMinWords = 12;              // 32 story tokens are ~20-28 words
+constexpr double kMinDistinctShare = 0.40;    // distinct / all words; "the the the ..." scores ~0.05
 constexpr int kGeneratedTokens = 32;
+constexpr double kMinKnownBigramShare = 0.50;  // adjacent word pairs also found in real TinyStories text
 
 fs::path resources_dir() { return fs::path(CFLOW_SOURCE_DIR) / "resources"; }
 
@@ -53,9 +58,45 @@ std::set<std::string> vocabulary_words(const Tokenizer& tokenizer) {
     return words;
 }
 
+std::vector<std::string> words_of(const std::string& text) {
+    std::vector<std::string> words;
+    std::string word;
+    for (char c : text) {
+        if (std::isalpha(static_cast<unsigned char>(c))) {
+            word += char(std::tolower(static_cast<unsigned char>(c)));
+        } else if (!word.empty()) {
+            words.push_back(word);
+            word.clear();
+        }
+    }
+    if (!word.empty()) words.push_back(word);
+    return words;
+}
+
+// Word bigrams of real children's stories (../shared TinyStories text, which no model trained on).
+std::set<std::string> tinystories_bigrams() {
+    std::set<std::string> bigrams;
+    const auto path = shared_asset("assets/corpora/tinystories/tinystories_prefix.Niklas6-Mini_GPT.txt");
+    if (path.empty() || !fs::exists(path)) return bigrams;
+    std::ifstream in(path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto words = words_of(text);
+    for (size_t i = 1; i < words.size(); ++i) bigrams.insert(words[i - 1] + " " + words[i]);
+    return bigrams;
+}
+
+double known_bigram_share(const std::string& text, const std::set<std::string>& bigrams) {
+    const auto words = words_of(text);
+    size_t known = 0;
+    for (size_t i = 1; i < words.size(); ++i) known += bigrams.count(words[i - 1] + " " + words[i]);
+    return words.size() > 1 ? double(known) / double(words.size() - 1) : 0;
+}
+
 struct WordScore {
     size_t words = 0;
     size_t known = 0;
+    std::set<std::string> distinct;
+    double distinct_share() const { return words ? double(distinct.size()) / double(words) : 0; }
     double share() const { return words ? double(known) / double(words) : 0; }
 };
 
@@ -67,6 +108,7 @@ WordScore score_words(const std::string& text, const std::set<std::string>& dict
         if (word.empty()) return;
         ++score.words;
         score.known += dictionary.count(word);
+        score.distinct.insert(word);
         word.clear();
     };
     for (char c : text) {
@@ -130,6 +172,7 @@ TEST(ShippedModels, EveryModelLoadsWithItsPromisedHeaderAndWritesEnglishLookingT
         EXPECT_EQ((*model)->effective_layers(), entry.at("effective_layers").get<uint32_t>());
 
         const auto dictionary = vocabulary_words((*model)->tokenizer());
+        static const std::set<std::string> bigrams = tinystories_bigrams();  // empty without ../shared
         ASSERT_GT(dictionary.size(), 500u) << "the vocabulary should hold the stories' common words";
         for (const auto& [prompt, seed] : {std::pair{"Once upon a time", 1}, std::pair{"The little dog", 2}}) {
             const std::string text = sample_text(*model, prompt, seed);
@@ -138,6 +181,12 @@ TEST(ShippedModels, EveryModelLoadsWithItsPromisedHeaderAndWritesEnglishLookingT
                       << " dictionary words: " << prompt << text << "\n";
             EXPECT_GE(score.words, kMinWords) << text;
             EXPECT_GE(score.share(), kMinDictionaryShare) << text;
+            EXPECT_GE(score.distinct_share(), kMinDistinctShare) << "degenerate repetition: " << text;
+            if (!bigrams.empty()) {
+                const double share = known_bigram_share(text, bigrams);
+                std::cout << "[shipped]   word pairs also in TinyStories: " << share << "\n";
+                EXPECT_GE(share, kMinKnownBigramShare) << text;
+            }
         }
 
         // Negative control: 32 uniformly random tokens of the same vocabulary fail the same check.
@@ -145,9 +194,12 @@ TEST(ShippedModels, EveryModelLoadsWithItsPromisedHeaderAndWritesEnglishLookingT
         std::uniform_int_distribution<int32_t> any(0, int32_t((*model)->tokenizer().vocab_size()) - 1);
         std::vector<int32_t> salad(kGeneratedTokens);
         for (auto& id : salad) id = any(rng);
-        const WordScore noise = score_words((*model)->tokenizer().decode(salad), dictionary);
+        const std::string salad_text = (*model)->tokenizer().decode(salad);
+        const WordScore noise = score_words(salad_text, dictionary);
         std::cout << "[shipped] " << file << " token salad control: " << noise.known << "/" << noise.words
-                  << " dictionary words\n";
+                  << " dictionary words, word pairs in TinyStories " << known_bigram_share(salad_text, bigrams) << "\n";
+        if (!bigrams.empty())
+            EXPECT_LT(known_bigram_share(salad_text, bigrams), kMinKnownBigramShare) << "the word-pair check does not discriminate";
         EXPECT_LT(noise.share(), kMinDictionaryShare) << "the English check does not discriminate";
     }
 }
