@@ -198,8 +198,10 @@ TEST(ShippedModels, EveryModelLoadsWithItsPromisedHeaderAndWritesEnglishLookingT
         const WordScore noise = score_words(salad_text, dictionary);
         std::cout << "[shipped] " << file << " token salad control: " << noise.known << "/" << noise.words
                   << " dictionary words, word pairs in TinyStories " << known_bigram_share(salad_text, bigrams) << "\n";
-        if (!bigrams.empty())
-            EXPECT_LT(known_bigram_share(salad_text, bigrams), kMinKnownBigramShare) << "the word-pair check does not discriminate";
+        if (!bigrams.empty()) {
+            EXPECT_LT(known_bigram_share(salad_text, bigrams), kMinKnownBigramShare)
+                << "the word-pair check does not discriminate";
+        }
         EXPECT_LT(noise.share(), kMinDictionaryShare) << "the English check does not discriminate";
     }
 }
