@@ -16,6 +16,8 @@
 
 #include "cflow/engine/critical_path.h"
 
+#include "label_box.h"
+
 namespace cflow::ui {
 namespace {
 
@@ -88,7 +90,7 @@ BandwidthPanel::BandwidthPanel(QWidget* parent) : QWidget(parent) {
     probeRow->addWidget(remeasure_);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(view_, 1);
-    layout->addWidget(summary_);
+    layout->addWidget(new detail::LabelBox(summary_, this));  // its numbers change every frame
     layout->addWidget(criticalPath_);
     layout->addLayout(probeRow);
 

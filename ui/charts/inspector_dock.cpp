@@ -18,6 +18,7 @@
 #include "cflow/ui/inspector/routing_panel.h"
 #include "cflow/ui/inspector/stall_panel.h"
 #include "cflow/ui/telemetry_ring.h"
+#include "label_box.h"
 
 namespace cflow::ui {
 
@@ -36,7 +37,7 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
     auto* exportButton = new QPushButton(tr("Export telemetry…"), body);
     connect(exportButton, &QPushButton::clicked, this, &InspectorDock::exportWithDialog);
     auto* bottom = new QHBoxLayout;
-    bottom->addWidget(status_, 1);
+    bottom->addWidget(new detail::LabelBox(status_, body), 1);  // its count changes every frame
     bottom->addWidget(exportButton);
     auto* layout = new QVBoxLayout(body);
     layout->setContentsMargins(4, 4, 4, 4);

@@ -30,6 +30,22 @@ QRect cell_rect(const QRect& grid, int row, int col, int rows, int cols) {
     return QRect(QPoint(x0, y0), QPoint(x1 - 1, y1 - 1));
 }
 
+// `color` at opacity `alpha` composited over the opaque `base`: lets the per-frame cells be
+// filled opaquely (no per-pixel blending) with the colour the translucent fill produced.
+QRgb over(QRgb base, QRgb color, float alpha) {
+    const int a = int(std::clamp(alpha, 0.0f, 1.0f) * 255.0f + 0.5f), b = 255 - a;
+    return qRgb((qRed(color) * a + qRed(base) * b + 127) / 255, (qGreen(color) * a + qGreen(base) * b + 127) / 255,
+                (qBlue(color) * a + qBlue(base) * b + 127) / 255);
+}
+
+// A widget-sized pixmap at the widget's device pixel ratio, ready to paint on.
+QPixmap widget_pixmap(const QWidget* w) {
+    const qreal dpr = w->devicePixelRatioF();
+    QPixmap pm(w->size() * dpr);
+    pm.setDevicePixelRatio(dpr);
+    return pm;
+}
+
 } // namespace
 
 QColor expert_color(uint32_t expert, uint32_t experts) {
@@ -46,8 +62,10 @@ ExpertHeatmap::ExpertHeatmap(QWidget* parent) : QWidget(parent) {
 }
 
 void ExpertHeatmap::setCounts(RoutingCounts counts) {
+    const bool same = counts.layers == counts_.layers && counts.experts == counts_.experts &&
+                      counts.tokens == counts_.tokens && counts.counts == counts_.counts;
     counts_ = std::move(counts);
-    update();
+    if (!same) update();  // nothing visible changed: skip the repaint
 }
 
 uint32_t ExpertHeatmap::count(int layer, int expert) const {
@@ -86,23 +104,25 @@ QSize ExpertHeatmap::sizeHint() const {
     return QSize(kMarginLeft + std::max(8, columns()) * 22, kMarginTop + std::max(4, rows()) * 16);
 }
 
-void ExpertHeatmap::paintEvent(QPaintEvent*) {
-    QPainter p(this);
+void ExpertHeatmap::ensureStatic() {
+    const qint64 paletteKey = palette().cacheKey();
+    if (!static_.isNull() && staticSize_ == size() && staticRows_ == rows() && staticCols_ == columns() &&
+        staticPalette_ == paletteKey)
+        return;
+    staticSize_ = size();
+    staticRows_ = rows();
+    staticCols_ = columns();
+    staticPalette_ = paletteKey;
+    static_ = widget_pixmap(this);
+    QPainter p(&static_);
     p.fillRect(rect(), palette().base());
     if (rows() == 0 || columns() == 0) return;
-    const double maxCount = std::max<double>(1.0, counts_.tokens);
-    const QColor hot(0xc0, 0x39, 0x2b);
-    for (int l = 0; l < rows(); ++l) {
-        for (int e = 0; e < columns(); ++e) {
-            const QRect r = cellRect(l, e);
-            QColor c = hot;
-            c.setAlphaF(float(std::clamp(count(l, e) / maxCount, 0.0, 1.0)));
-            p.fillRect(r, palette().base());
-            p.fillRect(r, c);
-            p.setPen(palette().mid().color());
-            p.drawRect(r);
-        }
-    }
+    // Cell outlines: the per-frame fills cover only the cells' insides (cellRect less its
+    // top/left outline), so the grid drawn here stays as it was drawn over each cell.
+    p.setPen(palette().mid().color());
+    p.setBrush(Qt::NoBrush);
+    for (int l = 0; l < rows(); ++l)
+        for (int e = 0; e < columns(); ++e) p.drawRect(cellRect(l, e));
     p.setPen(palette().text().color());
     const QRect g = gridRect();
     for (int l = 0; l < rows(); ++l) {
@@ -112,6 +132,22 @@ void ExpertHeatmap::paintEvent(QPaintEvent*) {
     for (int e = 0; e < columns(); ++e) {
         const QRect r = cellRect(0, e);
         p.drawText(QRect(r.left(), 0, r.width(), g.top()), Qt::AlignCenter, QString::number(e));
+    }
+}
+
+void ExpertHeatmap::paintEvent(QPaintEvent*) {
+    ensureStatic();
+    QPainter p(this);
+    p.drawPixmap(0, 0, static_);
+    if (rows() == 0 || columns() == 0) return;
+    const double maxCount = std::max<double>(1.0, counts_.tokens);
+    const QRgb base = palette().base().color().rgb(), hot = qRgb(0xc0, 0x39, 0x2b);
+    for (int l = 0; l < rows(); ++l) {
+        for (int e = 0; e < columns(); ++e) {
+            const uint32_t n = count(l, e);
+            if (n == 0) continue;  // transparent over the base: already in the pixmap
+            p.fillRect(cellRect(l, e).adjusted(1, 1, 0, 0), QColor(over(base, hot, float(std::clamp(n / maxCount, 0.0, 1.0)))));
+        }
     }
 }
 
@@ -136,13 +172,19 @@ TokenStrip::TokenStrip(QWidget* parent) : QWidget(parent) {
 void TokenStrip::setColumns(std::vector<Column> columns, uint32_t layers, uint32_t experts) {
     columns_ = std::move(columns);
     layers_ = layers;
+    if (experts != experts_ || expertRgb_.size() != experts) {
+        expertRgb_.resize(experts);
+        for (uint32_t e = 0; e < experts; ++e) expertRgb_[e] = expert_color(e, experts).rgb();
+    }
     experts_ = experts;
     update();
 }
 
 bool TokenStrip::highlightToken(uint32_t position) {
-    highlighted_ = position;
-    update();
+    if (highlighted_ != position) {
+        highlighted_ = position;
+        update();
+    }
     return highlightedColumn() >= 0;
 }
 
@@ -194,29 +236,56 @@ QString TokenStrip::toolTipAt(QPoint pos) const {
 
 QSize TokenStrip::sizeHint() const { return QSize(kMarginLeft + 64 * 8, kMarginTop + std::max(4, rows()) * 16); }
 
-void TokenStrip::paintEvent(QPaintEvent*) {
-    QPainter p(this);
+void TokenStrip::ensureStatic() {
+    const qint64 paletteKey = palette().cacheKey();
+    // Row labels depend on the row count and the grid's height only; the column count
+    // (growing while the window fills) does not move them.
+    if (!static_.isNull() && staticSize_ == size() && staticRows_ == rows() && staticPalette_ == paletteKey) return;
+    staticSize_ = size();
+    staticRows_ = rows();
+    staticPalette_ = paletteKey;
+    static_ = widget_pixmap(this);
+    QPainter p(&static_);
     p.fillRect(rect(), palette().base());
-    if (rows() == 0 || columns() == 0) return;
-    for (int col = 0; col < columns(); ++col) {
+    if (rows() == 0) return;
+    p.setPen(palette().text().color());
+    const QRect g = gridRect();
+    for (int l = 0; l < rows(); ++l) {
+        const QRect r = cell_rect(g, l, 0, rows(), 1);
+        p.drawText(QRect(0, r.top(), kMarginLeft - 4, r.height()), Qt::AlignRight | Qt::AlignVCenter, QString::number(l));
+    }
+}
+
+void TokenStrip::paintEvent(QPaintEvent*) {
+    ensureStatic();
+    QPainter p(this);
+    if (rows() == 0 || columns() == 0) {
+        p.fillRect(rect(), palette().base());
+        return;
+    }
+    p.drawPixmap(0, 0, static_);
+    const QRgb base = palette().base().color().rgb();
+    const QRect g = gridRect();
+    const int nCols = columns(), nRows = rows();
+    for (int col = 0; col < nCols; ++col) {
         const Column& c = columns_[size_t(col)];
-        for (int l = 0; l < rows() && size_t(l) < c.layers.size(); ++l) {
+        const int x0c = g.left() + int(int64_t(col) * g.width() / nCols);
+        const int wc = g.left() + int(int64_t(col + 1) * g.width() / nCols) - x0c;  // == cellRect().width()
+        for (int l = 0; l < nRows && size_t(l) < c.layers.size(); ++l) {
             const Choice& choice = c.layers[size_t(l)];
-            const QRect r = cellRect(l, col);
             const int n = std::min<int>(choice.nSelected, int(kMaxTopK));
+            if (n <= 0) continue;
+            const int y0 = g.top() + int(int64_t(l) * g.height() / nRows);
+            const int h = g.top() + int(int64_t(l + 1) * g.height() / nRows) - y0;
             for (int i = 0; i < n; ++i) {
-                const int x0 = r.left() + int(int64_t(i) * r.width() / n);
-                const int x1 = r.left() + int(int64_t(i + 1) * r.width() / n);
-                QColor color = expert_color(choice.experts[size_t(i)], experts_);
-                color.setAlphaF(std::clamp(0.35f + 0.65f * choice.weights[size_t(i)], 0.0f, 1.0f));
-                p.fillRect(QRect(x0, r.top(), std::max(1, x1 - x0), r.height()), color);
+                const int x0 = x0c + int(int64_t(i) * wc / n);
+                const int x1 = x0c + int(int64_t(i + 1) * wc / n);
+                const uint32_t e = choice.experts[size_t(i)];
+                const QRgb hue = e < expertRgb_.size() ? expertRgb_[e] : expert_color(e, experts_).rgb();
+                const float alpha = std::clamp(0.35f + 0.65f * choice.weights[size_t(i)], 0.0f, 1.0f);
+                p.fillRect(QRect(x0, y0, std::max(1, x1 - x0), h), QColor(over(base, hue, alpha)));
             }
         }
-    }
-    p.setPen(palette().text().color());
-    for (int l = 0; l < rows(); ++l) {
-        const QRect r = cellRect(l, 0);
-        p.drawText(QRect(0, r.top(), kMarginLeft - 4, r.height()), Qt::AlignRight | Qt::AlignVCenter, QString::number(l));
     }
     const int hi = highlightedColumn();
     if (hi >= 0) {

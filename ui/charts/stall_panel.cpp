@@ -17,6 +17,8 @@
 #include <QVBoxLayout>
 #include <QValueAxis>
 
+#include "label_box.h"
+
 namespace cflow::ui {
 namespace {
 
@@ -100,16 +102,35 @@ QString StallTimeline::toolTipAt(QPoint pos) const {
 
 QSize StallTimeline::sizeHint() const { return QSize(480, std::max(4, lanes()) * 18 + 8); }
 
-void StallTimeline::paintEvent(QPaintEvent*) {
-    QPainter p(this);
+void StallTimeline::ensureStatic() {
+    const qint64 paletteKey = palette().cacheKey();
+    if (!static_.isNull() && staticSize_ == size() && staticLayers_ == layers_ && staticPalette_ == paletteKey) return;
+    staticSize_ = size();
+    staticLayers_ = layers_;
+    staticPalette_ = paletteKey;
+    const qreal dpr = devicePixelRatioF();
+    static_ = QPixmap(size() * dpr);
+    static_.setDevicePixelRatio(dpr);
+    QPainter p(&static_);
     p.fillRect(rect(), palette().base());
-    if (layers_ == 0 || segments_.empty()) return;
+    if (layers_ == 0) return;
     const QRect plot = plotRect();
     const double laneH = double(plot.height()) / layers_;
     p.setPen(palette().text().color());
     for (uint32_t l = 0; l < layers_; ++l)
         p.drawText(QRectF(0, plot.top() + l * laneH, kLaneLabelWidth - 4, laneH), Qt::AlignRight | Qt::AlignVCenter,
                    QString::number(l));
+}
+
+void StallTimeline::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    if (layers_ == 0 || segments_.empty()) {
+        p.fillRect(rect(), palette().base());
+        return;
+    }
+    ensureStatic();  // background and lane labels
+    p.drawPixmap(0, 0, static_);
+    const QRect plot = plotRect();
     p.setPen(QPen(palette().mid().color(), 1, Qt::DotLine));
     for (double start : tokenStartsUs_) {
         const double x = plot.left() + start / totalUs_ * plot.width();
@@ -176,6 +197,7 @@ StallPanel::StallPanel(QWidget* parent) : QWidget(parent) {
     timeline_ = new StallTimeline(content_);
     summary_ = new QLabel(content_);
     summary_->setWordWrap(true);
+    auto* summaryBox = new detail::LabelBox(summary_, content_);
 
     chart_ = new QChart;
     chart_->setTitle(tr("Per token: compute vs expert-wait stall (ms)"));
@@ -203,7 +225,7 @@ StallPanel::StallPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(content_);
     layout->addWidget(title);
     layout->addWidget(timeline_, 1);
-    layout->addWidget(summary_);
+    layout->addWidget(summaryBox);
     layout->addWidget(view_, 1);
 
     stack_ = new QStackedLayout(this);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <QColor>
+#include <QPixmap>
 #include <QString>
 #include <QWidget>
 
@@ -43,7 +44,12 @@ protected:
 
 private:
     QRect gridRect() const;
+    void ensureStatic();  // background, grid lines and labels, cached until resize/shape change
     RoutingCounts counts_;
+    QPixmap static_;
+    QSize staticSize_;
+    int staticRows_ = -1, staticCols_ = -1;
+    qint64 staticPalette_ = -1;
 };
 
 class TokenStrip : public QWidget {
@@ -86,6 +92,12 @@ private:
     uint32_t experts_ = 0;
     std::optional<uint32_t> highlighted_;
     TokenNamer namer_;
+    void ensureStatic();  // background and layer labels, cached until resize/shape change
+    QPixmap static_;
+    QSize staticSize_;
+    int staticRows_ = -1;
+    qint64 staticPalette_ = -1;
+    std::vector<QRgb> expertRgb_;  // expert_color() per expert, for experts_
 };
 
 // The colour of an expert: evenly spaced hues, the same in the heatmap legend and the strip.

@@ -4,6 +4,7 @@
 // injected into for delayed models, and per-token totals of compute vs stall as bars.
 #include <vector>
 
+#include <QPixmap>
 #include <QWidget>
 
 #include "cflow/ui/inspector/telemetry_history.h"
@@ -58,6 +59,11 @@ private:
     double totalUs_ = 0;
     uint32_t layers_ = 0;
     int tokens_ = 0;
+    void ensureStatic();  // background and lane labels, cached until resize/shape change
+    QPixmap static_;
+    QSize staticSize_;
+    uint32_t staticLayers_ = ~0u;
+    qint64 staticPalette_ = -1;
 };
 
 class StallPanel : public QWidget {
