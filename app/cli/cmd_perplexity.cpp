@@ -73,8 +73,7 @@ int run_perplexity(const std::vector<std::string>& argv) {
     if (show_progress) std::fputc('\n', stderr);
     if (!stats) return fail("perplexity", stats.error());
 
-    const uint32_t window = options.context_tokens ? options.context_tokens : (*session)->context_length();
-    const uint32_t step = options.stride_tokens ? options.stride_tokens : window;
+    const uint32_t window = stats->context_tokens, step = stats->stride_tokens;
     const double tok_per_s = stats->elapsed_ms > 0 ? stats->evaluated_tokens * 1000.0 / stats->elapsed_ms : 0;
     if (args->flag("--json")) {
         nlohmann::json j{{"model", args->positionals()[0]}, {"text", *text_path}, {"documents", documents.size()},

@@ -46,6 +46,8 @@ Result<PerplexityStats> perplexity(Session& session, std::span<const int32_t> id
     const uint64_t scorable = ids.size() - 1;
     const uint64_t budget = options.max_scored_tokens ? std::min<uint64_t>(options.max_scored_tokens, scorable) : scorable;
     PerplexityStats stats;
+    stats.context_tokens = context;
+    stats.stride_tokens = stride;
     size_t scored_to = 0;  // targets ids[1 .. scored_to] are scored
     for (size_t start = 0; start < ids.size() - 1 && stats.scored_tokens < budget; start += stride) {
         const size_t end = std::min(start + context + 1, ids.size());  // window ids[start, end)

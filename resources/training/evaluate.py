@@ -209,13 +209,13 @@ def engine_perplexity(cflow, path, text_path, ctx, stride, max_tokens, threads=2
 
 
 @torch.no_grad()
-def teacher_forced_top1(export_dir, cfg, model, ids, ctx, max_tokens):
+def teacher_forced_top1(cfg, model, ids, ctx, max_tokens):
     """Share of positions where the model with weights round-tripped through q8_0 / q4_0 (exactly as
     `cflow convert` stores them: make_parity_trace.py) predicts the same next token as the f32 model,
     over the first max_tokens of `ids` in non-overlapping windows of ctx. The engine equals that
     round-tripped reference (tests/parity/trained), so this is the quantization's own effect."""
     import make_parity_trace as mpt
-    tensors = read_safetensors(os.path.join(export_dir, "model.safetensors"))
+    tensors = model.hf_tensors()  # the f32 weights load_export read
     ids = torch.tensor(ids[:max_tokens + 1], dtype=torch.long)
 
     def argmaxes(m):
@@ -261,7 +261,7 @@ def evaluate_one(arch, args, tok):
             res = json.load(f)
         if "teacher_forced_top1" not in res:  # added after the first evaluations: fill it in
             cfg, model = load_export(export_dir)
-            res["teacher_forced_top1"] = teacher_forced_top1(export_dir, cfg, model,
+            res["teacher_forced_top1"] = teacher_forced_top1(cfg, model,
                                                              token_stream(tok, os.path.join(args.corpus, "test.txt")),
                                                              args.ctx, 4096)
             with open(cache, "w", encoding="utf-8", newline="\n") as f:
@@ -300,7 +300,7 @@ def evaluate_one(arch, args, tok):
     res["greedy"] = {"torch": want, "engine_f32": got["f32"], "f32_identical": got["f32"] == want,
                      "q8_0_top1_agreement": top1_agreement(got["f32"], got["q8_0"], tok),
                      "q4_0_top1_agreement": top1_agreement(got["f32"], got["q4_0"], tok)}
-    res["teacher_forced_top1"] = teacher_forced_top1(export_dir, cfg, model,
+    res["teacher_forced_top1"] = teacher_forced_top1(cfg, model,
                                                      token_stream(tok, os.path.join(args.corpus, "test.txt")),
                                                      args.ctx, 4096)
     res["eval_seconds"] = round(time.monotonic() - start, 1)

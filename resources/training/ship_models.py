@@ -116,29 +116,26 @@ def main(argv=None):
     tmp = os.path.join(os.path.abspath(args.runs), "ship-staging")
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
-    if True:
-        for arch in [a for a in ARCHS if a in args.archs.split(",")]:
-            export_dir = os.path.join(args.runs, arch, "export", arch)
-            if not os.path.exists(os.path.join(export_dir, "model.safetensors")):
-                print("ship_models: %s has no export; skipped" % arch)
-                continue
-            src = named_export(export_dir, arch, tmp)
-            # The default arch ships once, as the default model (keeps the repository under ~20 MB).
-            if arch == args.default_arch:
-                shipped = [(os.path.join(RESOURCES, "default-model.cflow"), args.default_quant, True)]
-            else:
-                shipped = [(os.path.join(RESOURCES, "models", "%s.%s.cflow" % (arch, args.zoo_quant)), args.zoo_quant,
-                            False)]
-            for path, quant, default in shipped:
-                convert(args.cflow, src, path, quant)
-                entries.append(manifest_entry(args.cflow, path, arch, quant, default))
-                print("ship_models: %s (%d bytes)" % (os.path.relpath(path, REPO), os.path.getsize(path)), flush=True)
-                if not args.no_traces:
-                    os.makedirs(TRACES, exist_ok=True)
-                    trace = os.path.join(TRACES, "%s.%s.json" % (arch, quant))
-                    run([sys.executable, os.path.join(HERE, "make_parity_trace.py"), export_dir, "--quant", quant,
-                         "--model-file", os.path.relpath(path, REPO).replace(os.sep, "/"), "-o", trace])
-                    print("ship_models: %s" % os.path.relpath(trace, REPO), flush=True)
+    for arch in [a for a in ARCHS if a in args.archs.split(",")]:
+        export_dir = os.path.join(args.runs, arch, "export", arch)
+        if not os.path.exists(os.path.join(export_dir, "model.safetensors")):
+            print("ship_models: %s has no export; skipped" % arch)
+            continue
+        src = named_export(export_dir, arch, tmp)
+        # The default arch ships once, as the default model (keeps the repository under ~20 MB).
+        default = arch == args.default_arch
+        quant = args.default_quant if default else args.zoo_quant
+        path = os.path.join(RESOURCES, "default-model.cflow") if default else \
+            os.path.join(RESOURCES, "models", "%s.%s.cflow" % (arch, quant))
+        convert(args.cflow, src, path, quant)
+        entries.append(manifest_entry(args.cflow, path, arch, quant, default))
+        print("ship_models: %s (%d bytes)" % (os.path.relpath(path, REPO), os.path.getsize(path)), flush=True)
+        if not args.no_traces:
+            os.makedirs(TRACES, exist_ok=True)
+            trace = os.path.join(TRACES, "%s.%s.json" % (arch, quant))
+            run([sys.executable, os.path.join(HERE, "make_parity_trace.py"), export_dir, "--quant", quant,
+                 "--model-file", os.path.relpath(path, REPO).replace(os.sep, "/"), "-o", trace])
+            print("ship_models: %s" % os.path.relpath(trace, REPO), flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
     if not entries:
         print("ship_models: nothing to ship", file=sys.stderr)
@@ -147,9 +144,9 @@ def main(argv=None):
         if stale.endswith(".cflow") and "models/" + stale not in {e["file"] for e in entries}:
             os.remove(os.path.join(RESOURCES, "models", stale))
             print("ship_models: removed resources/models/%s (no longer shipped)" % stale)
+    shipped_traces = {"%s.%s.json" % (e["arch"], e["quant"]) for e in entries}
     for stale in os.listdir(TRACES) if os.path.isdir(TRACES) else []:
-        if stale.endswith(".json") and "%s.%s.json" % tuple(stale.rsplit(".", 2)[:2]) not in {
-                "%s.%s.json" % (e["arch"], e["quant"]) for e in entries}:
+        if stale.endswith(".json") and stale not in shipped_traces:
             os.remove(os.path.join(TRACES, stale))
             print("ship_models: removed tests/parity/trained/%s (no longer shipped)" % stale)
     write_json(os.path.join(RESOURCES, "models", "models.json"), {"models": entries})

@@ -58,6 +58,7 @@ std::set<std::string> vocabulary_words(const Tokenizer& tokenizer) {
     return words;
 }
 
+// Words = maximal runs of ASCII letters, lowercased.
 std::vector<std::string> words_of(const std::string& text) {
     std::vector<std::string> words;
     std::string word;
@@ -100,22 +101,13 @@ struct WordScore {
     double share() const { return words ? double(known) / double(words) : 0; }
 };
 
-// Words = maximal runs of ASCII letters.
 WordScore score_words(const std::string& text, const std::set<std::string>& dictionary) {
     WordScore score;
-    std::string word;
-    auto flush = [&] {
-        if (word.empty()) return;
+    for (const std::string& word : words_of(text)) {
         ++score.words;
         score.known += dictionary.count(word);
         score.distinct.insert(word);
-        word.clear();
-    };
-    for (char c : text) {
-        if (std::isalpha(static_cast<unsigned char>(c))) word += char(std::tolower(static_cast<unsigned char>(c)));
-        else flush();
     }
-    flush();
     return score;
 }
 

@@ -66,6 +66,8 @@ TEST(Perplexity, NonOverlappingWindowsScoreEveryTokenOnceFromAFreshContext) {
     EXPECT_EQ(stats->scored_tokens, ids.size() - 1);
     EXPECT_EQ(stats->evaluated_tokens, ids.size() - 1);  // windows share their edge token as input/target only
     EXPECT_EQ(stats->windows, 4u);                       // targets 1-8, 9-16, 17-24, 25-29
+    EXPECT_EQ(stats->context_tokens, 8u);
+    EXPECT_EQ(stats->stride_tokens, 8u);  // 0 = the window
     double expected = 0;
     for (size_t t = 1; t < ids.size(); ++t) expected += nll_with_history(**session, ids, (t - 1) / 8 * 8, t);
     EXPECT_NEAR(stats->total_nll, expected, kNllTolerance * ids.size());

@@ -27,6 +27,8 @@ struct PerplexityStats {
     uint64_t scored_tokens = 0;    // every stream token after the first is scored at most once
     uint64_t evaluated_tokens = 0; // forward steps run (> scored when windows overlap)
     uint32_t windows = 0;
+    uint32_t context_tokens = 0;   // the window and stride used (options resolved against the session)
+    uint32_t stride_tokens = 0;
     double elapsed_ms = 0;
     double mean_nll() const { return scored_tokens ? total_nll / double(scored_tokens) : 0; }
     double perplexity() const;
