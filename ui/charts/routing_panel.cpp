@@ -10,6 +10,8 @@
 #include <QToolTip>
 #include <QVBoxLayout>
 
+#include "panel_hint.h"
+
 namespace cflow::ui {
 namespace {
 
@@ -339,19 +341,12 @@ RoutingPanel::RoutingPanel(QWidget* parent) : QWidget(parent) {
 
 void RoutingPanel::setInspectorGeometry(const InspectorGeometry& geometry) {
     geometry_ = geometry;
-    if (geometry.dense() && geometry.fromModel) {
-        hint_->setText(tr("%1 is a dense model: every token reads all of its weights, so there is no expert "
-                          "routing to show. Open a mixture-of-experts model (the bundled demo model is one) "
-                          "to see which experts each token uses.")
-                           .arg(QString::fromStdString(geometry.modelName)));
-        stack_->setCurrentWidget(hint_);
-    } else if (geometry.dense()) {
-        hint_->setText(tr("No expert routing recorded yet. Generate text with a mixture-of-experts model "
-                          "to see which experts each token uses."));
-        stack_->setCurrentWidget(hint_);
-    } else {
-        stack_->setCurrentWidget(content_);
-    }
+    detail::show_content_or_hint(stack_, hint_, content_, geometry,
+                                 tr("%1 is a dense model: every token reads all of its weights, so there is no expert "
+                                    "routing to show. Open a mixture-of-experts model (the bundled default model is one) "
+                                    "to see which experts each token uses."),
+                                 tr("No expert routing recorded yet. Generate text with a mixture-of-experts model "
+                                    "to see which experts each token uses."));
 }
 
 void RoutingPanel::setTokenNamer(TokenNamer namer) { strip_->setTokenNamer(std::move(namer)); }

@@ -19,6 +19,7 @@
 #include <QValueAxis>
 
 #include "label_box.h"
+#include "panel_hint.h"
 
 namespace cflow::ui {
 namespace {
@@ -245,19 +246,12 @@ StallPanel::StallPanel(QWidget* parent) : QWidget(parent) {
 
 void StallPanel::setInspectorGeometry(const InspectorGeometry& geometry) {
     geometry_ = geometry;
-    if (geometry.dense() && geometry.fromModel) {
-        hint_->setText(tr("%1 is a dense model: it has no expert weights to fetch, so there are no expert-wait "
-                          "stalls to overlap. Open a mixture-of-experts model (the bundled demo model is one) "
-                          "to see how delayed experts hide their loading behind compute.")
-                           .arg(QString::fromStdString(geometry.modelName)));
-        stack_->setCurrentWidget(hint_);
-    } else if (geometry.dense()) {
-        hint_->setText(tr("No expert activity recorded yet. Generate text with a mixture-of-experts model to see "
-                          "compute vs expert-wait stalls per layer."));
-        stack_->setCurrentWidget(hint_);
-    } else {
-        stack_->setCurrentWidget(content_);
-    }
+    detail::show_content_or_hint(stack_, hint_, content_, geometry,
+                                 tr("%1 is a dense model: it has no expert weights to fetch, so there are no expert-wait "
+                                    "stalls to overlap. Open a mixture-of-experts model (the bundled default model is one) "
+                                    "to see how delayed experts hide their loading behind compute."),
+                                 tr("No expert activity recorded yet. Generate text with a mixture-of-experts model to see "
+                                    "compute vs expert-wait stalls per layer."));
 }
 
 void StallPanel::refresh(const TelemetryHistory& history) {
