@@ -1,10 +1,12 @@
 // cflow_bench_inspector: does watching the inference slow it down? Decodes N tokens on a
 // synthetic MoE model with the inspector closed (no telemetry consumer) and open (on_step
 // pushes into the TelemetryRing, the dock shown offscreen with its 30 Hz timer draining and
-// redrawing, the visible panel switched every 250 ms so all three draw), alternating the two
-// over several rounds in one run, and prints the ratio of the median decode rates.
+// redrawing one panel: round r shows panel r mod 3, as a user watches one at a time),
+// alternating the two over several rounds in one run. Prints the ratio of the median decode
+// rates, the median of the per-round ratios (robust to drift across the run) and how busy the
+// GUI thread was while open (thread CPU time / wall time).
 //
-//   cflow_bench_inspector [--tokens N] [--rounds R] [--threads T]
+//   cflow_bench_inspector [--tokens N] [--rounds R] [--threads T] [--frames F]
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -15,6 +17,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <time.h>
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -33,9 +37,10 @@
 namespace {
 
 struct Args {
-    int tokens = 1024;
-    int rounds = 5;
+    int tokens = 2048;
+    int rounds = 6;
     unsigned threads = 0;
+    int frames = 150;  // per tab, for the GUI cost per frame
 };
 
 Args parse(int argc, char** argv) {
@@ -44,13 +49,25 @@ Args parse(int argc, char** argv) {
         if (!std::strcmp(argv[i], "--tokens")) a.tokens = std::max(8, std::atoi(argv[i + 1]));
         else if (!std::strcmp(argv[i], "--rounds")) a.rounds = std::max(1, std::atoi(argv[i + 1]));
         else if (!std::strcmp(argv[i], "--threads")) a.threads = unsigned(std::max(0, std::atoi(argv[i + 1])));
+        else if (!std::strcmp(argv[i], "--frames")) a.frames = std::max(1, std::atoi(argv[i + 1]));
     }
     return a;
 }
 
+double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+struct Run {
+    double tokensPerSecond = 0;
+    double guiBusy = 0;  // GUI thread CPU seconds per wall second during the run
+};
+
 // Generates on an engine thread while the GUI thread keeps its event loop running (as in the
-// app), and returns the decode rate.
-double decode_rate(const std::shared_ptr<const cflow::Model>& model, const Args& args, cflow::ui::TelemetryRing* ring) {
+// app), and returns the decode rate and how busy the GUI thread was meanwhile.
+Run decode_rate(const std::shared_ptr<const cflow::Model>& model, const Args& args, cflow::ui::TelemetryRing* ring) {
     auto session = cflow::Session::create(model, {.threads = args.threads});
     if (!session) {
         std::fprintf(stderr, "session: %s\n", session.error().c_str());
@@ -66,6 +83,9 @@ double decode_rate(const std::shared_ptr<const cflow::Model>& model, const Args&
     double rate = 0;
     std::atomic<bool> done{false};
     QEventLoop loop;
+    QElapsedTimer wall;
+    wall.start();
+    const double guiCpuStart = thread_cpu_seconds();
     std::thread engine([&] {
         auto stats = cflow::generate(*session.value(), request, [](int32_t, std::string_view) { return true; });
         if (!stats) std::fprintf(stderr, "generate: %s\n", stats.error().c_str());
@@ -75,7 +95,8 @@ double decode_rate(const std::shared_ptr<const cflow::Model>& model, const Args&
     });
     if (!done) loop.exec();
     engine.join();
-    return rate;
+    const double wallSeconds = double(wall.nsecsElapsed()) * 1e-9;
+    return {rate, wallSeconds > 0 ? (thread_cpu_seconds() - guiCpuStart) / wallSeconds : 0};
 }
 
 double median(std::vector<double> v) {
@@ -129,31 +150,34 @@ int main(int argc, char** argv) {
     cflow::ui::InspectorDock dock(&ring, nullptr, options);
     dock.resize(1000, 800);
     dock.setModel(model.value());
-    QTimer tabCycle;
-    tabCycle.setInterval(250);
-    QObject::connect(&tabCycle, &QTimer::timeout, &dock,
-                     [&] { dock.tabs()->setCurrentIndex((dock.tabs()->currentIndex() + 1) % dock.tabs()->count()); });
-
     decode_rate(model.value(), args, nullptr);  // warm-up: page cache, expert views, clocks
-    std::vector<double> closed, open;
+    std::vector<double> closed, open, paired, busy;
     for (int r = 0; r < args.rounds; ++r) {
+        const int tab = r % dock.tabs()->count();
+        double closedRate = 0, openRate = 0;
         // Alternate the order so drift (thermal, other load) does not favour one mode.
         for (int k = 0; k < 2; ++k) {
             const bool inspectorOpen = (r + k) % 2 == 1;
             if (inspectorOpen) {
+                dock.tabs()->setCurrentIndex(tab);
                 dock.show();
                 dock.refreshTimer()->start();
-                tabCycle.start();
-                open.push_back(decode_rate(model.value(), args, &ring));
-                tabCycle.stop();
+                const Run run = decode_rate(model.value(), args, &ring);
                 dock.drainNow();
                 dock.hide();
                 dock.refreshTimer()->stop();
+                openRate = run.tokensPerSecond;
+                busy.push_back(run.guiBusy);
             } else {
-                closed.push_back(decode_rate(model.value(), args, nullptr));
+                closedRate = decode_rate(model.value(), args, nullptr).tokensPerSecond;
             }
         }
-        std::printf("round %d: closed %.1f tok/s, open %.1f tok/s\n", r + 1, closed.back(), open.back());
+        closed.push_back(closedRate);
+        open.push_back(openRate);
+        paired.push_back(openRate / closedRate);
+        std::printf("round %d (%s tab): closed %.1f tok/s, open %.1f tok/s, ratio %.3f, GUI thread busy %.1f%%\n", r + 1,
+                    dock.tabs()->tabText(tab).toUtf8().constData(), closedRate, openRate, paired.back(),
+                    100.0 * busy.back());
     }
     std::printf("panel redraws while open: %llu; tokens recorded %zu, dropped %llu\n",
                 static_cast<unsigned long long>(dock.redraws()), dock.history().session().size(),
@@ -163,15 +187,25 @@ int main(int argc, char** argv) {
     {
         dock.show();
         dock.refreshTimer()->stop();
-        std::vector<cflow::TokenTelemetry> recorded(dock.history().session().end() - 64, dock.history().session().end());
-        constexpr int kFrames = 150;
+        const auto& session = dock.history().session();
+        const size_t replay = std::min<size_t>(64, session.size());
+        std::vector<cflow::TokenTelemetry> recorded(session.end() - std::ptrdiff_t(replay), session.end());
+        const int kFrames = args.frames;
         for (int tab = 0; tab < dock.tabs()->count(); ++tab) {
             dock.tabs()->setCurrentIndex(tab);
             QCoreApplication::processEvents();
             QElapsedTimer clock;
             qint64 updateNs = 0, paintNs = 0;
             for (int f = 0; f < kFrames; ++f) {
-                ring.push(recorded[size_t(f) % recorded.size()]);
+                // Timings vary from frame to frame as in a real run, so every chart has something to redraw.
+                cflow::TokenTelemetry t = recorded[size_t(f) % recorded.size()];
+                const float jitter = 1.0f + 0.03f * float(f % 7);
+                t.totalUs *= jitter;
+                for (cflow::LayerRecord& l : t.layers) {
+                    l.computeUs *= jitter;
+                    l.expertWaitUs *= jitter;
+                }
+                ring.push(t);
                 clock.start();
                 dock.drainNow();
                 updateNs += clock.nsecsElapsed();
@@ -184,8 +218,12 @@ int main(int argc, char** argv) {
                         dock.tabs()->tabText(tab).toUtf8().constData(), updateMs, paintMs, (updateMs + paintMs) * 30 / 10);
         }
     }
-    std::printf("ratio decode tok/s inspector-open/closed = %.2f (closed %.1f, open %.1f tok/s, median of %d)\n",
-                median(open) / median(closed), median(closed), median(open), args.rounds);
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    std::printf("GUI thread busy while open: median %.1f%% of one core = %.2f%% of this machine's %u cores\n",
+                100.0 * median(busy), 100.0 * median(busy) / cores, cores);
+    std::printf("ratio decode tok/s inspector-open/closed = %.3f (median of %d per-round ratios; ratio of medians %.3f: "
+                "closed %.1f, open %.1f tok/s)\n",
+                median(paired), args.rounds, median(open) / median(closed), median(closed), median(open));
     std::filesystem::remove_all(dir);
     return 0;
 }

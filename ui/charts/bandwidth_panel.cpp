@@ -17,6 +17,8 @@
 #include "cflow/engine/critical_path.h"
 
 #include "label_box.h"
+#include "nice_scale.h"
+#include "throttled_text.h"
 
 namespace cflow::ui {
 namespace {
@@ -25,10 +27,6 @@ const char* const kStreamLabels[5] = {"attention", "dense", "experts", "router",
 const QColor kStreamColors[5] = {QColor(0x4e, 0x79, 0xa7), QColor(0xf2, 0x8e, 0x2b), QColor(0xe1, 0x57, 0x59),
                                  QColor(0x76, 0xb7, 0xb2), QColor(0x59, 0xa1, 0x4f)};
 
-// QLabel::setText relayouts the panel even for the same text.
-void setTextIfChanged(QLabel* label, const QString& text) {
-    if (label->text() != text) label->setText(text);
-}
 
 QString mib(double bytes) { return QString::number(bytes / kBytesPerMiB, 'f', 3) + QStringLiteral(" MiB"); }
 
@@ -81,6 +79,7 @@ BandwidthPanel::BandwidthPanel(QWidget* parent) : QWidget(parent) {
     criticalPath_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     summary_ = new QLabel(this);
     summary_->setWordWrap(true);
+    summaryText_ = std::make_unique<detail::ThrottledText>(summary_);
     probeLabel_ = new QLabel(this);
     remeasure_ = new QPushButton(tr("Measure read bandwidth again"), this);
     connect(remeasure_, &QPushButton::clicked, this, &BandwidthPanel::remeasureRequested);
@@ -97,6 +96,8 @@ BandwidthPanel::BandwidthPanel(QWidget* parent) : QWidget(parent) {
     setCriticalPath(nullptr, tr("no model loaded"));
     setReadBandwidth(0);
 }
+
+BandwidthPanel::~BandwidthPanel() = default;
 
 void BandwidthPanel::rebuildCategories(uint32_t layers) {
     layers_ = layers;
@@ -183,13 +184,13 @@ void BandwidthPanel::refresh(const TelemetryHistory& history) {
     points.reserve(int(layers));
     for (uint32_t l = 0; l < layers; ++l) points.append(QPointF(double(l), s.layers[l].achievedBytesPerSecond / 1e9));
     if (achieved_->points() != points) achieved_->replace(points);
-    const double bytesMax = maxTotal > 0 ? maxTotal * scale * 1.1 : 1.0;
-    const double rateMax = std::max({maxRate, readBytesPerSecond_ / 1e9, 0.001}) * 1.1;
+    const double bytesMax = detail::nice_ceiling(maxTotal > 0 ? maxTotal * scale * 1.1 : 1.0);
+    const double rateMax = detail::nice_ceiling(std::max({maxRate, readBytesPerSecond_ / 1e9, 0.001}) * 1.1);
     if (bytesAxis_->max() != bytesMax) bytesAxis_->setRange(0, bytesMax);
     if (rateAxis_->max() != rateMax) rateAxis_->setRange(0, rateMax);
 
     if (s.tokens == 0) {
-        setTextIfChanged(summary_, tr("Generate text to see what each token reads."));
+        summaryText_->setText(tr("Generate text to see what each token reads."));
         return;
     }
     double layerBytes = 0;
@@ -201,7 +202,7 @@ void BandwidthPanel::refresh(const TelemetryHistory& history) {
                        .arg(s.tokenBytesPerSecond / 1e9, 0, 'f', 2);
     if (readBytesPerSecond_ > 0)
         text += tr(" (%1% of the machine's read bandwidth)").arg(100.0 * s.tokenBytesPerSecond / readBytesPerSecond_, 0, 'f', 1);
-    setTextIfChanged(summary_, text + QLatin1Char('.'));
+    summaryText_->setText(text + QLatin1Char('.'));
 }
 
 int BandwidthPanel::layerCategoryCount() const { return int(layerAxis_->count()); }
@@ -219,6 +220,6 @@ double BandwidthPanel::barValue(int stream, int layer) const {
 }
 
 QString BandwidthPanel::criticalPathText() const { return criticalPath_->text(); }
-QString BandwidthPanel::summaryText() const { return summary_->text(); }
+QString BandwidthPanel::summaryText() const { return summaryText_->text(); }
 
 } // namespace cflow::ui

@@ -19,6 +19,7 @@
 #include "cflow/ui/inspector/stall_panel.h"
 #include "cflow/ui/telemetry_ring.h"
 #include "label_box.h"
+#include "throttled_text.h"
 
 namespace cflow::ui {
 
@@ -34,6 +35,7 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
     tabs_->addTab(routing_, tr("Expert routing"));
     tabs_->addTab(stalls_, tr("Overlap stalls"));
     status_ = new QLabel(body);
+    statusText_ = std::make_unique<detail::ThrottledText>(status_);
     auto* exportButton = new QPushButton(tr("Export telemetry…"), body);
     connect(exportButton, &QPushButton::clicked, this, &InspectorDock::exportWithDialog);
     auto* bottom = new QHBoxLayout;
@@ -148,7 +150,7 @@ void InspectorDock::updateStatus() {
     if (lastDropped_ > 0) text += tr(", %1 dropped (the display fell behind)").arg(lastDropped_);
     if (history_.sessionTokensNotKept() > 0) text += tr(", %1 not kept for export").arg(history_.sessionTokensNotKept());
     if (!geometry_.modelName.empty()) text = QString::fromStdString(geometry_.modelName) + QStringLiteral(" · ") + text;
-    if (status_->text() != text) status_->setText(text);
+    statusText_->setText(text);
 }
 
 Status InspectorDock::exportTelemetry(const QString& path, TelemetryFormat format) const {

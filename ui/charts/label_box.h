@@ -4,8 +4,8 @@
 // relayout each time, which cascades through the whole inspector dock (QTabWidget asks every
 // page's word-wrapped labels for heightForWidth, geometries are re-set): ~3 ms per frame. In
 // the box the request stops here and is passed on only when the label no longer fits the
-// box (its wrapped height at the current width, or its minimum width, changed); otherwise
-// only the label repaints. Size hints are the label's, so the layout treats it the same.
+// box (its wrapped height at the current width changed, or its minimum width grew past the box);
+// otherwise only the label repaints. Size hints are the label's, so the layout treats it the same.
 #include <QEvent>
 #include <QLabel>
 #include <QWidget>
@@ -27,8 +27,16 @@ protected:
     void resizeEvent(QResizeEvent*) override { label_->setGeometry(rect()); }
     bool event(QEvent* e) override {
         if (e->type() == QEvent::LayoutRequest) {
+            // Compared with what was last asked for, not with height(): the layout may give the box
+            // more than it asks (stretch, a taller neighbour), and that is no reason to relayout.
             const int wanted = hasHeightForWidth() ? heightForWidth(width()) : sizeHint().height();
-            if (wanted != height() || minimumSizeHint().width() > width() || label_->isHidden()) updateGeometry();
+            // A wrapped label's minimum width is its longest word; measuring it lays out the text
+            // again, so only unwrapped labels are checked.
+            const int minWidth = label_->wordWrap() ? 0 : minimumSizeHint().width();
+            if (wanted != askedHeight_ || wanted > height() || minWidth > width() || label_->isHidden()) {
+                askedHeight_ = wanted;
+                updateGeometry();
+            }
             return true;
         }
         return QWidget::event(e);
@@ -36,6 +44,7 @@ protected:
 
 private:
     QLabel* label_;
+    int askedHeight_ = -1;  // the label's wanted height when the layout was last asked to relayout
 };
 
 } // namespace cflow::ui::detail

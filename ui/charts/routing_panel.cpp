@@ -6,6 +6,7 @@
 #include <QHelpEvent>
 #include <QLabel>
 #include <QPainter>
+#include <QRegion>
 #include <QStackedLayout>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -116,6 +117,9 @@ void ExpertHeatmap::ensureStatic() {
     staticCols_ = columns();
     staticPalette_ = paletteKey;
     static_ = widget_pixmap(this);
+    staticOnly_ = QRegion(rect());
+    for (int l = 0; l < rows(); ++l)
+        for (int e = 0; e < columns(); ++e) staticOnly_ -= QRegion(cellRect(l, e).adjusted(1, 1, 0, 0));
     QPainter p(&static_);
     p.fillRect(rect(), palette().base());
     if (rows() == 0 || columns() == 0) return;
@@ -140,14 +144,17 @@ void ExpertHeatmap::ensureStatic() {
 void ExpertHeatmap::paintEvent(QPaintEvent*) {
     ensureStatic();
     QPainter p(this);
+    // Every cell is filled below, so only the outlines and labels come from the pixmap (a
+    // full-widget blit was a third of this paint).
+    p.setClipRegion(staticOnly_);
     p.drawPixmap(0, 0, static_);
+    p.setClipping(false);
     if (rows() == 0 || columns() == 0) return;
     const double maxCount = std::max<double>(1.0, counts_.tokens);
     const QRgb base = palette().base().color().rgb(), hot = qRgb(0xc0, 0x39, 0x2b);
     for (int l = 0; l < rows(); ++l) {
         for (int e = 0; e < columns(); ++e) {
             const uint32_t n = count(l, e);
-            if (n == 0) continue;  // transparent over the base: already in the pixmap
             p.fillRect(cellRect(l, e).adjusted(1, 1, 0, 0), QColor(over(base, hot, float(std::clamp(n / maxCount, 0.0, 1.0)))));
         }
     }
@@ -265,30 +272,43 @@ void TokenStrip::paintEvent(QPaintEvent*) {
         p.fillRect(rect(), palette().base());
         return;
     }
-    p.drawPixmap(0, 0, static_);
-    const QRgb base = palette().base().color().rgb();
     const QRect g = gridRect();
-    const int nCols = columns(), nRows = rows();
-    for (int col = 0; col < nCols; ++col) {
-        const Column& c = columns_[size_t(col)];
-        const int x0c = g.left() + int(int64_t(col) * g.width() / nCols);
-        const int wc = g.left() + int(int64_t(col + 1) * g.width() / nCols) - x0c;  // == cellRect().width()
-        for (int l = 0; l < nRows && size_t(l) < c.layers.size(); ++l) {
+    // The cells below cover the grid: copy the cached labels and margins only around it (each
+    // full-widget blit is a memcpy of the whole widget, a third of this paint's time).
+    p.setClipRegion(QRegion(rect()).subtracted(QRegion(g)));
+    p.drawPixmap(0, 0, static_);
+    p.setClipping(false);
+    // Every pixel row of a layer's band is the same: build it once and copy it down the band
+    // (one drawImage instead of a fillRect per expert band, ~768 of them per frame).
+    const QRgb base = palette().base().color().rgb();
+    if (g.width() <= 0 || g.height() <= 0) return;
+    if (cells_.size() != g.size()) cells_ = QImage(g.size(), QImage::Format_RGB32);
+    cellLine_.resize(size_t(g.width()));
+    const int nCols = columns(), nRows = rows(), gw = g.width(), gh = g.height();
+    for (int l = 0; l < nRows; ++l) {
+        std::fill(cellLine_.begin(), cellLine_.end(), base);
+        for (int col = 0; col < nCols; ++col) {
+            const Column& c = columns_[size_t(col)];
+            if (size_t(l) >= c.layers.size()) continue;
             const Choice& choice = c.layers[size_t(l)];
             const int n = std::min<int>(choice.nSelected, int(kMaxTopK));
             if (n <= 0) continue;
-            const int y0 = g.top() + int(int64_t(l) * g.height() / nRows);
-            const int h = g.top() + int(int64_t(l + 1) * g.height() / nRows) - y0;
+            const int x0c = int(int64_t(col) * gw / nCols);
+            const int wc = int(int64_t(col + 1) * gw / nCols) - x0c;  // == cellRect().width()
             for (int i = 0; i < n; ++i) {
                 const int x0 = x0c + int(int64_t(i) * wc / n);
-                const int x1 = x0c + int(int64_t(i + 1) * wc / n);
+                const int x1 = std::min(gw, std::max(x0 + 1, x0c + int(int64_t(i + 1) * wc / n)));
                 const uint32_t e = choice.experts[size_t(i)];
                 const QRgb hue = e < expertRgb_.size() ? expertRgb_[e] : expert_color(e, experts_).rgb();
                 const float alpha = std::clamp(0.35f + 0.65f * choice.weights[size_t(i)], 0.0f, 1.0f);
-                p.fillRect(QRect(x0, y0, std::max(1, x1 - x0), h), QColor(over(base, hue, alpha)));
+                std::fill(cellLine_.begin() + x0, cellLine_.begin() + x1, over(base, hue, alpha));
             }
         }
+        const int y0 = int(int64_t(l) * gh / nRows), y1 = int(int64_t(l + 1) * gh / nRows);
+        for (int y = y0; y < y1; ++y)
+            std::copy(cellLine_.begin(), cellLine_.end(), reinterpret_cast<QRgb*>(cells_.scanLine(y)));
     }
+    p.drawImage(g.topLeft(), cells_);
     const int hi = highlightedColumn();
     if (hi >= 0) {
         const QRect top = cellRect(0, hi), bottom = cellRect(rows() - 1, hi);

@@ -3,44 +3,29 @@
 #include <algorithm>
 #include <cmath>
 
-#include <QBarCategoryAxis>
-#include <QBarSet>
-#include <QChart>
-#include <QChartView>
 #include <QEvent>
 #include <QHelpEvent>
 #include <QLabel>
 #include <QPainter>
-#include <QPainterPath>
-#include <QStackedBarSeries>
+#include <QRegion>
 #include <QStackedLayout>
 #include <QToolTip>
 #include <QVBoxLayout>
-#include <QValueAxis>
 
+#include "cflow/ui/inspector/stall_totals_chart.h"
+#include "chart_colors.h"
 #include "label_box.h"
+#include "throttled_text.h"
 #include "panel_hint.h"
 
 namespace cflow::ui {
 namespace {
 
-// Smallest of 1, 2, 2.5, 5 x 10^k at or above value (> 0).
-double nice_ceiling(double value) {
-    const double decade = std::pow(10.0, std::floor(std::log10(value)));
-    for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
-        if (m * decade >= value * (1 - 1e-12)) return m * decade;
-    return 10.0 * decade;
-}
-
 constexpr int kLaneLabelWidth = 34;
-const QColor kComputeColor(0x4e, 0x79, 0xa7);
-const QColor kStallColor(0xe1, 0x57, 0x59);
-const QColor kMarkerColor(0x59, 0xa1, 0x4f);
+using chart_colors::kCompute;
+using chart_colors::kMarker;
+using chart_colors::kStall;
 
-// QLabel::setText relayouts the panel even for the same text.
-void setTextIfChanged(QLabel* label, const QString& text) {
-    if (label->text() != text) label->setText(text);
-}
 
 } // namespace
 
@@ -139,24 +124,35 @@ void StallTimeline::paintEvent(QPaintEvent*) {
         return;
     }
     ensureStatic();  // background and lane labels
-    p.drawPixmap(0, 0, static_);
     const QRect plot = plotRect();
-    p.setPen(QPen(palette().mid().color(), 1, Qt::DotLine));
+    // Lane labels from the cache, the plot filled plainly: a full-widget blit costs a memcpy of
+    // the widget per frame. Token boundaries are solid light lines: dashed pens are stroked
+    // segment by segment, several times slower.
+    p.setClipRegion(QRegion(rect()).subtracted(QRegion(plot)));
+    p.drawPixmap(0, 0, static_);
+    p.setClipping(false);
+    p.fillRect(plot, palette().base());
+    // Whole-pixel rects take the raster engine's solid-fill path; fractional ones are rasterised.
+    const QColor boundary = palette().midlight().color();
     for (double start : tokenStartsUs_) {
-        const double x = plot.left() + start / totalUs_ * plot.width();
-        p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+        const int x = int(plot.left() + start / totalUs_ * plot.width());
+        p.fillRect(QRect(x, plot.top(), 1, plot.height()), boundary);
     }
-    p.setPen(Qt::NoPen);
     for (const Segment& s : segments_) {
         const QRectF r = segmentRect(s);
         const double total = s.computeUs + s.expertWaitUs;
-        const double computeW = total > 0 ? r.width() * s.computeUs / total : r.width();
-        p.fillRect(QRectF(r.left(), r.top(), computeW, r.height()), kComputeColor);
-        if (s.expertWaitUs > 0) p.fillRect(QRectF(r.left() + computeW, r.top(), r.width() - computeW, r.height()), kStallColor);
+        const int left = int(std::lround(r.left())), right = std::max(left + 1, int(std::lround(r.right())));
+        const int split = total > 0 ? left + int(std::lround((right - left) * s.computeUs / total)) : right;
+        const int top = int(std::lround(r.top())), height = std::max(1, int(std::lround(r.height())));
+        if (split > left) p.fillRect(QRect(left, top, split - left, height), kCompute);
+        if (right > split) p.fillRect(QRect(split, top, right - split, height), kStall);
     }
     // Routing layer -> injection layer: from the end of the routing layer to the start of the
     // layer where the experts' output joins the residual, within the same token.
-    p.setPen(QPen(kMarkerColor, 1.5));
+    // A cosmetic pen (width 0: one device pixel) is drawn by the fast line rasteriser; wider pens
+    // go through the path stroker.
+    p.setPen(QPen(kMarker, 0));
+    p.setBrush(kMarker);
     p.setRenderHint(QPainter::Antialiasing, true);
     for (const Marker& m : markers_) {
         const Segment* from = nullptr;
@@ -170,12 +166,8 @@ void StallTimeline::paintEvent(QPaintEvent*) {
         const QRectF a = segmentRect(*from), b = segmentRect(*to);
         const QPointF start(a.right(), a.center().y()), end(b.left(), b.center().y());
         p.drawLine(start, end);
-        QPainterPath head;
-        head.moveTo(end);
-        head.lineTo(end + QPointF(-5, -3));
-        head.lineTo(end + QPointF(-5, 3));
-        head.closeSubpath();
-        p.fillPath(head, kMarkerColor);
+        const QPointF head[3] = {end, end + QPointF(-5, -3), end + QPointF(-5, 3)};
+        p.drawPolygon(head, 3);
     }
 }
 
@@ -207,42 +199,25 @@ StallPanel::StallPanel(QWidget* parent) : QWidget(parent) {
     timeline_ = new StallTimeline(content_);
     summary_ = new QLabel(content_);
     summary_->setWordWrap(true);
+    summaryText_ = std::make_unique<detail::ThrottledText>(summary_);
     auto* summaryBox = new detail::LabelBox(summary_, content_);
 
-    chart_ = new QChart;
-    chart_->setTitle(tr("Per token: compute vs expert-wait stall (ms)"));
-    chart_->setAnimationOptions(QChart::NoAnimation);
-    chart_->legend()->setAlignment(Qt::AlignBottom);
-    bars_ = new QStackedBarSeries(chart_);
-    compute_ = new QBarSet(tr("compute"));
-    compute_->setColor(kComputeColor);
-    stall_ = new QBarSet(tr("expert wait"));
-    stall_->setColor(kStallColor);
-    bars_->append(compute_);
-    bars_->append(stall_);
-    chart_->addSeries(bars_);
-    tokenAxis_ = new QBarCategoryAxis(chart_);
-    tokenAxis_->setTitleText(tr("tokens ago (0 = newest)"));
-    msAxis_ = new QValueAxis(chart_);
-    msAxis_->setTitleText(tr("ms"));
-    chart_->addAxis(tokenAxis_, Qt::AlignBottom);
-    chart_->addAxis(msAxis_, Qt::AlignLeft);
-    bars_->attachAxis(tokenAxis_);
-    bars_->attachAxis(msAxis_);
-    view_ = new QChartView(chart_, content_);
-    view_->setMinimumHeight(180);
+    totals_ = new StallTotalsChart(int(kTotalsTokens), content_);
+    totals_->setMinimumHeight(180);
 
     auto* layout = new QVBoxLayout(content_);
     layout->addWidget(title);
     layout->addWidget(timeline_, 1);
     layout->addWidget(summaryBox);
-    layout->addWidget(view_, 1);
+    layout->addWidget(totals_, 1);
 
     stack_ = new QStackedLayout(this);
     stack_->addWidget(hint_);
     stack_->addWidget(content_);
     setInspectorGeometry({});
 }
+
+StallPanel::~StallPanel() = default;
 
 void StallPanel::setInspectorGeometry(const InspectorGeometry& geometry) {
     geometry_ = geometry;
@@ -261,46 +236,20 @@ void StallPanel::refresh(const TelemetryHistory& history) {
     for (size_t i = w.size() > kTimelineTokens ? w.size() - kTimelineTokens : 0; i < w.size(); ++i) recent.push_back(&w[i]);
     timeline_->setTokens(recent, geometry_.layers, geometry_.delayed());
 
-    // The bars are a fixed row of kTotalsTokens slots, newest on the right, updated in place:
-    // changing categories or set sizes makes QtCharts rebuild its items, too slow at 30 Hz.
     const std::vector<TokenStall> totals = token_stalls(history, kTotalsTokens);
-    if (tokenAxis_->count() != int(kTotalsTokens)) {
-        QStringList categories;
-        for (size_t i = 0; i < kTotalsTokens; ++i) categories << QString::number(int(i) - int(kTotalsTokens) + 1);
-        tokenAxis_->clear();
-        tokenAxis_->append(categories);
-        compute_->remove(0, compute_->count());
-        stall_->remove(0, stall_->count());
-        for (size_t i = 0; i < kTotalsTokens; ++i) {
-            compute_->append(0.0);
-            stall_->append(0.0);
-        }
+    totals_->setTotals(totals);
+    double sumCompute = 0, sumStall = 0;
+    for (const TokenStall& s : totals) {
+        sumCompute += s.computeUs;
+        sumStall += s.expertWaitUs;
     }
-    double maxMs = 0, sumCompute = 0, sumStall = 0;
-    const size_t offset = kTotalsTokens - totals.size();
-    for (size_t i = 0; i < kTotalsTokens; ++i) {
-        const TokenStall* s = i >= offset ? &totals[i - offset] : nullptr;
-        const double computeMs = s ? s->computeUs / 1000.0 : 0.0, stallMs = s ? s->expertWaitUs / 1000.0 : 0.0;
-        if (compute_->at(int(i)) != computeMs) compute_->replace(int(i), computeMs);
-        if (stall_->at(int(i)) != stallMs) stall_->replace(int(i), stallMs);
-        maxMs = std::max(maxMs, computeMs + stallMs);
-        if (s) {
-            sumCompute += s->computeUs;
-            sumStall += s->expertWaitUs;
-        }
-    }
-    // A "nice" ceiling (1, 2, 2.5, 5 x 10^k) changes only when the data crosses a step: a new range
-    // every frame made QtCharts relayout the axis each time (~2 ms per frame, cflow_bench_inspector).
-    const double axisMax = nice_ceiling(maxMs > 0 ? maxMs * 1.1 : 1.0);
-    if (msAxis_->max() != axisMax) msAxis_->setRange(0, axisMax);
-
     shownTokens_ = totals.size();
     if (totals.empty()) {
-        setTextIfChanged(summary_, tr("Generate text to see where each token's time goes."));
+        summaryText_->setText(tr("Generate text to see where each token's time goes."));
         return;
     }
     const double all = sumCompute + sumStall;
-    setTextIfChanged(summary_, tr("Last %1 tokens: %2 ms compute, %3 ms waiting for experts (%4% of layer time stalled)%5.")
+    summaryText_->setText(tr("Last %1 tokens: %2 ms compute, %3 ms waiting for experts (%4% of layer time stalled)%5.")
                           .arg(totals.size())
                           .arg(sumCompute / 1000.0, 0, 'f', 2)
                           .arg(sumStall / 1000.0, 0, 'f', 2)
@@ -311,17 +260,16 @@ void StallPanel::refresh(const TelemetryHistory& history) {
                                                    : QString()));
 }
 
-int StallPanel::totalsBarCount() const { return int(tokenAxis_->count()); }
+int StallPanel::totalsBarCount() const { return totals_->slotCount(); }
 
 size_t StallPanel::totalsTokenCount() const { return shownTokens_; }
 
 double StallPanel::totalsValue(int set, int token) const {
-    const QBarSet* s = set == 0 ? compute_ : stall_;
-    return token >= 0 && token < s->count() ? s->at(token) : -1;
+    return set == 0 ? totals_->computeMs(token) : totals_->stallMs(token);
 }
 
 bool StallPanel::showingHint() const { return stack_->currentWidget() == hint_; }
 QString StallPanel::hintText() const { return hint_->text(); }
-QString StallPanel::summaryText() const { return summary_->text(); }
+QString StallPanel::summaryText() const { return summaryText_->text(); }
 
 } // namespace cflow::ui

@@ -1,10 +1,19 @@
 #pragma once
 // A fixed pool of worker threads for the matvecs of one inference session.
 // parallel_for blocks the calling thread, which also takes a share of the work.
-#include <condition_variable>
+//
+// Decode issues a parallel_for every few microseconds (one per matvec, one per attention), so
+// handing work over must cost far less than that: workers spin briefly on an atomic generation
+// counter before sleeping on it (a condition-variable hand-over cost more than the matvecs of a
+// d=256 model and made two threads slower than one). Work is split into more chunks than
+// threads and claimed dynamically, so a thread that the OS preempts (the GUI repainting, another
+// process) holds the others up by at most the chunk it is in. Waiting threads spin only briefly
+// and then sleep: a spinning thread keeps its core busy, so the kernel would not move the
+// preempted thread onto it.
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -19,21 +28,32 @@ public:
 
     unsigned size() const { return static_cast<unsigned>(workers_.size()) + 1; }
 
-    // Calls fn(begin, end) on disjoint chunks covering [0, n); returns when all are done.
+    // Calls fn(begin, end) on disjoint ranges covering [0, n), possibly several per thread;
+    // returns when all are done. One caller at a time (the session's thread).
     void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn);
 
+    // How long an idle worker spins for new work before it sleeps: longer than the gaps between
+    // the matvecs of one token, far shorter than a GUI frame.
+    static constexpr int64_t kSpinNs = 50'000;
+
 private:
-    void worker_loop(unsigned index);
+    struct Job {
+        const std::function<void(size_t, size_t)>* fn = nullptr;
+        size_t n = 0;
+        uint32_t chunks = 0;
+        std::atomic<uint32_t> next{0};     // next chunk to claim
+        std::atomic<uint32_t> done{0};     // chunks finished; the caller sleeps on it
+        std::atomic<bool> callerAsleep{false};
+    };
+    static void run_chunks(Job& job);
+    void worker_loop();
 
     std::vector<std::thread> workers_;
-    std::mutex mutex_;
-    std::condition_variable work_cv_;
-    std::condition_variable done_cv_;
-    const std::function<void(size_t, size_t)>* job_ = nullptr;
-    size_t job_n_ = 0;
-    size_t generation_ = 0;
-    unsigned pending_ = 0;
-    bool stop_ = false;
+    std::atomic<Job*> job_{nullptr};        // the running parallel_for's job, null between jobs
+    std::atomic<uint32_t> generation_{0};   // bumped for every job and at shutdown; workers sleep on it
+                                            // (32 bits: a futex word; only != is ever asked)
+    std::atomic<unsigned> inJob_{0};        // workers that may still touch *job_
+    std::atomic<bool> stop_{false};
 };
 
 } // namespace cflow

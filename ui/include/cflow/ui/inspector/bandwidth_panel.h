@@ -2,6 +2,8 @@
 // Bandwidth panel: per-layer stacked bars of the weight bytes each token read by stream, the
 // bandwidth each layer achieved, the machine's measured read bandwidth as a "speed of light"
 // line, and the loaded model's analytic critical-path figures as text.
+#include <memory>
+
 #include <QStringList>
 #include <QWidget>
 
@@ -21,12 +23,17 @@ namespace cflow {
 struct CriticalPathReport;
 }
 
+namespace cflow::ui::detail {
+class ThrottledText;
+}
+
 namespace cflow::ui {
 
 class BandwidthPanel : public QWidget {
     Q_OBJECT
 public:
     explicit BandwidthPanel(QWidget* parent = nullptr);
+    ~BandwidthPanel() override;
 
     void setInspectorGeometry(const InspectorGeometry& geometry);
     // The analytic figures of the loaded model; nullptr clears them (no model, or analysis failed: reason).
@@ -62,6 +69,7 @@ private:
     QValueAxis* rateAxis_ = nullptr;
     QLabel* criticalPath_ = nullptr;
     QLabel* summary_ = nullptr;
+    std::unique_ptr<detail::ThrottledText> summaryText_;  // summary_ at most 5 times a second
     QLabel* probeLabel_ = nullptr;
     QPushButton* remeasure_ = nullptr;
     uint32_t layers_ = 0;

@@ -21,6 +21,10 @@ namespace cflow {
 class Model;
 }
 
+namespace cflow::ui::detail {
+class ThrottledText;
+}
+
 namespace cflow::ui {
 
 class BandwidthPanel;
@@ -84,6 +88,7 @@ private:
     RoutingPanel* routing_ = nullptr;
     StallPanel* stalls_ = nullptr;
     QLabel* status_ = nullptr;
+    std::unique_ptr<detail::ThrottledText> statusText_;  // status_ at most 5 times a second
     ReadBandwidthProbe* probe_ = nullptr;
     uint64_t drawnRevision_[3] = {~0ull, ~0ull, ~0ull};  // history revision each panel last showed
     uint64_t redraws_ = 0;

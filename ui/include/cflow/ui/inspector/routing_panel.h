@@ -10,7 +10,9 @@
 #include <vector>
 
 #include <QColor>
+#include <QImage>
 #include <QPixmap>
+#include <QRegion>
 #include <QString>
 #include <QWidget>
 
@@ -49,6 +51,7 @@ private:
     QPixmap static_;
     QSize staticSize_;
     int staticRows_ = -1, staticCols_ = -1;
+    QRegion staticOnly_;  // what the pixmap shows that the cell fills do not cover (outlines, labels)
     qint64 staticPalette_ = -1;
 };
 
@@ -98,6 +101,8 @@ private:
     int staticRows_ = -1;
     qint64 staticPalette_ = -1;
     std::vector<QRgb> expertRgb_;  // expert_color() per expert, for experts_
+    QImage cells_;                 // [grid height][grid width] RGB32, the cells drawn as scanlines
+    std::vector<QRgb> cellLine_;   // [grid width] one pixel row of a layer's band
 };
 
 // The colour of an expert: evenly spaced hues, the same in the heatmap legend and the strip.

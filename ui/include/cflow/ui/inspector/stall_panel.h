@@ -2,6 +2,7 @@
 // Overlap-stall panel: a Gantt-style timeline (one lane per layer) of compute vs expert wait
 // over the last few tokens, with arrows from a routing layer to the layer its experts are
 // injected into for delayed models, and per-token totals of compute vs stall as bars.
+#include <memory>
 #include <vector>
 
 #include <QPixmap>
@@ -9,16 +10,16 @@
 
 #include "cflow/ui/inspector/telemetry_history.h"
 
-class QBarCategoryAxis;
-class QBarSet;
-class QChart;
-class QChartView;
 class QLabel;
-class QStackedBarSeries;
 class QStackedLayout;
-class QValueAxis;
+
+namespace cflow::ui::detail {
+class ThrottledText;
+}
 
 namespace cflow::ui {
+
+class StallTotalsChart;
 
 class StallTimeline : public QWidget {
     Q_OBJECT
@@ -73,6 +74,7 @@ public:
     static constexpr size_t kTotalsTokens = 32;    // tokens in the totals bars
 
     explicit StallPanel(QWidget* parent = nullptr);
+    ~StallPanel() override;
     void setInspectorGeometry(const InspectorGeometry& geometry);
     void refresh(const TelemetryHistory& history);
 
@@ -91,13 +93,8 @@ private:
     QWidget* content_ = nullptr;
     StallTimeline* timeline_ = nullptr;
     QLabel* summary_ = nullptr;
-    QChart* chart_ = nullptr;
-    QChartView* view_ = nullptr;
-    QStackedBarSeries* bars_ = nullptr;
-    QBarSet* compute_ = nullptr;
-    QBarSet* stall_ = nullptr;
-    QBarCategoryAxis* tokenAxis_ = nullptr;
-    QValueAxis* msAxis_ = nullptr;
+    std::unique_ptr<detail::ThrottledText> summaryText_;  // summary_ at most 5 times a second
+    StallTotalsChart* totals_ = nullptr;
     size_t shownTokens_ = 0;
 };
 
