@@ -1,13 +1,17 @@
-// cflow_bench_inspector: does watching the inference slow it down? Decodes N tokens on a
-// synthetic MoE model with the inspector closed (no telemetry consumer) and open (on_step
-// pushes into the TelemetryRing, the dock shown offscreen with its 30 Hz timer draining and
-// redrawing one panel: round r shows panel r mod 3, as a user watches one at a time),
-// alternating the two over several rounds in one run. Prints the ratio of the median decode
-// rates, the median of the per-round ratios (robust to drift across the run) and how busy the
-// GUI thread was while open (thread CPU time / wall time).
+// cflow_bench_inspector: does watching the inference slow it down? One long generation per
+// inspector panel on a synthetic MoE model; every --switch-ms the inspector is switched between
+// open (its 30 Hz timer draining the TelemetryRing and redrawing the panel) and closed (timer
+// stopped: a hidden dock does no work). Each token's decode time is attributed to the state it
+// ran in. Decode slows as the context grows, so each open period's rate is compared with the
+// mean of the closed periods just before and after it (linear drift cancels); the ratio is the
+// mean over all open periods. A null run first alternates the same way with nothing opened: its
+// ratio is the method's noise floor (comparing the two states' totals instead read 0.95 or 1.06
+// on a null run, depending on which state came first).
+// Also prints how busy the GUI thread was while open and the GUI cost of one frame per panel.
 //
-//   cflow_bench_inspector [--tokens N] [--rounds R] [--threads T] [--frames F]
+//   cflow_bench_inspector [--tokens N] [--threads T] [--switch-ms M] [--frames F] [--size WxH]
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -37,19 +41,22 @@
 namespace {
 
 struct Args {
-    int tokens = 2048;
-    int rounds = 6;
+    int tokens = 3072;
     unsigned threads = 0;
-    int frames = 150;  // per tab, for the GUI cost per frame
+    int switchMs = 100;  // open/closed alternation period
+    int frames = 150;    // per tab, for the GUI cost per frame
+    int width = 1200;    // the dock's size in the app's default layout: the bottom dock of the
+    int height = 400;    // 1200 x 800 main window
 };
 
 Args parse(int argc, char** argv) {
     Args a;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!std::strcmp(argv[i], "--tokens")) a.tokens = std::max(8, std::atoi(argv[i + 1]));
-        else if (!std::strcmp(argv[i], "--rounds")) a.rounds = std::max(1, std::atoi(argv[i + 1]));
+        else if (!std::strcmp(argv[i], "--switch-ms")) a.switchMs = std::max(10, std::atoi(argv[i + 1]));
         else if (!std::strcmp(argv[i], "--threads")) a.threads = unsigned(std::max(0, std::atoi(argv[i + 1])));
         else if (!std::strcmp(argv[i], "--frames")) a.frames = std::max(1, std::atoi(argv[i + 1]));
+        else if (!std::strcmp(argv[i], "--size")) std::sscanf(argv[i + 1], "%dx%d", &a.width, &a.height);
     }
     return a;
 }
@@ -60,48 +67,113 @@ double thread_cpu_seconds() {
     return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-struct Run {
-    double tokensPerSecond = 0;
-    double guiBusy = 0;  // GUI thread CPU seconds per wall second during the run
+// Decode time in one open or closed period, over the tokens that ran entirely inside it.
+struct Period {
+    bool open = false;
+    size_t tokens = 0;
+    double seconds = 0;
+    double rate() const { return seconds > 0 ? double(tokens) / seconds : 0; }
 };
 
-// Generates on an engine thread while the GUI thread keeps its event loop running (as in the
-// app), and returns the decode rate and how busy the GUI thread was meanwhile.
-Run decode_rate(const std::shared_ptr<const cflow::Model>& model, const Args& args, cflow::ui::TelemetryRing* ring) {
-    auto session = cflow::Session::create(model, {.threads = args.threads});
-    if (!session) {
-        std::fprintf(stderr, "session: %s\n", session.error().c_str());
-        std::exit(1);
+struct Split {
+    std::vector<Period> periods;  // in time order, alternating
+    double guiBusy = 0;           // GUI thread CPU seconds per wall second while open
+    // Each open period against the mean of its closed neighbours, averaged; -1 if none.
+    double ratio() const {
+        double sum = 0;
+        int n = 0;
+        for (size_t i = 1; i + 1 < periods.size(); ++i) {
+            const Period &before = periods[i - 1], &p = periods[i], &after = periods[i + 1];
+            if (!p.open || before.open || after.open || p.tokens < 4 || before.tokens < 4 || after.tokens < 4) continue;
+            sum += p.rate() / ((before.rate() + after.rate()) / 2);
+            ++n;
+        }
+        return n ? sum / n : -1;
     }
+    size_t tokens(bool open) const {
+        size_t n = 0;
+        for (const Period& p : periods) n += p.open == open ? p.tokens : 0;
+        return n;
+    }
+};
+
+// One generation on an engine thread while the GUI thread runs its event loop (as in the app)
+// and switches the inspector between open and closed every args.switchMs.
+// A null run leaves the inspector closed in both states.
+Split interleaved_run(const std::shared_ptr<const cflow::Model>& model, const Args& args, cflow::ui::TelemetryRing& ring,
+                      cflow::ui::InspectorDock& dock, bool nullRun = false) {
+    std::atomic<uint32_t> state{0};  // bit 0: open; upper bits count switches
+    Split split;  // periods written by the engine thread only, read after it joined
     cflow::GenerateRequest request;
     request.prompt = {1, 72, 101, 108, 108, 111};
     request.max_tokens = args.tokens;
     request.sampling.temperature = 0;
     request.stop_at_end_of_generation = false;
-    if (ring) request.on_step = [ring](const cflow::TokenTelemetry& t) { ring->push(t); };
+    request.on_step = [&ring](const cflow::TokenTelemetry& t) { ring.push(t); };
 
-    double rate = 0;
     std::atomic<bool> done{false};
     QEventLoop loop;
-    QElapsedTimer wall;
-    wall.start();
-    const double guiCpuStart = thread_cpu_seconds();
     std::thread engine([&] {
-        auto stats = cflow::generate(*session.value(), request, [](int32_t, std::string_view) { return true; });
+        // The session (KV cache, buffers) is made on the engine thread, as in the app.
+        auto session = cflow::Session::create(model, {.threads = args.threads});
+        if (!session) {
+            std::fprintf(stderr, "session: %s\n", session.error().c_str());
+            std::exit(1);
+        }
+        auto last = std::chrono::steady_clock::now();
+        uint32_t lastState = state.load();
+        auto stats = cflow::generate(*session.value(), request, [&](int32_t, std::string_view) {
+            const auto now = std::chrono::steady_clock::now();
+            const uint32_t s = state.load();
+            // A token during which the state switched belongs to neither.
+            if (s == lastState) {
+                const size_t period = s >> 1;
+                if (split.periods.size() <= period) split.periods.resize(period + 1);
+                for (size_t k = 0; k <= period; ++k) split.periods[k].open = (k % 2) == 1;  // period 0 is closed
+                split.periods[period].seconds += std::chrono::duration<double>(now - last).count();
+                ++split.periods[period].tokens;
+            }
+            last = now;
+            lastState = s;
+            return true;
+        });
         if (!stats) std::fprintf(stderr, "generate: %s\n", stats.error().c_str());
-        else rate = stats.value().decode_tokens_per_s();
         done = true;
         QMetaObject::invokeMethod(&loop, &QEventLoop::quit, Qt::QueuedConnection);
     });
+    // Each switch is applied on the GUI thread, then published to the engine's clock.
+    double openCpu = 0, openWall = 0, cpuMark = 0;
+    QElapsedTimer wallMark;
+    QTimer switcher;
+    switcher.setInterval(args.switchMs);
+    QObject::connect(&switcher, &QTimer::timeout, [&] {
+        const bool wasOpen = state.load() & 1u;
+        if (nullRun) {
+        } else if (wasOpen) {
+            dock.refreshTimer()->stop();
+            openCpu += thread_cpu_seconds() - cpuMark;
+            openWall += double(wallMark.nsecsElapsed()) * 1e-9;
+        } else {
+            dock.drainNow();  // what arrived while closed, as on opening the dock
+            dock.refreshTimer()->start();
+            cpuMark = thread_cpu_seconds();
+            wallMark.start();
+        }
+        state.store(((state.load() >> 1) + 1) << 1 | (wasOpen ? 0u : 1u));
+    });
+    dock.refreshTimer()->stop();
+    switcher.start();
     if (!done) loop.exec();
+    switcher.stop();
     engine.join();
-    const double wallSeconds = double(wall.nsecsElapsed()) * 1e-9;
-    return {rate, wallSeconds > 0 ? (thread_cpu_seconds() - guiCpuStart) / wallSeconds : 0};
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    if (state.load() & 1u) {
+        openCpu += thread_cpu_seconds() - cpuMark;
+        openWall += double(wallMark.nsecsElapsed()) * 1e-9;
+    }
+    dock.refreshTimer()->stop();
+    dock.drainNow();
+    split.guiBusy = openWall > 0 ? openCpu / openWall : 0;
+    return split;
 }
 
 } // namespace
@@ -148,38 +220,29 @@ int main(int argc, char** argv) {
     cflow::ui::InspectorOptions options;
     options.measureBandwidthAtStart = false;  // the probe would compete for memory bandwidth
     cflow::ui::InspectorDock dock(&ring, nullptr, options);
-    dock.resize(1000, 800);
+    dock.resize(std::max(300, args.width), std::max(200, args.height));
     dock.setModel(model.value());
-    decode_rate(model.value(), args, nullptr);  // warm-up: page cache, expert views, clocks
-    std::vector<double> closed, open, paired, busy;
-    for (int r = 0; r < args.rounds; ++r) {
-        const int tab = r % dock.tabs()->count();
-        double closedRate = 0, openRate = 0;
-        // Alternate the order so drift (thermal, other load) does not favour one mode.
-        for (int k = 0; k < 2; ++k) {
-            const bool inspectorOpen = (r + k) % 2 == 1;
-            if (inspectorOpen) {
-                dock.tabs()->setCurrentIndex(tab);
-                dock.show();
-                dock.refreshTimer()->start();
-                const Run run = decode_rate(model.value(), args, &ring);
-                dock.drainNow();
-                dock.hide();
-                dock.refreshTimer()->stop();
-                openRate = run.tokensPerSecond;
-                busy.push_back(run.guiBusy);
-            } else {
-                closedRate = decode_rate(model.value(), args, nullptr).tokensPerSecond;
-            }
-        }
-        closed.push_back(closedRate);
-        open.push_back(openRate);
-        paired.push_back(openRate / closedRate);
-        std::printf("round %d (%s tab): closed %.1f tok/s, open %.1f tok/s, ratio %.3f, GUI thread busy %.1f%%\n", r + 1,
-                    dock.tabs()->tabText(tab).toUtf8().constData(), closedRate, openRate, paired.back(),
-                    100.0 * busy.back());
+    dock.show();
+    {
+        Args warmup = args;
+        warmup.tokens = std::min(args.tokens, 256);
+        interleaved_run(model.value(), warmup, ring, dock);  // page cache, expert views, clocks
     }
-    std::printf("panel redraws while open: %llu; tokens recorded %zu, dropped %llu\n",
+    const double nullRatio = interleaved_run(model.value(), args, ring, dock, /*nullRun=*/true).ratio();
+    std::printf("null run (inspector closed in both states): ratio %.3f\n", nullRatio);
+    std::vector<double> ratios;
+    double busiest = 0;
+    for (int tab = 0; tab < dock.tabs()->count(); ++tab) {
+        dock.tabs()->setCurrentIndex(tab);
+        QCoreApplication::processEvents();
+        const Split split = interleaved_run(model.value(), args, ring, dock);
+        ratios.push_back(split.ratio());
+        busiest = std::max(busiest, split.guiBusy);
+        std::printf("%s tab: ratio %.3f over %zu open / %zu closed tokens, GUI thread busy %.1f%% of one core while open\n",
+                    dock.tabs()->tabText(tab).toUtf8().constData(), ratios.back(), split.tokens(true), split.tokens(false),
+                    100.0 * split.guiBusy);
+    }
+    std::printf("panel redraws: %llu; tokens recorded %zu, dropped %llu\n",
                 static_cast<unsigned long long>(dock.redraws()), dock.history().session().size(),
                 static_cast<unsigned long long>(ring.droppedTokens()));
     // The GUI thread's cost per frame, measured directly (robust where the decode rates are
@@ -219,11 +282,14 @@ int main(int argc, char** argv) {
         }
     }
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    std::printf("GUI thread busy while open: median %.1f%% of one core = %.2f%% of this machine's %u cores\n",
-                100.0 * median(busy), 100.0 * median(busy) / cores, cores);
-    std::printf("ratio decode tok/s inspector-open/closed = %.3f (median of %d per-round ratios; ratio of medians %.3f: "
-                "closed %.1f, open %.1f tok/s)\n",
-                median(paired), args.rounds, median(open) / median(closed), median(closed), median(open));
+    std::printf("GUI thread busy while open: at most %.1f%% of one core = %.2f%% of this machine's %u cores\n",
+                100.0 * busiest, 100.0 * busiest / cores, cores);
+    double mean = 0;
+    for (double r : ratios) mean += r / double(ratios.size());
+    std::printf("ratio decode tok/s inspector-open/closed = %.3f (mean of the panels; worst panel %.3f; engine threads %u, "
+                "switching every %d ms, dock %dx%d; null run %.3f)\n",
+                mean, *std::min_element(ratios.begin(), ratios.end()), args.threads ? args.threads : cores, args.switchMs,
+                dock.width(), dock.height(), nullRatio);
     std::filesystem::remove_all(dir);
     return 0;
 }

@@ -36,6 +36,8 @@ BandwidthPanel::BandwidthPanel(QWidget* parent) : QWidget(parent) {
     chart_ = new QChart;
     chart_->setTitle(tr("Weight bytes read per token, by layer and stream"));
     chart_->setAnimationOptions(QChart::NoAnimation);  // redraws come at 30 Hz; animation would lag behind
+    // A rounded background is filled as a path (and in Qt 6.4 on worker threads) every frame.
+    chart_->setBackgroundRoundness(0);
     chart_->legend()->setAlignment(Qt::AlignBottom);
 
     bars_ = new QStackedBarSeries(chart_);
@@ -184,8 +186,9 @@ void BandwidthPanel::refresh(const TelemetryHistory& history) {
     points.reserve(int(layers));
     for (uint32_t l = 0; l < layers; ++l) points.append(QPointF(double(l), s.layers[l].achievedBytesPerSecond / 1e9));
     if (achieved_->points() != points) achieved_->replace(points);
-    const double bytesMax = detail::nice_ceiling(maxTotal > 0 ? maxTotal * scale * 1.1 : 1.0);
-    const double rateMax = detail::nice_ceiling(std::max({maxRate, readBytesPerSecond_ / 1e9, 0.001}) * 1.1);
+    const double bytesMax = detail::sticky_axis_max(bytesAxis_->max(), maxTotal > 0 ? maxTotal * scale * 1.1 : 1.0);
+    const double rateMax =
+        detail::sticky_axis_max(rateAxis_->max(), std::max({maxRate, readBytesPerSecond_ / 1e9, 0.001}) * 1.1);
     if (bytesAxis_->max() != bytesMax) bytesAxis_->setRange(0, bytesMax);
     if (rateAxis_->max() != rateMax) rateAxis_->setRange(0, rateMax);
 

@@ -15,6 +15,15 @@ inline double nice_ceiling(double value) {
     return 10.0 * decade;
 }
 
+// The axis maximum to show for data whose largest value (with headroom) is `needed`, given the
+// one shown now: grows at once, shrinks only when the data fell well below (under 40% of the
+// current maximum), so data hovering around a step does not flip the axis back and forth
+// (each change relayouts the axis: several ms in QtCharts).
+inline double sticky_axis_max(double current, double needed) {
+    if (current > 0 && needed <= current && needed >= 0.4 * current) return current;
+    return nice_ceiling(needed);
+}
+
 // A round tick step giving 4-5 intervals on [0, axisMax] for an axisMax from nice_ceiling.
 inline double nice_tick_step(double axisMax) {
     const double decade = std::pow(10.0, std::floor(std::log10(axisMax) + 1e-9));

@@ -41,7 +41,7 @@ void StallTotalsChart::setTotals(const std::vector<TokenStall>& tokens) {
         s.stallMs = std::max(0.0, t.expertWaitUs / 1000.0);
         maxMs = std::max(maxMs, s.computeMs + s.stallMs);
     }
-    const double axisMax = detail::nice_ceiling(maxMs > 0 ? maxMs * 1.1 : 1.0);
+    const double axisMax = detail::sticky_axis_max(axisMaxMs_, maxMs > 0 ? maxMs * 1.1 : 1.0);
     filled_ = int(shown);
     if (next == values_ && axisMax == axisMaxMs_) return;  // nothing visible changed
     values_ = std::move(next);
