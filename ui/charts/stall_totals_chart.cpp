@@ -58,13 +58,13 @@ QSize StallTotalsChart::sizeHint() const { return QSize(480, 200); }
 QSize StallTotalsChart::minimumSizeHint() const { return QSize(200, 6 * fontMetrics().height()); }
 
 // Room above for the title and legend, left for the tick labels, below for the token labels and
-// the axis title.
+// the axis title. Measuring text shapes it, so the margins are kept until the font changes.
 QRect StallTotalsChart::plotRect() const {
-    const QFontMetrics fm = fontMetrics();
-    const int left = fm.horizontalAdvance(QStringLiteral("0.0000")) + 10;
-    const int top = fm.height() + 10;
-    const int bottom = 2 * fm.height() + 10;
-    return rect().adjusted(left, top, -8, -bottom);
+    if (margins_.isNull()) {
+        const QFontMetrics fm = fontMetrics();
+        margins_ = QMargins(fm.horizontalAdvance(QStringLiteral("0.0000")) + 10, fm.height() + 10, 8, 2 * fm.height() + 10);
+    }
+    return rect().marginsRemoved(margins_);
 }
 
 int StallTotalsChart::slotAt(QPoint pos) const {
@@ -162,6 +162,10 @@ void StallTotalsChart::paintEvent(QPaintEvent*) {
 }
 
 bool StallTotalsChart::event(QEvent* event) {
+    if (event->type() == QEvent::FontChange) {
+        margins_ = {};
+        static_ = {};
+    }
     if (event->type() == QEvent::ToolTip) {
         auto* help = static_cast<QHelpEvent*>(event);
         const QString text = toolTipAt(help->pos());

@@ -6,6 +6,7 @@
 // rebuilt only when the size, palette or the (nice-stepped) ms axis changes.
 #include <vector>
 
+#include <QMargins>
 #include <QPixmap>
 #include <QWidget>
 
@@ -43,6 +44,7 @@ private:
         bool operator==(const Slot&) const = default;
     };
     QRect plotRect() const;
+    mutable QMargins margins_;  // plot area inside the widget; null until measured, reset when the font changes
     int slotAt(QPoint pos) const;
     void ensureStatic();
 
