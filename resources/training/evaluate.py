@@ -259,6 +259,12 @@ def evaluate_one(arch, args, tok):
     if os.path.exists(cache) and not args.force:
         with open(cache, "r", encoding="utf-8") as f:
             res = json.load(f)
+        if args.rebench:  # decode speed only, with this --cflow (e.g. after an engine change)
+            q8 = os.path.join(run_dir, "%s.q8_0.cflow" % arch)
+            res["decode_tok_s"] = {str(t): bench(args.cflow, q8, t) for t in (1, 2)}
+            with open(cache, "w", encoding="utf-8", newline="\n") as f:
+                json.dump(res, f, indent=2, sort_keys=True, ensure_ascii=False)
+                f.write("\n")
         if "teacher_forced_top1" not in res:  # added after the first evaluations: fill it in
             cfg, model = load_export(export_dir)
             res["teacher_forced_top1"] = teacher_forced_top1(cfg, model,
@@ -322,6 +328,8 @@ def main(argv=None):
     p.add_argument("--max-eval-tokens", type=int, default=131072)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--force", action="store_true", help="re-measure models that have an eval.json")
+    p.add_argument("--rebench", action="store_true",
+                   help="for models that have an eval.json, re-measure only the decode speed with --cflow")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     tok = bt.Tokenizer.load(os.path.join(args.tokenizer, "tokenizer.json"))
