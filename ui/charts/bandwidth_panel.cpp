@@ -28,6 +28,13 @@ const QColor kStreamColors[5] = {QColor(0x4e, 0x79, 0xa7), QColor(0xf2, 0x8e, 0x
                                  QColor(0x76, 0xb7, 0xb2), QColor(0x59, 0xa1, 0x4f)};
 
 
+// Only a changed range is applied: each change relayouts the axis.
+void set_axis_max(QValueAxis* axis, double max) {
+    if (axis->max() == max) return;
+    axis->setRange(0, max);
+    axis->setTickInterval(detail::nice_tick_step(max));  // round labels: 0, 0.5, 1, ...
+}
+
 QString mib(double bytes) { return QString::number(bytes / kBytesPerMiB, 'f', 3) + QStringLiteral(" MiB"); }
 
 } // namespace
@@ -62,6 +69,11 @@ BandwidthPanel::BandwidthPanel(QWidget* parent) : QWidget(parent) {
     bytesAxis_->setTitleText(tr("KiB per token"));
     rateAxis_ = new QValueAxis(chart_);
     rateAxis_->setTitleText(tr("GB/s"));
+    for (QValueAxis* axis : {bytesAxis_, rateAxis_}) {
+        axis->setTickType(QValueAxis::TicksDynamic);
+        axis->setTickAnchor(0.0);
+        axis->setLabelFormat(QStringLiteral("%.4g"));
+    }
     chart_->addAxis(layerAxis_, Qt::AlignBottom);
     chart_->addAxis(bytesAxis_, Qt::AlignLeft);
     chart_->addAxis(rateAxis_, Qt::AlignRight);
@@ -147,7 +159,7 @@ void BandwidthPanel::setReadBandwidth(double bytesPerSecond) {
         const double gbps = bytesPerSecond / 1e9;
         speedOfLight_->append(0, gbps);
         speedOfLight_->append(double(layers_ - 1), gbps);
-        rateAxis_->setMax(std::max(rateAxis_->max(), gbps * 1.1));
+        set_axis_max(rateAxis_, std::max(rateAxis_->max(), detail::nice_ceiling(gbps * 1.1)));
     }
     probeLabel_->setText(bytesPerSecond > 0
                              ? tr("Machine streaming read bandwidth: %1 GB/s (measured once, cached).")
@@ -189,8 +201,8 @@ void BandwidthPanel::refresh(const TelemetryHistory& history) {
     const double bytesMax = detail::sticky_axis_max(bytesAxis_->max(), maxTotal > 0 ? maxTotal * scale * 1.1 : 1.0);
     const double rateMax =
         detail::sticky_axis_max(rateAxis_->max(), std::max({maxRate, readBytesPerSecond_ / 1e9, 0.001}) * 1.1);
-    if (bytesAxis_->max() != bytesMax) bytesAxis_->setRange(0, bytesMax);
-    if (rateAxis_->max() != rateMax) rateAxis_->setRange(0, rateMax);
+    set_axis_max(bytesAxis_, bytesMax);
+    set_axis_max(rateAxis_, rateMax);
 
     if (s.tokens == 0) {
         summaryText_->setText(tr("Generate text to see what each token reads."));
