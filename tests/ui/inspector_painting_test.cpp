@@ -3,6 +3,7 @@
 // skipped when nothing visible changed, summary text that follows live numbers a few times a
 // second, and labels whose changing text does not relayout their parents.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -15,8 +16,10 @@
 
 #include <gtest/gtest.h>
 
+#include "cflow/ui/inspector/bandwidth_chart.h"
 #include "cflow/ui/inspector/routing_panel.h"
 #include "cflow/ui/inspector/stall_totals_chart.h"
+#include "chart_colors.h"
 #include "label_box.h"
 #include "throttled_text.h"
 
@@ -138,6 +141,85 @@ TEST(StallTotalsChart, AxisMovesOnlyInNiceStepsAndUnchangedTotalsDoNotRepaint) {
     chart.setTotals({});
     EXPECT_DOUBLE_EQ(chart.axisMaxMs(), 1.0);
     EXPECT_EQ(chart.filledSlots(), 0);
+}
+
+TEST(BandwidthChart, StreamsStackInProportionAndTheLinesSitAtTheirValues) {
+    BandwidthChart chart;
+    chart.resize(600, 300);
+    chart.show();
+    chart.setLayers(3);
+    std::array<std::vector<double>, BandwidthChart::kStreams> bytes;
+    for (auto& b : bytes) b.assign(3, 0.0);
+    bytes[0] = {10, 10, 10};  // attention
+    bytes[1] = {30, 30, 30};  // dense
+    bytes[2] = {0, 20, 40};   // experts
+    chart.setData(bytes, QStringLiteral("KiB"), {1.0, 2.0, 3.0});
+    chart.setSpeedOfLight(4.0);
+    EXPECT_EQ(chart.layers(), 3);
+    EXPECT_DOUBLE_EQ(chart.bytes(2, 2), 40.0);
+    EXPECT_DOUBLE_EQ(chart.bytesAxisMax(), 100.0);  // 80 x 1.1 -> 100
+    EXPECT_DOUBLE_EQ(chart.rateAxisMax(), 5.0);     // max(3, speed of light 4) x 1.1 -> 5
+    EXPECT_TRUE(chart.toolTipAt(QPoint(chart.width() / 2, chart.height() / 2)).startsWith(QStringLiteral("layer 1: 60.00 KiB")))
+        << chart.toolTipAt(QPoint(chart.width() / 2, chart.height() / 2)).toStdString();
+
+    // Down the middle of layer 2's bar: attention 10, dense 30, experts 40 -> pixel heights 1:3:4.
+    const QImage image = chart.grab().toImage();
+    int x = -1;
+    for (int px = 0; px < chart.width() && x < 0; ++px)
+        if (chart.toolTipAt(QPoint(px, chart.height() / 2)).startsWith(QStringLiteral("layer 2:"))) x = px;
+    ASSERT_GE(x, 0);
+    int layer2Right = x;
+    while (chart.toolTipAt(QPoint(layer2Right + 1, chart.height() / 2)).startsWith(QStringLiteral("layer 2:"))) ++layer2Right;
+    const int cx = (x + layer2Right) / 2 + 3;  // beside the line's marker at the centre
+    std::array<int, 3> px{};
+    for (int y = 0; y < image.height(); ++y) {
+        const QRgb c = image.pixel(cx, y) | 0xff000000u;
+        for (int s = 0; s < 3; ++s) px[size_t(s)] += c == (chart_colors::kStreams[size_t(s)].rgb() | 0xff000000u) ? 1 : 0;
+    }
+    ASSERT_GT(px[0], 0);
+    EXPECT_NEAR(double(px[1]) / px[0], 3.0, 0.5);
+    EXPECT_NEAR(double(px[2]) / px[0], 4.0, 0.6);
+    // The speed-of-light line: dark dashes across the plot at 4 of 5 GB/s; the achieved line's
+    // colour appears (markers and segments).
+    int dashRows = 0, achievedPx = 0;
+    for (int y = 0; y < image.height(); ++y) {
+        int dark = 0;
+        for (int xx = 0; xx < image.width(); ++xx) {
+            const QRgb c = image.pixel(xx, y) | 0xff000000u;
+            dark += c == (chart_colors::kSpeedOfLight.rgb() | 0xff000000u) ? 1 : 0;
+            achievedPx += c == (chart_colors::kAchieved.rgb() | 0xff000000u) ? 1 : 0;
+        }
+        dashRows += dark > chart.width() / 3 ? 1 : 0;
+    }
+    EXPECT_GE(dashRows, 1);
+    EXPECT_GT(achievedPx, 20);
+}
+
+TEST(BandwidthChart, UnchangedDataDoesNotRepaintAndTheAxisHoldsItsStep) {
+    BandwidthChart chart;
+    chart.resize(500, 260);
+    chart.show();
+    chart.setLayers(2);
+    EventCounter paints(QEvent::Paint);
+    chart.installEventFilter(&paints);
+    std::array<std::vector<double>, BandwidthChart::kStreams> bytes;
+    for (auto& b : bytes) b.assign(2, 1.0);
+    chart.setData(bytes, QStringLiteral("KiB"), {0.5, 0.6});
+    settle();
+    const int after = paints.count;
+    EXPECT_GE(after, 1);
+    chart.setData(bytes, QStringLiteral("KiB"), {0.5, 0.6});
+    settle();
+    EXPECT_EQ(paints.count, after);
+    EXPECT_DOUBLE_EQ(chart.bytesAxisMax(), 10.0);  // 5 x 1.1 -> 10
+    for (auto& b : bytes) b.assign(2, 1.2);        // 6.6 still under 10: same axis
+    chart.setData(bytes, QStringLiteral("KiB"), {0.5, 0.6});
+    EXPECT_DOUBLE_EQ(chart.bytesAxisMax(), 10.0);
+    for (auto& b : bytes) b.assign(2, 0.3);        // 1.65 is under 40% of 10: shrinks to 2
+    chart.setData(bytes, QStringLiteral("KiB"), {0.5, 0.6});
+    EXPECT_DOUBLE_EQ(chart.bytesAxisMax(), 2.0);
+    EXPECT_EQ(chart.bytes(5, 0), -1.0);
+    EXPECT_EQ(chart.achieved(2), -1.0);
 }
 
 TEST(TokenStrip, EachExpertBandHasItsColourAndTheCellsEdgesAreExact) {

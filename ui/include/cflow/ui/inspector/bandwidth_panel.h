@@ -9,15 +9,8 @@
 
 #include "cflow/ui/inspector/telemetry_history.h"
 
-class QBarCategoryAxis;
-class QBarSet;
-class QChart;
-class QChartView;
 class QLabel;
-class QLineSeries;
 class QPushButton;
-class QStackedBarSeries;
-class QValueAxis;
 
 namespace cflow {
 struct CriticalPathReport;
@@ -28,6 +21,8 @@ class ThrottledText;
 }
 
 namespace cflow::ui {
+
+class BandwidthChart;
 
 class BandwidthPanel : public QWidget {
     Q_OBJECT
@@ -47,6 +42,7 @@ public:
     int layerCategoryCount() const;   // bar categories = layers
     QStringList streamSetLabels() const;
     double barValue(int stream, int layer) const;  // in the axis unit
+    BandwidthChart* chart() const { return chart_; }
     QString axisUnit() const { return unit_; }
     double speedOfLightGBps() const { return readBytesPerSecond_ / 1e9; }
     QString criticalPathText() const;
@@ -56,17 +52,7 @@ signals:
     void remeasureRequested();
 
 private:
-    void rebuildCategories(uint32_t layers);
-
-    QChart* chart_ = nullptr;
-    QChartView* view_ = nullptr;
-    QStackedBarSeries* bars_ = nullptr;
-    QBarSet* sets_[5] = {};          // one per Stream, [layers] values each
-    QLineSeries* achieved_ = nullptr;      // GB/s per layer
-    QLineSeries* speedOfLight_ = nullptr;  // constant at the probed read bandwidth
-    QBarCategoryAxis* layerAxis_ = nullptr;
-    QValueAxis* bytesAxis_ = nullptr;
-    QValueAxis* rateAxis_ = nullptr;
+    BandwidthChart* chart_ = nullptr;
     QLabel* criticalPath_ = nullptr;
     QLabel* summary_ = nullptr;
     std::unique_ptr<detail::ThrottledText> summaryText_;  // summary_ at most 5 times a second
