@@ -290,9 +290,14 @@ void BandwidthChart::paintEvent(QPaintEvent*) {
         line.emplace_back(bar.center().x() + 0.5,
                           plot.bottom() - achievedGBps_[size_t(l)] / rateAxisMax_ * plot.height());
     }
+    // Two one-pixel cosmetic polylines a pixel apart: the raster engine draws cosmetic lines
+    // directly, while a 2-px pen is stroked into a path and filled (0.6 ms for six points).
     p.setRenderHint(QPainter::Antialiasing, true);
-    p.setPen(QPen(chart_colors::kAchieved, 2));
+    p.setPen(QPen(chart_colors::kAchieved, 0));
     p.drawPolyline(line.data(), int(line.size()));
+    p.translate(0, 1);
+    p.drawPolyline(line.data(), int(line.size()));
+    p.translate(0, -1);
     p.setRenderHint(QPainter::Antialiasing, false);
     for (const QPointF& pt : line) p.fillRect(QRectF(pt.x() - 2.5, pt.y() - 2.5, 5, 5).toAlignedRect(), chart_colors::kAchieved);
 }
