@@ -4,11 +4,10 @@
 #include <cmath>
 
 #include <QEvent>
-#include <QHelpEvent>
 #include <QPainter>
-#include <QToolTip>
 
 #include "chart_colors.h"
+#include "chart_widget.h"
 #include "nice_scale.h"
 
 namespace cflow::ui {
@@ -197,9 +196,7 @@ void BandwidthChart::ensureStatic() {
     staticBytesMax_ = bytesAxisMax_;
     staticRateMax_ = rateAxisMax_;
     staticSpeedOfLight_ = speedOfLightGBps_;
-    const qreal dpr = devicePixelRatioF();
-    static_ = QPixmap(size() * dpr);
-    static_.setDevicePixelRatio(dpr);
+    static_ = detail::widget_pixmap(this);
     QPainter p(&static_);
     p.fillRect(rect(), palette().base());
     const QFontMetrics fm = fontMetrics();
@@ -307,13 +304,7 @@ bool BandwidthChart::event(QEvent* event) {
         margins_ = {};
         static_ = {};
     }
-    if (event->type() == QEvent::ToolTip) {
-        auto* help = static_cast<QHelpEvent*>(event);
-        const QString text = toolTipAt(help->pos());
-        if (text.isEmpty()) QToolTip::hideText();
-        else QToolTip::showText(help->globalPos(), text, this);
-        return true;
-    }
+    if (detail::handle_tool_tip(this, event)) return true;
     return QWidget::event(event);
 }
 

@@ -3,14 +3,13 @@
 #include <algorithm>
 
 #include <QEvent>
-#include <QHelpEvent>
 #include <QLabel>
 #include <QPainter>
 #include <QRegion>
 #include <QStackedLayout>
-#include <QToolTip>
 #include <QVBoxLayout>
 
+#include "chart_widget.h"
 #include "panel_hint.h"
 
 namespace cflow::ui {
@@ -39,14 +38,6 @@ QRgb over(QRgb base, QRgb color, float alpha) {
     const int a = int(std::clamp(alpha, 0.0f, 1.0f) * 255.0f + 0.5f), b = 255 - a;
     return qRgb((qRed(color) * a + qRed(base) * b + 127) / 255, (qGreen(color) * a + qGreen(base) * b + 127) / 255,
                 (qBlue(color) * a + qBlue(base) * b + 127) / 255);
-}
-
-// A widget-sized pixmap at the widget's device pixel ratio, ready to paint on.
-QPixmap widget_pixmap(const QWidget* w) {
-    const qreal dpr = w->devicePixelRatioF();
-    QPixmap pm(w->size() * dpr);
-    pm.setDevicePixelRatio(dpr);
-    return pm;
 }
 
 } // namespace
@@ -103,6 +94,11 @@ QString ExpertHeatmap::cellToolTip(int layer, int expert) const {
         .arg(share, 0, 'f', 0);
 }
 
+QString ExpertHeatmap::toolTipAt(QPoint pos) const {
+    const auto cell = cellAt(pos);
+    return cell ? cellToolTip(cell->first, cell->second) : QString();
+}
+
 QSize ExpertHeatmap::sizeHint() const {
     return QSize(kMarginLeft + std::max(8, columns()) * 22, kMarginTop + std::max(4, rows()) * 16);
 }
@@ -116,7 +112,7 @@ void ExpertHeatmap::ensureStatic() {
     staticRows_ = rows();
     staticCols_ = columns();
     staticPalette_ = paletteKey;
-    static_ = widget_pixmap(this);
+    static_ = detail::widget_pixmap(this);
     staticOnly_ = QRegion(rect());
     for (int l = 0; l < rows(); ++l)
         for (int e = 0; e < columns(); ++e) staticOnly_ -= QRegion(cellRect(l, e).adjusted(1, 1, 0, 0));
@@ -161,12 +157,7 @@ void ExpertHeatmap::paintEvent(QPaintEvent*) {
 }
 
 bool ExpertHeatmap::event(QEvent* event) {
-    if (event->type() == QEvent::ToolTip) {
-        auto* help = static_cast<QHelpEvent*>(event);
-        if (const auto cell = cellAt(help->pos())) QToolTip::showText(help->globalPos(), cellToolTip(cell->first, cell->second), this);
-        else QToolTip::hideText();
-        return true;
-    }
+    if (detail::handle_tool_tip(this, event)) return true;
     return QWidget::event(event);
 }
 
@@ -253,7 +244,7 @@ void TokenStrip::ensureStatic() {
     staticSize_ = size();
     staticRows_ = rows();
     staticPalette_ = paletteKey;
-    static_ = widget_pixmap(this);
+    static_ = detail::widget_pixmap(this);
     QPainter p(&static_);
     p.fillRect(rect(), palette().base());
     if (rows() == 0) return;
@@ -321,13 +312,7 @@ void TokenStrip::paintEvent(QPaintEvent*) {
 }
 
 bool TokenStrip::event(QEvent* event) {
-    if (event->type() == QEvent::ToolTip) {
-        auto* help = static_cast<QHelpEvent*>(event);
-        const QString text = toolTipAt(help->pos());
-        if (text.isEmpty()) QToolTip::hideText();
-        else QToolTip::showText(help->globalPos(), text, this);
-        return true;
-    }
+    if (detail::handle_tool_tip(this, event)) return true;
     return QWidget::event(event);
 }
 

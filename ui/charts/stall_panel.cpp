@@ -4,19 +4,18 @@
 #include <cmath>
 
 #include <QEvent>
-#include <QHelpEvent>
 #include <QLabel>
 #include <QPainter>
 #include <QRegion>
 #include <QStackedLayout>
-#include <QToolTip>
 #include <QVBoxLayout>
 
 #include "cflow/ui/inspector/stall_totals_chart.h"
 #include "chart_colors.h"
+#include "chart_widget.h"
 #include "label_box.h"
-#include "throttled_text.h"
 #include "panel_hint.h"
+#include "throttled_text.h"
 
 namespace cflow::ui {
 namespace {
@@ -103,9 +102,7 @@ void StallTimeline::ensureStatic() {
     staticSize_ = size();
     staticLayers_ = layers_;
     staticPalette_ = paletteKey;
-    const qreal dpr = devicePixelRatioF();
-    static_ = QPixmap(size() * dpr);
-    static_.setDevicePixelRatio(dpr);
+    static_ = detail::widget_pixmap(this);
     QPainter p(&static_);
     p.fillRect(rect(), palette().base());
     if (layers_ == 0) return;
@@ -173,13 +170,7 @@ void StallTimeline::paintEvent(QPaintEvent*) {
 }
 
 bool StallTimeline::event(QEvent* event) {
-    if (event->type() == QEvent::ToolTip) {
-        auto* help = static_cast<QHelpEvent*>(event);
-        const QString text = toolTipAt(help->pos());
-        if (text.isEmpty()) QToolTip::hideText();
-        else QToolTip::showText(help->globalPos(), text, this);
-        return true;
-    }
+    if (detail::handle_tool_tip(this, event)) return true;
     return QWidget::event(event);
 }
 

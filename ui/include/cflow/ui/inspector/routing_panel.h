@@ -37,6 +37,7 @@ public:
     // (layer, expert) under a widget position, if any.
     std::optional<std::pair<int, int>> cellAt(QPoint pos) const;
     QString cellToolTip(int layer, int expert) const;
+    QString toolTipAt(QPoint pos) const;  // the cell's tooltip under pos; empty outside the grid
     QRect cellRect(int layer, int expert) const;
     QSize sizeHint() const override;
 
