@@ -78,6 +78,8 @@ struct Period {
 struct Split {
     std::vector<Period> periods;  // in time order, alternating
     double guiBusy = 0;           // GUI thread CPU seconds per wall second while open
+    double redrawsPerSecond = 0;  // panel redraws per wall second while open
+    double longestGapMs = 0;      // longest time between two redraws inside an open period
     // Each open period against the mean of its closed neighbours, averaged; -1 if none.
     double ratio() const {
         double sum = 0;
@@ -143,7 +145,14 @@ Split interleaved_run(const std::shared_ptr<const cflow::Model>& model, const Ar
     });
     // Each switch is applied on the GUI thread, then published to the engine's clock.
     double openCpu = 0, openWall = 0, cpuMark = 0;
-    QElapsedTimer wallMark;
+    uint64_t openRedraws = 0, redrawMark = 0;
+    QElapsedTimer wallMark, sinceRedraw;
+    // Every drained frame redraws the visible panel (tokens arrive faster than 30 Hz).
+    const auto frames = QObject::connect(&dock, &cflow::ui::InspectorDock::tokensDrained, [&] {
+        if (!(state.load() & 1u) || nullRun) return;
+        if (sinceRedraw.isValid()) split.longestGapMs = std::max(split.longestGapMs, double(sinceRedraw.nsecsElapsed()) / 1e6);
+        sinceRedraw.start();
+    });
     QTimer switcher;
     switcher.setInterval(args.switchMs);
     QObject::connect(&switcher, &QTimer::timeout, [&] {
@@ -153,11 +162,15 @@ Split interleaved_run(const std::shared_ptr<const cflow::Model>& model, const Ar
             dock.refreshTimer()->stop();
             openCpu += thread_cpu_seconds() - cpuMark;
             openWall += double(wallMark.nsecsElapsed()) * 1e-9;
+            openRedraws += dock.redraws() - redrawMark;
+            sinceRedraw.invalidate();
         } else {
             dock.drainNow();  // what arrived while closed, as on opening the dock
             dock.refreshTimer()->start();
             cpuMark = thread_cpu_seconds();
+            redrawMark = dock.redraws();
             wallMark.start();
+            sinceRedraw.start();
         }
         state.store(((state.load() >> 1) + 1) << 1 | (wasOpen ? 0u : 1u));
     });
@@ -166,13 +179,16 @@ Split interleaved_run(const std::shared_ptr<const cflow::Model>& model, const Ar
     if (!done) loop.exec();
     switcher.stop();
     engine.join();
-    if (state.load() & 1u) {
+    QObject::disconnect(frames);
+    if ((state.load() & 1u) && !nullRun) {
         openCpu += thread_cpu_seconds() - cpuMark;
         openWall += double(wallMark.nsecsElapsed()) * 1e-9;
+        openRedraws += dock.redraws() - redrawMark;
     }
     dock.refreshTimer()->stop();
     dock.drainNow();
     split.guiBusy = openWall > 0 ? openCpu / openWall : 0;
+    split.redrawsPerSecond = openWall > 0 ? double(openRedraws) / openWall : 0;
     return split;
 }
 
@@ -238,9 +254,10 @@ int main(int argc, char** argv) {
         const Split split = interleaved_run(model.value(), args, ring, dock);
         ratios.push_back(split.ratio());
         busiest = std::max(busiest, split.guiBusy);
-        std::printf("%s tab: ratio %.3f over %zu open / %zu closed tokens, GUI thread busy %.1f%% of one core while open\n",
+        std::printf("%s tab: ratio %.3f over %zu open / %zu closed tokens; while open: GUI thread busy %.1f%% of one "
+                    "core, %.1f redraws/s, longest gap between redraws %.0f ms\n",
                     dock.tabs()->tabText(tab).toUtf8().constData(), ratios.back(), split.tokens(true), split.tokens(false),
-                    100.0 * split.guiBusy);
+                    100.0 * split.guiBusy, split.redrawsPerSecond, split.longestGapMs);
     }
     std::printf("panel redraws: %llu; tokens recorded %zu, dropped %llu\n",
                 static_cast<unsigned long long>(dock.redraws()), dock.history().session().size(),
