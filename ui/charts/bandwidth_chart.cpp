@@ -84,7 +84,8 @@ void BandwidthChart::setLayers(int layers) {
 
 void BandwidthChart::setData(const std::array<std::vector<double>, kStreams>& bytes, const QString& unit,
                              const std::vector<double>& achievedGBps) {
-    bool changed = unit != unit_;
+    const bool unitChanged = unit != unit_;
+    bool changed = unitChanged;
     for (int s = 0; s < kStreams; ++s) {
         for (int l = 0; l < layers_; ++l) {
             const double v = size_t(l) < bytes[size_t(s)].size() ? bytes[size_t(s)][size_t(l)] : 0.0;
@@ -99,8 +100,11 @@ void BandwidthChart::setData(const std::array<std::vector<double>, kStreams>& by
     }
     unit_ = unit;
     if (!changed) return;  // nothing visible changed: skip the repaint
+    const double bytesMax = bytesAxisMax_, rateMax = rateAxisMax_;
     updateAxes();
-    update();
+    // Same axes: only the plot (and the line markers' overhang) needs repainting.
+    if (!unitChanged && bytesMax == bytesAxisMax_ && rateMax == rateAxisMax_) update(plotRect().adjusted(-4, -4, 4, 4));
+    else update();
 }
 
 void BandwidthChart::setSpeedOfLight(double gbps) {

@@ -170,6 +170,7 @@ TokenStrip::TokenStrip(QWidget* parent) : QWidget(parent) {
 }
 
 void TokenStrip::setColumns(std::vector<Column> columns, uint32_t layers, uint32_t experts) {
+    const bool sameRows = layers == layers_;
     columns_ = std::move(columns);
     layers_ = layers;
     if (experts != experts_ || expertRgb_.size() != experts) {
@@ -177,7 +178,9 @@ void TokenStrip::setColumns(std::vector<Column> columns, uint32_t layers, uint32
         for (uint32_t e = 0; e < experts; ++e) expertRgb_[e] = expert_color(e, experts).rgb();
     }
     experts_ = experts;
-    update();
+    // A highlighted column's frame and label reach into the margins and move with the columns.
+    if (sameRows && !highlighted_) update(gridRect());
+    else update();
 }
 
 bool TokenStrip::highlightToken(uint32_t position) {

@@ -40,6 +40,7 @@ void StallTimeline::setTokens(const std::vector<const TokenTelemetry*>& tokens, 
     segments_.clear();
     markers_.clear();
     tokenStartsUs_.clear();
+    const bool sameLanes = layers == layers_;
     layers_ = layers;
     tokens_ = int(tokens.size());
     // Layers of a token run one after another; tokens follow each other. The LM head's time
@@ -65,7 +66,8 @@ void StallTimeline::setTokens(const std::vector<const TokenTelemetry*>& tokens, 
         clockUs += std::max(double(t->totalUs), layersUs);
     }
     totalUs_ = clockUs;
-    update();
+    if (sameLanes) update(plotRect());  // segments, boundaries and arrows stay inside the plot
+    else update();
 }
 
 QRect StallTimeline::plotRect() const { return rect().adjusted(kLaneLabelWidth, 4, -4, -4); }

@@ -43,9 +43,11 @@ void StallTotalsChart::setTotals(const std::vector<TokenStall>& tokens) {
     const double axisMax = detail::sticky_axis_max(axisMaxMs_, maxMs > 0 ? maxMs * 1.1 : 1.0);
     filled_ = int(shown);
     if (next == values_ && axisMax == axisMaxMs_) return;  // nothing visible changed
+    const bool sameAxis = axisMax == axisMaxMs_;
     values_ = std::move(next);
     axisMaxMs_ = axisMax;
-    update();
+    if (sameAxis) update(plotRect());  // the bars only: labels, legend and grid stay
+    else update();
 }
 
 double StallTotalsChart::computeMs(int slot) const {
