@@ -130,8 +130,11 @@ Split interleaved_run(const std::shared_ptr<const cflow::Model>& model, const Ar
             // A token during which the state switched belongs to neither.
             if (s == lastState) {
                 const size_t period = s >> 1;
-                if (split.periods.size() <= period) split.periods.resize(period + 1);
-                for (size_t k = 0; k <= period; ++k) split.periods[k].open = (k % 2) == 1;  // period 0 is closed
+                while (split.periods.size() <= period) {
+                    Period next;
+                    next.open = split.periods.size() % 2 == 1;  // period 0 is closed
+                    split.periods.push_back(next);
+                }
                 split.periods[period].seconds += std::chrono::duration<double>(now - last).count();
                 ++split.periods[period].tokens;
             }

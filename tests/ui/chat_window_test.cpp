@@ -31,15 +31,7 @@ using cflow::ui::test::qpath;
 
 constexpr int kTimeoutMs = 60000;
 
-// Points the window's store at a fresh file for the test's lifetime.
-struct ScopedDb {
-    QString path;
-    QByteArray previous = qgetenv("CFLOW_STUDIO_DB");
-    explicit ScopedDb(const std::string& name) : path(qpath(cflow::test::temp_dir(name) / "studio.sqlite")) {
-        qputenv("CFLOW_STUDIO_DB", path.toUtf8());
-    }
-    ~ScopedDb() { qputenv("CFLOW_STUDIO_DB", previous); }
-};
+using cflow::ui::test::ScopedDb;
 
 bool ready(MainWindow& window) {
     window.openModel(qpath(cflow::ui::test::chatml_model()));

@@ -16,7 +16,6 @@
 
 #include <gtest/gtest.h>
 
-#include "cflow/formats/converter.h"
 #include "cflow/ui/chat_panel.h"
 #include "cflow/ui/chat_view.h"
 #include "cflow/ui/engine_worker.h"
@@ -24,7 +23,6 @@
 #include "cflow/ui/inspector/routing_panel.h"
 #include "cflow/ui/main_window.h"
 #include "cflow/ui/sampling_panel.h"
-#include "synthetic_model.h"
 #include "test_support.h"
 #include "ui_test_models.h"
 
@@ -37,50 +35,16 @@ using cflow::ui::MainWindow;
 using cflow::ui::TokenPieces;
 using cflow::ui::TokenSpan;
 using cflow::ui::test::qpath;
+using cflow::ui::test::ScopedDb;
 
 constexpr int kTimeoutMs = 60000;
 constexpr int kReplyTokens = 24;
-
-// The ChatML model of ui_test_models with 4 experts (top-2) per layer, so the inspector's
-// routing strip has a column per token.
-const std::filesystem::path& moe_chat_model() {
-    static const std::filesystem::path path = [] {
-        cflow::test::SyntheticSpec spec;
-        spec.d_model = 64;
-        spec.n_layers = 2;
-        spec.vocab = 300;
-        spec.max_seq_len = 1024;
-        spec.seed = 11;
-        spec.n_experts = 4;
-        spec.top_k = 2;
-        spec.expert_d_ff = 32;
-        cflow::SourceModel source = cflow::test::make_synthetic_model(spec);
-        source.metadata.set("tokenizer.chat_template", cflow::ui::test::kChatMlTemplate);
-        const auto out = cflow::test::temp_dir("ui_token_click_model") / "moe_chatml.cflow";
-        cflow::ConvertOptions options;
-        options.weight_quant = cflow::DType::Q8_0;
-        options.threads = 2;
-        auto report = cflow::convert_to_cflow(source, out.string(), options);
-        if (!report) ADD_FAILURE() << "converting the MoE chat model failed: " << report.error();
-        return out;
-    }();
-    return path;
-}
-
-struct ScopedDb {
-    QString path;
-    QByteArray previous = qgetenv("CFLOW_STUDIO_DB");
-    explicit ScopedDb(const std::string& name) : path(qpath(cflow::test::temp_dir(name) / "studio.sqlite")) {
-        qputenv("CFLOW_STUDIO_DB", path.toUtf8());
-    }
-    ~ScopedDb() { qputenv("CFLOW_STUDIO_DB", previous); }
-};
 
 bool open_and_show(MainWindow& window) {
     window.resize(1200, 800);
     window.show();
     if (!QTest::qWaitForWindowExposed(&window)) return false;
-    window.openModel(qpath(moe_chat_model()));
+    window.openModel(qpath(cflow::ui::test::moe_chatml_model()));
     if (!QTest::qWaitFor([&] { return window.chatPanel()->modelReady(); }, kTimeoutMs)) return false;
     cflow::ui::GenerationSettings s;
     s.sampling.temperature = 0;

@@ -8,13 +8,19 @@
 
 namespace cflow::ui::test {
 
-std::filesystem::path model_with_template(const std::string& name, const std::string& chatTemplate) {
+std::filesystem::path model_with_template(const std::string& name, const std::string& chatTemplate,
+                                          uint32_t experts) {
     cflow::test::SyntheticSpec spec;
     spec.d_model = 64;
     spec.n_layers = 2;
     spec.vocab = 300;
     spec.max_seq_len = 1024;
     spec.seed = 11;
+    if (experts > 0) {
+        spec.n_experts = experts;
+        spec.top_k = 2;
+        spec.expert_d_ff = 32;
+    }
     cflow::SourceModel source = cflow::test::make_synthetic_model(spec);
     source.metadata.set("tokenizer.chat_template", chatTemplate);
     const auto out = cflow::test::temp_dir("ui_chat_models_" + name) / (name + ".cflow");
@@ -30,5 +36,17 @@ const std::filesystem::path& chatml_model() {
     static const std::filesystem::path path = model_with_template("chatml", kChatMlTemplate);
     return path;
 }
+
+const std::filesystem::path& moe_chatml_model() {
+    static const std::filesystem::path path = model_with_template("moe_chatml", kChatMlTemplate, 4);
+    return path;
+}
+
+ScopedDb::ScopedDb(const std::string& name)
+    : path(qpath(cflow::test::temp_dir(name) / "studio.sqlite")), previous(qgetenv("CFLOW_STUDIO_DB")) {
+    qputenv("CFLOW_STUDIO_DB", path.toUtf8());
+}
+
+ScopedDb::~ScopedDb() { qputenv("CFLOW_STUDIO_DB", previous); }
 
 } // namespace cflow::ui::test

@@ -1,9 +1,11 @@
 #pragma once
 // Synthetic .cflow models for the chat tests, converted once per process: a tiny dense
 // model whose tokenizer has byte tokens (every text encodes) and a ChatML chat template.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
+#include <QByteArray>
 #include <QString>
 
 namespace cflow::ui::test {
@@ -14,9 +16,20 @@ inline const std::string kChatMlTemplate =
 
 // The ChatML model (context 1024 tokens).
 const std::filesystem::path& chatml_model();
-// A model converted with the given chat template text, written under name.
-std::filesystem::path model_with_template(const std::string& name, const std::string& chatTemplate);
+// The same with 4 experts (top-2) per layer, so the inspector's routing strip has a column per token.
+const std::filesystem::path& moe_chatml_model();
+// A model converted with the given chat template text, written under name; experts 0 = dense.
+std::filesystem::path model_with_template(const std::string& name, const std::string& chatTemplate,
+                                          uint32_t experts = 0);
 
 inline QString qpath(const std::filesystem::path& p) { return QString::fromStdString(p.string()); }
+
+// Points the window's conversation store at a fresh file for the test's lifetime.
+struct ScopedDb {
+    QString path;
+    QByteArray previous;
+    explicit ScopedDb(const std::string& name);
+    ~ScopedDb();
+};
 
 } // namespace cflow::ui::test

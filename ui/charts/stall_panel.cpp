@@ -237,7 +237,6 @@ void StallPanel::refresh(const TelemetryHistory& history) {
         sumCompute += s.computeUs;
         sumStall += s.expertWaitUs;
     }
-    shownTokens_ = totals.size();
     if (totals.empty()) {
         summaryText_->setText(tr("Generate text to see where each token's time goes."));
         return;
@@ -256,7 +255,7 @@ void StallPanel::refresh(const TelemetryHistory& history) {
 
 int StallPanel::totalsBarCount() const { return totals_->slotCount(); }
 
-size_t StallPanel::totalsTokenCount() const { return shownTokens_; }
+size_t StallPanel::totalsTokenCount() const { return size_t(totals_->filledSlots()); }
 
 double StallPanel::totalsValue(int set, int token) const {
     return set == 0 ? totals_->computeMs(token) : totals_->stallMs(token);

@@ -41,13 +41,16 @@ void StallTotalsChart::setTotals(const std::vector<TokenStall>& tokens) {
         maxMs = std::max(maxMs, s.computeMs + s.stallMs);
     }
     const double axisMax = detail::sticky_axis_max(axisMaxMs_, maxMs > 0 ? maxMs * 1.1 : 1.0);
-    filled_ = int(shown);
     if (next == values_ && axisMax == axisMaxMs_) return;  // nothing visible changed
     const bool sameAxis = axisMax == axisMaxMs_;
     values_ = std::move(next);
     axisMaxMs_ = axisMax;
     if (sameAxis) update(plotRect());  // the bars only: labels, legend and grid stay
     else update();
+}
+
+int StallTotalsChart::filledSlots() const {
+    return int(std::count_if(values_.begin(), values_.end(), [](const Slot& s) { return s.filled; }));
 }
 
 double StallTotalsChart::computeMs(int slot) const {

@@ -95,7 +95,6 @@ private:
     QLabel* summary_ = nullptr;
     std::unique_ptr<detail::ThrottledText> summaryText_;  // summary_ at most 5 times a second
     StallTotalsChart* totals_ = nullptr;
-    size_t shownTokens_ = 0;
 };
 
 } // namespace cflow::ui

@@ -23,7 +23,7 @@ public:
     void setTotals(const std::vector<TokenStall>& tokens);
 
     int slotCount() const { return slots_; }
-    int filledSlots() const { return filled_; }
+    int filledSlots() const;
     double computeMs(int slot) const;     // -1 outside [0, slotCount())
     double stallMs(int slot) const;
     double axisMaxMs() const { return axisMaxMs_; }
@@ -49,7 +49,6 @@ private:
     void ensureStatic();
 
     int slots_;
-    int filled_ = 0;
     std::vector<Slot> values_;     // [slots], newest last
     double axisMaxMs_ = 1.0;
     QPixmap static_;               // background, grid, axes, legend, labels
