@@ -1,87 +1,156 @@
-// cflow bench: decode speed of a model from a file mapping and from anonymous memory, each
-// compared in the same run with the machine's measured streaming-read bandwidth.
+// cflow bench: prefill and decode speed of a model, from a file mapping and from anonymous
+// memory, each compared in the same run with the machine's measured streaming-read bandwidth.
+// With --json: one JSON object on one line (the anonymous-memory run; the mapped run nested).
 #include <chrono>
 #include <cstdio>
 
-#include "cflow/engine/bandwidth_probe.h"
-#include "cflow/engine/model.h"
-#include "cflow/engine/session.h"
+#include <nlohmann/json.hpp>
+
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
+#include "cflow/engine/io/bandwidth_probe.h"
+#include "cflow/engine/kernels/kernels.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "peak_rss.h"
 
 namespace cflow::cli {
 namespace {
 
-struct DecodeMeasurement {
-    double tokensPerSecond = 0;
-    double bytesPerToken = 0;  // weight bytes the engine read per token, all streams
+using Clock = std::chrono::steady_clock;
+
+struct SpeedMeasurement {
+    double prefillTokensPerSecond = 0;
+    double decodeTokensPerSecond = 0;
+    double decodeBytesPerToken = 0;  // weight bytes the engine read per decoded token, all streams
 };
 
-Result<DecodeMeasurement> measure(const std::string& path, LoadMode mode, unsigned threads, int warmup, int tokens) {
+struct BenchPlan {
+    unsigned threads = 0;
+    int promptTokens = 64;
+    int warmupTokens = 8;
+    int decodeTokens = 64;
+};
+
+int32_t greedy(std::span<const float> logits) {
+    int32_t best = 0;
+    for (size_t i = 1; i < logits.size(); ++i)
+        if (logits[i] > logits[size_t(best)]) best = int32_t(i);
+    return best;
+}
+
+// A prompt of P ids that every run feeds the same way: a fixed walk through the vocabulary.
+int32_t prompt_token(int i, int32_t vocab) { return int32_t((1000003ull * uint64_t(i + 1)) % uint64_t(vocab)); }
+
+Result<SpeedMeasurement> measure(const std::string& path, LoadMode mode, const BenchPlan& plan) {
     LoadOptions load;
     load.mode = mode;
     auto model = Model::load(path, load);
     if (!model) return model.take_error();
-    const uint32_t ctx = uint32_t(warmup + tokens + 1);
-    auto session = Session::create(model.value(), SessionOptions{threads, ctx});
+    const auto ctx = uint32_t(plan.promptTokens + plan.warmupTokens + plan.decodeTokens + 1);
+    auto session = Session::create(model.value(), SessionOptions{plan.threads, ctx});
     if (!session) return session.take_error();
-    const int32_t vocab = int32_t((*model)->header().vocab_size);
-    int32_t token = (*model)->tokenizer().bos_id() >= 0 ? (*model)->tokenizer().bos_id() : 0;
-    auto next = [&](std::span<const float> logits) {
-        // Greedy, so every run decodes the same sequence.
-        int32_t best = 0;
-        for (int32_t i = 1; i < vocab; ++i)
-            if (logits[i] > logits[best]) best = i;
-        return best;
-    };
-    for (int i = 0; i < warmup; ++i) {
-        auto r = (*session)->step(token);
+    Session& s = **session;
+    const auto vocab = int32_t((*model)->header().vocab_size);
+    SpeedMeasurement m;
+
+    // Prefill: the prompt's tokens through the model, logits only for the last (as generate does).
+    // A first pass warms the caches and page tables; the second is timed.
+    std::span<const float> logits;
+    for (int pass = 0; pass < 2; ++pass) {
+        s.reset();
+        const auto t0 = Clock::now();
+        for (int i = 0; i < plan.promptTokens; ++i) {
+            auto r = s.step(prompt_token(i, vocab), i + 1 == plan.promptTokens);
+            if (!r) return r.take_error();
+            logits = *r;
+        }
+        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        m.prefillTokensPerSecond = plan.promptTokens / seconds;
+    }
+
+    int32_t token = greedy(logits);  // greedy: every run decodes the same sequence
+    for (int i = 0; i < plan.warmupTokens; ++i) {
+        auto r = s.step(token);
         if (!r) return r.take_error();
-        token = next(*r);
+        token = greedy(*r);
     }
     double bytes = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < tokens; ++i) {
-        auto r = (*session)->step(token);
+    const auto t0 = Clock::now();
+    for (int i = 0; i < plan.decodeTokens; ++i) {
+        auto r = s.step(token);
         if (!r) return r.take_error();
-        token = next(*r);
-        const TokenTelemetry& t = (*session)->telemetry();
-        for (size_t s = 0; s < size_t(Stream::Count_); ++s) bytes += double(t.bytes(Stream(s)));
+        token = greedy(*r);
+        const TokenTelemetry& t = s.telemetry();
+        for (size_t k = 0; k < size_t(Stream::Count_); ++k) bytes += double(t.bytes(Stream(k)));
     }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return DecodeMeasurement{tokens / seconds, bytes / tokens};
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    m.decodeTokensPerSecond = plan.decodeTokens / seconds;
+    m.decodeBytesPerToken = bytes / plan.decodeTokens;
+    return m;
+}
+
+nlohmann::json to_json(const SpeedMeasurement& m, double bandwidth) {
+    return {{"prefill_tokens_per_second", m.prefillTokensPerSecond},
+            {"decode_tokens_per_second", m.decodeTokensPerSecond},
+            {"decode_bytes_per_token", m.decodeBytesPerToken},
+            {"decode_bandwidth_ratio", m.decodeTokensPerSecond * m.decodeBytesPerToken / bandwidth}};
 }
 
 } // namespace
 
 int run_bench(const std::vector<std::string>& argv) {
-    auto args = Args::parse(argv, ArgSpec{{"--threads", "--tokens", "--warmup"}, {}});
+    auto args = Args::parse(argv, ArgSpec{{"--threads", "--tokens", "--warmup", "--prompt-tokens"}, {"--json"}});
     if (!args) return fail("bench", args.error());
     if (args->positionals().size() != 1) return fail("bench", "expected exactly one MODEL.cflow");
     auto threads = args->integer("--threads", 0, 0, 1024);
     auto tokens = args->integer("--tokens", 64, 1, 100000);
     auto warmup = args->integer("--warmup", 8, 0, 100000);
-    if (!threads) return fail("bench", threads.error());
-    if (!tokens) return fail("bench", tokens.error());
-    if (!warmup) return fail("bench", warmup.error());
+    auto prompt = args->integer("--prompt-tokens", 64, 1, 100000);
+    for (const auto* r : {&threads, &tokens, &warmup, &prompt})
+        if (!*r) return fail("bench", r->error());
     const std::string path = args->positionals()[0];
+    const bool json = args->flag("--json");
 
     ThreadPool pool{unsigned(*threads)};
     const BandwidthProbeResult probe = probe_read_bandwidth(pool);
-    std::printf("measured read bandwidth: %.2f GB/s (%u threads, %llu MiB buffer)\n", probe.bytesPerSecond / 1e9,
-                probe.threads, (unsigned long long)(probe.bufferBytes >> 20));
-    DecodeMeasurement results[2];
+    const BenchPlan plan{pool.size(), int(*prompt), int(*warmup), int(*tokens)};
+    const std::string isa(isa_name(selected_isa()));
+    SpeedMeasurement results[2];
     const LoadMode modes[2] = {LoadMode::Map, LoadMode::ReadAnon};
     const char* names[2] = {"map (page cache)", "read (anonymous memory)"};
     for (int m = 0; m < 2; ++m) {
-        auto r = measure(path, modes[m], unsigned(*threads), int(*warmup), int(*tokens));
-        if (!r) return fail("bench", r.error());
+        auto r = measure(path, modes[m], plan);
+        if (!r) return fail("bench", r.error());  // before anything is printed: one line on stderr
         results[m] = *r;
-        const double achieved = r->tokensPerSecond * r->bytesPerToken;
-        std::printf("%-24s %9.2f tok/s  %8.3f MiB/token  %7.2f GB/s  ratio achieved/measured = %.3f\n", names[m],
-                    r->tokensPerSecond, r->bytesPerToken / (1 << 20), achieved / 1e9, achieved / probe.bytesPerSecond);
     }
-    std::printf("ratio read/map decode speed = %.3f\n", results[1].tokensPerSecond / results[0].tokensPerSecond);
+    const uint64_t peak = peak_rss_bytes();
+    if (!json)
+        std::printf("kernel path %s, %u threads; measured read bandwidth: %.2f GB/s (%llu MiB buffer)\n", isa.c_str(),
+                    plan.threads, probe.bytesPerSecond / 1e9, (unsigned long long)(probe.bufferBytes >> 20));
+    for (int m = 0; m < 2 && !json; ++m) {
+        const SpeedMeasurement* r = &results[m];
+        const double achieved = r->decodeTokensPerSecond * r->decodeBytesPerToken;
+        std::printf("%-24s prefill %8.2f tok/s (%d-token prompt)  decode %8.2f tok/s  %8.3f MiB/token  %7.2f GB/s  "
+                    "ratio achieved/measured = %.3f\n",
+                    names[m], r->prefillTokensPerSecond, plan.promptTokens, r->decodeTokensPerSecond,
+                    r->decodeBytesPerToken / (1 << 20), achieved / 1e9, achieved / probe.bytesPerSecond);
+    }
+    if (json) {
+        nlohmann::json out = to_json(results[1], probe.bytesPerSecond);
+        out["read_bandwidth_bytes_per_second"] = probe.bytesPerSecond;
+        out["peak_rss_bytes"] = peak;
+        out["isa"] = isa;
+        out["threads"] = plan.threads;
+        out["prompt_tokens"] = plan.promptTokens;
+        out["decode_tokens"] = plan.decodeTokens;
+        out["load"] = "read";
+        out["mapped"] = to_json(results[0], probe.bytesPerSecond);
+        std::printf("%s\n", out.dump().c_str());
+        return 0;
+    }
+    std::printf("ratio read/map decode speed = %.3f; peak resident memory %.1f MiB\n",
+                results[1].decodeTokensPerSecond / results[0].decodeTokensPerSecond, double(peak) / (1 << 20));
     return 0;
 }
 

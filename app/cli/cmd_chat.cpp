@@ -4,15 +4,13 @@
 // Reads stdin line by line, so it works from a pipe as well as from a terminal.
 #include <cstdio>
 #include <iostream>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "cflow/engine/chat_template.h"
-#include "cflow/engine/generate.h"
-#include "cflow/engine/model.h"
-#include "cflow/engine/session.h"
-#include "chat_support.h"
+#include "cflow/engine/chat/chat_session.h"
+#include "cflow/engine/generation/generate.h"
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "default_model.h"
@@ -48,16 +46,8 @@ struct Conversation {
 
 class ChatLoop {
 public:
-    ChatLoop(std::shared_ptr<const Model> model, std::unique_ptr<Session> session, std::optional<ChatTemplate> chat_template,
-             SamplingArgs sampling, bool show_prompt)
-        : model_(std::move(model)), session_(std::move(session)), template_(std::move(chat_template)),
-          sampling_(sampling), show_prompt_(show_prompt) {
-        const Tokenizer& tokenizer = model_->tokenizer();
-        if (tokenizer.bos_id() >= 0) options_.bos_token = tokenizer.piece(tokenizer.bos_id());
-        if (tokenizer.eos_id() >= 0) options_.eos_token = tokenizer.piece(tokenizer.eos_id());
-        options_.add_generation_prompt = true;
-        if (template_) stop_tokens_ = end_of_turn_tokens(tokenizer, template_->source());
-    }
+    ChatLoop(ChatSession chat, SamplingArgs sampling, bool show_prompt)
+        : chat_(std::move(chat)), sampling_(sampling), show_prompt_(show_prompt) {}
 
     void set_system_prompt(std::string text) { conversation_.system_prompt = std::move(text); }
 
@@ -106,14 +96,7 @@ public:
 private:
     void forget() {
         conversation_.turns.clear();
-        cached_.clear();
-        session_->reset();
-    }
-
-    Result<std::string> render() const {
-        const auto messages = conversation_.messages();
-        if (!template_) return render_fallback_chat(messages, options_.add_generation_prompt);
-        return template_->render(messages, options_);
+        chat_.forget();
     }
 
     // One user message -> one streamed assistant reply. Errors end the chat; a conversation
@@ -121,74 +104,49 @@ private:
     Status turn(const std::string& user_text) {
         ++turn_index_;
         conversation_.turns.push_back({"user", user_text, ""});
-        auto prompt = render();
-        if (!prompt) return prompt.take_error();
-        const Tokenizer& tokenizer = model_->tokenizer();
-        const std::vector<int32_t> ids = encode_chat_prompt(tokenizer, *prompt);
-        if (ids.size() >= session_->context_length()) {
+        auto prepared = chat_.prepare(conversation_.messages());
+        if (!prepared) return prepared.take_error();
+        if (!prepared->fits()) {
             conversation_.turns.pop_back();
             std::fprintf(stderr, "[cflow] the conversation (%zu tokens) no longer fits the context of %u tokens; "
-                                 "message dropped (/reset to start over)\n", ids.size(), session_->context_length());
+                                 "message dropped (/reset to start over)\n", prepared->ids.size(), prepared->context_length);
             return {};
         }
-        // The cache is only trusted when the session holds exactly what we recorded.
-        if (session_->position() != cached_.size()) {
-            session_->reset();
-            cached_.clear();
-        }
-        PrefillPlan plan = plan_prefill(cached_, ids);
-        if (plan.reset) {
-            session_->reset();
-            cached_.clear();
-        }
         if (show_prompt_) {
-            std::fprintf(stderr, "[cflow] prompt of turn %u (%zu bytes):\n", turn_index_, prompt->size());
-            std::fwrite(prompt->data(), 1, prompt->size(), stderr);
+            std::fprintf(stderr, "[cflow] prompt of turn %u (%zu bytes):\n", turn_index_, prepared->text.size());
+            std::fwrite(prepared->text.data(), 1, prepared->text.size(), stderr);
             std::fprintf(stderr, "\n[cflow] end of prompt; %zu tokens, %zu reused from the KV cache, %zu to prefill\n",
-                         ids.size(), plan.reused_tokens, plan.feed.size());
+                         prepared->ids.size(), prepared->reused_tokens, prepared->ids.size() - prepared->reused_tokens);
         }
 
-        GenerateRequest request;
-        request.prompt = plan.feed;
-        request.sampling = sampling_.sampling;
-        request.sampling.seed = sampling_.sampling.seed + turn_index_;  // a fresh draw per turn, reproducible
-        request.max_tokens = sampling_.max_tokens;
-        request.stop_tokens = stop_tokens_;
-        std::string reply;
-        std::vector<int32_t> generated;
+        ReplyOptions options;
+        options.sampling = sampling_.sampling;
+        options.sampling.seed = sampling_.sampling.seed + turn_index_;  // a fresh draw per turn, reproducible
+        options.max_tokens = sampling_.max_tokens;
+        ChatTurnOutcome outcome;
         CancelToken cancel;
-        Result<GenerateStats> stats = GenerateStats{};
+        Status status;
         {
             InterruptGuard guard(cancel);
-            stats = generate(*session_, request, [&](int32_t token, std::string_view text) {
-                if (token >= 0) generated.push_back(token);
-                reply.append(text);
-                std::fwrite(text.data(), 1, text.size(), stdout);
+            status = chat_.reply(*prepared, options, [](const ChatPiece& piece) {
+                std::fwrite(piece.text.data(), 1, piece.text.size(), stdout);
                 std::fflush(stdout);
-                return true;
-            }, &cancel);
+            }, &cancel, outcome);
         }
         std::fputs("\n", stdout);
         std::fflush(stdout);
-        if (!stats) return stats.take_error();
-        cached_.insert(cached_.end(), plan.feed.begin(), plan.feed.end());
-        cached_.insert(cached_.end(), generated.begin(), generated.end());
-        if (stats->stop_reason == StopReason::Cancelled) std::fputs("[cflow] reply interrupted\n", stderr);
-        if (stats->stop_reason == StopReason::ContextFull)
+        if (!status && status.kind() != ErrorKind::Cancelled) return status;
+        if (!status) std::fputs("[cflow] reply interrupted\n", stderr);
+        else if (outcome.stats.stop_reason == StopReason::ContextFull)
             std::fputs("[cflow] the context is full: reply cut short (/reset to start over)\n", stderr);
-        conversation_.turns.push_back({"assistant", reply, ""});
+        conversation_.turns.push_back({"assistant", outcome.text, ""});
         return {};
     }
 
-    std::shared_ptr<const Model> model_;
-    std::unique_ptr<Session> session_;
-    std::optional<ChatTemplate> template_;  // none: the plain "role: content" fallback
+    ChatSession chat_;
     SamplingArgs sampling_;
     bool show_prompt_;
-    TemplateOptions options_;
-    std::vector<int32_t> stop_tokens_;
     Conversation conversation_;
-    std::vector<int32_t> cached_;  // the ids in the session's KV cache, in order
     unsigned turn_index_ = 0;
 };
 
@@ -219,18 +177,14 @@ int run_chat(const std::vector<std::string>& argv) {
 
     auto model = Model::load(*model_path, load);
     if (!model) return fail("chat", model.error());
-    std::optional<ChatTemplate> chat_template;
-    if (!(*model)->chat_template().empty()) {
-        auto compiled = ChatTemplate::compile((*model)->chat_template());
-        if (!compiled) return fail("chat", one_line(*model_path + ": " + compiled.error()));
-        chat_template = std::move(compiled.value());
-    } else {
-        std::fputs("cflow chat: model has no chat template; using the plain 'role: content' fallback\n", stderr);
-    }
     auto session = Session::create(model.value(), session_options);
     if (!session) return fail("chat", session.error());
+    ChatSession chat(model.value(), std::move(session.value()));
+    if (!chat.has_model_template())
+        std::fprintf(stderr, "cflow chat: %s; using the plain 'role: content' fallback\n",
+                     one_line(chat.template_note()).c_str());
 
-    ChatLoop loop(model.value(), std::move(session.value()), std::move(chat_template), *sampling, args->flag("--show-prompt"));
+    ChatLoop loop(std::move(chat), *sampling, args->flag("--show-prompt"));
     if (auto system = args->value("--system")) loop.set_system_prompt(*system);
     return loop.run();
 }

@@ -7,9 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "cflow/engine/critical_path.h"
+#include "cflow/engine/forward/critical_path.h"
 #include "cflow/formats/cflow_reader.h"
 #include "cli_args.h"
+#include "combine_style_arg.h"
 #include "commands.h"
 
 namespace cflow::cli {
@@ -22,14 +23,6 @@ constexpr long long kMaxDim = 1LL << 24;  // far above any real geometry; keeps 
 const std::set<std::string> kGeometryOptions = {
     "--d", "--d-ff", "--layers", "--experts", "--top-k", "--expert-hidden", "--heads", "--kv-heads",
     "--head-dim", "--dense-delay", "--expert-delay", "--shared-expert-hidden", "--combine-style", "--blocks", "--iters"};
-
-Result<CombineStyle> parse_combine_style(const std::string& text) {
-    for (uint8_t i = 0; i <= static_cast<uint8_t>(CombineStyle::FixedPoint); ++i) {
-        const auto style = static_cast<CombineStyle>(i);
-        if (text == std::to_string(i) || text == combine_style_label(style)) return style;
-    }
-    return make_error("option --combine-style: '" + text + "' is not 0-6 or a style name (e.g. DelayedSum)");
-}
 
 // Reads one integer option into `out`; returns false (with `error` set) on a bad value.
 bool read_u32(const Args& args, const std::string& name, long long fallback, long long min, long long max,

@@ -2,9 +2,9 @@
 #include <cstdio>
 #include <memory>
 
-#include "cflow/engine/generate.h"
-#include "cflow/engine/model.h"
-#include "cflow/engine/session.h"
+#include "cflow/engine/generation/generate.h"
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "default_model.h"

@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cflow/engine/model.h"
-#include "cflow/engine/perplexity.h"
-#include "cflow/engine/session.h"
-#include "cflow/engine/tokenizer.h"
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/generation/perplexity.h"
+#include "cflow/engine/forward/session.h"
+#include "cflow/engine/tokenizer/tokenizer.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "interrupt.h"

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cflow/engine/chat_template.h"
+#include "cflow/engine/chat/chat_template.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "console.h"

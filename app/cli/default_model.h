@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 
 namespace cflow::cli {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Ctrl-C handling for long CLI jobs: the first SIGINT cancels the job's token, the second
 // terminates the process as usual.
-#include "cflow/formats/cancel.h"
+#include "cflow/base/cancel.h"
 
 namespace cflow::cli {
 

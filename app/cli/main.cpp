@@ -1,7 +1,10 @@
 // cflow: the headless command-line interface (convert, generate, chat, inspect, critical-path,
-// tokenize, detokenize, template).
+// tokenize, detokenize, template, synth).
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,17 +49,18 @@ constexpr const char* kUsage =
     "      whitespace-separated token ids on stdin -> the text on stdout, exactly\n"
     "  template (MODEL | --template FILE.jinja) --messages MESSAGES.json [--no-generation-prompt] [--bos S] [--eos S]\n"
     "           [--kwargs JSON] [--tools TOOLS.json]\n"
-    "      prints the rendered chat prompt exactly (MODEL's template and BOS/EOS unless overridden)\n";
+    "      prints the rendered chat prompt exactly (MODEL's template and BOS/EOS unless overridden)\n"
+    "  synth [--preset dense-1b|moe-1b] [--d N] [--d-ff N] [--layers N] [--experts N] [--top-k N]\n"
+    "        [--expert-hidden N] [--heads N] [--kv-heads N] [--vocab N] [--dense-delay N] [--expert-delay N]\n"
+    "        [--combine-style N|NAME] [--quant q4_0|q8_0] [--seed S] -o OUT.cflow [--gguf OUT.gguf]\n"
+    "      a seeded random-weight llama model (weights generated as Q4_0/Q8_0 blocks) as .cflow and, with\n"
+    "      --gguf, the same tensors as a GGUF that llama.cpp loads: benchmarks on bit-identical weights.\n"
+    "      dense-1b: d 2048, 22 layers, ffn 5632, 32/4 heads, vocab 32000; moe-1b: d 2048, 16 layers,\n"
+    "      8 experts of 1408, top-2; flags override a preset, without one --d, --layers, --heads and\n"
+    "      --d-ff or --experts (with --top-k, --expert-hidden) are required\n";
 
-} // namespace
-
-int main(int argc, char** argv) {
-    if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-        std::fputs(kUsage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    const std::string command = argv[1];
-    std::vector<std::string> args(argv + 2, argv + argc);
+// Runs one subcommand and returns its exit code; nullopt when `command` names none.
+std::optional<int> dispatch(const std::string& command, const std::vector<std::string>& args) {
     if (command == "convert") return cflow::cli::run_convert(args);
     if (command == "generate") return cflow::cli::run_generate(args);
     if (command == "inspect") return cflow::cli::run_inspect(args);
@@ -67,6 +71,31 @@ int main(int argc, char** argv) {
     if (command == "tokenize") return cflow::cli::run_tokenize(args);
     if (command == "detokenize") return cflow::cli::run_detokenize(args);
     if (command == "template") return cflow::cli::run_template(args);
+    if (command == "synth") return cflow::cli::run_synth(args);
+    return std::nullopt;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+        std::fputs(kUsage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const std::string command = argv[1];
+    std::optional<int> code;
+    // The libraries report their own failures as Result errors; what still escapes here is an
+    // allocation in the command's own code (argument vectors, output strings) or a bug. Either
+    // way the user gets the one-line "cflow <command>: ..." message and a failing exit status
+    // instead of std::terminate's abort and core dump.
+    try {
+        code = dispatch(command, std::vector<std::string>(argv + 2, argv + argc));
+    } catch (const std::bad_alloc&) {
+        return cflow::cli::fail(command, "out of memory");
+    } catch (const std::exception& e) {
+        return cflow::cli::fail(command, std::string("internal error: ") + e.what());
+    }
+    if (code) return *code;
     std::fprintf(stderr, "cflow: unknown command '%s' (try cflow --help)\n", command.c_str());
     return 2;
 }

@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "cflow/engine/sampler.h"
+#include "cflow/engine/generation/sampler.h"
 #include "cli_args.h"
 
 namespace cflow::cli {

@@ -41,7 +41,7 @@ Result<VocabSource> load_vocab_source(const std::string& path) {
     auto metadata = read_vocab_metadata(path);
     if (!metadata) return metadata.take_error();
     auto tokenizer = Tokenizer::from_metadata(*metadata);
-    if (!tokenizer) return make_error(path + ": " + tokenizer.error());
+    if (!tokenizer) return make_error(tokenizer.kind(), path + ": " + tokenizer.error());
     return VocabSource{std::move(metadata.value()), std::move(tokenizer.value())};
 }
 

@@ -5,9 +5,9 @@
 #include <memory>
 #include <string>
 
-#include "cflow/engine/tokenizer.h"
+#include "cflow/engine/tokenizer/tokenizer.h"
 #include "cflow/formats/metadata.h"
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 
 namespace cflow::cli {
 

@@ -13,8 +13,9 @@
 namespace cflow {
 namespace reader_detail {
 
-Error located(const FileContext& ctx, const std::string& field, uint64_t offset, const std::string& problem) {
-    return make_error(ctx.path + ": " + field + " at offset " + std::to_string(offset) + ": " + problem);
+Error located(const FileContext& ctx, const std::string& field, uint64_t offset, const std::string& problem,
+              ErrorKind kind) {
+    return make_error(kind, ctx.path + ": " + field + " at offset " + std::to_string(offset) + ": " + problem);
 }
 
 } // namespace reader_detail
@@ -34,7 +35,8 @@ Status check_global_header(const FileContext& ctx) {
     if (h.version != kCflowVersion)
         return located(ctx, CFLOW_GH(version),
                        "unsupported version " + std::to_string(h.version) + " (this build reads version " +
-                           std::to_string(kCflowVersion) + ")");
+                           std::to_string(kCflowVersion) + ")",
+                       ErrorKind::Unsupported);
     if (h.file_bytes != ctx.size)
         return located(ctx, CFLOW_GH(file_bytes),
                        "header says the file has " + std::to_string(h.file_bytes) + " bytes but it has " +
@@ -77,7 +79,10 @@ Status check_global_header(const FileContext& ctx) {
     if (h.combine_style > static_cast<uint8_t>(CombineStyle::FixedPoint))
         return located(ctx, CFLOW_GH(combine_style), "unknown combine style " + std::to_string(h.combine_style));
     if (h.feature_flags >= (1u << 5))
-        return located(ctx, CFLOW_GH(feature_flags), "unknown feature flag bits " + std::to_string(h.feature_flags));
+        // Flag bits are how later writers add features within a version: a file using one is
+        // well-formed, just beyond this build.
+        return located(ctx, CFLOW_GH(feature_flags), "unknown feature flag bits " + std::to_string(h.feature_flags),
+                       ErrorKind::Unsupported);
     if (!std::isfinite(h.final_logit_softcap) || h.final_logit_softcap < 0.0f)
         return located(ctx, CFLOW_GH(final_logit_softcap), "must be finite and >= 0");
     return {};
@@ -197,7 +202,7 @@ Result<std::shared_ptr<CflowFile>> CflowFile::open(const std::string& path, Load
         file->metadata_ = std::move(*meta);
         return file;
     } catch (const std::bad_alloc&) {
-        return make_error(path + ": out of memory while indexing the file");
+        return make_error(ErrorKind::OutOfMemory, path + ": out of memory while indexing the file");
     }
 }
 
@@ -214,7 +219,8 @@ Result<ExpertView> CflowFile::expert(uint32_t layer, uint32_t expert_index) cons
         reader_detail::FileContext ctx{path(), file_->data(), file_->size(), header_, params_, header_offset, nullptr};
         return reader_detail::read_expert(ctx, layers_[layer], expert_index);
     } catch (const std::bad_alloc&) {
-        return make_error(path() + ": out of memory while indexing expert " + std::to_string(expert_index));
+        return make_error(ErrorKind::OutOfMemory,
+                          path() + ": out of memory while indexing expert " + std::to_string(expert_index));
     }
 }
 

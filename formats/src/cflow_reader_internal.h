@@ -40,8 +40,10 @@ struct FileContext {
     const VflowLayout* vflow;        // nullptr for .cflow
 };
 
-// "path: <field> at offset <n>: <problem>"
-Error located(const FileContext& ctx, const std::string& field, uint64_t offset, const std::string& problem);
+// "path: <field> at offset <n>: <problem>". Most problems are a corrupt file (InvalidInput); a
+// version or feature this build does not read passes Unsupported.
+Error located(const FileContext& ctx, const std::string& field, uint64_t offset, const std::string& problem,
+              ErrorKind kind = ErrorKind::InvalidInput);
 
 // Reads and validates region `index` (n_layers = vocabulary) from its LayerTable entry.
 // .cflow regions (and the .vflow vocabulary region) hold their segment data after their

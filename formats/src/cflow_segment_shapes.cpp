@@ -122,9 +122,9 @@ Result<SegmentBytes> segment_bytes(const GlobalHeader& h, const SegmentShape& sh
         }
         case Storage::ExpertBank: {
             auto gate_up = tile_geometry::segment_size(expert_gate_up_parts(h), h.d_model, dtype);
-            if (!gate_up) return make_error("expert gate/up: " + gate_up.error());
+            if (!gate_up) return make_error(gate_up.kind(), "expert gate/up: " + gate_up.error());
             auto down = tile_geometry::segment_size(expert_down_parts(h), h.expert_d_ff, dtype);
-            if (!down) return make_error("expert down: " + down.error());
+            if (!down) return make_error(down.kind(), "expert down: " + down.error());
             out.expert_gate_up_bytes = gate_up->bytes;
             uint64_t tiles_per_expert = 0;
             if (!checked::add(gate_up->bytes, down->bytes, &out.expert_bytes) ||
@@ -137,7 +137,7 @@ Result<SegmentBytes> segment_bytes(const GlobalHeader& h, const SegmentShape& sh
             return out;
         }
     }
-    return make_error("unknown storage");
+    return make_error(ErrorKind::Internal, "unknown storage");
 }
 
 } // namespace cflow::segment_shapes

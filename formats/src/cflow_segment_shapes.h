@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cflow/formats/cflow_layout.h"
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 #include "cflow/formats/tile_plan.h"
 
 namespace cflow::segment_shapes {

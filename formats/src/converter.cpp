@@ -26,8 +26,9 @@ public:
         static constexpr uint8_t kZeros[kSegmentAlignment] = {};
         const uint64_t at = out_.bytes_written();
         if (offset < at || offset - at >= kSegmentAlignment)
-            return make_error(path_ + ": internal layout error: expected to write byte " + std::to_string(offset) +
-                              " next, but " + std::to_string(at) + " bytes are written");
+            return make_error(ErrorKind::Internal, path_ + ": internal layout error: expected to write byte " +
+                                                       std::to_string(offset) + " next, but " + std::to_string(at) +
+                                                       " bytes are written");
         return out_.write(kZeros, offset - at);
     }
     Status write(const void* data, uint64_t bytes) { return out_.write(data, bytes); }
@@ -150,7 +151,7 @@ Result<ConvertReport> write_file(const FilePlan& plan, const std::string& out_pa
     state.tensors_total = plan.tensors_total;
     std::set<std::string> exact_tensors;
     for (const WriteItem& item : write_order(plan)) {
-        if (cancelled()) return make_error("conversion cancelled");
+        if (cancelled()) return cancelled_error("conversion");
         if (Status s = w.pad_to(item.offset); !s) return s.take_error();
         if (!item.segment) {
             if (Status s = w.write(item.blob.data(), item.blob.size()); !s) return s.take_error();
@@ -162,9 +163,10 @@ Result<ConvertReport> write_file(const FilePlan& plan, const std::string& out_pa
                              : write_tiled_segment(tiles, seg, static_cast<uint16_t>(item.region_index));
         if (!written) return written.take_error();
         if (out.bytes_written() != seg.offset + seg.bytes)
-            return make_error(out_path + ": internal layout error: segment " + segment_shapes::role_name(seg.role) +
-                              " wrote " + std::to_string(out.bytes_written() - seg.offset) + " bytes, planned " +
-                              std::to_string(seg.bytes));
+            return make_error(ErrorKind::Internal, out_path + ": internal layout error: segment " +
+                                                       segment_shapes::role_name(seg.role) + " wrote " +
+                                                       std::to_string(out.bytes_written() - seg.offset) +
+                                                       " bytes, planned " + std::to_string(seg.bytes));
         report.tiles += seg.n_tiles;
         for (size_t i = 0; i < seg.tensor_names.size(); ++i) {
             // Per-expert bank sources list gate, up, down of each expert in turn: part i % 3.
@@ -177,10 +179,11 @@ Result<ConvertReport> write_file(const FilePlan& plan, const std::string& out_pa
         }
         report.tensors += seg.tensor_names.size();
     }
-    if (cancelled()) return make_error("conversion cancelled");
+    if (cancelled()) return cancelled_error("conversion");
     if (out.bytes_written() != plan.header.file_bytes)
-        return make_error(out_path + ": internal layout error: wrote " + std::to_string(out.bytes_written()) +
-                          " bytes, header says " + std::to_string(plan.header.file_bytes));
+        return make_error(ErrorKind::Internal, out_path + ": internal layout error: wrote " +
+                                                   std::to_string(out.bytes_written()) + " bytes, header says " +
+                                                   std::to_string(plan.header.file_bytes));
     // file_bytes was planned up front; re-stamp it from what was actually written.
     const uint64_t file_bytes = out.bytes_written();
     if (Status s = out.write_at(plan.header_offset + offsetof(GlobalHeader, file_bytes), &file_bytes, sizeof(file_bytes)); !s)
@@ -201,12 +204,12 @@ Result<ConvertReport> convert_to_cflow(const SourceModel& source, const std::str
         const std::filesystem::path parent = std::filesystem::path(out_path).parent_path();
         std::error_code ec;
         if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
-            return make_error(out_path + ": output directory '" + parent.string() + "' does not exist");
+            return make_error(ErrorKind::Io, out_path + ": output directory '" + parent.string() + "' does not exist");
         auto plan = plan_file(source, options);
-        if (!plan) return make_error(source.source_label + ": " + plan.error());
+        if (!plan) return make_error(plan.kind(), source.source_label + ": " + plan.error());
         return write_file(*plan, out_path, options, progress, cancel);
     } catch (const std::bad_alloc&) {
-        return make_error(out_path + ": out of memory during conversion");
+        return make_error(ErrorKind::OutOfMemory, out_path + ": out of memory during conversion");
     }
 }
 

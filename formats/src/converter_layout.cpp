@@ -144,13 +144,15 @@ private:
 
     Result<SegmentPlan> segment(SegmentRole role, DType dtype, std::vector<std::string> names) {
         auto shape = segment_shapes::segment_shape(plan_.header, plan_.params, role);
-        if (!shape) return make_error(std::string(segment_shapes::role_name(role)) + ": " + shape.error());
+        if (!shape)
+            return make_error(shape.kind(), std::string(segment_shapes::role_name(role)) + ": " + shape.error());
         SegmentPlan seg;
         seg.role = role;
         seg.dtype = shape->storage == Storage::Raw ? DType::F32 : dtype;
         seg.shape = std::move(*shape);
         auto bytes = segment_shapes::segment_bytes(plan_.header, seg.shape, seg.dtype);
-        if (!bytes) return make_error(std::string(segment_shapes::role_name(role)) + ": " + bytes.error());
+        if (!bytes)
+            return make_error(bytes.kind(), std::string(segment_shapes::role_name(role)) + ": " + bytes.error());
         seg.bytes = bytes->bytes;
         seg.n_tiles = bytes->n_tiles;
         seg.expert_gate_up_bytes = bytes->expert_gate_up_bytes;
@@ -232,7 +234,7 @@ private:
         RegionPlan region;
         region.index = l;
         auto add = [&](Result<SegmentPlan> seg) -> Status {
-            if (!seg) return make_error("layer " + std::to_string(l) + " " + seg.error());
+            if (!seg) return make_error(seg.kind(), "layer " + std::to_string(l) + " " + seg.error());
             region.segments.push_back(std::move(*seg));
             return {};
         };
@@ -305,7 +307,7 @@ private:
         if (!tied_) segs.push_back(tiled_segment(SegmentRole::LmHead, eq, {"output.weight"}));
         segs.push_back(tiled_segment(SegmentRole::TokenEmbd, eq, {"token_embd.weight"}));
         for (auto& seg : segs) {
-            if (!seg) return make_error("vocabulary region " + seg.error());
+            if (!seg) return make_error(seg.kind(), "vocabulary region " + seg.error());
             region.segments.push_back(std::move(*seg));
         }
         return region;

@@ -18,8 +18,8 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
     return s.str();
 }
 
-Error config_error(const SourceModel& src, const std::string& what) {
-    return make_error(src.source_label + ": config: " + what);
+Error config_error(const SourceModel& src, const std::string& what, ErrorKind kind = ErrorKind::InvalidInput) {
+    return make_error(kind, src.source_label + ": config: " + what);
 }
 
 // Checks a tensor's shape, dtype and byte size. Vectors may be stored as [n] or [1 x n].
@@ -49,7 +49,9 @@ Status check_tensor(const SourceModel& src, const std::string& name, const std::
                 return make_error(where + ": " + std::string(dtype_name(t->dtype)) + " rows of " + std::to_string(cols) +
                                   " elements are not a whole number of 32-weight blocks");
             break;
-        default: return make_error(where + ": unsupported source dtype " + std::to_string(static_cast<int>(t->dtype)));
+        default:
+            return make_error(ErrorKind::Unsupported,
+                              where + ": unsupported source dtype " + std::to_string(static_cast<int>(t->dtype)));
     }
     const uint64_t bytes = source_bytes(t->dtype, elements);
     if (t->bytes != bytes || (bytes > 0 && t->data == nullptr))
@@ -62,10 +64,16 @@ Status check_config(const SourceModel& src, const ConvertOptions& options) {
     const ModelConfig& c = src.config;
     const uint32_t max_cols = tile_geometry::kMaxCols;
     auto fail = [&](const std::string& what) -> Status { return config_error(src, what); };
+    // A real dtype the tiles cannot hold (bf16) is a feature this writer lacks, not a bad model.
+    auto unsupported = [&](const std::string& what) -> Status {
+        return config_error(src, what, ErrorKind::Unsupported);
+    };
     if (!is_tile_dtype(options.weight_quant))
-        return fail("weight quant " + std::string(dtype_name(options.weight_quant)) + " is not a tile type (f32, f16, q8_0, q4_0)");
+        return unsupported("weight quant " + std::string(dtype_name(options.weight_quant)) +
+                           " is not a tile type (f32, f16, q8_0, q4_0)");
     if (options.embedding_quant && !is_tile_dtype(*options.embedding_quant))
-        return fail("embedding quant " + std::string(dtype_name(*options.embedding_quant)) + " is not a tile type");
+        return unsupported("embedding quant " + std::string(dtype_name(*options.embedding_quant)) +
+                           " is not a tile type");
     if (options.format != ContainerFormat::Cflow && options.format != ContainerFormat::Vflow)
         return fail("unknown container format " + std::to_string(static_cast<unsigned>(options.format)) +
                     " (0 = .cflow, 1 = .vflow)");

@@ -10,6 +10,17 @@ inline constexpr uint32_t kMagic = 0x46554747u;  // "GGUF" read as a little-endi
 inline constexpr uint64_t kDefaultAlignment = 32;
 inline constexpr uint32_t kMaxDims = 4;          // GGML_MAX_DIMS
 
+// The fixed start of every GGUF file (gguf_header_t before its metadata key/value pairs).
+#pragma pack(push, 1)
+struct FileHeader {
+    uint32_t magic;
+    uint32_t version;
+    uint64_t tensor_count;
+    uint64_t metadata_kv_count;
+};
+#pragma pack(pop)
+static_assert(sizeof(FileHeader) == 24, "GGUF header: u32 magic, u32 version, u64 tensor_count, u64 metadata_kv_count");
+
 // gguf_metadata_value_type
 enum ValueType : uint32_t {
     kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,

@@ -78,10 +78,13 @@ public:
         if (!cur_.read(magic)) return fail("header magic", 0, "file is " + std::to_string(size_) + " bytes, too short for a GGUF header");
         if (magic != gguf::kMagic) return fail("header magic", 0, "not a GGUF file (magic bytes do not read \"GGUF\")");
         if (!cur_.read(out_.version)) return fail("header version", 4, "truncated header");
-        if (out_.version == 1) return fail("header version", 4, "GGUF v1 is not supported (only v2 and v3)");
+        if (out_.version == 1)
+            return fail("header version", 4, "GGUF v1 is not supported (only v2 and v3)", ErrorKind::Unsupported);
         if (out_.version != 2 && out_.version != 3) {
             std::string hint = out_.version > 0xFFFF ? " (a big-endian GGUF?)" : "";
-            return fail("header version", 4, "unsupported GGUF version " + std::to_string(out_.version) + hint + "; supported: 2, 3");
+            return fail("header version", 4,
+                        "unsupported GGUF version " + std::to_string(out_.version) + hint + "; supported: 2, 3",
+                        ErrorKind::Unsupported);
         }
         uint64_t tensor_count = 0;
         uint64_t kv_count = 0;
@@ -123,8 +126,9 @@ public:
     }
 
 private:
-    Error fail(const std::string& field, uint64_t offset, const std::string& what) const {
-        return make_error(out_.path + ": " + field + " at offset " + std::to_string(offset) + ": " + what);
+    Error fail(const std::string& field, uint64_t offset, const std::string& what,
+               ErrorKind kind = ErrorKind::InvalidInput) const {
+        return make_error(kind, out_.path + ": " + field + " at offset " + std::to_string(offset) + ": " + what);
     }
 
     Status parse_kv(uint64_t index) {
@@ -364,13 +368,16 @@ public:
         if (!arch) return make_error(g_.path + ": metadata key 'general.architecture' is missing");
         arch_ = *arch;
         if (arch_ != "llama" && arch_ != "qwen2" && arch_ != "qwen2moe" && arch_ != "olmoe")
-            return make_error(g_.path + ": unsupported architecture '" + arch_ + "' (general.architecture); supported: llama (also Mistral/Mixtral), qwen2, qwen2moe, olmoe");
+            return make_error(ErrorKind::Unsupported, g_.path + ": unsupported architecture '" + arch_ +
+                                                          "' (general.architecture); supported: llama (also "
+                                                          "Mistral/Mixtral), qwen2, qwen2moe, olmoe");
 
         for (const auto& t : g_.tensors) {
             auto dtype = dtype_of(t.ggml_type);
             if (!dtype)
-                return make_error(g_.path + ": tensor '" + t.name + "' has type " + ggml_type_name(t.ggml_type) +
-                                  ", which is not supported; supported types: F32, F16, BF16, Q8_0, Q4_0");
+                return make_error(ErrorKind::Unsupported,
+                                  g_.path + ": tensor '" + t.name + "' has type " + ggml_type_name(t.ggml_type) +
+                                      ", which is not supported; supported types: F32, F16, BF16, Q8_0, Q4_0");
             TensorView v;
             v.name = t.name;
             v.dtype = *dtype;
@@ -403,7 +410,8 @@ private:
             // Per-layer arrays (e.g. head_count_kv): only the uniform case is representable.
             if (arr->empty()) return make_error(g_.path + ": metadata key '" + k + "' is an empty array");
             if (std::any_of(arr->begin(), arr->end(), [&](int32_t e) { return e != arr->front(); }))
-                return make_error(g_.path + ": metadata key '" + k + "' differs between layers, which is not supported");
+                return make_error(ErrorKind::Unsupported, g_.path + ": metadata key '" + k +
+                                                              "' differs between layers, which is not supported");
             x = arr->front();
         } else {
             return make_error(g_.path + ": metadata key '" + k + "' is not an integer");
@@ -445,7 +453,9 @@ private:
         c.rope_theta = static_cast<float>(g_.metadata.get_float(key("rope.freq_base")).value_or(10000.0));
         if (g_.metadata.contains(key("rope.scaling.type"))) {
             auto type = g_.metadata.get_string(key("rope.scaling.type")).value_or("?");
-            if (type != "none") return make_error(g_.path + ": RoPE scaling '" + type + "' (" + key("rope.scaling.type") + ") is not supported");
+            if (type != "none")
+                return make_error(ErrorKind::Unsupported, g_.path + ": RoPE scaling '" + type + "' (" +
+                                                              key("rope.scaling.type") + ") is not supported");
         }
 
         if (c.n_experts > 0) {
@@ -510,7 +520,7 @@ Result<GgufFile> read_gguf(const std::string& path) {
         if (!s) return s.take_error();
         return out;
     } catch (const std::bad_alloc&) {
-        return make_error(path + ": out of memory while reading GGUF metadata");
+        return make_error(ErrorKind::OutOfMemory, path + ": out of memory while reading GGUF metadata");
     }
 }
 
@@ -520,7 +530,7 @@ Result<SourceModel> read_gguf_model(const std::string& path) {
     try {
         return GgufModelBuilder(*g).build();
     } catch (const std::bad_alloc&) {
-        return make_error(path + ": out of memory while building the model view");
+        return make_error(ErrorKind::OutOfMemory, path + ": out of memory while building the model view");
     }
 }
 

@@ -34,6 +34,10 @@ public:
     Error bad(const std::string& field, const std::string& why) const {
         return make_error(label_ + ": field '" + field + "' " + why);
     }
+    // A valid Hugging Face value this project does not implement (an activation, a layer mix).
+    Error unsupported(const std::string& field, const std::string& why) const {
+        return make_error(ErrorKind::Unsupported, label_ + ": field '" + field + "' " + why);
+    }
     bool has(const std::string& field) const { return j_.contains(field) && !j_.at(field).is_null(); }
 
     // Unsigned integer field; fallback == nullopt makes it required.
@@ -109,13 +113,15 @@ Result<Family> detect_family(const ConfigReader& r) {
         std::string name = a.front().get<std::string>();
         auto it = kByClass.find(name);
         if (it == kByClass.end())
-            return make_error(r.label() + ": unsupported architecture '" + name + "' (field 'architectures'); supported: " + kSupported);
+            return make_error(ErrorKind::Unsupported, r.label() + ": unsupported architecture '" + name +
+                                                          "' (field 'architectures'); supported: " + kSupported);
         return it->second;
     }
     if (auto type = r.str("model_type")) {
         auto it = kByType.find(*type);
         if (it == kByType.end())
-            return make_error(r.label() + ": unsupported model_type '" + *type + "'; supported architectures: " + kSupported);
+            return make_error(ErrorKind::Unsupported, r.label() + ": unsupported model_type '" + *type +
+                                                          "'; supported architectures: " + kSupported);
         return it->second;
     }
     return r.missing("architectures");
@@ -156,7 +162,7 @@ Status read_pipeline_fields(const ConfigReader& r, ModelConfig& c) {
     } else if (auto hidden = r.str("hidden_act")) {
         if (*hidden == "gelu_pytorch_tanh") c.ffn_activation = FfnActivation::GeGLUTanh;
         else if (*hidden == "silu" || *hidden == "swish") c.ffn_activation = FfnActivation::SwiGLU;
-        else return r.bad("hidden_act", "'" + *hidden + "' is not supported (silu or gelu_pytorch_tanh)");
+        else return r.unsupported("hidden_act", "'" + *hidden + "' is not supported (silu or gelu_pytorch_tanh)");
     }
     if (r.has("router_mode")) {
         const json& v = r.at("router_mode");
@@ -216,8 +222,7 @@ Result<HfConfig> interpret(const ConfigReader& r) {
             for (const char* k : {"rope_type", "type"})
                 if (rs.contains(k) && rs.at(k).is_string()) type = rs.at(k).get<std::string>();
         }
-        if (type != "default")
-            return make_error(r.label() + ": field 'rope_scaling' of type '" + type + "' is not supported");
+        if (type != "default") return r.unsupported("rope_scaling", "of type '" + type + "' is not supported");
     }
 
     CFLOW_TRY_ASSIGN(c.d_model, r.u32("hidden_size", std::nullopt));
@@ -265,7 +270,9 @@ Result<HfConfig> interpret(const ConfigReader& r) {
             uint32_t step = 1;
             CFLOW_TRY_ASSIGN(step, r.u32("decoder_sparse_step", 1));
             bool mixed = step != 1 || (r.has("mlp_only_layers") && r.at("mlp_only_layers").is_array() && !r.at("mlp_only_layers").empty());
-            if (mixed) return r.bad("decoder_sparse_step", "/ mlp_only_layers: models mixing dense and MoE layers are not supported");
+            if (mixed)
+                return r.unsupported("decoder_sparse_step",
+                                     "/ mlp_only_layers: models mixing dense and MoE layers are not supported");
             CFLOW_TRY_ASSIGN(norm_topk, r.boolean("norm_topk_prob", false));
             c.router_mode = norm_topk ? RouterMode::SoftmaxTopK : RouterMode::SoftmaxAllNoRenorm;
             break;
@@ -310,7 +317,7 @@ bool parse_index(const std::string& s, size_t& pos, uint32_t& value) {
 Result<HfConfig> load_config(const std::string& config_path) {
     try {
         std::ifstream in(config_path, std::ios::binary);
-        if (!in) return make_error(config_path + ": cannot open (an HF model folder needs config.json)");
+        if (!in) return make_error(ErrorKind::Io, config_path + ": cannot open (an HF model folder needs config.json)");
         std::stringstream text;
         text << in.rdbuf();
         json j = json::parse(text.str());
@@ -319,7 +326,7 @@ Result<HfConfig> load_config(const std::string& config_path) {
     } catch (const json::exception& e) {
         return make_error(config_path + ": invalid JSON: " + e.what());
     } catch (const std::bad_alloc&) {
-        return make_error(config_path + ": out of memory while reading");
+        return make_error(ErrorKind::OutOfMemory, config_path + ": out of memory while reading");
     }
 }
 

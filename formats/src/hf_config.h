@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 #include "cflow/formats/source_model.h"
 
 namespace cflow::hf {

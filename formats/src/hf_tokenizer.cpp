@@ -27,7 +27,7 @@ enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined
 
 Result<json> read_json(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error(path.string() + ": cannot open");
+    if (!in) return make_error(ErrorKind::Io, path.string() + ": cannot open");
     std::stringstream text;
     text << in.rdbuf();
     try {
@@ -130,7 +130,9 @@ public:
         if (type == "BPE") ggml_model = model.value("byte_fallback", false) ? "llama" : "gpt2";
         else if (type == "WordPiece") ggml_model = "bert";
         else if (type == "Unigram") ggml_model = "llama";
-        else return make_error(label + ": model.type '" + type + "' is not supported (BPE, WordPiece, Unigram)");
+        else
+            return make_error(ErrorKind::Unsupported,
+                              label + ": model.type '" + type + "' is not supported (BPE, WordPiece, Unigram)");
 
         if (!model.contains("vocab")) return make_error(label + ": field 'model.vocab' is missing");
         std::vector<float> unigram_scores;
@@ -377,9 +379,9 @@ Result<bool> load_tokenizer(const std::string& dir, Metadata& meta) {
     } catch (const json::exception& e) {
         return make_error(dir + ": tokenizer files: unexpected JSON structure: " + e.what());
     } catch (const std::bad_alloc&) {
-        return make_error(dir + ": out of memory while reading the tokenizer");
+        return make_error(ErrorKind::OutOfMemory, dir + ": out of memory while reading the tokenizer");
     } catch (const fs::filesystem_error& e) {
-        return make_error(dir + ": " + e.what());
+        return make_error(ErrorKind::Io, dir + ": " + e.what());
     }
 }
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "cflow/formats/metadata.h"
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 
 namespace cflow::hf {
 

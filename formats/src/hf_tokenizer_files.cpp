@@ -11,8 +11,7 @@ Result<Metadata> read_hf_tokenizer(const std::string& tokenizer_json_path) {
     namespace fs = std::filesystem;
     const fs::path path(tokenizer_json_path);
     std::error_code ec;
-    if (!fs::is_regular_file(path, ec))
-        return make_error(tokenizer_json_path + ": no such file");
+    if (!fs::is_regular_file(path, ec)) return make_error(ErrorKind::Io, tokenizer_json_path + ": no such file");
     // The HF loader reads a folder by its fixed file names; a renamed tokenizer.json would
     // silently pair with the wrong (or no) tokenizer_config.json, so it is refused instead.
     if (path.filename() != "tokenizer.json")
@@ -23,7 +22,8 @@ Result<Metadata> read_hf_tokenizer(const std::string& tokenizer_json_path) {
     Metadata metadata;
     auto loaded = hf::load_tokenizer(dir.string(), metadata);
     if (!loaded) return loaded.take_error();
-    if (!loaded.value()) return make_error(tokenizer_json_path + ": no tokenizer.json found");
+    // It was there a moment ago (checked above): the folder changed under us.
+    if (!loaded.value()) return make_error(ErrorKind::Io, tokenizer_json_path + ": no tokenizer.json found");
     return metadata;
 }
 

@@ -213,8 +213,14 @@ Result<SourceModel> read_impl(const std::string& bin_path, const std::string& to
             return make_error(bin_path + ": header at offset 0: file is " + std::to_string(size) + " bytes, shorter than the 256-byte v1 header");
         V1HeaderPrefix h{};
         std::memcpy(&h, data, sizeof h);
-        if (h.version == 2) return make_error(bin_path + ": header version at offset 4: version 2 (Q8_0 export) is not supported; export with version 1 or legacy");
-        if (h.version != 1) return make_error(bin_path + ": header version at offset 4: unsupported llama2.c export version " + std::to_string(h.version));
+        if (h.version == 2)
+            return make_error(ErrorKind::Unsupported, bin_path +
+                                                          ": header version at offset 4: version 2 (Q8_0 export) is "
+                                                          "not supported; export with version 1 or legacy");
+        if (h.version != 1)
+            return make_error(ErrorKind::Unsupported,
+                              bin_path + ": header version at offset 4: unsupported llama2.c export version " +
+                                  std::to_string(h.version));
         if (h.params.vocab_size < 0) return geometry_error(bin_path, "v1 vocab_size must be positive");
         if (Status s = validate(bin_path, h.params, g); !s) return s.take_error();
         g.shared = h.shared_classifier != 0;
@@ -284,7 +290,7 @@ Result<SourceModel> read_llama2c_model(const std::string& bin_path, const std::s
     try {
         return read_impl(bin_path, tokenizer_bin_path);
     } catch (const std::bad_alloc&) {
-        return make_error(bin_path + ": out of memory while reading the llama2.c checkpoint");
+        return make_error(ErrorKind::OutOfMemory, bin_path + ": out of memory while reading the llama2.c checkpoint");
     }
 }
 

@@ -230,8 +230,8 @@ std::string parse_value(Reader& r, MetaKind kind, MetaValue* out) {
 
 Result<Metadata> Metadata::parse(const uint8_t* data, uint64_t bytes, const std::string& file_label,
                                  uint64_t base_offset) {
-    auto fail = [&](uint64_t offset, const std::string& what) {
-        return make_error(file_label + ": metadata section at offset " + std::to_string(offset) + ": " + what);
+    auto fail = [&](uint64_t offset, const std::string& what, ErrorKind kind = ErrorKind::InvalidInput) {
+        return make_error(kind, file_label + ": metadata section at offset " + std::to_string(offset) + ": " + what);
     };
     if (bytes < 8 || data == nullptr)
         return fail(base_offset, "section is " + std::to_string(bytes) + " bytes, smaller than its 8-byte header");
@@ -273,9 +273,10 @@ Result<Metadata> Metadata::parse(const uint8_t* data, uint64_t bytes, const std:
             return fail(r.absolute(), std::to_string(r.remaining()) + " trailing bytes after the last entry");
         return meta;
     } catch (const std::bad_alloc&) {
-        return fail(base_offset, "out of memory while parsing");
+        return fail(base_offset, "out of memory while parsing", ErrorKind::OutOfMemory);
     } catch (const std::length_error&) {
-        return fail(base_offset, "value too large for this platform");
+        // A length the file may legally hold but a 32-bit size_t cannot.
+        return fail(base_offset, "value too large for this platform", ErrorKind::Unsupported);
     }
 }
 

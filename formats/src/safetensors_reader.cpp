@@ -79,7 +79,7 @@ Status parse_entry(const std::string& path, const std::string& name, const json&
 
 Result<json> read_json_file(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error(path.string() + ": cannot open");
+    if (!in) return make_error(ErrorKind::Io, path.string() + ": cannot open");
     std::stringstream text;
     text << in.rdbuf();
     try {
@@ -127,8 +127,9 @@ Result<SourceModel> assemble(const fs::path& dir, const std::vector<std::string>
         hf::NameMapping m = hf::map_tensor_name(loc.hf_name);
         if (m.kind == hf::NameMapping::Kind::Ignore) continue;
         if (m.kind == hf::NameMapping::Kind::Unknown)
-            return make_error(loc.file->path + ": tensor '" + loc.hf_name + "' has no canonical name (unrecognised for " +
-                              model.config.architecture + ")");
+            return make_error(ErrorKind::Unsupported, loc.file->path + ": tensor '" + loc.hf_name +
+                                                          "' has no canonical name (unrecognised for " +
+                                                          model.config.architecture + ")");
         auto view = loc.file->view(loc.hf_name);
         if (!view) return view.take_error();
         TensorView v = std::move(view.value());
@@ -167,7 +168,8 @@ Result<TensorView> SafetensorsFile::view(const std::string& name) const {
     const SafetensorsEntry& e = it->second;
     auto dtype = supported_dtype(e.dtype);
     if (!dtype)
-        return make_error(path + ": tensor '" + name + "' has dtype " + e.dtype + ", which is not supported; supported dtypes: F32, F16, BF16");
+        return make_error(ErrorKind::Unsupported, path + ": tensor '" + name + "' has dtype " + e.dtype +
+                                                      ", which is not supported; supported dtypes: F32, F16, BF16");
     TensorView v;
     v.name = name;
     v.dtype = *dtype;
@@ -212,7 +214,7 @@ Result<SafetensorsFile> read_safetensors_file(const std::string& path) {
     } catch (const json::exception& e) {
         return make_error(path + ": unexpected header structure: " + e.what());
     } catch (const std::bad_alloc&) {
-        return make_error(path + ": out of memory while reading the header");
+        return make_error(ErrorKind::OutOfMemory, path + ": out of memory while reading the header");
     }
 }
 
@@ -248,14 +250,14 @@ Result<SourceModel> read_safetensors_model(const std::string& dir_or_file) {
                                   std::to_string(found.size()) + " .safetensors files");
             return assemble(p, found, nullptr, dir_or_file);
         }
-        if (!fs::exists(p, ec)) return make_error(dir_or_file + ": no such file or folder");
+        if (!fs::exists(p, ec)) return make_error(ErrorKind::Io, dir_or_file + ": no such file or folder");
         fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
         if (p.filename() == "model.safetensors.index.json") return read_safetensors_model(dir.string());
         return assemble(dir, {p.filename().string()}, nullptr, dir_or_file);
     } catch (const fs::filesystem_error& e) {
-        return make_error(dir_or_file + ": " + e.what());
+        return make_error(ErrorKind::Io, dir_or_file + ": " + e.what());
     } catch (const std::bad_alloc&) {
-        return make_error(dir_or_file + ": out of memory while reading the model");
+        return make_error(ErrorKind::OutOfMemory, dir_or_file + ": out of memory while reading the model");
     }
 }
 

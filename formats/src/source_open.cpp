@@ -30,7 +30,7 @@ Result<SourceModel> open_source_model(const std::string& path, const std::string
     std::error_code ec;
     fs::path p(path);
     if (fs::is_directory(p, ec)) return read_safetensors_model(path);
-    if (!fs::exists(p, ec)) return make_error(path + ": no such file or folder");
+    if (!fs::exists(p, ec)) return make_error(ErrorKind::Io, path + ": no such file or folder");
     const std::string ext = lower_extension(p);
     if (ext == ".gguf" || has_gguf_magic(path)) return read_gguf_model(path);
     if (ext == ".safetensors" || p.filename() == "model.safetensors.index.json") return read_safetensors_model(path);

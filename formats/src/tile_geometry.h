@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 #include "cflow/formats/tile_plan.h"
 
 namespace cflow::tile_geometry {

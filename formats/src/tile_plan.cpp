@@ -26,7 +26,8 @@ uint64_t payload_bytes_per_row(DType dtype, uint32_t cols) {
 
 Result<SegmentSize> segment_size(const std::vector<TilePart>& parts, uint32_t cols, DType dtype) {
     if (!is_tile_dtype(dtype))
-        return make_error("tile dtype " + std::to_string(static_cast<unsigned>(dtype)) + " is not a tile payload type");
+        return make_error(ErrorKind::Unsupported,
+                          "tile dtype " + std::to_string(static_cast<unsigned>(dtype)) + " is not a tile payload type");
     if (parts.empty()) return make_error("tiled segment has no parts");
     if (cols == 0) return make_error("input dimension (cols) is 0");
     if (cols > kMaxCols)
@@ -79,7 +80,7 @@ Result<std::vector<PlannedTile>> plan_tiles(const std::vector<TilePart>& parts, 
     try {
         tiles.reserve(static_cast<size_t>(size->n_tiles));
     } catch (const std::bad_alloc&) {
-        return make_error("out of memory planning " + std::to_string(size->n_tiles) + " tiles");
+        return make_error(ErrorKind::OutOfMemory, "out of memory planning " + std::to_string(size->n_tiles) + " tiles");
     }
     uint64_t offset = 0;
     for (uint64_t s = 0; s < stripes; ++s) {

@@ -122,7 +122,7 @@ Status write_tiled_segment(const TileWriteContext& ctx, const SegmentPlan& seg, 
 
     std::vector<uint8_t> buffer;
     for (size_t first = 0; first < units.size();) {
-        if (ctx.cancel && ctx.cancel->is_cancelled()) return make_error("conversion cancelled");
+        if (ctx.cancel && ctx.cancel->is_cancelled()) return cancelled_error("conversion");
         size_t last = first;
         uint64_t chunk = 0;
         while (last < units.size() && (last == first || chunk + units[last].bytes <= ctx.chunk_bytes))
@@ -131,7 +131,8 @@ Status write_tiled_segment(const TileWriteContext& ctx, const SegmentPlan& seg, 
         try {
             buffer.resize(chunk);
         } catch (const std::bad_alloc&) {
-            return make_error("out of memory allocating a " + std::to_string(chunk) + "-byte tile chunk");
+            return make_error(ErrorKind::OutOfMemory,
+                              "out of memory allocating a " + std::to_string(chunk) + "-byte tile chunk");
         }
 
         std::atomic<size_t> next{first};
@@ -156,7 +157,7 @@ Status write_tiled_segment(const TileWriteContext& ctx, const SegmentPlan& seg, 
         }
         worker();
         for (std::thread& th : pool) th.join();
-        if (failed) return make_error("out of memory while encoding tiles");
+        if (failed) return make_error(ErrorKind::OutOfMemory, "out of memory while encoding tiles");
         if (Status s = ctx.writer->write(buffer.data(), chunk); !s) return s;
         first = last;
     }

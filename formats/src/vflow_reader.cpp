@@ -51,8 +51,9 @@ Status check_group(const FileContext& ctx, const VFlowHeader& vh, uint32_t index
     const GlobalHeader& h = ctx.header;
     const uint64_t at = vh.group_table_offset + uint64_t{index} * sizeof(GroupDescriptor);
     const std::string name = "GroupTable[" + u(index) + "].";
-    auto fail = [&](const char* field, size_t field_offset, const std::string& problem) {
-        return located(ctx, name + field, at + field_offset, problem);
+    auto fail = [&](const char* field, size_t field_offset, const std::string& problem,
+                    ErrorKind kind = ErrorKind::InvalidInput) {
+        return located(ctx, name + field, at + field_offset, problem, kind);
     };
     if (g.first_layer != expected_first)
         return fail("first_layer", offsetof(GroupDescriptor, first_layer),
@@ -74,7 +75,8 @@ Status check_group(const FileContext& ctx, const VFlowHeader& vh, uint32_t index
         if (f.group_value != f.file_value)
             return fail(f.name, f.offset,
                         "is " + u(f.group_value) + ", the file's attention geometry has " + u(f.file_value) +
-                            " (this version stores one attention geometry per file)");
+                            " (this version stores one attention geometry per file)",
+                        ErrorKind::Unsupported);
     if (g.reserved0 != 0) return fail("reserved0", offsetof(GroupDescriptor, reserved0), "must be 0");
     uint64_t group_end = 0, attn_end = 0, dense_end = 0;
     if (!checked::add(g.offset, g.bytes, &group_end) || !checked::add(g.attn_offset, g.attn_bytes, &attn_end) ||
@@ -116,8 +118,9 @@ DataSpan VflowLayout::span(uint32_t layer, SegmentRole role) const {
 }
 
 Result<VFlowHeader> read_vflow_header(const std::string& path, const uint8_t* data, uint64_t size) {
-    auto fail = [&](const std::string& field, uint64_t offset, const std::string& problem) {
-        return make_error(path + ": " + field + " at offset " + u(offset) + ": " + problem);
+    auto fail = [&](const std::string& field, uint64_t offset, const std::string& problem,
+                    ErrorKind kind = ErrorKind::InvalidInput) {
+        return make_error(kind, path + ": " + field + " at offset " + u(offset) + ": " + problem);
     };
     if (size < sizeof(VFlowHeader))
         return fail("VFlowHeader", 0,
@@ -125,8 +128,10 @@ Result<VFlowHeader> read_vflow_header(const std::string& path, const uint8_t* da
     VFlowHeader vh;
     std::memcpy(&vh, data, sizeof(vh));
     if (vh.version != kVflowVersion)
-        return fail(CFLOW_VH(version),
-                    "unsupported version " + u(vh.version) + " (this build reads .vflow version " + u(kVflowVersion) + ")");
+        return fail(
+            CFLOW_VH(version),
+            "unsupported version " + u(vh.version) + " (this build reads .vflow version " + u(kVflowVersion) + ")",
+            ErrorKind::Unsupported);
     if (vh.cflow_header_offset < sizeof(VFlowHeader))
         return fail(CFLOW_VH(cflow_header_offset),
                     "embedded GlobalHeader at " + u(vh.cflow_header_offset) + " overlaps the 64-byte VFlowHeader");

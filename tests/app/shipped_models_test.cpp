@@ -15,10 +15,10 @@
 #include <set>
 #include <string>
 
-#include "cflow/engine/generate.h"
-#include "cflow/engine/model.h"
-#include "cflow/engine/session.h"
-#include "cflow/engine/tokenizer.h"
+#include "cflow/engine/generation/generate.h"
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
+#include "cflow/engine/tokenizer/tokenizer.h"
 #include "test_support.h"
 
 namespace cflow::test {

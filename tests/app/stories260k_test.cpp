@@ -7,9 +7,9 @@
 #include <numeric>
 #include <sstream>
 
-#include "cflow/engine/generate.h"
-#include "cflow/engine/model.h"
-#include "cflow/engine/session.h"
+#include "cflow/engine/generation/generate.h"
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
 #include "cli_runner.h"
 #include "test_support.h"
 

@@ -30,9 +30,9 @@
 #include <QTabWidget>
 #include <QTimer>
 
-#include "cflow/engine/generate.h"
-#include "cflow/engine/model.h"
-#include "cflow/engine/session.h"
+#include "cflow/engine/generation/generate.h"
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
 #include "cflow/formats/converter.h"
 #include "cflow/ui/inspector/inspector_dock.h"
 #include "cflow/ui/telemetry_ring.h"

@@ -32,7 +32,7 @@
 #define CFLOW_TARGET(isa)
 #endif
 
-#include "cflow/engine/kernels.h"
+#include "cflow/engine/kernels/kernels.h"
 #include "cflow/formats/tile_codec.h"
 #include "cflow/formats/tile_plan.h"
 
@@ -179,7 +179,7 @@ bool gIncludeScalar = false;
 
 std::vector<Isa> measured_isas() {
     std::vector<Isa> out;
-    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni})
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx2Int8, Isa::AvxVnni, Isa::Avx512Vnni})
         if (cflow::isa_supported(isa) && (isa != Isa::Scalar || gIncludeScalar)) out.push_back(isa);
     return out;
 }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cflow/engine/tokenizer.h"
+#include "cflow/engine/tokenizer/tokenizer.h"
 #include "cflow/formats/gguf.h"
 
 namespace {

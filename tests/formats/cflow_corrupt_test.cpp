@@ -109,6 +109,7 @@ struct Corruption {
     std::function<void(std::vector<uint8_t>&, const Layout&)> mutate;
     std::string expected;  // substring of the error
     bool via_expert = false;  // open() succeeds; expert(0, 1) must fail
+    ErrorKind kind = ErrorKind::InvalidInput;  // damage; a newer version or feature is Unsupported
 };
 
 std::vector<Corruption> corruptions() {
@@ -119,7 +120,8 @@ std::vector<Corruption> corruptions() {
         {"bad magic", [](auto& b, auto&) { b[0] = 'X'; }, "GlobalHeader.magic at offset 0: bad magic"},
         {"truncated header", [](auto& b, auto&) { b.resize(40); }, "GlobalHeader at offset 0: file is 40 bytes, smaller than the 88-byte header"},
         {"unknown version", [](auto& b, auto&) { put<uint32_t>(b, 8, 7); },
-         "GlobalHeader.version at offset 8: unsupported version 7 (this build reads version 5)"},
+         "GlobalHeader.version at offset 8: unsupported version 7 (this build reads version 5)", false,
+         ErrorKind::Unsupported},
         {"truncated file", [](auto& b, auto&) { b.resize(b.size() - 100); }, "(truncated)"},
         {"trailing bytes", [](auto& b, auto&) { b.resize(b.size() + 10, 0); }, "(trailing bytes)"},
         {"file_bytes field wrong", [](auto& b, auto& L) { put<uint64_t>(b, offsetof(GlobalHeader, file_bytes), L.size + 1); },
@@ -136,7 +138,7 @@ std::vector<Corruption> corruptions() {
         {"unknown combine style", [](auto& b, auto&) { b[offsetof(GlobalHeader, combine_style)] = 7; },
          "GlobalHeader.combine_style at offset 82: unknown combine style 7"},
         {"unknown feature flags", [](auto& b, auto&) { b[offsetof(GlobalHeader, feature_flags)] |= 0x40; },
-         "unknown feature flag bits"},
+         "unknown feature flag bits", false, ErrorKind::Unsupported},
         {"params offset past EOF", [](auto& b, auto& L) { put<uint64_t>(b, offsetof(GlobalHeader, params_offset), L.size - 64); },
          "GlobalHeader.params_offset at offset 64: ModelParams (128 bytes)"},
         {"params_bytes", [](auto& b, auto& L) { put<uint32_t>(b, L.params, 64); },
@@ -238,16 +240,20 @@ TEST_F(CflowCorrupt, EveryVariantIsRejectedWithItsOwnMessage) {
         for (LoadMode mode : {LoadMode::Map, LoadMode::ReadAnon}) {
             auto file = CflowFile::open(path.string(), mode);
             std::string error;
+            ErrorKind kind = ErrorKind::Internal;
             if (c.via_expert) {
                 ASSERT_TRUE(file.ok()) << file.error();
                 auto expert = (*file)->expert(0, 1);
                 ASSERT_FALSE(expert.ok());
                 error = expert.error();
+                kind = expert.kind();
                 EXPECT_TRUE((*file)->expert(0, 0).ok()) << "other experts stay readable";
             } else {
                 ASSERT_FALSE(file.ok()) << "accepted";
                 error = file.error();
+                kind = file.kind();
             }
+            EXPECT_EQ(kind, c.kind) << error;
             EXPECT_EQ(error.rfind(path.string() + ": ", 0), 0u) << error;
             EXPECT_NE(error.find(c.expected), std::string::npos) << "message was: " << error;
             EXPECT_NE(error.find("offset"), std::string::npos) << error;
@@ -260,10 +266,14 @@ TEST_F(CflowCorrupt, EmptyAndMissingFiles) {
     std::ofstream(dir / "empty.cflow");
     auto empty = CflowFile::open((dir / "empty.cflow").string());
     ASSERT_FALSE(empty.ok());
+    EXPECT_EQ(empty.kind(), ErrorKind::InvalidInput) << empty.error();
     EXPECT_NE(empty.error().find("file is 0 bytes"), std::string::npos) << empty.error();
-    auto missing = CflowFile::open((dir / "nope.cflow").string());
-    ASSERT_FALSE(missing.ok());
-    EXPECT_NE(missing.error().find("nope.cflow"), std::string::npos) << missing.error();
+    for (LoadMode mode : {LoadMode::Map, LoadMode::ReadAnon}) {
+        auto missing = CflowFile::open((dir / "nope.cflow").string(), mode);
+        ASSERT_FALSE(missing.ok());
+        EXPECT_EQ(missing.kind(), ErrorKind::Io) << missing.error();
+        EXPECT_NE(missing.error().find("nope.cflow"), std::string::npos) << missing.error();
+    }
 }
 
 // Truncations (file_bytes patched to match, so the structural checks are what catch them) must fail
@@ -278,7 +288,8 @@ TEST_F(CflowCorrupt, TruncationAtManyPointsNeverCrashes) {
         const auto path = dir / ("cut-" + std::to_string(n) + ".cflow");
         std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
         auto file = CflowFile::open(path.string());
-        EXPECT_FALSE(file.ok()) << "truncated to " << n << " bytes was accepted";
+        ASSERT_FALSE(file.ok()) << "truncated to " << n << " bytes was accepted";
+        EXPECT_EQ(file.kind(), ErrorKind::InvalidInput) << file.error();
     }
 }
 

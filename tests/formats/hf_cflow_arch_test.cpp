@@ -188,6 +188,7 @@ TEST(HfCflowArch, MapsMoeTensorNamesWithoutClashingWithTheDenseGate) {
     tensors.push_back({p + "moe.experts.0.w1.weight", "F32", {32, 32}, test::f32_bytes(test::test_floats(32 * 32, 99))});
     auto bad = read_safetensors_model(write_cflow_folder("cflow-unknown", cflow_config(g, 3), tensors).string());
     ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.kind(), ErrorKind::Unsupported) << bad.error();  // a tensor this build cannot place
     EXPECT_NE(bad.error().find("moe.experts.0.w1.weight"), std::string::npos) << bad.error();
 }
 
@@ -216,6 +217,7 @@ TEST(HfCflowArch, RejectsInconsistentConfigs) {
     auto expect_error = [&](const std::string& name, const json& cfg, const std::string& field) {
         auto m = read_safetensors_model(write_cflow_folder(name, cfg, cflow_tensors(g)).string());
         ASSERT_FALSE(m.ok()) << name;
+        EXPECT_EQ(m.kind(), ErrorKind::InvalidInput) << m.error();
         EXPECT_NE(m.error().find("config.json"), std::string::npos) << m.error();
         EXPECT_NE(m.error().find(field), std::string::npos) << m.error();
     };
@@ -337,6 +339,7 @@ TEST(HfCflowArch, ConverterNamesAMissingPerExpertTensor) {
     options.weight_quant = DType::F32;
     auto r = convert_to_cflow(*m, (test::temp_dir("cflow-missing-expert-out") / "m.cflow").string(), options);
     ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.kind(), ErrorKind::InvalidInput) << r.error();
     EXPECT_NE(r.error().find("blk.1.ffn_up.2.weight"), std::string::npos) << r.error();
 }
 

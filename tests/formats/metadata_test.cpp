@@ -68,6 +68,7 @@ TEST(Metadata, TruncationAtEveryByteIsAnError) {
         std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
         auto parsed = Metadata::parse(cut.empty() ? nullptr : cut.data(), n, "model.cflow", 4096);
         ASSERT_FALSE(parsed.ok()) << "truncated at " << n << " bytes parsed";
+        EXPECT_EQ(parsed.kind(), ErrorKind::InvalidInput) << parsed.error();
         EXPECT_EQ(parsed.error().rfind("model.cflow: ", 0), 0u) << parsed.error();
         EXPECT_NE(parsed.error().find("offset"), std::string::npos) << parsed.error();
     }
@@ -103,6 +104,7 @@ TEST(Metadata, HugeCountsAreRejectedBeforeAllocating) {
         std::memcpy(bytes.data() + 4, &count, 4);
         auto parsed = Metadata::parse(bytes.data(), bytes.size(), "m", 0);
         ASSERT_FALSE(parsed.ok());
+        EXPECT_EQ(parsed.kind(), ErrorKind::InvalidInput) << parsed.error();  // refused, not an attempted allocation
         EXPECT_NE(parsed.error().find("entry count 4294967295"), std::string::npos) << parsed.error();
     }
     for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"}) {
@@ -111,6 +113,7 @@ TEST(Metadata, HugeCountsAreRejectedBeforeAllocating) {
         std::memcpy(bytes.data() + value_offset(bytes, key), &count, 8);
         auto parsed = Metadata::parse(bytes.data(), bytes.size(), "m", 0);
         ASSERT_FALSE(parsed.ok()) << key;
+        EXPECT_EQ(parsed.kind(), ErrorKind::InvalidInput) << parsed.error();
         EXPECT_NE(parsed.error().find("count 2305843009213693952 cannot fit"), std::string::npos) << parsed.error();
         EXPECT_NE(parsed.error().find(key), std::string::npos) << parsed.error();
     }

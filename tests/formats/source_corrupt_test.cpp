@@ -17,17 +17,27 @@ namespace {
 namespace fs = std::filesystem;
 using test::GgufWriter;
 
-// Writes bytes to a fresh file and returns the reader's error (or "" when it succeeded).
+// What a reader said: "" when it succeeded, else its message and kind.
+struct Failure {
+    std::string error;
+    ErrorKind kind = ErrorKind::Internal;
+};
+
+template <class R>
+Failure failure_of(const R& r) {
+    return r.ok() ? Failure{} : Failure{r.error(), r.kind()};
+}
+
+// Writes bytes to a fresh file and returns what the reader said.
 template <class Reader>
-std::string error_of(const std::vector<uint8_t>& bytes, const std::string& name, Reader read) {
+Failure error_of(const std::vector<uint8_t>& bytes, const std::string& name, Reader read) {
     auto dir = test::temp_dir("corrupt");
     auto path = dir / name;
     test::write_bytes(path, bytes);
-    auto r = read(path.string());
-    return r.ok() ? std::string() : r.error();
+    return failure_of(read(path.string()));
 }
 
-std::string gguf_error(const std::vector<uint8_t>& bytes) {
+Failure gguf_error(const std::vector<uint8_t>& bytes) {
     return error_of(bytes, "m.gguf", [](const std::string& p) { return read_gguf_model(p); });
 }
 
@@ -47,35 +57,39 @@ GgufWriter valid_gguf(uint32_t q_type = kGgmlF32) {
     return w;
 }
 
-void expect_contains(const std::string& error, std::initializer_list<const char*> parts) {
-    ASSERT_FALSE(error.empty()) << "the reader accepted a corrupt file";
-    for (const char* p : parts) EXPECT_NE(error.find(p), std::string::npos) << "missing '" << p << "' in: " << error;
+// The kind tells callers what went wrong; the parts check the message says where (file, field, offset).
+void expect_failure(const Failure& f, ErrorKind kind, std::initializer_list<const char*> parts) {
+    ASSERT_FALSE(f.error.empty()) << "the reader accepted a corrupt file";
+    EXPECT_EQ(f.kind, kind) << f.error;
+    for (const char* p : parts)
+        EXPECT_NE(f.error.find(p), std::string::npos) << "missing '" << p << "' in: " << f.error;
 }
 
 TEST(SourceCorrupt, GgufValidFixtureReads) {
-    EXPECT_EQ(gguf_error(valid_gguf().bytes()), "");  // the base of the corruptions below is sound
+    EXPECT_EQ(gguf_error(valid_gguf().bytes()).error, "");  // the base of the corruptions below is sound
 }
 
 TEST(SourceCorrupt, GgufTruncatedHeader) {
     auto bytes = valid_gguf().bytes();
     bytes.resize(14);
-    expect_contains(gguf_error(bytes), {"m.gguf", "header tensor_count at offset 8", "truncated header"});
+    expect_failure(gguf_error(bytes), ErrorKind::InvalidInput,
+                   {"m.gguf", "header tensor_count at offset 8", "truncated header"});
     bytes.resize(2);
-    expect_contains(gguf_error(bytes), {"header magic at offset 0", "too short"});
+    expect_failure(gguf_error(bytes), ErrorKind::InvalidInput, {"header magic at offset 0", "too short"});
 }
 
 TEST(SourceCorrupt, GgufBadMagic) {
     auto bytes = valid_gguf().bytes();
     bytes[0] = 'X';
-    expect_contains(gguf_error(bytes), {"header magic at offset 0", "not a GGUF file"});
+    expect_failure(gguf_error(bytes), ErrorKind::InvalidInput, {"header magic at offset 0", "not a GGUF file"});
 }
 
 TEST(SourceCorrupt, GgufUnsupportedVersion) {
     auto bytes = valid_gguf().bytes();
     bytes[4] = 1;
-    expect_contains(gguf_error(bytes), {"header version at offset 4", "v1 is not supported"});
+    expect_failure(gguf_error(bytes), ErrorKind::Unsupported, {"header version at offset 4", "v1 is not supported"});
     bytes[4] = 7;
-    expect_contains(gguf_error(bytes), {"unsupported GGUF version 7"});
+    expect_failure(gguf_error(bytes), ErrorKind::Unsupported, {"unsupported GGUF version 7"});
 }
 
 TEST(SourceCorrupt, GgufStringLengthPastEof) {
@@ -84,14 +98,16 @@ TEST(SourceCorrupt, GgufStringLengthPastEof) {
     test::put<uint64_t>(value, 1ull << 40);  // length, then only 3 bytes
     value.insert(value.end(), {'a', 'b', 'c'});
     w.raw("general.name", 8, value);
-    expect_contains(gguf_error(w.bytes()), {"metadata 'general.name' string length at offset 48", "length 1099511627776 runs past the end"});
+    expect_failure(gguf_error(w.bytes()), ErrorKind::InvalidInput,
+                   {"metadata 'general.name' string length at offset 48", "length 1099511627776 runs past the end"});
 }
 
 TEST(SourceCorrupt, GgufKeyLengthPastEof) {
     auto bytes = valid_gguf().bytes();
     uint64_t huge = ~0ull;
     std::memcpy(bytes.data() + 24, &huge, 8);  // first key's length
-    expect_contains(gguf_error(bytes), {"metadata entry 0 key at offset 24", "runs past the end of the file"});
+    expect_failure(gguf_error(bytes), ErrorKind::InvalidInput,
+                   {"metadata entry 0 key at offset 24", "runs past the end of the file"});
 }
 
 TEST(SourceCorrupt, GgufArrayLengthOverflow) {
@@ -100,26 +116,30 @@ TEST(SourceCorrupt, GgufArrayLengthOverflow) {
     test::put<uint32_t>(value, 5);            // i32 elements
     test::put<uint64_t>(value, 1ull << 62);  // n * 4 overflows 64 bits
     w.raw("tokenizer.ggml.token_type", 9, value);
-    expect_contains(gguf_error(w.bytes()), {"metadata 'tokenizer.ggml.token_type' array length", "run past the end of the file"});
+    expect_failure(gguf_error(w.bytes()), ErrorKind::InvalidInput,
+                   {"metadata 'tokenizer.ggml.token_type' array length", "run past the end of the file"});
 }
 
 TEST(SourceCorrupt, GgufUnknownValueType) {
     GgufWriter w;
     w.raw("x.weird", 99, {0, 0, 0, 0});
-    expect_contains(gguf_error(w.bytes()), {"metadata 'x.weird' type at offset", "unknown value type 99"});
+    expect_failure(gguf_error(w.bytes()), ErrorKind::InvalidInput,
+                   {"metadata 'x.weird' type at offset", "unknown value type 99"});
 }
 
 TEST(SourceCorrupt, GgufTensorCountOverflow) {
     auto bytes = valid_gguf().bytes();
     uint64_t count = 1ull << 63;
     std::memcpy(bytes.data() + 8, &count, 8);
-    expect_contains(gguf_error(bytes), {"header tensor_count at offset 8", "count 9223372036854775808 cannot fit"});
+    expect_failure(gguf_error(bytes), ErrorKind::InvalidInput,
+                   {"header tensor_count at offset 8", "count 9223372036854775808 cannot fit"});
 }
 
 TEST(SourceCorrupt, GgufTensorOffsetPastEof) {
     auto bytes = valid_gguf().bytes();
     bytes.resize(bytes.size() - 4);  // the last tensor loses its final float
-    expect_contains(gguf_error(bytes), {"tensor 'blk.0.attn_q.weight' offset at offset", "runs past the end of the file"});
+    expect_failure(gguf_error(bytes), ErrorKind::InvalidInput,
+                   {"tensor 'blk.0.attn_q.weight' offset at offset", "runs past the end of the file"});
 }
 
 TEST(SourceCorrupt, GgufMisalignedTensorOffset) {
@@ -134,30 +154,32 @@ TEST(SourceCorrupt, GgufMisalignedTensorOffset) {
     ASSERT_NE(at, 0u);
     uint64_t odd = 1028;
     std::memcpy(bytes.data() + at, &odd, 8);
-    expect_contains(gguf_error(bytes), {"tensor 'blk.0.attn_q.weight' offset at offset",
-                                        "is not a multiple of general.alignment 32"});
+    expect_failure(gguf_error(bytes), ErrorKind::InvalidInput,
+                   {"tensor 'blk.0.attn_q.weight' offset at offset", "is not a multiple of general.alignment 32"});
 }
 
 TEST(SourceCorrupt, GgufUnsupportedTensorType) {
-    expect_contains(gguf_error(valid_gguf(12).bytes()),
-                    {"tensor 'blk.0.attn_q.weight' has type Q4_K", "supported types: F32, F16, BF16, Q8_0, Q4_0"});
+    expect_failure(gguf_error(valid_gguf(12).bytes()), ErrorKind::Unsupported,
+                   {"tensor 'blk.0.attn_q.weight' has type Q4_K", "supported types: F32, F16, BF16, Q8_0, Q4_0"});
 }
 
 TEST(SourceCorrupt, GgufQuantRowNotWholeBlocks) {
     GgufWriter w;
     w.str("general.architecture", "llama");
     w.tensor("blk.0.attn_q.weight", kGgmlQ8_0, {48, 2}, std::vector<uint8_t>(200, 0));
-    expect_contains(gguf_error(w.bytes()), {"tensor 'blk.0.attn_q.weight' shape", "48 is not a multiple of the 32-weight quant block"});
+    expect_failure(gguf_error(w.bytes()), ErrorKind::InvalidInput,
+                   {"tensor 'blk.0.attn_q.weight' shape", "48 is not a multiple of the 32-weight quant block"});
 }
 
 TEST(SourceCorrupt, GgufMissingHyperparameter) {
     GgufWriter w;
     w.str("general.architecture", "llama");
     w.tensor("token_embd.weight", kGgmlF32, {4, 4}, std::vector<uint8_t>(64, 0));
-    expect_contains(gguf_error(w.bytes()), {"metadata key 'llama.embedding_length' is missing"});
+    expect_failure(gguf_error(w.bytes()), ErrorKind::InvalidInput,
+                   {"metadata key 'llama.embedding_length' is missing"});
 }
 
-std::string st_error(const std::vector<uint8_t>& bytes) {
+Failure st_error(const std::vector<uint8_t>& bytes) {
     return error_of(bytes, "m.safetensors", [](const std::string& p) { return read_safetensors_file(p); });
 }
 
@@ -173,29 +195,34 @@ TEST(SourceCorrupt, SafetensorsHeaderLengthPastEof) {
     auto bytes = st_with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8);
     uint64_t len = bytes.size();  // claims more than the file holds after the 8-byte prefix
     std::memcpy(bytes.data(), &len, 8);
-    expect_contains(st_error(bytes), {"m.safetensors: header length at offset 0", "is past the end of the file"});
-    expect_contains(st_error({1, 2, 3}), {"too short for a safetensors header"});
+    expect_failure(st_error(bytes), ErrorKind::InvalidInput,
+                   {"m.safetensors: header length at offset 0", "is past the end of the file"});
+    expect_failure(st_error({1, 2, 3}), ErrorKind::InvalidInput, {"too short for a safetensors header"});
 }
 
 TEST(SourceCorrupt, SafetensorsBadJson) {
-    expect_contains(st_error(st_with_header(R"({"a":{"dtype":"F32",)", 8)), {"m.safetensors: header JSON (bytes 8..", "is invalid"});
-    expect_contains(st_error(st_with_header(R"([1,2])", 0)), {"header JSON at offset 8 is not an object"});
-    expect_contains(st_error(st_with_header(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8)),
-                    {"tensor 'a'", "field 'shape' holds -2"});
+    expect_failure(st_error(st_with_header(R"({"a":{"dtype":"F32",)", 8)), ErrorKind::InvalidInput,
+                   {"m.safetensors: header JSON (bytes 8..", "is invalid"});
+    expect_failure(st_error(st_with_header(R"([1,2])", 0)), ErrorKind::InvalidInput,
+                   {"header JSON at offset 8 is not an object"});
+    expect_failure(st_error(st_with_header(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8)),
+                   ErrorKind::InvalidInput, {"tensor 'a'", "field 'shape' holds -2"});
 }
 
 TEST(SourceCorrupt, SafetensorsDataOffsetsOutOfRange) {
-    expect_contains(st_error(st_with_header(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8)),
-                    {"tensor 'a'", "'data_offsets' end 16 is past the data buffer (8 bytes"});
-    expect_contains(st_error(st_with_header(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", 8)),
-                    {"'data_offsets' begin 8 is after end 4"});
+    expect_failure(st_error(st_with_header(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8)),
+                   ErrorKind::InvalidInput, {"tensor 'a'", "'data_offsets' end 16 is past the data buffer (8 bytes"});
+    expect_failure(st_error(st_with_header(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", 8)),
+                   ErrorKind::InvalidInput, {"'data_offsets' begin 8 is after end 4"});
 }
 
 TEST(SourceCorrupt, SafetensorsShapeSizeMismatch) {
-    expect_contains(st_error(st_with_header(R"({"w":{"dtype":"BF16","shape":[3,2],"data_offsets":[0,8]}})", 8)),
-                    {"tensor 'w'", "data_offsets span 8 bytes but shape x BF16 needs 12 bytes"});
-    expect_contains(st_error(st_with_header(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,8]}})", 8)),
-                    {"tensor 'w'", "overflows 64 bits"});
+    expect_failure(st_error(st_with_header(R"({"w":{"dtype":"BF16","shape":[3,2],"data_offsets":[0,8]}})", 8)),
+                   ErrorKind::InvalidInput,
+                   {"tensor 'w'", "data_offsets span 8 bytes but shape x BF16 needs 12 bytes"});
+    expect_failure(
+        st_error(st_with_header(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,8]}})", 8)),
+        ErrorKind::InvalidInput, {"tensor 'w'", "overflows 64 bits"});
 }
 
 fs::path hf_folder(const nlohmann::json& config) {
@@ -211,21 +238,22 @@ TEST(SourceCorrupt, HfConfigMissingField) {
                           {"intermediate_size", 16}, {"vocab_size", 4}};
     auto r = read_safetensors_model(hf_folder(cfg).string());
     ASSERT_FALSE(r.ok());
-    expect_contains(r.error(), {"config.json: required field 'hidden_size' is missing"});
+    expect_failure(failure_of(r), ErrorKind::InvalidInput, {"config.json: required field 'hidden_size' is missing"});
     cfg["hidden_size"] = "eight";
     auto typed = read_safetensors_model(hf_folder(cfg).string());
-    expect_contains(typed.ok() ? "" : typed.error(), {"field 'hidden_size' must be an integer"});
+    expect_failure(failure_of(typed), ErrorKind::InvalidInput, {"field 'hidden_size' must be an integer"});
 }
 
 TEST(SourceCorrupt, HfUnknownArchitecture) {
     nlohmann::json cfg = {{"architectures", {"GPT2LMHeadModel"}}, {"hidden_size", 8}};
     auto r = read_safetensors_model(hf_folder(cfg).string());
     ASSERT_FALSE(r.ok());
-    expect_contains(r.error(), {"unsupported architecture 'GPT2LMHeadModel'", "LlamaForCausalLM", "Qwen2ForCausalLM"});
+    expect_failure(failure_of(r), ErrorKind::Unsupported,
+                   {"unsupported architecture 'GPT2LMHeadModel'", "LlamaForCausalLM", "Qwen2ForCausalLM"});
     auto dir = hf_folder(cfg);
     test::write_text(dir / "config.json", "{\"architectures\": [");
     auto bad = read_safetensors_model(dir.string());
-    expect_contains(bad.ok() ? "" : bad.error(), {"config.json: invalid JSON"});
+    expect_failure(failure_of(bad), ErrorKind::InvalidInput, {"config.json: invalid JSON"});
 }
 
 TEST(SourceCorrupt, HfTokenizerSpecialTokenNotInVocab) {
@@ -235,15 +263,15 @@ TEST(SourceCorrupt, HfTokenizerSpecialTokenNotInVocab) {
     test::write_text(dir / "tokenizer.json", R"({"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[]}})");
     test::write_text(dir / "tokenizer_config.json", R"({"bos_token":"<s>"})");
     auto r = read_safetensors_model(dir.string());
-    expect_contains(r.ok() ? "" : r.error(), {"tokenizer_config.json: bos_token '<s>' is not in the vocabulary"});
+    expect_failure(failure_of(r), ErrorKind::InvalidInput,
+                   {"tokenizer_config.json: bos_token '<s>' is not in the vocabulary"});
     test::write_text(dir / "tokenizer.json", R"({"model":{"type":"BPE","vocab":{"a":-5}}})");
     auto neg = read_safetensors_model(dir.string());
-    expect_contains(neg.ok() ? "" : neg.error(), {"tokenizer.json: token 'a' has id -5"});
+    expect_failure(failure_of(neg), ErrorKind::InvalidInput, {"tokenizer.json: token 'a' has id -5"});
 }
 
-std::string llama2c_error(const fs::path& bin, const fs::path& tok) {
-    auto r = read_llama2c_model(bin.string(), tok.string());
-    return r.ok() ? std::string() : r.error();
+Failure llama2c_error(const fs::path& bin, const fs::path& tok) {
+    return failure_of(read_llama2c_model(bin.string(), tok.string()));
 }
 
 TEST(SourceCorrupt, Llama2cWrongSize) {
@@ -252,19 +280,20 @@ TEST(SourceCorrupt, Llama2cWrongSize) {
     bytes.resize(bytes.size() - 100);
     auto tmp = test::temp_dir("l2c");
     test::write_bytes(tmp / "short.bin", bytes);
-    expect_contains(llama2c_error(tmp / "short.bin", dir / "tok512.bin"),
-                    {"short.bin: file size: expected 1056540 bytes", "but the file has 1056440 bytes"});
+    expect_failure(llama2c_error(tmp / "short.bin", dir / "tok512.bin"), ErrorKind::InvalidInput,
+                   {"short.bin: file size: expected 1056540 bytes", "but the file has 1056440 bytes"});
     int32_t zero = 0;
     std::memcpy(bytes.data() + 8, &zero, 4);  // n_layers = 0
     test::write_bytes(tmp / "zero.bin", bytes);
-    expect_contains(llama2c_error(tmp / "zero.bin", dir / "tok512.bin"), {"header at offset 0", "must be positive"});
+    expect_failure(llama2c_error(tmp / "zero.bin", dir / "tok512.bin"), ErrorKind::InvalidInput,
+                   {"header at offset 0", "must be positive"});
     int32_t huge = 0x7fffffff;
     for (int i = 0; i < 3; ++i) std::memcpy(bytes.data() + 4 * i, &huge, 4);  // dims whose sizes overflow
     int32_t heads = 1;
     std::memcpy(bytes.data() + 12, &heads, 4);
     std::memcpy(bytes.data() + 16, &heads, 4);
     test::write_bytes(tmp / "huge.bin", bytes);
-    EXPECT_FALSE(llama2c_error(tmp / "huge.bin", dir / "tok512.bin").empty());
+    expect_failure(llama2c_error(tmp / "huge.bin", dir / "tok512.bin"), ErrorKind::InvalidInput, {"huge.bin"});
 }
 
 TEST(SourceCorrupt, Llama2cTokenizerTruncated) {
@@ -274,13 +303,14 @@ TEST(SourceCorrupt, Llama2cTokenizerTruncated) {
     auto cut = tok;
     cut.resize(tok.size() / 2);
     test::write_bytes(tmp / "half.bin", cut);
-    expect_contains(llama2c_error(dir / "stories260K.bin", tmp / "half.bin"), {"half.bin: token", "at offset", "vocab_size is 512"});
+    expect_failure(llama2c_error(dir / "stories260K.bin", tmp / "half.bin"), ErrorKind::InvalidInput,
+                   {"half.bin: token", "at offset", "vocab_size is 512"});
     auto bad_len = tok;
     int32_t len = 1 << 30;
     std::memcpy(bad_len.data() + 4 + 4, &len, 4);  // token 0's length
     test::write_bytes(tmp / "len.bin", bad_len);
-    expect_contains(llama2c_error(dir / "stories260K.bin", tmp / "len.bin"),
-                    {"len.bin: token 0 length at offset 8: length 1073741824 runs past the end"});
+    expect_failure(llama2c_error(dir / "stories260K.bin", tmp / "len.bin"), ErrorKind::InvalidInput,
+                   {"len.bin: token 0 length at offset 8: length 1073741824 runs past the end"});
 }
 
 // No input may crash a reader: cut stories260K.gguf at many points and flip header bytes.
@@ -292,7 +322,11 @@ TEST(SourceCorrupt, GgufTruncationsAndByteFlipsNeverCrash) {
     size_t rejected = 0, runs = 0;
     for (size_t cut = 0; cut < 12000; cut += 37) {
         test::write_bytes(file, std::vector<uint8_t>(bytes.begin(), bytes.begin() + static_cast<long>(cut)));
-        rejected += !read_gguf_model(file.string()).ok();
+        auto r = read_gguf_model(file.string());
+        rejected += !r.ok();
+        if (!r.ok()) {
+            EXPECT_EQ(r.kind(), ErrorKind::InvalidInput) << r.error();  // a cut file is damaged, never "unsupported"
+        }
         ++runs;
     }
     EXPECT_EQ(rejected, runs);  // every cut inside the header or tensor data is refused
@@ -307,8 +341,28 @@ TEST(SourceCorrupt, GgufTruncationsAndByteFlipsNeverCrash) {
         auto r = read_gguf_model(file.string());
         if (!r.ok()) {
             EXPECT_FALSE(r.error().empty());
+            // A flipped version, architecture or tensor type reads as Unsupported; anything else is damage.
+            EXPECT_TRUE(r.kind() == ErrorKind::InvalidInput || r.kind() == ErrorKind::Unsupported) << r.error();
         }
     }
+}
+
+// A path that is not there is the OS's answer (Io), whichever reader gets it; the message names it.
+TEST(SourceCorrupt, MissingFilesAreIoErrors) {
+    const auto dir = test::temp_dir("missing-sources");
+    const std::string gguf = (dir / "absent.gguf").string();
+    const std::string st = (dir / "absent.safetensors").string();
+    const std::string bin = (dir / "absent.bin").string();
+    expect_failure(failure_of(read_gguf_model(gguf)), ErrorKind::Io, {"absent.gguf"});
+    expect_failure(failure_of(read_safetensors_file(st)), ErrorKind::Io, {"absent.safetensors"});
+    expect_failure(failure_of(read_safetensors_model(st)), ErrorKind::Io, {"absent.safetensors"});
+    expect_failure(failure_of(read_llama2c_model(bin, (dir / "tok.bin").string())), ErrorKind::Io, {"absent.bin"});
+    expect_failure(failure_of(open_source_model(bin, (dir / "tok.bin").string())), ErrorKind::Io, {"absent.bin"});
+    // An HF folder whose config.json is missing: the weights are there, the config cannot be opened.
+    nlohmann::json cfg = {{"architectures", {"LlamaForCausalLM"}}};
+    const auto folder = hf_folder(cfg);
+    fs::remove(folder / "config.json");
+    expect_failure(failure_of(read_safetensors_model(folder.string())), ErrorKind::Io, {"config.json"});
 }
 
 } // namespace

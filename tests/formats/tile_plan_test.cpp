@@ -73,6 +73,7 @@ TEST(TilePlan, StripeInterleavedOrderAcrossParts) {
 TEST(TilePlan, RejectsZeroDimensions) {
     auto zero_cols = plan_tiles({{MatrixId::Q, 8}}, 0, DType::F32);
     ASSERT_FALSE(zero_cols.ok());
+    EXPECT_EQ(zero_cols.kind(), ErrorKind::InvalidInput) << zero_cols.error();
     EXPECT_NE(zero_cols.error().find("cols"), std::string::npos) << zero_cols.error();
     auto zero_rows = plan_tiles({{MatrixId::Q, 8}, {MatrixId::K, 0}}, 64, DType::F32);
     ASSERT_FALSE(zero_rows.ok());
@@ -96,7 +97,14 @@ TEST(TilePlan, RejectsTileCountOverflowWithoutAllocating) {
     auto huge = plan_tiles({{MatrixId::Q, rows}, {MatrixId::K, rows}, {MatrixId::V, rows}, {MatrixId::O, rows}}, 65536,
                            DType::F32);
     ASSERT_FALSE(huge.ok());
+    EXPECT_EQ(huge.kind(), ErrorKind::InvalidInput) << huge.error();  // refused up front, not an OutOfMemory
     EXPECT_NE(huge.error().find("tiles"), std::string::npos) << huge.error();
+}
+
+TEST(TilePlan, NonTileDtypeIsUnsupported) {
+    auto bf16 = plan_tiles({{MatrixId::Q, 8}}, 64, DType::BF16);
+    ASSERT_FALSE(bf16.ok());
+    EXPECT_EQ(bf16.kind(), ErrorKind::Unsupported) << bf16.error();
 }
 
 TEST(TilePlan, RejectsNonTileDtype) { EXPECT_FALSE(plan_tiles({{MatrixId::Q, 8}}, 64, DType::BF16).ok()); }

@@ -100,6 +100,7 @@ struct Corruption {
     std::function<void(std::vector<uint8_t>&, const Layout&)> mutate;
     std::string expected;      // substring of the error
     bool via_expert = false;   // open() succeeds; expert(0, 1) must fail
+    ErrorKind kind = ErrorKind::InvalidInput;  // damage; a newer version or feature is Unsupported
 };
 
 std::vector<Corruption> corruptions() {
@@ -113,14 +114,15 @@ std::vector<Corruption> corruptions() {
         {"truncated VFlowHeader", [](auto& b, auto&) { b.resize(40); },
          "VFlowHeader at offset 0: file is 40 bytes, smaller than the 64-byte header"},
         {"unknown version", [](auto& b, auto&) { put<uint32_t>(b, offsetof(VFlowHeader, version), 2); },
-         "VFlowHeader.version at offset 8: unsupported version 2 (this build reads .vflow version 1)"},
+         "VFlowHeader.version at offset 8: unsupported version 2 (this build reads .vflow version 1)", false,
+         ErrorKind::Unsupported},
         {"embedded header past EOF", [](auto& b, auto& L) { put<uint64_t>(b, offsetof(VFlowHeader, cflow_header_offset), L.size - 40); },
          "VFlowHeader.cflow_header_offset at offset 16: embedded GlobalHeader (88 bytes)"},
         {"embedded header overlaps", [](auto& b, auto&) { put<uint64_t>(b, offsetof(VFlowHeader, cflow_header_offset), 8); },
          "overlaps the 64-byte VFlowHeader"},
         {"embedded header bad magic", [](auto& b, auto&) { b[64] = 'X'; }, "GlobalHeader.magic at offset 64: bad magic"},
         {"embedded header version", [](auto& b, auto&) { put<uint32_t>(b, 64 + offsetof(GlobalHeader, version), 9); },
-         "GlobalHeader.version at offset 72: unsupported version 9"},
+         "GlobalHeader.version at offset 72: unsupported version 9", false, ErrorKind::Unsupported},
         {"embedded file_bytes wrong", [](auto& b, auto& L) { put<uint64_t>(b, kFileBytesField, L.size + 1); },
          "GlobalHeader.file_bytes at offset 136: header says the file has"},
         {"truncated file", [](auto& b, auto&) { b.resize(b.size() - 100); }, "(truncated)"},
@@ -151,7 +153,8 @@ std::vector<Corruption> corruptions() {
         {"groups miss a layer", [gd_n](auto& b, auto& L) { put<uint32_t>(b, L.group0 + gd_n, 1); },
          "GroupTable at offset 280: the 1 groups cover 1 of the 2 layers"},
         {"group geometry", [gd_head](auto& b, auto& L) { put<uint16_t>(b, L.group0 + gd_head, 32); },
-         "GroupTable[0].head_dim at offset 292: is 32, the file's attention geometry has 16"},
+         "GroupTable[0].head_dim at offset 292: is 32, the file's attention geometry has 16", false,
+         ErrorKind::Unsupported},
         {"attention stage not first", [gd_attn](auto& b, auto& L) { put<uint64_t>(b, L.group0 + gd_attn, L.g.attn_offset + 64); },
          "GroupTable[0].attn_offset at offset 312"},
         {"dense stage inside attention", [gd_dense](auto& b, auto& L) { put<uint64_t>(b, L.group0 + gd_dense, L.g.attn_offset + 64); },
@@ -239,16 +242,20 @@ TEST_F(VflowCorrupt, EveryVariantIsRejectedWithItsOwnMessage) {
         for (LoadMode mode : {LoadMode::Map, LoadMode::ReadAnon}) {
             auto file = CflowFile::open(path.string(), mode);
             std::string error;
+            ErrorKind kind = ErrorKind::Internal;
             if (c.via_expert) {
                 ASSERT_TRUE(file.ok()) << file.error();
                 auto expert = (*file)->expert(0, 1);
                 ASSERT_FALSE(expert.ok());
                 error = expert.error();
+                kind = expert.kind();
                 EXPECT_TRUE((*file)->expert(0, 0).ok()) << "other experts stay readable";
             } else {
                 ASSERT_FALSE(file.ok()) << "accepted";
                 error = file.error();
+                kind = file.kind();
             }
+            EXPECT_EQ(kind, c.kind) << error;
             EXPECT_EQ(error.rfind(path.string() + ": ", 0), 0u) << error;
             EXPECT_NE(error.find(c.expected), std::string::npos) << "message was: " << error;
             EXPECT_NE(error.find("offset"), std::string::npos) << error;

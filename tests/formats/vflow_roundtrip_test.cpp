@@ -406,7 +406,7 @@ TEST(VflowRoundTrip, CancellationLeavesNoOutputAndNoTempFile) {
         },
         &cancel);
     ASSERT_FALSE(report.ok());
-    EXPECT_NE(report.error().find("cancelled"), std::string::npos) << report.error();
+    EXPECT_EQ(report.kind(), ErrorKind::Cancelled) << report.error();
     EXPECT_FALSE(std::filesystem::exists(path));
     EXPECT_TRUE(std::filesystem::is_empty(dir)) << "temporary file left behind";
 }
@@ -416,6 +416,7 @@ TEST(VflowRoundTrip, UnknownContainerFormatIsRejectedBeforeWriting) {
     const auto path = test::temp_dir("vflow-badformat") / "x.vflow";
     auto report = convert_to_cflow(model, path.string(), {.format = static_cast<ContainerFormat>(7)});
     ASSERT_FALSE(report.ok());
+    EXPECT_EQ(report.kind(), ErrorKind::InvalidInput) << report.error();
     EXPECT_NE(report.error().find("unknown container format 7"), std::string::npos) << report.error();
     EXPECT_FALSE(std::filesystem::exists(path));
 }

@@ -19,9 +19,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cflow/engine/generate.h"
-#include "cflow/engine/model.h"
-#include "cflow/engine/session.h"
+#include "cflow/engine/generation/generate.h"
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
 #include "cflow/formats/converter.h"
 #include "cflow/formats/source_model.h"
 #include "test_support.h"

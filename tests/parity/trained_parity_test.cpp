@@ -33,9 +33,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cflow/engine/kernels.h"
-#include "cflow/engine/model.h"
-#include "cflow/engine/session.h"
+#include "cflow/engine/kernels/kernels.h"
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
 #include "cflow/formats/dtype.h"
 #include "test_support.h"
 
@@ -174,7 +174,10 @@ Result<TrainedTrace> load_trace(const fs::path& path) {
 
 // The selected kernel path (CFLOW_ISA or the best), with AVX-512 in place of VNNI: a path that
 // multiplies dequantized weights by f32 activations. CFLOW_ISA=avx2|scalar checks the others.
-Isa f32_activation_isa() { return selected_isa() == Isa::Avx512Vnni ? Isa::Avx512 : selected_isa(); }
+Isa f32_activation_isa() {
+    if (!isa_quantizes_activations(selected_isa())) return selected_isa();
+    return isa_supported(Isa::Avx512) ? Isa::Avx512 : isa_supported(Isa::Avx2) ? Isa::Avx2 : Isa::Scalar;
+}
 
 std::unique_ptr<Session> make_session(std::shared_ptr<const Model> model, std::optional<Isa> isa) {
     SessionOptions options;

@@ -23,9 +23,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cflow/engine/generate.h"
-#include "cflow/engine/model.h"
-#include "cflow/engine/session.h"
+#include "cflow/engine/generation/generate.h"
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
 #include "cflow/formats/converter.h"
 #include "cflow/ui/default_model.h"
 #include "cflow/ui/inspector/bandwidth_panel.h"

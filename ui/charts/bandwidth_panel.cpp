@@ -9,7 +9,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
-#include "cflow/engine/critical_path.h"
+#include "cflow/engine/forward/critical_path.h"
 #include "cflow/ui/inspector/bandwidth_chart.h"
 
 #include "label_box.h"

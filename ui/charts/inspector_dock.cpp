@@ -11,8 +11,8 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include "cflow/engine/critical_path.h"
-#include "cflow/engine/model.h"
+#include "cflow/engine/forward/critical_path.h"
+#include "cflow/engine/forward/model.h"
 #include "cflow/ui/inspector/bandwidth_panel.h"
 #include "cflow/ui/inspector/read_bandwidth_probe.h"
 #include "cflow/ui/inspector/routing_panel.h"

@@ -3,7 +3,7 @@
 #include <QSettings>
 #include <QtConcurrent/QtConcurrentRun>
 
-#include "cflow/engine/thread_pool.h"
+#include "cflow/engine/forward/thread_pool.h"
 
 namespace cflow::ui {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "cflow/engine/model.h"
+#include "cflow/engine/forward/model.h"
 
 namespace cflow::ui {
 

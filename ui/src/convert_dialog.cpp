@@ -18,7 +18,7 @@
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
-#include "cflow/formats/cancel.h"
+#include "cflow/base/cancel.h"
 #include "cflow/formats/converter.h"
 #include "cflow/formats/source_model.h"
 
@@ -174,10 +174,10 @@ void ConvertDialog::start() {
         finish(watcher->result(), output);
     });
     pending_ = QtConcurrent::run([this, token, dtype, sourcePath, tokenizerPath, outputPath]() -> Outcome {
-        if (token->is_cancelled()) return {false, QStringLiteral("conversion cancelled")};
+        if (token->is_cancelled()) return {false, QString::fromStdString(cancelled_error("conversion").message)};
         auto model = open_source_model(sourcePath, tokenizerPath);
         if (!model) return {false, QString::fromStdString(model.error())};
-        if (token->is_cancelled()) return {false, QStringLiteral("conversion cancelled")};
+        if (token->is_cancelled()) return {false, QString::fromStdString(cancelled_error("conversion").message)};
         ConvertOptions options;
         options.weight_quant = dtype;
         auto report = convert_to_cflow(

@@ -11,8 +11,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "cflow/engine/generate.h"
-#include "cflow/ui/prompt_renderer.h"
 
 namespace cflow::ui {
 namespace {
@@ -49,11 +47,8 @@ void EngineWorker::shutdown() {
 
 void EngineWorker::loadModel(const QString& path, unsigned threads) {
     if (shutDown_.load()) return;
-    session_.reset();
-    renderer_.reset();
+    chat_.reset();
     model_.reset();
-    contextTokens_.clear();
-    contextText_.clear();
     hasLast_ = false;
     auto loaded = Model::load(path.toStdString());
     if (!loaded) {
@@ -62,30 +57,26 @@ void EngineWorker::loadModel(const QString& path, unsigned threads) {
         return;
     }
     model_ = std::move(loaded).value();
-    renderer_ = std::make_unique<PromptRenderer>(*model_);
     modelPath_ = path;
     if (!ensureSession(threads)) {
         model_.reset();
-        renderer_.reset();
         return;
     }
     ModelInfo info;
     info.path = path;
     info.name = QString::fromStdString(model_->name());
-    info.contextLength = static_cast<int>(session_->context_length());
+    info.contextLength = static_cast<int>(chat_->session().context_length());
     info.hasChatTemplate = !model_->chat_template().empty();
     info.fileBytes = model_->file().file_bytes();
     info.model = model_;
     spdlog::info("engine: loaded '{}' (context {} tokens, {} threads)", path.toStdString(), info.contextLength,
-                 session_->threads());
+                 chat_->session().threads());
     emit modelLoaded(info);
 }
 
 bool EngineWorker::ensureSession(unsigned threads) {
-    if (session_ && (threads == 0 || session_->threads() == threads)) return true;
-    session_.reset();
-    contextTokens_.clear();
-    contextText_.clear();
+    if (chat_ && (threads == 0 || chat_->session().threads() == threads)) return true;
+    chat_.reset();
     SessionOptions options;
     options.threads = threads;
     auto created = Session::create(model_, options);
@@ -93,9 +84,21 @@ bool EngineWorker::ensureSession(unsigned threads) {
         emit loadFailed(modelPath_, QString::fromStdString(created.error()));
         return false;
     }
-    session_ = std::move(created).value();
+    chat_ = std::make_unique<ChatSession>(model_, std::move(created).value());
     return true;
 }
+
+namespace {
+
+std::vector<ChatMessage> to_messages(const Conversation& conversation) {
+    std::vector<ChatMessage> messages;
+    messages.reserve(conversation.size());
+    for (const ChatTurn& turn : conversation)
+        messages.push_back(ChatMessage{turn.role.toStdString(), turn.content.toStdString(), {}});
+    return messages;
+}
+
+} // namespace
 
 void EngineWorker::generate(const Conversation& conversation, const GenerationSettings& settings) {
     if (shutDown_.load()) return;
@@ -106,7 +109,8 @@ void EngineWorker::generate(const Conversation& conversation, const GenerationSe
     lastConversation_ = conversation;
     lastSettings_ = settings;
     hasLast_ = true;
-    run(renderer_->render(conversation), settings);
+    if (!ensureSession(settings.threads)) return;
+    run(chat_->prepare(to_messages(conversation)), settings);
 }
 
 void EngineWorker::generatePrompt(const QString& promptText, const GenerationSettings& settings) {
@@ -115,11 +119,8 @@ void EngineWorker::generatePrompt(const QString& promptText, const GenerationSet
         emit error(tr("No model is loaded."));
         return;
     }
-    RenderedPrompt prompt;
-    prompt.text = promptText;
-    prompt.kind = TemplateKind::Fallback;
-    prompt.templateNote = QStringLiteral("raw prompt: no chat template applied");
-    run(std::move(prompt), settings);
+    if (!ensureSession(settings.threads)) return;
+    run(chat_->prepare_raw(promptText.toStdString()), settings);
 }
 
 void EngineWorker::regenerate() {
@@ -129,93 +130,64 @@ void EngineWorker::regenerate() {
         return;
     }
     lastSettings_.sampling.seed += 1;
-    run(renderer_->render(lastConversation_), lastSettings_);
+    if (!ensureSession(lastSettings_.threads)) return;
+    run(chat_->prepare(to_messages(lastConversation_)), lastSettings_);
 }
 
-void EngineWorker::run(RenderedPrompt prompt, const GenerationSettings& settings) {
-    cancel_.cancelled.store(false);
+void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& settings) {
+    cancel_.reset();
     tokensGenerated_.store(0, std::memory_order_release);
-    if (!ensureSession(settings.threads)) return;
-
-    // KV reuse: when the new prompt text extends the text the cache holds (a follow-up turn
-    // with a template that re-renders history identically), only the continuation is
-    // tokenized and fed; otherwise the whole prompt is, into an emptied cache.
-    std::vector<int32_t> ids;  // [prompt tokens] the whole prompt as the session will hold it
-    bool reuse = false;
-    try {
-        if (!contextTokens_.empty() && !contextText_.isEmpty() && session_->position() == contextTokens_.size() &&
-            prompt.text.size() > contextText_.size() && prompt.text.startsWith(contextText_)) {
-            const std::vector<int32_t> rest = renderer_->tokenizeContinuation(prompt.text.mid(contextText_.size()));
-            if (!rest.empty()) {
-                ids = contextTokens_;
-                ids.insert(ids.end(), rest.begin(), rest.end());
-                reuse = true;
-            }
-        }
-        if (!reuse) ids = renderer_->tokenize(prompt.text);
-    } catch (const std::bad_alloc&) {
-        emit error(tr("Out of memory while tokenizing the prompt."));
+    if (!prepared) {
+        emit error(prepared.kind() == ErrorKind::OutOfMemory ? tr("Out of memory while preparing the prompt.")
+                                                             : QString::fromStdString(prepared.error()));
         return;
     }
-    const auto contextLength = static_cast<size_t>(session_->context_length());
-    prompt.promptTokens = static_cast<int>(ids.size());
-    prompt.contextLength = static_cast<int>(contextLength);
-    if (ids.empty()) {
-        emit error(tr("The prompt is empty."));
-        return;
-    }
-    if (ids.size() >= contextLength) {
-        emit promptReady(prompt);
+    const PreparedTurn& turn = *prepared;
+    RenderedPrompt prompt;
+    prompt.text = QString::fromStdString(turn.text);
+    prompt.kind = turn.source == PromptSource::ModelTemplate ? TemplateKind::Model : TemplateKind::Fallback;
+    prompt.templateNote = QString::fromStdString(turn.note);
+    prompt.promptTokens = static_cast<int>(turn.ids.size());
+    prompt.reusedTokens = static_cast<int>(turn.reused_tokens);
+    prompt.contextLength = static_cast<int>(turn.context_length);
+    emit promptReady(prompt);
+    if (!turn.fits()) {
         emit error(tr("The context is full: the conversation needs %1 tokens and the model's context holds %2. "
                       "Start a new conversation or shorten the messages.")
-                       .arg(ids.size())
-                       .arg(contextLength));
+                       .arg(turn.ids.size())
+                       .arg(turn.context_length));
         return;
     }
-    if (!reuse) {
-        session_->reset();
-        contextTokens_.clear();
-        contextText_.clear();
-    }
-    prompt.reusedTokens = static_cast<int>(contextTokens_.size());
-    emit promptReady(prompt);
 
-    GenerateRequest request;
-    request.prompt.assign(ids.begin() + static_cast<std::ptrdiff_t>(contextTokens_.size()), ids.end());
-    request.sampling = settings.sampling;
-    request.max_tokens = std::max(1, settings.maxTokens);
-    request.stop_at_end_of_generation = !settings.ignoreEos;
-    if (!settings.ignoreEos) request.stop_tokens = renderer_->endOfTurnTokens();
+    ReplyOptions options;
+    options.sampling = settings.sampling;
+    options.max_tokens = std::max(1, settings.maxTokens);
+    options.ignore_end_of_turn = settings.ignoreEos;
     {
         std::lock_guard lock(sinkMutex_);
-        request.on_step = sink_;
+        options.on_step = sink_;
     }
 
-    std::vector<int32_t> generated;  // [generated tokens] ids emitted this reply
     QString pending;                 // text not yet sent to the GUI
     int pendingTokens = 0;
     TokenPieces pendingPieces;       // [pending tokens (+ flushed tail)] who wrote which part of pending
     uint32_t lastPosition = 0;       // KV position of the newest generated token
+    bool anyToken = false;
     QElapsedTimer sinceEmit;
     sinceEmit.start();
-    QString replyText;  // everything decoded this reply
-    const size_t ids_size_before_reply = ids.size();
-    const TokenCallback onToken = [&](int32_t token, std::string_view text) {
-        const QString decoded = QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
-        if (token >= 0) {
-            generated.push_back(token);
+    const PieceCallback onPiece = [&](const ChatPiece& piece) {
+        const QString decoded = QString::fromUtf8(piece.text.data(), static_cast<qsizetype>(piece.text.size()));
+        if (piece.token >= 0) {
+            anyToken = true;
             ++pendingTokens;
             tokensGenerated_.fetch_add(1, std::memory_order_acq_rel);
-            // generate() steps the token right after this callback, at the session's current
-            // position: the position its telemetry (and the inspector's column) will carry.
-            lastPosition = session_->position();
+            lastPosition = piece.position;
             pendingPieces.push_back({lastPosition, static_cast<int32_t>(decoded.size())});
-        } else if (!decoded.isEmpty() && !generated.empty()) {
+        } else if (!decoded.isEmpty() && anyToken) {
             // The decoder's flushed tail: bytes of the last tokens that never completed a character.
             pendingPieces.push_back({lastPosition, static_cast<int32_t>(decoded.size())});
         }
         pending += decoded;
-        replyText += decoded;
         if (sinceEmit.elapsed() >= kBatchIntervalMs && (!pending.isEmpty() || pendingTokens > 0)) {
             emit tokensReady(pending, pendingTokens, pendingPieces);
             pending.clear();
@@ -223,43 +195,30 @@ void EngineWorker::run(RenderedPrompt prompt, const GenerationSettings& settings
             pendingPieces.clear();
             sinceEmit.restart();
         }
-        return true;
     };
 
-    Result<GenerateStats> result = cflow::generate(*session_, request, onToken, &cancel_);
+    ChatTurnOutcome outcome;
+    const Status status = chat_->reply(turn, options, onPiece, &cancel_, outcome);
     if (!pending.isEmpty() || pendingTokens > 0) emit tokensReady(pending, pendingTokens, pendingPieces);
-    if (!result) {
-        // The cache state is unknown after a failed step: start from scratch next time.
-        session_->reset();
-        contextTokens_.clear();
-        contextText_.clear();
-        spdlog::warn("engine: generation failed: {}", result.error());
-        emit error(QString::fromStdString(result.error()));
+    const bool cancelled = !status && status.kind() == ErrorKind::Cancelled;
+    if (!status && !cancelled) {
+        spdlog::warn("engine: generation failed: {}", status.error());
+        emit error(status.kind() == ErrorKind::OutOfMemory ? tr("Out of memory while generating the reply.")
+                                                           : QString::fromStdString(status.error()));
         return;
     }
 
-    // The cache now holds the prompt and the generated tokens that were stepped.
-    contextTokens_ = ids;
-    contextTokens_.insert(contextTokens_.end(), generated.begin(), generated.end());
-    contextTokens_.resize(std::min<size_t>(contextTokens_.size(), session_->position()));
-    // Its text: exact only when every emitted token was stepped (not after a callback stop
-    // or a full context); otherwise the next turn starts from an empty cache.
-    if (contextTokens_.size() == ids_size_before_reply + generated.size())
-        contextText_ = prompt.text + replyText;
-    else
-        contextText_.clear();  // no reuse next time
-
-    const GenerateStats& s = *result;
+    const GenerateStats& s = outcome.stats;
     ReplyStats stats;
     stats.promptTokens = static_cast<int>(s.prompt_tokens);
     stats.generatedTokens = static_cast<int>(s.generated_tokens);
     stats.timeToFirstTokenMs = s.time_to_first_token_ms;
     stats.promptTokensPerS = s.prompt_tokens_per_s();
     stats.decodeTokensPerS = s.decode_tokens_per_s();
-    const std::string_view reason = stop_reason_name(s.stop_reason);
+    const std::string_view reason = cancelled ? error_kind_name(ErrorKind::Cancelled) : stop_reason_name(s.stop_reason);
     stats.stopReason = QString::fromLatin1(reason.data(), static_cast<qsizetype>(reason.size()));
-    stats.contextUsed = static_cast<int>(session_->position());
-    stats.contextLength = static_cast<int>(session_->context_length());
+    stats.contextUsed = static_cast<int>(outcome.context_used);
+    stats.contextLength = static_cast<int>(turn.context_length);
     stats.mappedBytes = model_->file().file().size();
     stats.residentBytes = model_->file().file().resident_bytes();
     emit finished(stats);

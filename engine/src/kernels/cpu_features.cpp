@@ -1,5 +1,5 @@
 // CPUID + XCR0 feature detection for the run-time ISA dispatch.
-#include "kernels_internal.h"
+#include "kernels/kernels_internal.h"
 
 #if CFLOW_KERNELS_X86
 #if defined(_MSC_VER)
@@ -70,6 +70,8 @@ CpuFeatures detect_cpu_features() {
         f.avx512bw = bit(l7.ebx, 30);
         f.avx512vl = bit(l7.ebx, 31);
         f.avx512vnni = bit(l7.ecx, 11);
+        CpuidRegs l71;
+        if (l7.eax >= 1 && cpuid(7, 1, l71)) f.avxvnni = bit(l71.eax, 4);
     }
     return f;
 }

@@ -4,13 +4,14 @@
 #include <cstdlib>
 #include <string>
 
-#include "kernels_internal.h"
+#include "kernels/kernels_internal.h"
 
 namespace cflow {
 
 namespace {
 
-constexpr std::string_view kIsaNames[] = {"scalar", "avx2", "avx512", "avx512vnni"};
+constexpr std::string_view kIsaNames[] = {"scalar", "avx2", "avx512", "avx512vnni", "avx2int8", "avxvnni"};
+constexpr Isa kPreference[] = {Isa::Avx512Vnni, Isa::AvxVnni, Isa::Avx2Int8, Isa::Avx512, Isa::Avx2, Isa::Scalar};
 
 const kernels::CpuFeatures& cpu() {
     static const kernels::CpuFeatures features = kernels::detect_cpu_features();  // thread-safe static init
@@ -22,6 +23,8 @@ Isa step_down(Isa isa) {
     switch (isa) {
     case Isa::Avx512Vnni: return Isa::Avx512;
     case Isa::Avx512: return Isa::Avx2;
+    case Isa::AvxVnni: return Isa::Avx2Int8;
+    case Isa::Avx2Int8: return Isa::Avx2;
     default: return Isa::Scalar;
     }
 }
@@ -32,7 +35,7 @@ Isa decide_isa() {
     if (requested == nullptr || *requested == '\0') return best;
     const std::optional<Isa> parsed = parse_isa(requested);
     if (!parsed) {
-        std::fprintf(stderr, "cflow: warning: CFLOW_ISA='%s' is not one of scalar|avx2|avx512|avx512vnni; using %s\n",
+        std::fprintf(stderr, "cflow: warning: CFLOW_ISA='%s' is not one of scalar|avx2|avx512|avx512vnni|avx2int8|avxvnni; using %s\n",
                      requested, std::string(isa_name(best)).c_str());
         return best;
     }
@@ -68,15 +71,19 @@ bool isa_supported(Isa isa) {
     case Isa::Avx2: return CFLOW_KERNELS_X86 && avx2;
     case Isa::Avx512: return CFLOW_KERNELS_X86 && avx512;
     case Isa::Avx512Vnni: return CFLOW_KERNELS_X86 && avx512 && f.avx512vnni;
+    case Isa::Avx2Int8: return CFLOW_KERNELS_X86 && avx2;
+    case Isa::AvxVnni: return CFLOW_KERNELS_X86 && avx2 && f.avxvnni;
     }
     return false;
 }
 
 Isa detect_best_isa() {
-    Isa isa = Isa::Avx512Vnni;
-    while (!isa_supported(isa)) isa = step_down(isa);
-    return isa;
+    for (Isa isa : kPreference)
+        if (isa_supported(isa)) return isa;
+    return Isa::Scalar;
 }
+
+bool isa_quantizes_activations(Isa isa) { return isa == Isa::Avx2Int8 || isa == Isa::AvxVnni || isa == Isa::Avx512Vnni; }
 
 Isa selected_isa() {
     static const Isa isa = decide_isa();  // thread-safe static init: decided once, warning printed once
@@ -92,6 +99,8 @@ const Kernels& kernels_for(Isa isa) {
     case Isa::Avx512Vnni: return kernels::avx512vnni_table();
     case Isa::Avx512: return kernels::avx512_table();
     case Isa::Avx2: return kernels::avx2_table();
+    case Isa::Avx2Int8: return kernels::avx2int8_table();
+    case Isa::AvxVnni: return kernels::avxvnni_table();
 #endif
     default: return kernels::scalar_table();
     }

@@ -4,7 +4,7 @@
 // column tails use vmaskmovps (masked-out lanes never fault) or zero-padded local copies.
 // Deliberately no std:: templates or header inline functions here: their out-of-line copies
 // would be compiled with AVX2 and the linker could hand them to scalar code.
-#include "kernels_internal.h"
+#include "kernels/kernels_internal.h"
 
 #if CFLOW_KERNELS_X86
 #include <immintrin.h>
@@ -164,6 +164,8 @@ void rows_for(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t r0, u
     }
 }
 
+} // namespace
+
 void tile_matvec_avx2(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
     uint32_t r = 0;
     for (; r + kRowBlock <= rows; r += kRowBlock) rows_for<kRowBlock>(dtype, payload, rows, r, cols, x, y);
@@ -193,8 +195,6 @@ void axpy_avx2(float alpha, const float* x, float* y, size_t n) {
         _mm256_maskstore_ps(y + i, m, _mm256_fmadd_ps(a, _mm256_maskload_ps(x + i, m), _mm256_maskload_ps(y + i, m)));
     }
 }
-
-} // namespace
 
 const Kernels& avx2_table() {
     static constexpr Kernels kTable{Isa::Avx2, &tile_matvec_avx2, &dot_avx2, &axpy_avx2};

@@ -3,7 +3,7 @@
 // _mm512_reduce_add_ps per row per tile. Column tails and the partial last Q group use masked
 // loads, which never fault on masked-out lanes, so nothing past the payload or x[cols - 1] is read.
 // No std:: templates or header inline functions here (see kernels_avx2.cpp for why).
-#include "kernels_internal.h"
+#include "kernels/kernels_internal.h"
 
 #if CFLOW_KERNELS_X86
 // GCC 12's AVX-512 intrinsics pass _mm*_undefined_*() (self-initialised "__Y = __Y") as the

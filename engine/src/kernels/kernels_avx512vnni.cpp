@@ -6,7 +6,7 @@
 // |w| <= 128 and |xq| <= 127 plus the Q4_0 offset), so that is the only extra error.
 // F32/F16 tiles, dot and axpy reuse the AVX-512 functions.
 // No std:: templates or header inline functions here (see kernels_avx2.cpp for why).
-#include "kernels_internal.h"
+#include "kernels/kernels_internal.h"
 
 #if CFLOW_KERNELS_X86
 // GCC 12's AVX-512 intrinsics pass _mm*_undefined_*() (self-initialised "__Y = __Y") as the
@@ -28,6 +28,7 @@ namespace cflow::kernels {
 namespace {
 
 constexpr int kRowBlock = 4;
+constexpr size_t kPrefetchBytes = 4096;
 constexpr uint32_t kGroup = 32;                     // kQuantGroup
 constexpr uint32_t kMaxGroups = kTileCols / kGroup;  // 8: one f16 scale vector per tile row
 
@@ -78,6 +79,13 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t gro
     const uint8_t* blocks = payload + static_cast<size_t>(rows) * groups * sizeof(uint16_t);  // [rows x G] blocks
     const __m256 xScale = _mm256_load_ps(xq.scale);  // lanes >= G are never used
     const __mmask8 groupLanes = static_cast<__mmask8>((1u << groups) - 1u);
+    // The row block's blocks are contiguous; ask for the bytes kPrefetchBytes ahead so the
+    // memory system has enough misses in flight (the hardware prefetcher alone stalls here).
+    {
+        const uint8_t* next = blocks + static_cast<size_t>(r0) * groups * kBlockBytes + kPrefetchBytes;
+        for (size_t off = 0; off < static_cast<size_t>(R) * groups * kBlockBytes; off += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(next + off), _MM_HINT_T0);
+    }
     alignas(32) float combined[R][kMaxGroups];  // [R x G] weight scale * activation scale
     __m512 combinedVec[R];                      // the same in lanes 0..7
     __m512 acc[R];

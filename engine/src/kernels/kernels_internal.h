@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cflow/engine/kernels.h"
+#include "cflow/engine/kernels/kernels.h"
 
 // The SIMD paths exist only on x86; elsewhere dispatch offers the scalar path alone.
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
@@ -29,6 +29,7 @@ struct CpuFeatures {
     bool avx512vl = false;
     bool avx512dq = false;
     bool avx512vnni = false;
+    bool avxvnni = false;      // VEX-encoded vpdpbusd on ymm (CPUID 7.1 EAX bit 4)
     bool os_zmm = false;       // XCR0 bits 5,6,7: opmask, ZMM0-15 upper halves, ZMM16-31
 };
 
@@ -41,7 +42,13 @@ void axpy_scalar(float alpha, const float* x, float* y, size_t n);
 const Kernels& scalar_table();
 
 #if CFLOW_KERNELS_X86
-const Kernels& avx2_table();        // AVX2 + FMA + F16C
+// AVX2 + FMA + F16C; the functions are exported because the int8 tables reuse them.
+void tile_matvec_avx2(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y);
+float dot_avx2(const float* a, const float* b, size_t n);
+void axpy_avx2(float alpha, const float* x, float* y, size_t n);
+const Kernels& avx2_table();
+const Kernels& avx2int8_table();    // Q4_0/Q8_0 with int8 activations (vpmaddubsw); F32/F16 as AVX2
+const Kernels& avxvnni_table();     // the same with VEX vpdpbusd (AVX-VNNI)
 // AVX-512 F/BW/VL/DQ; the functions are exported because the VNNI table reuses them.
 void tile_matvec_avx512(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y);
 float dot_avx512(const float* a, const float* b, size_t n);

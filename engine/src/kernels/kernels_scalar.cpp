@@ -5,7 +5,7 @@
 
 #include "cflow/formats/tile_codec.h"
 #include "cflow/formats/tile_plan.h"
-#include "kernels_internal.h"
+#include "kernels/kernels_internal.h"
 
 namespace cflow::kernels {
 

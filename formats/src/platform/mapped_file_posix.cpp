@@ -70,16 +70,16 @@ struct Fd {
 Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, LoadMode mode) {
     Fd file;
     file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (file.fd < 0) return make_error(os_error("cannot open", path));
+    if (file.fd < 0) return make_error(ErrorKind::Io, os_error("cannot open", path));
     struct stat st {};
-    if (fstat(file.fd, &st) != 0) return make_error(os_error("cannot stat", path));
+    if (fstat(file.fd, &st) != 0) return make_error(ErrorKind::Io, os_error("cannot stat", path));
     if (S_ISDIR(st.st_mode)) return make_error(path + ": is a directory, not a file");
     const uint64_t size = static_cast<uint64_t>(st.st_size);
     if (size == 0) return std::shared_ptr<MappedFile>(std::make_shared<PosixMappedFile>(path, mode, nullptr, 0, 0));
 
     if (mode == LoadMode::Map) {
         void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd, 0);
-        if (p == MAP_FAILED) return make_error(os_error("mmap failed", path));
+        if (p == MAP_FAILED) return make_error(ErrorKind::Io, os_error("mmap failed", path));
         madvise(p, size, MADV_SEQUENTIAL);
         return std::shared_ptr<MappedFile>(
             std::make_shared<PosixMappedFile>(path, mode, static_cast<uint8_t*>(p), size, size));
@@ -89,7 +89,7 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, Lo
     constexpr uint64_t kHuge = 2ull << 20;
     const uint64_t mapped = (size + kHuge - 1) / kHuge * kHuge;
     void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return make_error(os_error("cannot allocate memory for", path));
+    if (p == MAP_FAILED) return make_error(ErrorKind::OutOfMemory, os_error("cannot allocate memory for", path));
 #ifdef MADV_HUGEPAGE
     madvise(p, mapped, MADV_HUGEPAGE);
 #endif
@@ -102,7 +102,8 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, Lo
             std::string msg = n == 0 ? path + ": file shrank while reading (at byte " + std::to_string(done) + ")"
                                      : os_error("read failed at byte " + std::to_string(done), path);
             munmap(p, mapped);
-            return make_error(msg);
+            // A file that shrinks under us is the OS's view changing, not bad contents: Io either way.
+            return make_error(ErrorKind::Io, msg);
         }
         done += static_cast<uint64_t>(n);
     }

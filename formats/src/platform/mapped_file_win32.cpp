@@ -149,10 +149,11 @@ struct Handle {
 Result<std::shared_ptr<MappedFile>> map_view(const std::string& path, HANDLE file, uint64_t size) {
     Handle mapping;
     mapping.h = CreateFileMappingW(file, nullptr, PAGE_READONLY, 0, 0, nullptr);
-    if (mapping.h == nullptr) return make_error(os_error("CreateFileMapping failed", path, GetLastError()));
+    if (mapping.h == nullptr)
+        return make_error(ErrorKind::Io, os_error("CreateFileMapping failed", path, GetLastError()));
     // The view keeps the section (and the file) alive after both handles close.
     void* view = MapViewOfFile(mapping.h, FILE_MAP_READ, 0, 0, 0);
-    if (view == nullptr) return make_error(os_error("MapViewOfFile failed", path, GetLastError()));
+    if (view == nullptr) return make_error(ErrorKind::Io, os_error("MapViewOfFile failed", path, GetLastError()));
     return std::shared_ptr<MappedFile>(
         std::make_shared<Win32MappedFile>(path, LoadMode::Map, static_cast<uint8_t*>(view), size));
 }
@@ -161,7 +162,8 @@ Result<std::shared_ptr<MappedFile>> read_anonymous(const std::string& path, HAND
     // Plain pages: large pages need SeLockMemoryPrivilege, which ordinary users do not hold.
     void* memory = VirtualAlloc(nullptr, static_cast<SIZE_T>(size), MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
     if (memory == nullptr)
-        return make_error(os_error("cannot allocate " + std::to_string(size) + " bytes for", path, GetLastError()));
+        return make_error(ErrorKind::OutOfMemory,
+                          os_error("cannot allocate " + std::to_string(size) + " bytes for", path, GetLastError()));
     auto* dst = static_cast<uint8_t*>(memory);  // [size] bytes, a copy of the file
     uint64_t done = 0;
     while (done < size) {
@@ -170,11 +172,12 @@ Result<std::shared_ptr<MappedFile>> read_anonymous(const std::string& path, HAND
         if (!ReadFile(file, dst + done, want, &got, nullptr)) {
             const DWORD code = GetLastError();
             VirtualFree(memory, 0, MEM_RELEASE);
-            return make_error(os_error("read failed at byte " + std::to_string(done), path, code));
+            return make_error(ErrorKind::Io, os_error("read failed at byte " + std::to_string(done), path, code));
         }
         if (got == 0) {
             VirtualFree(memory, 0, MEM_RELEASE);
-            return make_error(path + ": file shrank while reading (at byte " + std::to_string(done) + ")");
+            return make_error(ErrorKind::Io,
+                              path + ": file shrank while reading (at byte " + std::to_string(done) + ")");
         }
         done += got;
     }
@@ -199,14 +202,16 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, Lo
     const DWORD hint = mode == LoadMode::ReadAnon ? FILE_FLAG_SEQUENTIAL_SCAN : 0;
     file.h = CreateFileW(wide->c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
                          FILE_ATTRIBUTE_NORMAL | hint, nullptr);
-    if (file.h == INVALID_HANDLE_VALUE) return make_error(os_error("cannot open", path, GetLastError()));
+    if (file.h == INVALID_HANDLE_VALUE) return make_error(ErrorKind::Io, os_error("cannot open", path, GetLastError()));
 
     LARGE_INTEGER file_size{};
-    if (!GetFileSizeEx(file.h, &file_size)) return make_error(os_error("cannot get size of", path, GetLastError()));
+    if (!GetFileSizeEx(file.h, &file_size))
+        return make_error(ErrorKind::Io, os_error("cannot get size of", path, GetLastError()));
     const uint64_t size = static_cast<uint64_t>(file_size.QuadPart);
     if (size == 0) return std::shared_ptr<MappedFile>(std::make_shared<Win32MappedFile>(path, mode, nullptr, 0));
     if (size > static_cast<uint64_t>(SIZE_MAX))
-        return make_error(path + ": " + std::to_string(size) + " bytes do not fit in this process's address space");
+        return make_error(ErrorKind::Unsupported,
+                          path + ": " + std::to_string(size) + " bytes do not fit in this process's address space");
 
     return mode == LoadMode::Map ? map_view(path, file.h, size) : read_anonymous(path, file.h, size);
 }

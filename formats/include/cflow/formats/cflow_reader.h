@@ -19,7 +19,7 @@
 #include "cflow/formats/cflow_layout.h"
 #include "cflow/formats/mapped_file.h"
 #include "cflow/formats/metadata.h"
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 #include "cflow/formats/tile_plan.h"
 #include "cflow/formats/vflow_layout.h"
 

@@ -7,9 +7,9 @@
 #include <optional>
 #include <string>
 
-#include "cflow/formats/cancel.h"
+#include "cflow/base/cancel.h"
 #include "cflow/formats/dtype.h"
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 #include "cflow/formats/source_model.h"
 #include "cflow/formats/vflow_layout.h"
 

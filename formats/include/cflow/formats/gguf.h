@@ -10,7 +10,7 @@
 
 #include "cflow/formats/mapped_file.h"
 #include "cflow/formats/metadata.h"
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 
 namespace cflow {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 
 namespace cflow {
 

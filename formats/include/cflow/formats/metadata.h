@@ -14,7 +14,7 @@
 #include <variant>
 #include <vector>
 
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 
 namespace cflow {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cflow/formats/mapped_file.h"
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 #include "cflow/formats/source_model.h"
 
 namespace cflow {

@@ -23,7 +23,7 @@
 #include "cflow/formats/dtype.h"
 #include "cflow/formats/mapped_file.h"
 #include "cflow/formats/metadata.h"
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 
 namespace cflow {
 

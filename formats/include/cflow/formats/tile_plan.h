@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "cflow/formats/cflow_layout.h"
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 
 namespace cflow {
 

@@ -6,7 +6,7 @@
 #include <QString>
 #include <QWidget>
 
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 #include "cflow/ui/chat_types.h"
 #include "cflow/ui/token_spans.h"
 

@@ -9,8 +9,8 @@
 #include <QMetaType>
 #include <QString>
 
-#include "cflow/engine/model.h"
-#include "cflow/engine/sampler.h"
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/generation/sampler.h"
 
 namespace cflow::ui {
 
@@ -46,7 +46,7 @@ struct ReplyStats {
     double timeToFirstTokenMs = 0;
     double promptTokensPerS = 0;
     double decodeTokensPerS = 0;
-    QString stopReason;            // stop_reason_name(): "max_tokens", "cancelled", "context_full", ...
+    QString stopReason;            // stop_reason_name() ("max_tokens", "context_full", ...) or "cancelled"
     int contextUsed = 0;           // tokens in the KV cache after the reply
     int contextLength = 0;
     uint64_t mappedBytes = 0;      // size of the model's file mapping

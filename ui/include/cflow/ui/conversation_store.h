@@ -10,7 +10,7 @@
 #include <QString>
 #include <QtGlobal>
 
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 
 namespace cflow::ui {
 

@@ -15,16 +15,15 @@
 #include <QString>
 #include <QThread>
 
-#include "cflow/engine/model.h"
-#include "cflow/engine/session.h"
-#include "cflow/engine/telemetry.h"
-#include "cflow/formats/cancel.h"
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/chat/chat_session.h"
+#include "cflow/engine/forward/session.h"
+#include "cflow/engine/forward/telemetry.h"
+#include "cflow/base/cancel.h"
 #include "cflow/ui/chat_types.h"
 #include "cflow/ui/token_spans.h"
 
 namespace cflow::ui {
-
-class PromptRenderer;
 
 class EngineWorker : public QObject {
     Q_OBJECT
@@ -70,15 +69,14 @@ signals:
     void error(const QString& message);
 
 private:
-    void run(RenderedPrompt prompt, const GenerationSettings& settings);
+    // The chat core does the rendering, encoding, KV reuse and stop rules; this only adapts
+    // its turn to queued signals and batched text.
+    void run(Result<PreparedTurn> prepared, const GenerationSettings& settings);
     bool ensureSession(unsigned threads);
 
     std::shared_ptr<const Model> model_;
-    std::unique_ptr<Session> session_;
-    std::unique_ptr<PromptRenderer> renderer_;
+    std::unique_ptr<ChatSession> chat_;
     QString modelPath_;
-    std::vector<int32_t> contextTokens_;  // [session position] the ids the KV cache holds, in order
-    QString contextText_;                 // the text those ids spell (prompt + reply)
 
     Conversation lastConversation_;
     GenerationSettings lastSettings_;

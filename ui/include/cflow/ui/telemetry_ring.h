@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "cflow/engine/telemetry.h"
+#include "cflow/engine/forward/telemetry.h"
 
 namespace cflow::ui {
 

@@ -9,7 +9,7 @@
 #include <QDockWidget>
 #include <QString>
 
-#include "cflow/formats/result.h"
+#include "cflow/base/result.h"
 #include "cflow/ui/inspector/telemetry_export.h"
 #include "cflow/ui/inspector/telemetry_history.h"
 

@@ -5,7 +5,7 @@
 #include <QFutureWatcher>
 #include <QObject>
 
-#include "cflow/engine/bandwidth_probe.h"
+#include "cflow/engine/io/bandwidth_probe.h"
 
 namespace cflow::ui {
 

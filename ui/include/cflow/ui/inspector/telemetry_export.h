@@ -6,8 +6,8 @@
 
 #include <QString>
 
-#include "cflow/engine/telemetry.h"
-#include "cflow/formats/result.h"
+#include "cflow/engine/forward/telemetry.h"
+#include "cflow/base/result.h"
 
 namespace cflow::ui {
 

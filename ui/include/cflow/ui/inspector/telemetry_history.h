@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cflow/engine/telemetry.h"
+#include "cflow/engine/forward/telemetry.h"
 
 namespace cflow {
 class Model;

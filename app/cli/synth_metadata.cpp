@@ -1,0 +1,51 @@
+// GGUF keys of a synth model (synth_metadata.h).
+#include "synth_metadata.h"
+
+#include <string>
+
+#include "synth_vocab.h"
+
+namespace cflow::cli {
+
+std::vector<GgufKeyValue> synth_gguf_metadata(const SynthSpec& s) {
+    const bool q4 = s.quant == DType::Q4_0;
+    const std::string quant = q4 ? "q4_0" : "q8_0";
+    // Mixtral-style llama GGUFs give the expert width as feed_forward_length.
+    const uint32_t ff = s.d_ff > 0 ? s.d_ff : s.expert_d_ff;
+    std::vector<GgufKeyValue> kv = {
+        {"general.architecture", std::string("llama")},
+        {"general.name", "cflow-synth-" + s.name},
+        {"general.description", "random weights from cflow synth (seed " + std::to_string(s.seed) + ", " + quant +
+                                    "): for speed comparisons on identical weights; they model nothing"},
+        {"general.file_type", uint32_t{q4 ? 2u : 7u}},  // MOSTLY_Q4_0 / MOSTLY_Q8_0
+        {"general.quantization_version", uint32_t{2}},   // ggml's current block layouts
+        {"general.alignment", uint32_t{32}},
+        {"llama.vocab_size", s.vocab},
+        {"llama.context_length", s.max_seq_len},
+        {"llama.embedding_length", s.d_model},
+        {"llama.block_count", s.n_layers},
+        {"llama.feed_forward_length", ff},
+        {"llama.attention.head_count", s.n_heads},
+        {"llama.attention.head_count_kv", s.n_kv_heads},
+        {"llama.attention.layer_norm_rms_epsilon", kSynthNormEps},
+        {"llama.rope.freq_base", kSynthRopeTheta},
+        {"llama.rope.dimension_count", s.head_dim()},
+    };
+    if (s.n_experts > 0) {
+        kv.push_back({"llama.expert_count", s.n_experts});
+        kv.push_back({"llama.expert_used_count", s.top_k});
+    }
+    SynthVocab vocab = make_synth_vocab(s.vocab);
+    kv.push_back({"tokenizer.ggml.model", std::string("llama")});
+    kv.push_back({"tokenizer.ggml.tokens", std::move(vocab.tokens)});
+    kv.push_back({"tokenizer.ggml.scores", std::move(vocab.scores)});
+    kv.push_back({"tokenizer.ggml.token_type", std::move(vocab.types)});
+    kv.push_back({"tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(kSynthUnk)});
+    kv.push_back({"tokenizer.ggml.bos_token_id", static_cast<uint32_t>(kSynthBos)});
+    kv.push_back({"tokenizer.ggml.eos_token_id", static_cast<uint32_t>(kSynthEos)});
+    kv.push_back({"tokenizer.ggml.add_bos_token", true});
+    kv.push_back({"tokenizer.ggml.add_eos_token", false});
+    return kv;
+}
+
+} // namespace cflow::cli

@@ -1,0 +1,230 @@
+// make_synth_model: plan every tensor, allocate them all at once (one allocation, so an
+// impossible size fails cleanly before any work), generate chunks in parallel, wrap as a SourceModel.
+#include "synth_model.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <system_error>
+#include <thread>
+
+#include "cflow/formats/memory_file.h"
+#include "synth_metadata.h"
+#include "synth_weights.h"
+
+namespace cflow::cli {
+namespace {
+
+enum class Fill : uint8_t { Blocks, Norm, Router };
+
+struct PlannedTensor {
+    std::string name;
+    std::vector<uint64_t> shape;  // outermost first
+    DType dtype = DType::F32;
+    Fill fill = Fill::Norm;
+    double std_dev = 0.0;         // Blocks and Router
+    uint64_t units = 0;           // blocks (Q types) or floats
+    uint64_t offset = 0;          // in the MemoryFile
+    uint64_t bytes = 0;
+};
+
+constexpr uint64_t kAlignment = 64;          // each tensor starts cache-line aligned
+constexpr uint64_t kChunkUnits = 1u << 16;   // blocks or floats per generation job (about 1 MiB)
+
+uint64_t elements(const std::vector<uint64_t>& shape) {
+    uint64_t n = 1;
+    for (uint64_t d : shape) n *= d;  // dims are bounded by the spec checks: no overflow
+    return n;
+}
+
+class Planner {
+public:
+    explicit Planner(DType quant) : quant_(quant) {}
+
+    void matrix(const std::string& name, std::vector<uint64_t> shape, double std_dev) {
+        PlannedTensor t{name, std::move(shape), quant_, Fill::Blocks, std_dev};
+        t.units = elements(t.shape) / kQuantGroup;
+        t.bytes = t.units * (quant_ == DType::Q4_0 ? 18 : 34);
+        add(std::move(t));
+    }
+    void norm(const std::string& name, uint64_t n) { vector(name, {n}, Fill::Norm, 0.0); }
+    void router(const std::string& name, uint64_t experts, uint64_t d) {
+        vector(name, {experts, d}, Fill::Router, 1.0 / std::sqrt(static_cast<double>(d)));
+    }
+
+    std::vector<PlannedTensor> take() { return std::move(tensors_); }
+    uint64_t total_bytes() const { return end_; }
+
+private:
+    void vector(const std::string& name, std::vector<uint64_t> shape, Fill fill, double std_dev) {
+        PlannedTensor t{name, std::move(shape), DType::F32, fill, std_dev};
+        t.units = elements(t.shape);
+        t.bytes = t.units * 4;
+        add(std::move(t));
+    }
+    void add(PlannedTensor t) {
+        t.offset = (end_ + kAlignment - 1) / kAlignment * kAlignment;
+        end_ = t.offset + t.bytes;
+        tensors_.push_back(std::move(t));
+    }
+
+    DType quant_;
+    std::vector<PlannedTensor> tensors_;
+    uint64_t end_ = 0;
+};
+
+// In llama.cpp's GGUF order; shapes and scales as synth_model.h describes.
+std::vector<PlannedTensor> plan_tensors(const SynthSpec& s, uint64_t* total_bytes) {
+    Planner p(s.quant);
+    const uint64_t d = s.d_model, q = uint64_t{s.n_heads} * s.head_dim(), kv = uint64_t{s.n_kv_heads} * s.head_dim();
+    const auto in = [](uint64_t fan_in) { return 1.0 / std::sqrt(static_cast<double>(fan_in)); };
+    const double out_gain = 1.0 / std::sqrt(2.0 * s.n_layers);  // residual-branch outputs
+    p.matrix("token_embd.weight", {s.vocab, d}, 1.0);
+    for (uint32_t l = 0; l < s.n_layers; ++l) {
+        const std::string b = "blk." + std::to_string(l) + ".";
+        p.norm(b + "attn_norm.weight", d);
+        p.matrix(b + "attn_q.weight", {q, d}, in(d));
+        p.matrix(b + "attn_k.weight", {kv, d}, in(d));
+        p.matrix(b + "attn_v.weight", {kv, d}, in(d));
+        p.matrix(b + "attn_output.weight", {d, q}, in(q) * out_gain);
+        if (s.d_ff > 0) {
+            p.norm(b + "ffn_norm.weight", d);
+            p.matrix(b + "ffn_gate.weight", {s.d_ff, d}, in(d));
+            p.matrix(b + "ffn_up.weight", {s.d_ff, d}, in(d));
+            p.matrix(b + "ffn_down.weight", {d, s.d_ff}, in(s.d_ff) * out_gain);
+        }
+        if (s.n_experts > 0) {
+            const uint64_t e = s.n_experts, eff = s.expert_d_ff;
+            // Beside a dense FFN (a .cflow-only layout) the MoE branch has its own norm.
+            p.norm(b + (s.d_ff > 0 ? "moe_norm.weight" : "ffn_norm.weight"), d);
+            p.router(b + "ffn_gate_inp.weight", e, d);
+            p.matrix(b + "ffn_gate_exps.weight", {e, eff, d}, in(d));
+            p.matrix(b + "ffn_up_exps.weight", {e, eff, d}, in(d));
+            p.matrix(b + "ffn_down_exps.weight", {e, d, eff}, in(eff) * out_gain);
+        }
+    }
+    p.norm("output_norm.weight", d);
+    p.matrix("output.weight", {s.vocab, d}, in(d));
+    *total_bytes = p.total_bytes();
+    return p.take();
+}
+
+struct Job {
+    const PlannedTensor* tensor;
+    uint64_t chunk;
+};
+
+void run_job(const Job& job, uint64_t seed, uint8_t* base) {
+    const PlannedTensor& t = *job.tensor;
+    const uint64_t first = job.chunk * kChunkUnits;
+    const uint64_t count = std::min(kChunkUnits, t.units - first);
+    SynthRng rng(chunk_seed(seed, t.name, job.chunk));
+    uint8_t* out = base + t.offset;
+    switch (t.fill) {
+        case Fill::Blocks:
+            if (t.dtype == DType::Q4_0) fill_q4_0(rng, t.std_dev, count, out + first * 18);
+            else fill_q8_0(rng, t.std_dev, count, out + first * 34);
+            break;
+        case Fill::Norm:  // (65536 + k) / 65536, k in [-4096, 4096): [0.9375, 1.0625)
+            fill_f32(rng, 65536, 4096, 1.0f / 65536.0f, count, reinterpret_cast<float*>(out) + first);
+            break;
+        case Fill::Router: {  // uniform in [-a, a) with a = sqrt(3) * std: the wanted std
+            const auto unit = static_cast<float>(std::sqrt(3.0) * t.std_dev / 32768.0);
+            fill_f32(rng, 0, 32768, unit, count, reinterpret_cast<float*>(out) + first);
+            break;
+        }
+    }
+}
+
+Status generate(const std::vector<PlannedTensor>& plan, uint64_t seed, uint8_t* base, unsigned threads,
+                const CancelToken* cancel) {
+    std::vector<Job> jobs;
+    for (const PlannedTensor& t : plan)
+        for (uint64_t c = 0; c * kChunkUnits < t.units; ++c) jobs.push_back({&t, c});
+    std::atomic<size_t> next{0};
+    std::atomic<bool> cancelled{false};
+    auto worker = [&] {
+        for (size_t j = next++; j < jobs.size(); j = next++) {
+            if (cancel && cancel->is_cancelled()) {
+                cancelled = true;
+                return;
+            }
+            run_job(jobs[j], seed, base);
+        }
+    };
+    const unsigned n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::thread> pool;
+    for (unsigned i = 1; i < n; ++i) {
+        try {
+            pool.emplace_back(worker);
+        } catch (const std::system_error&) {
+            break;  // the OS refused another thread: fewer threads finish the same jobs
+        }
+    }
+    worker();
+    for (std::thread& th : pool) th.join();
+    if (cancelled) return cancelled_error("synth");
+    return {};
+}
+
+ModelConfig synth_config(const SynthSpec& s) {
+    ModelConfig c;
+    c.architecture = "llama";
+    c.d_model = s.d_model;
+    c.n_layers = s.n_layers;
+    c.n_heads = s.n_heads;
+    c.n_kv_heads = s.n_kv_heads;
+    c.head_dim = s.head_dim();
+    c.d_ff = s.d_ff;
+    c.n_experts = s.n_experts;
+    c.top_k = s.top_k;
+    c.expert_d_ff = s.expert_d_ff;
+    c.vocab_size = s.vocab;
+    c.max_seq_len = s.max_seq_len;
+    c.norm_eps = kSynthNormEps;
+    c.rope_theta = kSynthRopeTheta;
+    c.router_mode = RouterMode::SoftmaxTopK;  // Mixtral: softmax over the k selected
+    c.combine_style = s.combine_style;
+    c.dense_delay = s.dense_delay;
+    c.expert_delay = s.expert_delay;
+    c.rope_interleaved = true;                // GGUF llama Q/K row order, as read_gguf_model sets it
+    return c;
+}
+
+} // namespace
+
+Result<SynthModel> make_synth_model(const SynthSpec& spec, unsigned threads, const CancelToken* cancel) {
+    try {
+        uint64_t total = 0;
+        std::vector<PlannedTensor> plan = plan_tensors(spec, &total);
+        auto file = MemoryFile::allocate("synth " + spec.name, total);
+        if (!file) return file.take_error();
+        if (Status s = generate(plan, spec.seed, (*file)->mutable_data(), threads, cancel); !s) return s.take_error();
+
+        SynthModel m;
+        m.source.config = synth_config(spec);
+        m.source.source_label = "synth " + spec.name;
+        m.gguf_metadata = synth_gguf_metadata(spec);
+        m.source.metadata = gguf_metadata_view(m.gguf_metadata);
+        m.source.metadata.set("general.source_format", std::string("synth"));
+        for (const PlannedTensor& t : plan) {
+            TensorView v;
+            v.name = t.name;
+            v.dtype = t.dtype;
+            v.shape = t.shape;
+            v.data = (*file)->data() + t.offset;
+            v.bytes = t.bytes;
+            v.origin = "synth: tensor '" + t.name + "'";
+            m.source.tensors.emplace(t.name, std::move(v));
+            m.tensor_order.push_back(t.name);
+            m.weight_count += elements(t.shape);
+            m.weight_bytes += t.bytes;
+        }
+        m.source.files.push_back(std::move(*file));
+        return m;
+    } catch (const std::bad_alloc&) {
+        return out_of_memory_error("synth " + spec.name + ": building the model");
+    }
+}
+
+} // namespace cflow::cli

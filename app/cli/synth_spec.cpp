@@ -1,0 +1,183 @@
+// SynthSpec from the command line: preset, overrides, cross-checks (synth_spec.h).
+#include "synth_spec.h"
+
+#include <limits>
+#include <optional>
+
+#include "combine_style_arg.h"
+
+namespace cflow::cli {
+namespace {
+
+constexpr long long kMaxDim = 65536;      // widest input a .cflow tile can address (tile_geometry.h)
+constexpr long long kMaxExperts = 254;    // TileHeader.expert_id is 8-bit, 255 means "no expert"
+constexpr long long kMinVocab = 259;      // <unk>, <s>, </s> and the 256 byte tokens
+constexpr long long kMaxVocab = 1 << 20;
+constexpr uint32_t kBlock = 32;           // weights per Q4_0 / Q8_0 block
+
+std::optional<SynthSpec> preset(const std::string& name) {
+    SynthSpec s;
+    s.name = name;
+    s.d_model = 2048;
+    s.n_heads = 32;     // head_dim 64
+    s.n_kv_heads = 4;
+    s.vocab = 32000;
+    if (name == "dense-1b") {  // TinyLlama-1.1B's shape
+        s.n_layers = 22;
+        s.d_ff = 5632;
+        return s;
+    }
+    if (name == "moe-1b") {    // Mixtral-style: every layer 8 experts of 1408, top-2, no dense FFN
+        s.n_layers = 16;
+        s.n_experts = 8;
+        s.top_k = 2;
+        s.expert_d_ff = 1408;
+        return s;
+    }
+    return std::nullopt;
+}
+
+// Reads an integer option into `out` when it is given.
+Status read_option(const Args& args, const std::string& name, long long min, long long max, uint32_t& out) {
+    if (!args.value(name)) return {};
+    auto v = args.integer(name, 0, min, max);
+    if (!v) return v.take_error();
+    out = static_cast<uint32_t>(*v);
+    return {};
+}
+
+Status read_delay(const Args& args, const std::string& name, uint8_t& out) {
+    uint32_t v = out;
+    if (Status s = read_option(args, name, 0, 255, v); !s) return s;
+    out = static_cast<uint8_t>(v);
+    return {};
+}
+
+Error option_error(const std::string& name, uint32_t value, const std::string& why) {
+    return make_error("option " + name + ": " + std::to_string(value) + " " + why);
+}
+
+Status read_geometry(const Args& args, SynthSpec& s) {
+    const bool heads_given = args.value("--heads").has_value();
+    Status st;
+    if (!(st = read_option(args, "--d", kBlock, kMaxDim, s.d_model)) ||
+        !(st = read_option(args, "--layers", 1, 65535, s.n_layers)) ||
+        !(st = read_option(args, "--heads", 1, 65535, s.n_heads)))
+        return st;
+    if (heads_given && !args.value("--kv-heads") && s.name == "custom") s.n_kv_heads = s.n_heads;  // no GQA by default
+    if (!(st = read_option(args, "--kv-heads", 1, 65535, s.n_kv_heads)) ||
+        !(st = read_option(args, "--d-ff", 0, kMaxDim, s.d_ff)) ||
+        !(st = read_option(args, "--experts", 0, kMaxExperts, s.n_experts)) ||
+        !(st = read_option(args, "--top-k", 0, kMaxExperts, s.top_k)) ||
+        !(st = read_option(args, "--expert-hidden", 0, kMaxDim, s.expert_d_ff)) ||
+        !(st = read_option(args, "--vocab", 1, kMaxVocab, s.vocab)) ||
+        !(st = read_delay(args, "--dense-delay", s.dense_delay)) ||
+        !(st = read_delay(args, "--expert-delay", s.expert_delay)))
+        return st;
+    return {};
+}
+
+Status read_format_options(const Args& args, SynthSpec& s) {
+    if (auto q = args.value("--quant")) {
+        if (*q == "q4_0" || *q == "Q4_0") s.quant = DType::Q4_0;
+        else if (*q == "q8_0" || *q == "Q8_0") s.quant = DType::Q8_0;
+        else return make_error("option --quant: '" + *q + "' is not q4_0 or q8_0 (synth writes ggml blocks only)");
+    }
+    if (auto text = args.value("--combine-style")) {
+        auto style = parse_combine_style(*text);
+        if (!style) return style.take_error();
+        s.combine_style = *style;
+    }
+    auto seed = args.integer("--seed", 1, 0, std::numeric_limits<long long>::max());
+    if (!seed) return seed.take_error();
+    s.seed = static_cast<uint64_t>(*seed);
+    return {};
+}
+
+Status check_attention(const SynthSpec& s) {
+    if (s.d_model % kBlock != 0)
+        return option_error("--d", s.d_model, "is not a multiple of 32 (the Q4_0/Q8_0 block)");
+    if (s.d_model % s.n_heads != 0)
+        return option_error("--heads", s.n_heads, "does not divide --d " + std::to_string(s.d_model));
+    if (s.head_dim() % 2 != 0)
+        return option_error("--heads", s.n_heads, "gives an odd head dimension " + std::to_string(s.head_dim()) +
+                                                      " (--d / --heads); RoPE rotates pairs");
+    if (s.n_kv_heads > s.n_heads || s.n_heads % s.n_kv_heads != 0)
+        return option_error("--kv-heads", s.n_kv_heads, "does not divide --heads " + std::to_string(s.n_heads));
+    return {};
+}
+
+Status check_ffn(const Args& args, SynthSpec& s) {
+    if (s.d_ff % kBlock != 0) return option_error("--d-ff", s.d_ff, "is not a multiple of 32 (the Q4_0/Q8_0 block)");
+    if (s.n_experts == 0) {
+        // A preset's expert settings lapse with --experts 0; given explicitly they are a mistake.
+        for (const char* name : {"--top-k", "--expert-hidden"})
+            if (args.value(name)) return make_error(std::string("option ") + name + " needs --experts N (N > 0)");
+        s.top_k = 0;
+        s.expert_d_ff = 0;
+    } else {
+        if (s.top_k == 0) return make_error("option --experts " + std::to_string(s.n_experts) + " needs --top-k K (1..N)");
+        if (s.top_k > s.n_experts)
+            return option_error("--top-k", s.top_k, "exceeds --experts " + std::to_string(s.n_experts));
+        if (s.expert_d_ff == 0) return make_error("option --experts " + std::to_string(s.n_experts) + " needs --expert-hidden N");
+        if (s.expert_d_ff % kBlock != 0)
+            return option_error("--expert-hidden", s.expert_d_ff, "is not a multiple of 32 (the Q4_0/Q8_0 block)");
+    }
+    if (s.d_ff == 0 && s.n_experts == 0)
+        return make_error("options --d-ff and --experts are both 0: each layer needs a dense FFN or experts");
+    return {};
+}
+
+Status check_schedule(const SynthSpec& s) {
+    if (s.vocab < kMinVocab)
+        return option_error("--vocab", s.vocab, "is below 259 (<unk>, <s>, </s> and the 256 byte tokens)");
+    if (s.dense_delay >= s.n_layers)
+        return option_error("--dense-delay", s.dense_delay, "must be below --layers " + std::to_string(s.n_layers));
+    if (s.expert_delay >= s.n_layers)
+        return option_error("--expert-delay", s.expert_delay, "must be below --layers " + std::to_string(s.n_layers));
+    if (s.combine_style == CombineStyle::FixedPoint)
+        return make_error("option --combine-style: FixedPoint is not supported by synth (its repeated blocks need --blocks/--iters)");
+    if (s.combine_style == CombineStyle::ParallelSqrt2 && (s.dense_delay || s.expert_delay))
+        return make_error("option --combine-style: ParallelSqrt2 needs --dense-delay 0 and --expert-delay 0");
+    return {};
+}
+
+} // namespace
+
+const std::set<std::string>& synth_geometry_options() {
+    static const std::set<std::string> kOptions = {
+        "--preset", "--d", "--d-ff", "--layers", "--experts", "--top-k", "--expert-hidden", "--heads", "--kv-heads",
+        "--vocab", "--dense-delay", "--expert-delay", "--combine-style", "--quant", "--seed"};
+    return kOptions;
+}
+
+Result<SynthSpec> synth_spec_from_args(const Args& args) {
+    SynthSpec s;
+    if (auto name = args.value("--preset")) {
+        auto p = preset(*name);
+        if (!p) return make_error("option --preset: '" + *name + "' is not dense-1b or moe-1b");
+        s = *p;
+    } else {
+        for (const char* required : {"--d", "--layers", "--heads"})
+            if (!args.value(required))
+                return make_error(std::string("option ") + required + " is required without --preset (dense-1b, moe-1b)");
+        if (!args.value("--d-ff") && !args.value("--experts"))
+            return make_error("option --d-ff or --experts is required without --preset (dense-1b, moe-1b)");
+    }
+    if (Status st = read_geometry(args, s); !st) return st.take_error();
+    if (Status st = read_format_options(args, s); !st) return st.take_error();
+    if (Status st = check_attention(s); !st) return st.take_error();
+    if (Status st = check_ffn(args, s); !st) return st.take_error();
+    if (Status st = check_schedule(s); !st) return st.take_error();
+    return s;
+}
+
+Status check_gguf_expressible(const SynthSpec& spec) {
+    if (spec.d_ff > 0 && spec.n_experts > 0)
+        return make_error("option --gguf: a llama GGUF has no layers with both a dense FFN (--d-ff " +
+                          std::to_string(spec.d_ff) + ") and experts (--experts " + std::to_string(spec.n_experts) +
+                          "); use --d-ff 0 or drop --gguf");
+    return {};
+}
+
+} // namespace cflow::cli

@@ -1,0 +1,50 @@
+#pragma once
+// What `cflow synth` generates: a preset's geometry with the command line's overrides, checked
+// so every problem is reported as one line naming the option and why.
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "cflow/base/result.h"
+#include "cflow/formats/cflow_layout.h"
+#include "cflow/formats/dtype.h"
+#include "cli_args.h"
+
+namespace cflow::cli {
+
+struct SynthSpec {
+    std::string name = "custom";   // preset name, or "custom" for a geometry from flags alone
+    uint32_t d_model = 0;
+    uint32_t n_layers = 0;
+    uint32_t n_heads = 0;
+    uint32_t n_kv_heads = 0;
+    uint32_t d_ff = 0;             // 0 = no dense FFN
+    uint32_t n_experts = 0;        // 0 = dense
+    uint32_t top_k = 0;
+    uint32_t expert_d_ff = 0;
+    uint32_t vocab = 32000;
+    uint32_t max_seq_len = 2048;
+    uint8_t dense_delay = 0;
+    uint8_t expert_delay = 0;
+    CombineStyle combine_style = CombineStyle::Sequential;
+    DType quant = DType::Q4_0;     // Q4_0 or Q8_0: every matrix, token embedding and LM head
+    uint64_t seed = 1;
+
+    uint32_t head_dim() const { return n_heads ? d_model / n_heads : 0; }
+    // True when the .cflow computes what llama.cpp computes from the GGUF: plain sequential layers.
+    bool llama_schedule() const {
+        return combine_style == CombineStyle::Sequential && dense_delay == 0 && expert_delay == 0;
+    }
+};
+
+// The options synth reads besides -o/--output and --gguf.
+const std::set<std::string>& synth_geometry_options();
+
+// --preset (dense-1b, moe-1b) or the required geometry flags, then every override, then the
+// cross-checks (multiples of the 32-weight block, heads dividing d, delays below layers, ...).
+Result<SynthSpec> synth_spec_from_args(const Args& args);
+
+// What a llama GGUF can describe: no layer with both a dense FFN and experts.
+Status check_gguf_expressible(const SynthSpec& spec);
+
+} // namespace cflow::cli

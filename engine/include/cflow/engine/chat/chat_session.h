@@ -1,0 +1,127 @@
+#pragma once
+// The chat core: the one implementation of a multi-turn conversation with a model that every
+// front end drives (`cflow chat`, the desktop app's engine worker, the local server).
+//
+//   ChatSession chat(model, std::move(session));
+//   auto turn = chat.prepare(messages);          // render with the model's template, encode, plan KV reuse
+//   ChatTurnOutcome outcome;
+//   Status s = chat.reply(*turn, options, on_piece, &cancel, outcome);   // stream the reply
+//
+// One rule each for: rendering (the model's template, else the visible "role: content"
+// fallback with the reason recorded), prompt encoding (control tokens the template writes are
+// parsed; BOS is prepended when the vocabulary asks for it and the prompt does not start with
+// it), end of turn (every control token the template writes, besides EOS), and KV-cache reuse
+// (the longest common token prefix of the cache and the new prompt is kept, only the rest is fed).
+//
+// Thread safety: a ChatSession is used by one thread at a time (it owns a Session). The
+// CancelToken passed to reply() may be set from any thread; the reply then ends within one
+// token with ErrorKind::Cancelled, and the cache keeps exactly what was computed.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cflow/base/cancel.h"
+#include "cflow/base/result.h"
+#include "cflow/engine/chat/chat_template.h"
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
+#include "cflow/engine/generation/generate.h"
+#include "cflow/engine/tokenizer/tokenizer.h"
+
+namespace cflow {
+
+// Which template rendered a prompt.
+enum class PromptSource : uint8_t {
+    ModelTemplate,  // the model's own chat template
+    Fallback,       // "role: content" lines: the model has no template, or it failed (see note)
+    Raw,            // text given verbatim, no template
+};
+
+// A prompt ready to be fed: what was rendered, its ids and how much of the KV cache it keeps.
+struct PreparedTurn {
+    std::string text;                 // exactly what was tokenized
+    PromptSource source = PromptSource::ModelTemplate;
+    std::string note;                 // why the fallback was used; empty otherwise
+    std::vector<int32_t> ids;         // [prompt tokens] the whole prompt as the session will hold it
+    size_t reused_tokens = 0;         // of ids, already in the KV cache (planned at prepare time)
+    uint32_t context_length = 0;      // the session's context, for messages
+    bool fits() const { return ids.size() < context_length; }
+};
+
+struct ReplyOptions {
+    SamplingParams sampling;
+    int32_t max_tokens = 512;         // 0: only feed the prompt
+    bool ignore_end_of_turn = false;  // run past EOS and end-of-turn tokens (benchmarks, tests)
+    std::function<void(const TokenTelemetry&)> on_step;  // every forward step, on the replying thread
+};
+
+// One streamed piece: the token that wrote it (-1 for the decoder's flushed tail) and the
+// KV position that token is fed at (its telemetry's position).
+struct ChatPiece {
+    int32_t token;
+    std::string_view text;
+    uint32_t position;
+};
+using PieceCallback = std::function<void(const ChatPiece& piece)>;
+
+// What a reply did; filled on every return of reply(), including errors and cancellation.
+struct ChatTurnOutcome {
+    std::string text;                 // the reply as streamed (valid UTF-8)
+    std::vector<int32_t> tokens;      // [generated tokens] ids emitted
+    GenerateStats stats;              // counts and timings of whatever ran
+    uint32_t context_used = 0;        // tokens in the KV cache afterwards
+};
+
+class ChatSession {
+public:
+    ChatSession(std::shared_ptr<const Model> model, std::unique_ptr<Session> session);
+
+    // Renders the conversation (system/user/assistant messages in order) and plans the prefill.
+    // Never fails for a template error (that falls back, with the reason in note); fails with
+    // InvalidInput when the prompt encodes to no tokens.
+    Result<PreparedTurn> prepare(const std::vector<ChatMessage>& messages) const;
+    // Raw mode: `text` verbatim, control tokens parsed, the same BOS rule.
+    Result<PreparedTurn> prepare_raw(const std::string& text) const;
+
+    // Feeds the prepared prompt (reusing the cache when prepare() planned it and the cache is
+    // unchanged since) and streams the reply. Errors: ContextFull when the prompt does not fit
+    // (nothing is fed), Cancelled, OutOfMemory, or the step's own error (the cache is then
+    // forgotten). On success outcome.stats.stop_reason says why the reply ended.
+    Status reply(const PreparedTurn& turn, const ReplyOptions& options, const PieceCallback& on_piece,
+                 const CancelToken* cancel, ChatTurnOutcome& outcome);
+
+    void forget();                                      // empty the KV cache
+    const std::vector<int32_t>& end_of_turn_tokens() const { return end_of_turn_; }
+    const std::vector<int32_t>& cached_tokens() const { return cached_; }
+    bool has_model_template() const { return template_.has_value(); }
+    const std::string& template_note() const { return template_note_; }  // why there is none; "" when there is
+    const Session& session() const { return *session_; }
+    Session& session() { return *session_; }
+    const Model& model() const { return *model_; }
+
+private:
+    Result<PreparedTurn> finish_prepare(PreparedTurn turn) const;
+    std::optional<std::string> render_with_template(const std::vector<ChatMessage>& messages, std::string& note) const;
+
+    std::shared_ptr<const Model> model_;
+    std::unique_ptr<Session> session_;
+    std::optional<ChatTemplate> template_;
+    std::string template_note_;        // why there is no usable template
+    TemplateOptions template_options_;
+    std::vector<int32_t> end_of_turn_;
+    std::vector<int32_t> cached_;      // [session position] the ids the KV cache holds, in order
+};
+
+// The one rules, usable on their own (the CLI's `template` and `tokenize` commands, tests).
+// Control tokens (not EOS or BOS) whose text the template writes: in its source, or in a probe
+// conversation it renders.
+std::vector<int32_t> end_of_turn_tokens(const Tokenizer& tokenizer, const ChatTemplate* chat_template);
+// A rendered prompt -> ids: control tokens parsed, BOS prepended when the vocabulary adds one
+// (add_bos_token) and the ids do not already start with it.
+std::vector<int32_t> encode_chat_prompt(const Tokenizer& tokenizer, const std::string& prompt);
+
+} // namespace cflow

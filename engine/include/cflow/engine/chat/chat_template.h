@@ -1,0 +1,61 @@
+#pragma once
+// Chat templates: a sandboxed Jinja interpreter (Python/jinja2 semantics, as Hugging Face
+// transformers renders `chat_template`) bound to the chat variables `messages`,
+// `add_generation_prompt`, `bos_token`, `eos_token`, `tools` and extra kwargs. Hostile
+// templates are bounded by a step budget, an output cap and a recursion limit; every error
+// names the template line and column.
+//
+// Thread safety: a compiled ChatTemplate is immutable (copies share the compiled program);
+// render() may run on any number of threads at once, each rendering with its own state.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cflow/base/result.h"
+
+namespace cflow {
+
+struct ChatMessage {
+    std::string role;
+    std::string content;
+    // Optional extra fields as a JSON object text ("" = none), merged into the message object,
+    // e.g. {"tool_calls": [...]} or {"reasoning_content": "..."}.
+    std::string extra_json;
+};
+
+struct TemplateOptions {
+    bool add_generation_prompt = true;
+    std::string bos_token;
+    std::string eos_token;
+    std::string tools_json;         // "" = no `tools` variable; else a JSON array
+    std::string extra_kwargs_json;  // "" or a JSON object, each key becomes a variable, e.g. {"enable_thinking": false}
+    bool trim_blocks = true;        // as transformers configures its jinja environment
+    bool lstrip_blocks = true;
+    uint64_t max_steps = 5'000'000;
+    uint64_t max_output_bytes = 4 << 20;
+};
+
+class ChatTemplate {
+public:
+    // Syntax errors name the line and column ("line 3, column 14: syntax error: ...").
+    static Result<ChatTemplate> compile(std::string source);
+
+    // messages_json: a JSON array of message objects (role, content, and anything else:
+    // tool_calls, reasoning_content, ...). Errors name line/column; raise_exception(msg) in
+    // the template becomes an error carrying msg.
+    Result<std::string> render(const std::string& messages_json, const TemplateOptions& options) const;
+    Result<std::string> render(const std::vector<ChatMessage>& messages, const TemplateOptions& options) const;
+
+    const std::string& source() const;
+
+private:
+    struct Compiled;
+    explicit ChatTemplate(std::shared_ptr<const Compiled> compiled);
+    std::shared_ptr<const Compiled> compiled_;
+};
+
+// Used when a model has no template: "role: content" lines, explicit and visible to the user.
+std::string render_fallback_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt);
+
+} // namespace cflow

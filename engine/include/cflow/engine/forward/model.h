@@ -1,0 +1,78 @@
+#pragma once
+// A loaded .cflow model: the validated file, its tokenizer, and the per-layer views the
+// forward pass reads. Immutable after load; shared by any number of sessions and threads.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cflow/engine/tokenizer/tokenizer.h"
+#include "cflow/formats/cflow_reader.h"
+#include "cflow/formats/mapped_file.h"
+#include "cflow/base/result.h"
+
+namespace cflow {
+
+struct LoadOptions {
+    LoadMode mode = LoadMode::Map;  // Map: zero-copy mmap; ReadAnon: copy into anonymous (huge-page) memory
+};
+
+// The segments one decoder layer reads, resolved once at load.
+struct LayerWeights {
+    const SegmentView* attn_norm = nullptr;  // [d] f32
+    const SegmentView* q_norm = nullptr;     // [dk] f32, optional
+    const SegmentView* k_norm = nullptr;     // [dk] f32, optional
+    const SegmentView* qkv = nullptr;        // tiles: Q [H*dk x d], K, V [Hkv*dk x d]
+    const SegmentView* qkv_bias = nullptr;   // [(H + 2 Hkv) * dk] f32, optional
+    const SegmentView* attn_out = nullptr;   // tiles: [d x H*dk]
+    const SegmentView* ffn_norm = nullptr;   // [d] f32, when dense FFN
+    const SegmentView* gate_up = nullptr;    // tiles: gate, up [d_ff x d]
+    const SegmentView* down = nullptr;       // tiles: [d x d_ff]
+    const SegmentView* moe_norm = nullptr;   // [d] f32, MoE layers
+    const SegmentView* router = nullptr;     // [E x d] f32
+    const SegmentView* expert_table = nullptr;
+    const SegmentView* expert_bank = nullptr;
+    const SegmentView* shared_gate_up = nullptr;  // tiles: shared expert gate, up [sff x d], optional
+    const SegmentView* shared_down = nullptr;     // tiles: [d x sff]
+    const SegmentView* shared_gate = nullptr;     // [d] f32: sigmoid gate of the shared expert
+};
+
+class Model {
+public:
+    // Errors: Io when the file cannot be opened or read, InvalidInput when it is damaged or its
+    // schedule is inconsistent, Unsupported for a newer format version or feature, a tokenizer
+    // family or a limit (top_k, experts) this engine lacks, OutOfMemory when indexing fails.
+    static Result<std::shared_ptr<const Model>> load(const std::string& path, const LoadOptions& options = {});
+
+    const CflowFile& file() const { return *file_; }
+    const GlobalHeader& header() const { return file_->header(); }
+    const ModelParams& params() const { return file_->params(); }
+    const Tokenizer& tokenizer() const { return *tokenizer_; }
+    const std::vector<LayerWeights>& layers() const { return layers_; }
+    const SegmentView& output_norm() const { return *output_norm_; }
+    const SegmentView& lm_head() const { return *lm_head_; }      // TokenEmbd when tied
+    const SegmentView& token_embd() const { return *token_embd_; }
+    std::string name() const;  // general.name, else the file stem
+    const std::string& chat_template() const { return chat_template_; }  // "" when the model has none
+
+    // Layers a token passes through: n_layers, or n_blocks * n_iter for FixedPoint.
+    uint32_t effective_layers() const { return effective_layers_; }
+    // Tiles of expert e of layer l, located on first use (so unselected experts are never
+    // touched) and cached; thread-safe. Fails if the file's expert table entry is corrupt.
+    Result<const ExpertView*> expert(uint32_t layer, uint32_t expert) const;
+
+    ~Model();
+
+private:
+    struct ExpertSlot;
+    std::shared_ptr<CflowFile> file_;
+    std::unique_ptr<Tokenizer> tokenizer_;
+    std::vector<LayerWeights> layers_;
+    const SegmentView* output_norm_ = nullptr;
+    const SegmentView* lm_head_ = nullptr;
+    const SegmentView* token_embd_ = nullptr;
+    std::string chat_template_;
+    uint32_t effective_layers_ = 0;
+    std::unique_ptr<ExpertSlot[]> expert_slots_;  // [n_layers x n_experts]
+};
+
+} // namespace cflow

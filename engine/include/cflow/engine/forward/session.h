@@ -1,0 +1,103 @@
+#pragma once
+// One conversation's inference state: KV cache, scratch buffers, the delay-aware layer
+// driver and a thread pool. A Session is used by one thread at a time (the engine worker).
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "cflow/engine/kernels/kernels.h"
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/telemetry.h"
+#include "cflow/engine/forward/thread_pool.h"
+#include "cflow/base/result.h"
+
+namespace cflow {
+
+// Where expert tiles come from: the model's mapping (page cache or anonymous copy), or staged
+// direct-I/O reads issued at the routing layer and consumed at the injection layer.
+enum class ExpertFetch : uint8_t { Mapped = 0, Staged = 1 };
+
+struct SessionOptions {
+    unsigned threads = 0;             // 0 = hardware concurrency
+    uint32_t context_length = 0;      // 0 = the model's max_seq_len, capped at kDefaultContextCap
+    ExpertFetch expert_fetch = ExpertFetch::Mapped;
+    unsigned fetch_threads = 2;       // reader threads for ExpertFetch::Staged
+    // Kernel path of this session; unset = selected_isa() (CFLOW_ISA or the best this CPU has).
+    // Tests pin an f32-activation path (not the VNNI one, which quantizes activations to int8);
+    // Session::create fails (Unsupported) when the CPU/OS does not support the requested path.
+    std::optional<Isa> isa;
+    static constexpr uint32_t kDefaultContextCap = 8192;
+};
+
+class Session {
+public:
+    // Fails with Unsupported for an ISA this CPU lacks, InvalidInput for a context whose KV cache
+    // exceeds the 64 GiB cap, Io when staged expert reads cannot open the file, OutOfMemory when
+    // the KV cache or scratch buffers cannot be allocated.
+    static Result<std::unique_ptr<Session>> create(std::shared_ptr<const Model> model, const SessionOptions& options = {});
+    ~Session();
+
+    // Feeds `token` at position(); returns the next-token logits [vocab] when want_logits
+    // (an empty span otherwise: prompt tokens before the last skip the LM head).
+    // Fails with ContextFull when the context is full, InvalidInput when the token id is out of
+    // range or expert data is corrupt, Io when a staged expert read fails, OutOfMemory when an
+    // allocation fails (position() is then unchanged).
+    Result<std::span<const float>> step(int32_t token, bool want_logits = true);
+
+    void reset();                                 // forget the context (KV cache)
+    // Keeps the first `tokens` positions of the context and forgets the rest (no-op when
+    // tokens >= position()). Valid because a step's only lasting state is its KV-cache entry.
+    void truncate(uint32_t tokens) { position_ = tokens < position_ ? tokens : position_; }
+    bool staged_direct_io() const;                // staged expert reads bypass the page cache
+    uint32_t position() const { return position_; }
+    uint32_t context_length() const { return context_length_; }
+    const Model& model() const { return *model_; }
+    unsigned threads() const { return pool_.size(); }
+    Isa isa() const { return kernels_->isa; }
+    // What the last step() read and computed, per effective layer.
+    const TokenTelemetry& telemetry() const { return telemetry_; }
+
+private:
+    Session(std::shared_ptr<const Model> model, const SessionOptions& options, uint32_t context_length);
+    Result<std::span<const float>> step_unguarded(int32_t token, bool want_logits);  // step() minus the bad_alloc guard
+    struct Buffers;
+    struct Routing;
+
+    // Building blocks (layer_ops.cpp). Vectors are [d] f32 unless noted.
+    void embed(int32_t token, float* out);
+    void attention(uint32_t layer, uint32_t kv_slot, const float* x, float* out, LayerRecord& rec);  // out = Attn(Norm_attn(x))
+    void dense_ffn(uint32_t layer, const float* x, float* out, LayerRecord& rec);                   // out = FFN(Norm_ffn(x))
+    // Router of `layer` on Norm(x) with the given norm weights; saves the normalised input for deferred experts.
+    void route(uint32_t layer, const SegmentView& norm, const float* x, Routing& routing, LayerRecord& rec);
+    Status run_experts(const Routing& routing, float* out, LayerRecord& rec);                        // out += MoE(r)
+    Status moe_now(uint32_t layer, const SegmentView& norm, const float* x, float* out, LayerRecord& rec);
+    // One output vector per interleaved part of the segment (Q, K, V / gate, up / one): a fixed
+    // array, so a matvec never allocates.
+    using MatvecOutputs = std::array<float*, 3>;
+    void matvec(const SegmentView& segment, const MatvecOutputs& outputs, const float* x);
+    void matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
+                      const MatvecOutputs& outputs, const float* x);
+    void output_logits();
+
+    // Combine-style drivers (combine_styles.cpp): one token through all layers.
+    Status forward_sequential();
+    Status forward_parallel_sqrt2();
+    Status forward_delayed();         // DelayedSum and AsyncExperts
+    Status forward_decoupled();
+    Status forward_pipeline_registers();
+    Status forward_fixed_point();
+
+    std::shared_ptr<const Model> model_;
+    const Kernels* kernels_;
+    ThreadPool pool_;
+    uint32_t context_length_;
+    uint32_t position_ = 0;
+    std::unique_ptr<Buffers> buf_;
+    TokenTelemetry telemetry_;
+    std::unique_ptr<class ExpertFetcher> fetcher_;  // ExpertFetch::Staged only
+};
+
+} // namespace cflow

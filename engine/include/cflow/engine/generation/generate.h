@@ -1,0 +1,58 @@
+#pragma once
+// The generation loop: prompt prefill, sampling, streaming text, stop conditions, timings.
+// Runs on the caller's thread (the engine worker); never throws.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cflow/engine/generation/sampler.h"
+#include "cflow/engine/forward/session.h"
+#include "cflow/engine/forward/telemetry.h"
+#include "cflow/base/cancel.h"
+#include "cflow/base/result.h"
+
+namespace cflow {
+
+// Why a generation that succeeded ended. Cancellation is not a stop reason: like every job,
+// a cancelled generation returns ErrorKind::Cancelled (its tokens were already streamed).
+enum class StopReason : uint8_t { MaxTokens, EndOfGeneration, StopToken, ContextFull, CallbackStopped };
+std::string_view stop_reason_name(StopReason reason);
+
+struct GenerateRequest {
+    std::vector<int32_t> prompt;          // already tokenized (BOS included when wanted)
+    SamplingParams sampling;
+    int32_t max_tokens = 256;             // generated tokens, not counting the prompt
+    std::vector<int32_t> stop_tokens;     // extra ids that end generation (not emitted)
+    bool stop_at_end_of_generation = true;  // EOS, and BOS which llama2.c-style story models emit between stories
+    // Called on the generating thread after every forward step (prompt and generated tokens).
+    std::function<void(const TokenTelemetry&)> on_step;
+};
+
+struct GenerateStats {
+    uint32_t prompt_tokens = 0;
+    uint32_t generated_tokens = 0;
+    double prompt_ms = 0;                 // prefill wall time
+    double decode_ms = 0;                 // wall time of the generated tokens after the first
+    double time_to_first_token_ms = 0;    // from start to the first generated token
+    StopReason stop_reason = StopReason::MaxTokens;
+    double prompt_tokens_per_s() const { return prompt_ms > 0 ? prompt_tokens * 1000.0 / prompt_ms : 0; }
+    double decode_tokens_per_s() const {
+        return decode_ms > 0 && generated_tokens > 1 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0;
+    }
+};
+
+// Called for each generated token with the newly completed UTF-8 text (may be empty while a
+// multi-byte character is incomplete). Return false to stop.
+using TokenCallback = std::function<bool(int32_t token, std::string_view text)>;
+
+// Continues the session's context with request.prompt, then samples up to max_tokens.
+// Errors: ContextFull when the prompt does not fit, Cancelled when `cancel` was set (within one
+// token), OutOfMemory, or the step's own error. `stats_so_far`, when given, holds the counts and
+// timings of whatever ran, on every return (a cancelled reply's speed is still worth showing).
+// Thread safety: runs on the caller's thread; only `cancel` may be touched from other threads.
+Result<GenerateStats> generate(Session& session, const GenerateRequest& request, const TokenCallback& on_token,
+                               const CancelToken* cancel = nullptr, GenerateStats* stats_so_far = nullptr);
+
+} // namespace cflow

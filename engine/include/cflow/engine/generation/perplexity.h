@@ -1,0 +1,53 @@
+#pragma once
+// Sliding-window perplexity of a token stream under a session's model: the number the model zoo's
+// results, `cflow perplexity` and the comparison wizard report. Runs on the caller's thread; never throws.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cflow/base/cancel.h"
+#include "cflow/base/result.h"
+
+namespace cflow {
+
+class Session;
+class Tokenizer;
+
+struct PerplexityOptions {
+    uint32_t context_tokens = 0;  // window length; 0 = the session's context length
+    uint32_t stride_tokens = 0;   // window advance; 0 = context_tokens (non-overlapping windows)
+    uint64_t max_scored_tokens = 0;  // stop after this many scored tokens; 0 = the whole stream
+};
+
+struct PerplexityStats {
+    double total_nll = 0;          // sum of -ln p(token | window prefix), nats
+    uint64_t scored_tokens = 0;    // every stream token after the first is scored at most once
+    uint64_t evaluated_tokens = 0; // forward steps run (> scored when windows overlap)
+    uint32_t windows = 0;
+    uint32_t context_tokens = 0;   // the window and stride used (options resolved against the session)
+    uint32_t stride_tokens = 0;
+    double elapsed_ms = 0;
+    double mean_nll() const { return scored_tokens ? total_nll / double(scored_tokens) : 0; }
+    double perplexity() const;
+};
+
+// Called after every window with (scored so far, tokens to score in all); return false to cancel.
+using PerplexityProgress = std::function<bool(uint64_t scored_tokens, uint64_t total_tokens)>;
+
+// Windows of context_tokens + 1 ids starting every stride_tokens ids; each window starts from an
+// empty KV cache and scores only the targets the previous window did not, so with stride < context
+// every scored token sees at least context - stride tokens of history (the HF "strided" recipe).
+// ids: [N] token ids, N >= 2.
+Result<PerplexityStats> perplexity(Session& session, std::span<const int32_t> ids, const PerplexityOptions& options,
+                                   const PerplexityProgress& progress = {}, const CancelToken* cancel = nullptr);
+
+// A text file as scored documents: split at "<|endoftext|>" when the text contains it, otherwise at
+// blank lines; each non-empty (trimmed) document becomes BOS text EOS (where the vocabulary has them),
+// concatenated. The same recipe as resources/training/evaluate.py, so both report one number.
+std::vector<std::string> split_documents(std::string_view text);
+std::vector<int32_t> tokenize_documents(const Tokenizer& tokenizer, const std::vector<std::string>& documents);
+
+} // namespace cflow

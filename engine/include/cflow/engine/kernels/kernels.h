@@ -1,0 +1,45 @@
+#pragma once
+// Compute kernels with run-time ISA dispatch. The scalar kernels are the specification;
+// every SIMD path is tested against them (tests/engine/kernels_test.cpp) with named tolerances.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "cflow/formats/dtype.h"
+
+namespace cflow {
+
+// Kernel paths. Scalar, Avx2 and Avx512 multiply quantized weights by f32 activations: the
+// exactness references. Avx2Int8, AvxVnni and Avx512Vnni quantize each activation block to
+// int8 and use integer dot products (vpmaddubsw, VEX vpdpbusd, EVEX vpdpbusd): the fast paths,
+// preferred by detect_best_isa() in the order Avx512Vnni, AvxVnni, Avx2Int8, Avx512, Avx2, Scalar.
+enum class Isa : uint8_t { Scalar = 0, Avx2 = 1, Avx512 = 2, Avx512Vnni = 3, Avx2Int8 = 4, AvxVnni = 5 };
+
+// "scalar", "avx2", "avx512", "avx512vnni", "avx2int8", "avxvnni"
+std::string_view isa_name(Isa isa);
+std::optional<Isa> parse_isa(std::string_view name);
+bool isa_supported(Isa isa);                           // CPUID + XCR0 (OS saves the registers)
+Isa detect_best_isa();
+// detect_best_isa(), or the path named by the environment variable CFLOW_ISA when that path
+// is supported (tests force each path with it). Decided once per process.
+Isa selected_isa();
+
+bool isa_quantizes_activations(Isa isa);               // the int8 paths
+
+struct Kernels {
+    Isa isa;
+    // y[r] += sum_c W[r][c] * x[c] for r < rows, c < cols, where W is a tile payload of the
+    // given dtype (layout in cflow_layout.h). x: [cols] f32, y: [rows] f32. On the int8 paths
+    // Q4_0/Q8_0 tiles see x quantized per 32-block (bounded error, kernels_test.cpp).
+    void (*tile_matvec)(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y);
+    // sum_i a[i] * b[i]
+    float (*dot)(const float* a, const float* b, size_t n);
+    // y[i] += alpha * x[i]
+    void (*axpy)(float alpha, const float* x, float* y, size_t n);
+};
+
+const Kernels& kernels_for(Isa isa);  // isa must be supported
+const Kernels& active_kernels();      // kernels_for(selected_isa())
+
+} // namespace cflow

@@ -1,0 +1,195 @@
+#include "cflow/engine/chat/chat_session.h"
+
+#include <algorithm>
+#include <new>
+
+namespace cflow {
+namespace {
+
+std::string special_piece(const Tokenizer& tokenizer, int32_t id) { return id >= 0 ? tokenizer.piece(id) : std::string(); }
+
+bool is_end_candidate(const Tokenizer& tokenizer, int32_t id) {
+    return tokenizer.is_control(id) && id != tokenizer.eos_id() && id != tokenizer.bos_id() && !tokenizer.piece(id).empty();
+}
+
+// Conversations the template is asked to render to find the markers it writes even when it
+// builds them from pieces ('<|' + role + '|>'). Templates that reject a system message or
+// need strict alternation still render one of them.
+const std::vector<std::vector<ChatMessage>>& probe_conversations() {
+    static const std::vector<std::vector<ChatMessage>> probes = {
+        {{"system", "s", ""}, {"user", "u", ""}, {"assistant", "a", ""}, {"user", "v", ""}},
+        {{"user", "u", ""}, {"assistant", "a", ""}, {"user", "v", ""}},
+    };
+    return probes;
+}
+
+} // namespace
+
+std::vector<int32_t> end_of_turn_tokens(const Tokenizer& tokenizer, const ChatTemplate* chat_template) {
+    std::vector<int32_t> ids;
+    if (!chat_template) return ids;
+    const std::string& source = chat_template->source();
+    const auto vocab = static_cast<int32_t>(tokenizer.vocab_size());
+    for (int32_t id = 0; id < vocab; ++id)
+        if (is_end_candidate(tokenizer, id) && source.find(tokenizer.piece(id)) != std::string::npos) ids.push_back(id);
+    TemplateOptions options;
+    options.bos_token = special_piece(tokenizer, tokenizer.bos_id());
+    options.eos_token = special_piece(tokenizer, tokenizer.eos_id());
+    for (const auto& probe : probe_conversations()) {
+        auto rendered = chat_template->render(probe, options);
+        if (!rendered) continue;
+        for (int32_t id : tokenizer.encode(*rendered, /*add_special=*/false, /*parse_special=*/true))
+            if (is_end_candidate(tokenizer, id)) ids.push_back(id);
+    }
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return ids;
+}
+
+std::vector<int32_t> encode_chat_prompt(const Tokenizer& tokenizer, const std::string& prompt) {
+    std::vector<int32_t> ids = tokenizer.encode(prompt, /*add_special=*/false, /*parse_special=*/true);
+    const int32_t bos = tokenizer.bos_id();
+    // The vocabulary's own rule decides whether BOS belongs at the start (add_bos_token);
+    // a template that wrote it already does not get a second one.
+    const std::vector<int32_t> specials = tokenizer.encode("", /*add_special=*/true);
+    const bool wants_bos = bos >= 0 && !specials.empty() && specials.front() == bos;
+    if (wants_bos && (ids.empty() || ids.front() != bos)) ids.insert(ids.begin(), bos);
+    return ids;
+}
+
+ChatSession::ChatSession(std::shared_ptr<const Model> model, std::unique_ptr<Session> session)
+    : model_(std::move(model)), session_(std::move(session)) {
+    const Tokenizer& tokenizer = model_->tokenizer();
+    template_options_.add_generation_prompt = true;
+    template_options_.bos_token = special_piece(tokenizer, tokenizer.bos_id());
+    template_options_.eos_token = special_piece(tokenizer, tokenizer.eos_id());
+    if (model_->chat_template().empty()) {
+        template_note_ = "the model has no chat template";
+    } else if (auto compiled = ChatTemplate::compile(model_->chat_template())) {
+        template_ = std::move(compiled).value();
+    } else {
+        template_note_ = "the model's chat template does not compile: " + compiled.error();
+    }
+    end_of_turn_ = cflow::end_of_turn_tokens(tokenizer, template_ ? &*template_ : nullptr);
+}
+
+std::optional<std::string> ChatSession::render_with_template(const std::vector<ChatMessage>& messages,
+                                                             std::string& note) const {
+    if (!template_) {
+        note = template_note_;
+        return std::nullopt;
+    }
+    auto rendered = template_->render(messages, template_options_);
+    if (rendered) return std::move(rendered).value();
+    note = "the model's chat template failed: " + rendered.error();
+    return std::nullopt;
+}
+
+Result<PreparedTurn> ChatSession::prepare(const std::vector<ChatMessage>& messages) const {
+    PreparedTurn turn;
+    try {
+        if (auto text = render_with_template(messages, turn.note)) {
+            turn.text = std::move(*text);
+            turn.source = PromptSource::ModelTemplate;
+        } else {
+            turn.text = render_fallback_chat(messages, /*add_generation_prompt=*/true);
+            turn.source = PromptSource::Fallback;
+        }
+    } catch (const std::bad_alloc&) {
+        return out_of_memory_error("rendering the conversation");
+    }
+    return finish_prepare(std::move(turn));
+}
+
+Result<PreparedTurn> ChatSession::prepare_raw(const std::string& text) const {
+    PreparedTurn turn;
+    turn.text = text;
+    turn.source = PromptSource::Raw;
+    turn.note = "raw prompt: no chat template applied";
+    return finish_prepare(std::move(turn));
+}
+
+Result<PreparedTurn> ChatSession::finish_prepare(PreparedTurn turn) const {
+    try {
+        turn.ids = encode_chat_prompt(model_->tokenizer(), turn.text);
+    } catch (const std::bad_alloc&) {
+        return out_of_memory_error("tokenizing the prompt");
+    }
+    if (turn.ids.empty()) return make_error("the prompt is empty: it encodes to no tokens");
+    turn.context_length = session_->context_length();
+    // KV reuse by token prefix: the longest common prefix of the cached ids and the new prompt
+    // is kept, the rest recomputed (a reply that re-encodes differently costs only its tail; a
+    // regenerated reply keeps the whole prompt). At least the last prompt token is always fed,
+    // for fresh logits. The cache is only trusted while the session holds exactly what was recorded.
+    if (session_->position() == cached_.size()) {
+        const size_t limit = std::min(cached_.size(), turn.ids.size() - 1);
+        turn.reused_tokens = static_cast<size_t>(
+            std::mismatch(cached_.begin(), cached_.begin() + static_cast<std::ptrdiff_t>(limit), turn.ids.begin()).first -
+            cached_.begin());
+    }
+    return turn;
+}
+
+void ChatSession::forget() {
+    session_->reset();
+    cached_.clear();
+}
+
+Status ChatSession::reply(const PreparedTurn& turn, const ReplyOptions& options, const PieceCallback& on_piece,
+                          const CancelToken* cancel, ChatTurnOutcome& outcome) {
+    outcome = ChatTurnOutcome{};
+    outcome.context_used = session_->position();
+    if (!turn.fits())
+        return make_error(ErrorKind::ContextFull, "the conversation needs " + std::to_string(turn.ids.size()) +
+                                                      " tokens and the context holds " +
+                                                      std::to_string(session_->context_length()));
+    // Re-check the plan: the cache may have changed since prepare().
+    size_t reused = turn.reused_tokens;
+    if (reused > 0 && (session_->position() != cached_.size() || reused > cached_.size() || reused >= turn.ids.size() ||
+                       !std::equal(turn.ids.begin(), turn.ids.begin() + static_cast<std::ptrdiff_t>(reused), cached_.begin())))
+        reused = 0;
+    if (reused == 0) {
+        forget();
+    } else {
+        session_->truncate(static_cast<uint32_t>(reused));
+        cached_.resize(reused);
+    }
+
+    GenerateRequest request;
+    request.prompt.assign(turn.ids.begin() + static_cast<std::ptrdiff_t>(reused), turn.ids.end());
+    request.sampling = options.sampling;
+    request.max_tokens = std::max(0, options.max_tokens);
+    request.stop_at_end_of_generation = !options.ignore_end_of_turn;
+    if (!options.ignore_end_of_turn) request.stop_tokens = end_of_turn_;
+    request.on_step = options.on_step;
+
+    Session& session = *session_;
+    const TokenCallback on_token = [&](int32_t token, std::string_view text) {
+        if (token >= 0) outcome.tokens.push_back(token);
+        outcome.text.append(text);
+        // generate() feeds the token right after this callback, at the current position.
+        if (on_piece) on_piece(ChatPiece{token, text, session.position()});
+        return true;
+    };
+    Result<GenerateStats> result = GenerateStats{};
+    try {
+        result = generate(session, request, on_token, cancel, &outcome.stats);
+    } catch (const std::bad_alloc&) {
+        result = out_of_memory_error("reply");
+    }
+    outcome.context_used = session.position();
+    if (!result && result.kind() != ErrorKind::Cancelled) {
+        forget();  // the cache's state is unknown after a failed step
+        outcome.context_used = 0;
+        return result.take_error();
+    }
+    // Everything stepped is in the cache, in order: the prompt, then the tokens fed so far
+    // (a reply cut by cancellation or the context keeps what was computed).
+    cached_ = turn.ids;
+    cached_.insert(cached_.end(), outcome.tokens.begin(), outcome.tokens.end());
+    cached_.resize(std::min<size_t>(cached_.size(), session.position()));
+    if (!result) return result.take_error();
+    return {};
+}
+
+} // namespace cflow

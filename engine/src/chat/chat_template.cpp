@@ -1,0 +1,166 @@
+// The chat-template layer: binds the transformers chat variables and globals
+// (raise_exception, strftime_now) to the sandboxed Jinja interpreter and converts its internal
+// errors into cflow::Error.
+#include "cflow/engine/chat/chat_template.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <ctime>
+#include <mutex>
+#include <new>
+
+#include <nlohmann/json.hpp>
+
+#include "chat/jinja/jinja_interpreter.h"
+#include "chat/jinja/jinja_parser.h"
+
+namespace cflow {
+
+struct ChatTemplate::Compiled {
+    std::string source;
+    // Parsed with trim_blocks = lstrip_blocks = true (the transformers setup); other
+    // whitespace options re-parse at render time because they change the token stream.
+    std::unique_ptr<jinja::Program> program;
+};
+
+namespace {
+
+using jinja::Value;
+
+std::string format_local_time(const std::string& format) {
+    // std::localtime shares a static buffer; serialize the call and copy the result out.
+    static std::mutex mutex;
+    std::time_t now = std::time(nullptr);
+    std::tm local{};
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        const std::tm* tm = std::localtime(&now);
+        if (tm) local = *tm;
+    }
+    if (format.empty()) return "";
+    std::string buffer(256 + format.size() * 8, '\0');
+    size_t n = std::strftime(buffer.data(), buffer.size(), format.c_str(), &local);
+    buffer.resize(n);
+    return buffer;
+}
+
+jinja::ScopePtr make_chat_globals() {
+    jinja::ScopePtr globals = jinja::make_builtin_scope();
+    globals->vars["raise_exception"] = Value::callable("raise_exception", [](jinja::Interpreter& in, jinja::CallArgs& args) -> Value {
+        jinja::fail(args.positional.empty() ? std::string("raise_exception() called") : in.str(args.positional[0]));
+    });
+    globals->vars["strftime_now"] = Value::callable("strftime_now", [](jinja::Interpreter&, jinja::CallArgs& args) {
+        if (args.positional.empty() || !args.positional[0].is_string()) jinja::fail("strftime_now(format) needs a format string");
+        return Value(format_local_time(args.positional[0].str()));
+    });
+    return globals;
+}
+
+Value parse_json_argument(const std::string& text, const char* what) {
+    try {
+        return jinja::parse_json_value(text);
+    } catch (jinja::JinjaError& e) {
+        jinja::fail(std::string(what) + ": " + e.message);
+    }
+}
+
+} // namespace
+
+ChatTemplate::ChatTemplate(std::shared_ptr<const Compiled> compiled) : compiled_(std::move(compiled)) {}
+
+const std::string& ChatTemplate::source() const { return compiled_->source; }
+
+Result<ChatTemplate> ChatTemplate::compile(std::string source) {
+    try {
+        auto compiled = std::make_shared<Compiled>();
+        compiled->program = jinja::parse_template(source, jinja::LexerOptions{true, true});
+        compiled->source = std::move(source);
+        return ChatTemplate(std::move(compiled));
+    } catch (const jinja::JinjaError& e) {
+        return make_error("chat template: " + e.message);
+    } catch (const std::bad_alloc&) {
+        return make_error("chat template: out of memory while compiling");
+    } catch (const std::exception& e) {
+        return make_error(std::string("chat template: internal error while compiling: ") + e.what());
+    }
+}
+
+Result<std::string> ChatTemplate::render(const std::string& messages_json, const TemplateOptions& options) const {
+    jinja::ContainerRegistry registry;  // declared first: outlives every Value of this render
+    try {
+        const jinja::Program* program = compiled_->program.get();
+        std::unique_ptr<jinja::Program> reparsed;
+        if (!options.trim_blocks || !options.lstrip_blocks) {
+            reparsed = jinja::parse_template(compiled_->source, jinja::LexerOptions{options.trim_blocks, options.lstrip_blocks});
+            program = reparsed.get();
+        }
+        Value messages = parse_json_argument(messages_json, "messages_json");
+        if (!messages.is_array()) jinja::fail("messages_json must be a JSON array, got " + jinja::type_name(messages));
+
+        jinja::ScopePtr globals = make_chat_globals();
+        globals->vars["messages"] = messages;
+        globals->vars["add_generation_prompt"] = Value(options.add_generation_prompt);
+        globals->vars["bos_token"] = Value(options.bos_token);
+        globals->vars["eos_token"] = Value(options.eos_token);
+        if (!options.tools_json.empty()) globals->vars["tools"] = parse_json_argument(options.tools_json, "tools_json");
+        if (!options.extra_kwargs_json.empty()) {
+            Value extra = parse_json_argument(options.extra_kwargs_json, "extra_kwargs_json");
+            if (!extra.is_object()) jinja::fail("extra_kwargs_json must be a JSON object");
+            for (const auto& [key, value] : extra.obj().entries()) globals->vars[key.str()] = value;
+        }
+
+        jinja::Limits limits;
+        limits.max_steps = options.max_steps;
+        limits.max_output_bytes = static_cast<size_t>(std::min<uint64_t>(options.max_output_bytes, SIZE_MAX / 4));
+        jinja::Interpreter interpreter(limits);
+        return interpreter.render(*program, globals);
+    } catch (const jinja::JinjaError& e) {
+        return make_error("chat template: " + e.message);
+    } catch (const std::bad_alloc&) {
+        return make_error("chat template: out of memory while rendering");
+    } catch (const std::length_error&) {
+        return make_error("chat template: value too large while rendering");
+    } catch (const std::exception& e) {
+        // A bug in the interpreter, not in the template; reported rather than thrown across the API.
+        return make_error(std::string("chat template: internal error while rendering: ") + e.what());
+    }
+}
+
+Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages, const TemplateOptions& options) const {
+    using json = nlohmann::ordered_json;
+    json array = json::array();
+    try {
+        for (size_t i = 0; i < messages.size(); ++i) {
+            json m = json::object();
+            m["role"] = messages[i].role;
+            m["content"] = messages[i].content;
+            if (!messages[i].extra_json.empty()) {
+                json extra = json::parse(messages[i].extra_json);
+                if (!extra.is_object())
+                    return make_error("chat template: message " + std::to_string(i) + " extra_json must be a JSON object");
+                for (auto it = extra.begin(); it != extra.end(); ++it) m[it.key()] = it.value();
+            }
+            array.push_back(std::move(m));
+        }
+        // Invalid UTF-8 in a content becomes U+FFFD instead of failing the whole render.
+        return render(array.dump(-1, ' ', false, json::error_handler_t::replace), options);
+    } catch (const json::exception& e) {
+        return make_error(std::string("chat template: message extra_json: ") + e.what());
+    } catch (const std::bad_alloc&) {
+        return make_error("chat template: out of memory while preparing messages");
+    }
+}
+
+std::string render_fallback_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+    std::string out;
+    for (const ChatMessage& m : messages) {
+        out += m.role;
+        out += ": ";
+        out += m.content;
+        out += '\n';
+    }
+    if (add_generation_prompt) out += "assistant: ";
+    return out;
+}
+
+} // namespace cflow

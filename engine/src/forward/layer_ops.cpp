@@ -1,0 +1,249 @@
+// The building blocks of a layer: attention with the KV cache, the dense FFN, routing and
+// conditional expert execution (only the selected experts' tiles are touched), and the
+// bytes each reads, recorded per stream.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "cflow/formats/tile_codec.h"
+#include "forward/ops.h"
+#include "forward/session_state.h"
+
+namespace cflow {
+namespace {
+
+uint64_t seg_bytes(const SegmentView* s) { return s ? s->bytes : 0; }
+size_t idx(Stream s) { return static_cast<size_t>(s); }
+
+float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
+
+} // namespace
+
+void Session::matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
+                           const MatvecOutputs& outputs, const float* x) {
+    const auto* k = kernels_;
+    pool_.parallel_for(stripes.size(), [&](size_t begin, size_t end) {
+        for (size_t s = begin; s < end; ++s) {
+            const StripeRef& stripe = stripes[s];
+            float* y = outputs[stripe.part] + stripe.row_offset;  // [stripe.rows]
+            std::fill(y, y + stripe.rows, 0.0f);
+            for (uint32_t t = 0; t < stripe.n_tiles; ++t) {
+                const TileRef& tile = tiles[stripe.first_tile + t];
+                k->tile_matvec(dtype, tile.payload, tile.rows, tile.cols, x + tile.col_offset, y);
+            }
+        }
+    });
+}
+
+void Session::matvec(const SegmentView& segment, const MatvecOutputs& outputs, const float* x) {
+    matvec_tiles(segment.dtype, segment.tiles, segment.stripes, outputs, x);
+}
+
+void Session::embed(int32_t token, float* out) {
+    const SegmentView& emb = model_->token_embd();
+    const StripeRef& stripe = emb.stripes[uint32_t(token) / kTileRows];
+    const uint32_t row = uint32_t(token) - stripe.row_offset;
+    for (uint32_t t = 0; t < stripe.n_tiles; ++t) {
+        const TileRef& tile = emb.tiles[stripe.first_tile + t];
+        decode_tile_row(emb.dtype, tile.payload, tile.rows, tile.cols, row, out + tile.col_offset);
+        telemetry_.vocabBytes += tile_payload_bytes(emb.dtype, tile.rows, tile.cols) / tile.rows;
+    }
+    const GlobalHeader& h = model_->header();
+    float scale = 0.0f;
+    if (h.feature_flags & kFeatureEmbedScaleSqrtD) scale = std::sqrt(float(h.d_model));
+    else if (model_->params().embedding_scale != 0.0f) scale = model_->params().embedding_scale;
+    if (scale != 0.0f)
+        for (uint32_t i = 0; i < h.d_model; ++i) out[i] *= scale;
+}
+
+void Session::attention(uint32_t layer, uint32_t kv_slot, const float* x, float* out, LayerRecord& rec) {
+    const GlobalHeader& h = model_->header();
+    const ModelParams& p = model_->params();
+    const LayerWeights& w = model_->layers()[layer];
+    Buffers& b = *buf_;
+    const uint32_t dk = h.head_dim, n_heads = h.n_heads, n_kv = h.n_kv_heads;
+    const size_t kvdim = size_t(n_kv) * dk;
+
+    ops::rmsnorm(x, w.attn_norm->raw_f32(), b.xn.data(), h.d_model, p.norm_eps);
+    matvec(*w.qkv, {b.q.data(), b.k.data(), b.v.data()}, b.xn.data());
+    if (w.qkv_bias) {
+        const float* bias = w.qkv_bias->raw_f32();  // [q | k | v]
+        ops::add(b.q.data(), bias, b.q.size());
+        ops::add(b.k.data(), bias + b.q.size(), kvdim);
+        ops::add(b.v.data(), bias + b.q.size() + kvdim, kvdim);
+    }
+    if (w.q_norm)
+        for (uint32_t hd = 0; hd < n_heads; ++hd)
+            ops::rmsnorm(b.q.data() + size_t(hd) * dk, w.q_norm->raw_f32(), b.q.data() + size_t(hd) * dk, dk, p.norm_eps);
+    if (w.k_norm)
+        for (uint32_t hd = 0; hd < n_kv; ++hd)
+            ops::rmsnorm(b.k.data() + size_t(hd) * dk, w.k_norm->raw_f32(), b.k.data() + size_t(hd) * dk, dk, p.norm_eps);
+    if (h.feature_flags & kFeatureVNorm)
+        for (uint32_t hd = 0; hd < n_kv; ++hd)
+            ops::rmsnorm(b.v.data() + size_t(hd) * dk, nullptr, b.v.data() + size_t(hd) * dk, dk, p.norm_eps);
+
+    const uint32_t n_rot = ops::rotary_dims(dk, p.rope_fraction);
+    ops::rope_tables(position_, n_rot, p.rope_theta, b.rope_cos.data(), b.rope_sin.data());
+    for (uint32_t hd = 0; hd < n_heads; ++hd) ops::rope_apply(b.q.data() + size_t(hd) * dk, n_rot, b.rope_cos.data(), b.rope_sin.data());
+    for (uint32_t hd = 0; hd < n_kv; ++hd) ops::rope_apply(b.k.data() + size_t(hd) * dk, n_rot, b.rope_cos.data(), b.rope_sin.data());
+
+    float* k_slot = b.k_cache.data() + size_t(kv_slot) * context_length_ * kvdim;  // [context x kvdim]
+    float* v_slot = b.v_cache.data() + size_t(kv_slot) * context_length_ * kvdim;
+    std::memcpy(k_slot + size_t(position_) * kvdim, b.k.data(), kvdim * sizeof(float));
+    std::memcpy(v_slot + size_t(position_) * kvdim, b.v.data(), kvdim * sizeof(float));
+
+    const uint32_t n_pos = position_ + 1;
+    const uint32_t first = (h.sliding_window > 0 && n_pos > h.sliding_window) ? n_pos - h.sliding_window : 0;
+    const float scale = 1.0f / std::sqrt(float(dk));
+    const float softcap = p.attn_logit_softcap;
+    const auto* kern = kernels_;
+    pool_.parallel_for(n_heads, [&](size_t begin, size_t end) {
+        for (size_t hd = begin; hd < end; ++hd) {
+            const size_t kvh = hd * n_kv / n_heads;
+            const float* qh = b.q.data() + hd * dk;
+            float* sc = b.scores.data() + hd * context_length_;  // [n_pos]
+            for (uint32_t t = first; t < n_pos; ++t) {
+                float s = kern->dot(qh, k_slot + size_t(t) * kvdim + kvh * dk, dk) * scale;
+                if (softcap > 0.0f) s = softcap * std::tanh(s / softcap);
+                sc[t] = s;
+            }
+            ops::softmax(sc + first, n_pos - first);
+            float* o = b.attn.data() + hd * dk;
+            std::fill(o, o + dk, 0.0f);
+            for (uint32_t t = first; t < n_pos; ++t) kern->axpy(sc[t], v_slot + size_t(t) * kvdim + kvh * dk, o, dk);
+        }
+    });
+    matvec(*w.attn_out, {out}, b.attn.data());
+    rec.bytesRead[idx(Stream::Attention)] += seg_bytes(w.attn_norm) + seg_bytes(w.q_norm) + seg_bytes(w.k_norm) +
+                                             seg_bytes(w.qkv) + seg_bytes(w.qkv_bias) + seg_bytes(w.attn_out);
+}
+
+void Session::dense_ffn(uint32_t layer, const float* x, float* out, LayerRecord& rec) {
+    const GlobalHeader& h = model_->header();
+    const ModelParams& p = model_->params();
+    const LayerWeights& w = model_->layers()[layer];
+    if (!w.gate_up) {
+        std::fill(out, out + h.d_model, 0.0f);
+        return;
+    }
+    Buffers& b = *buf_;
+    ops::rmsnorm(x, w.ffn_norm->raw_f32(), b.xn.data(), h.d_model, p.norm_eps);
+    matvec(*w.gate_up, {b.gate.data(), b.up.data()}, b.xn.data());
+    ops::glu(static_cast<FfnActivation>(p.ffn_activation), b.gate.data(), b.up.data(), h.d_ff);
+    matvec(*w.down, {out}, b.gate.data());
+    rec.bytesRead[idx(Stream::Dense)] += seg_bytes(w.ffn_norm) + seg_bytes(w.gate_up) + seg_bytes(w.down);
+}
+
+void Session::route(uint32_t layer, const SegmentView& norm, const float* x, Routing& routing, LayerRecord& rec) {
+    const GlobalHeader& h = model_->header();
+    const ModelParams& p = model_->params();
+    const LayerWeights& w = model_->layers()[layer];
+    Buffers& b = *buf_;
+    const uint32_t E = h.n_experts, k = h.top_k, d = h.d_model;
+    routing.input.resize(d);
+    ops::rmsnorm(x, norm.raw_f32(), routing.input.data(), d, p.norm_eps);
+    const float* wr = w.router->raw_f32();  // [E x d]
+    for (uint32_t e = 0; e < E; ++e) b.router_logits[e] = kernels_->dot(wr + size_t(e) * d, routing.input.data(), d);
+
+    // Top-k by logit, ties toward the lower expert index.
+    std::array<uint16_t, 256> order{};
+    std::iota(order.begin(), order.begin() + E, uint16_t(0));
+    std::partial_sort(order.begin(), order.begin() + k, order.begin() + E, [&](uint16_t a, uint16_t c) {
+        return b.router_logits[a] > b.router_logits[c] || (b.router_logits[a] == b.router_logits[c] && a < c);
+    });
+    routing.layer = uint16_t(layer);
+    routing.n = uint8_t(k);
+    const float top = b.router_logits[order[0]];
+    if (static_cast<RouterMode>(p.router_mode) == RouterMode::SoftmaxAllNoRenorm) {
+        float sum = 0.0f;
+        for (uint32_t e = 0; e < E; ++e) sum += std::exp(b.router_logits[e] - top);
+        for (uint32_t i = 0; i < k; ++i) routing.weights[i] = std::exp(b.router_logits[order[i]] - top) / sum;
+    } else {
+        float sum = 0.0f;
+        for (uint32_t i = 0; i < k; ++i) sum += (routing.weights[i] = std::exp(b.router_logits[order[i]] - top));
+        for (uint32_t i = 0; i < k; ++i) routing.weights[i] /= sum;
+    }
+    for (uint32_t i = 0; i < k; ++i) routing.experts[i] = uint8_t(order[i]);
+    routing.tickets.fill(-1);
+    if (fetcher_) {
+        // Issue the reads now; run_experts waits for them at the injection layer.
+        for (uint32_t i = 0; i < k; ++i) {
+            auto view = model_->expert(layer, routing.experts[i]);
+            if (view) routing.tickets[i] = int32_t(fetcher_->request(view.value()->offset, view.value()->bytes));
+        }
+    }
+
+    rec.nSelected = uint8_t(k);
+    rec.experts = routing.experts;
+    rec.expertWeights = routing.weights;
+    rec.bytesRead[idx(Stream::Router)] += norm.bytes + seg_bytes(w.router) + uint64_t(k) * sizeof(ExpertEntry);
+}
+
+Status Session::run_experts(const Routing& routing, float* out, LayerRecord& rec) {
+    const GlobalHeader& h = model_->header();
+    const ModelParams& p = model_->params();
+    const LayerWeights& w = model_->layers()[routing.layer];
+    Buffers& b = *buf_;
+    const uint32_t d = h.d_model, eff = h.expert_d_ff;
+    const auto activation = static_cast<FfnActivation>(p.ffn_activation);
+    const DType dtype = w.expert_bank->dtype;
+    for (uint32_t i = 0; i < routing.n; ++i) {
+        auto view = model_->expert(routing.layer, routing.experts[i]);
+        if (!view) return view.take_error();
+        const ExpertView& ev = *view.value();
+        const std::vector<TileRef>* gate_up = &ev.gate_up;
+        const std::vector<TileRef>* down = &ev.down;
+        if (routing.tickets[i] >= 0) {
+            // Same tiles, read from the staging buffer: rebase every payload pointer.
+            auto staged = fetcher_->wait(uint32_t(routing.tickets[i]), rec.expertWaitUs);
+            if (!staged) return staged.take_error();
+            const uint8_t* mapped_base = model_->file().file().data() + ev.offset;
+            auto rebase = [&](const std::vector<TileRef>& from, std::vector<TileRef>& to) {
+                to = from;
+                for (TileRef& t : to) t.payload = staged.value() + (t.payload - mapped_base);
+            };
+            rebase(ev.gate_up, b.staged_gate_up);
+            rebase(ev.down, b.staged_down);
+            gate_up = &b.staged_gate_up;
+            down = &b.staged_down;
+        }
+        matvec_tiles(dtype, *gate_up, ev.gate_up_stripes, {b.gate.data(), b.up.data()}, routing.input.data());
+        ops::glu(activation, b.gate.data(), b.up.data(), eff);
+        matvec_tiles(dtype, *down, ev.down_stripes, {b.tmp.data()}, b.gate.data());
+        if (routing.tickets[i] >= 0) fetcher_->release(uint32_t(routing.tickets[i]));
+        kernels_->axpy(routing.weights[i], b.tmp.data(), out, d);
+        rec.bytesRead[idx(Stream::Expert)] += ev.bytes;
+    }
+    if (w.shared_gate_up) {
+        const uint32_t sff = p.shared_expert_d_ff;
+        matvec(*w.shared_gate_up, {b.gate.data(), b.up.data()}, routing.input.data());
+        ops::glu(activation, b.gate.data(), b.up.data(), sff);
+        matvec(*w.shared_down, {b.tmp.data()}, b.gate.data());
+        const float g = w.shared_gate ? sigmoid(kernels_->dot(w.shared_gate->raw_f32(), routing.input.data(), d)) : 1.0f;
+        kernels_->axpy(g, b.tmp.data(), out, d);
+        rec.bytesRead[idx(Stream::Expert)] += w.shared_gate_up->bytes + w.shared_down->bytes + seg_bytes(w.shared_gate);
+    }
+    rec.routing_layer = routing.layer;
+    return {};
+}
+
+Status Session::moe_now(uint32_t layer, const SegmentView& norm, const float* x, float* out, LayerRecord& rec) {
+    std::fill(out, out + model_->header().d_model, 0.0f);
+    route(layer, norm, x, buf_->routing, rec);
+    rec.injectionLayer = int16_t(rec.layer);
+    return run_experts(buf_->routing, out, rec);
+}
+
+void Session::output_logits() {
+    const GlobalHeader& h = model_->header();
+    Buffers& b = *buf_;
+    ops::rmsnorm(b.x.data(), model_->output_norm().raw_f32(), b.xn.data(), h.d_model, model_->params().norm_eps);
+    matvec(model_->lm_head(), {b.logits.data()}, b.xn.data());
+    if (const float c = h.final_logit_softcap; c > 0.0f)
+        for (float& z : b.logits) z = c * std::tanh(z / c);
+    telemetry_.vocabBytes += model_->output_norm().bytes + model_->lm_head().bytes;
+}
+
+} // namespace cflow

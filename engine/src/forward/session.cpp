@@ -1,0 +1,129 @@
+// Session lifetime, buffers and the per-token entry point; the layer math is in
+// layer_ops.cpp and the per-combine-style drivers in combine_styles.cpp.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <new>
+#include <string>
+
+#include "forward/session_state.h"
+
+namespace cflow {
+
+Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model, const SessionOptions& options) {
+    if (!model) return make_error("Session::create: no model");
+    if (options.isa && !isa_supported(*options.isa))
+        return make_error(ErrorKind::Unsupported, "Session::create: kernel path '" +
+                                                      std::string(isa_name(*options.isa)) +
+                                                      "' is not supported by this CPU/OS");
+    const GlobalHeader& h = model->header();
+    uint32_t ctx = options.context_length;
+    if (ctx == 0) ctx = std::min(h.max_seq_len > 0 ? h.max_seq_len : SessionOptions::kDefaultContextCap,
+                                 SessionOptions::kDefaultContextCap);
+    const uint64_t kv_floats = uint64_t(model->effective_layers()) * ctx * uint64_t(h.n_kv_heads) * h.head_dim;
+    constexpr uint64_t kMaxKvBytes = 64ull << 30;
+    if (kv_floats * 2 * sizeof(float) > kMaxKvBytes)
+        return make_error("context length " + std::to_string(ctx) + " needs " +
+                          std::to_string(kv_floats * 8 >> 20) + " MiB of KV cache; choose a shorter context");
+    try {
+        std::unique_ptr<ExpertFetcher> fetcher;
+        if (options.expert_fetch == ExpertFetch::Staged && h.n_experts > 0) {
+            auto f = ExpertFetcher::create(model->file().path(), options.fetch_threads);
+            if (!f) return f.take_error();
+            fetcher = std::move(f.value());
+        }
+        auto session = std::unique_ptr<Session>(new Session(std::move(model), options, ctx));
+        session->fetcher_ = std::move(fetcher);
+        return session;
+    } catch (const std::bad_alloc&) {
+        return make_error(ErrorKind::OutOfMemory,
+                          "out of memory allocating the KV cache for context length " + std::to_string(ctx));
+    }
+}
+
+Session::Session(std::shared_ptr<const Model> model, const SessionOptions& options, uint32_t context_length)
+    : model_(std::move(model)),
+      kernels_(options.isa ? &kernels_for(*options.isa) : &active_kernels()),
+      pool_(options.threads),
+      context_length_(context_length), buf_(std::make_unique<Buffers>()) {
+    const GlobalHeader& h = model_->header();
+    const size_t d = h.d_model, dk = h.head_dim, qdim = size_t(h.n_heads) * dk, kvdim = size_t(h.n_kv_heads) * dk;
+    const size_t hidden = std::max({size_t(h.d_ff), size_t(h.expert_d_ff), size_t(model_->params().shared_expert_d_ff)});
+    const size_t slots = model_->effective_layers();
+    Buffers& b = *buf_;
+    for (auto* v : {&b.x, &b.x2, &b.emb, &b.xn, &b.attn_out, &b.dense_out, &b.moe_out, &b.proj, &b.tmp}) v->resize(d);
+    b.q.resize(qdim);
+    b.k.resize(kvdim);
+    b.v.resize(kvdim);
+    b.attn.resize(qdim);
+    b.gate.resize(hidden);
+    b.up.resize(hidden);
+    b.router_logits.resize(h.n_experts);
+    b.scores.resize(size_t(h.n_heads) * context_length_);
+    b.logits.resize(h.vocab_size);
+    b.k_cache.resize(slots * context_length_ * kvdim);
+    b.v_cache.resize(slots * context_length_ * kvdim);
+    b.rope_cos.resize(dk / 2);
+    b.rope_sin.resize(dk / 2);
+    b.history.assign(size_t(std::max(h.dense_delay, h.expert_delay)) + 1, std::vector<float>(d));
+    b.routing.input.resize(d);
+    telemetry_.layers.resize(slots);
+}
+
+Session::~Session() = default;
+
+bool Session::staged_direct_io() const { return fetcher_ && fetcher_->direct(); }
+
+void Session::reset() { position_ = 0; }
+
+Result<std::span<const float>> Session::step(int32_t token, bool want_logits) {
+    // Scratch buffers are sized at create(), but routing, staged expert reads and the fetcher's
+    // slot table may still allocate; an allocation failure must come back as an error, not
+    // unwind through the caller. position() only advances on success, so the session stays usable.
+    try {
+        return step_unguarded(token, want_logits);
+    } catch (const std::bad_alloc&) {
+        return out_of_memory_error("step at position " + std::to_string(position_));
+    }
+}
+
+Result<std::span<const float>> Session::step_unguarded(int32_t token, bool want_logits) {
+    const GlobalHeader& h = model_->header();
+    if (token < 0 || uint32_t(token) >= h.vocab_size)
+        return make_error("token id " + std::to_string(token) + " is outside the vocabulary (size " +
+                          std::to_string(h.vocab_size) + ")");
+    if (position_ >= context_length_)
+        return make_error(ErrorKind::ContextFull, "context full: " + std::to_string(context_length_) + " tokens");
+    const auto t0 = std::chrono::steady_clock::now();
+    telemetry_.position = position_;
+    telemetry_.token = token;
+    telemetry_.vocabBytes = 0;
+    for (uint32_t i = 0; i < telemetry_.layers.size(); ++i) {
+        telemetry_.layers[i] = LayerRecord{};
+        telemetry_.layers[i].position = position_;
+        telemetry_.layers[i].layer = uint16_t(i);
+    }
+    embed(token, buf_->emb.data());
+
+    Status st;
+    switch (static_cast<CombineStyle>(h.combine_style)) {
+    case CombineStyle::Sequential: st = forward_sequential(); break;
+    case CombineStyle::ParallelSqrt2: st = forward_parallel_sqrt2(); break;
+    case CombineStyle::DelayedSum:
+    case CombineStyle::AsyncExperts: st = forward_delayed(); break;
+    case CombineStyle::DecoupledStreams: st = forward_decoupled(); break;
+    case CombineStyle::PipelineRegisters: st = forward_pipeline_registers(); break;
+    case CombineStyle::FixedPoint: st = forward_fixed_point(); break;
+    }
+    if (!st) return st.take_error();
+    ++position_;
+    std::span<const float> logits;
+    if (want_logits) {
+        output_logits();
+        logits = std::span<const float>(buf_->logits);
+    }
+    telemetry_.totalUs = std::chrono::duration<float, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    return logits;
+}
+
+} // namespace cflow

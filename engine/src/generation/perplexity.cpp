@@ -1,0 +1,123 @@
+#include "cflow/engine/generation/perplexity.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "cflow/engine/forward/session.h"
+#include "cflow/engine/tokenizer/tokenizer.h"
+
+namespace cflow {
+
+double PerplexityStats::perplexity() const { return std::exp(mean_nll()); }
+
+namespace {
+
+// -ln softmax(logits)[target], in double so long streams do not drift. logits: [V]
+double negative_log_prob(std::span<const float> logits, int32_t target) {
+    double max_logit = -INFINITY;
+    for (float v : logits) max_logit = std::max(max_logit, double(v));
+    double sum = 0;
+    for (float v : logits) sum += std::exp(double(v) - max_logit);
+    return max_logit + std::log(sum) - double(logits[size_t(target)]);
+}
+
+} // namespace
+
+Result<PerplexityStats> perplexity(Session& session, std::span<const int32_t> ids, const PerplexityOptions& options,
+                                   const PerplexityProgress& progress, const CancelToken* cancel) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (ids.size() < 2) return make_error("perplexity: the text has " + std::to_string(ids.size()) +
+                                          " tokens; at least 2 are needed to score one");
+    const uint32_t context = options.context_tokens ? options.context_tokens : session.context_length();
+    if (context > session.context_length())
+        return make_error("perplexity: window of " + std::to_string(context) + " tokens exceeds the context of " +
+                          std::to_string(session.context_length()) + " positions");
+    const uint32_t stride = options.stride_tokens ? options.stride_tokens : context;
+    if (stride > context)
+        return make_error("perplexity: stride " + std::to_string(stride) + " is larger than the window " +
+                          std::to_string(context) + " (tokens between windows would never be scored)");
+    const uint32_t vocab = session.model().header().vocab_size;
+    for (size_t i = 0; i < ids.size(); ++i)
+        if (ids[i] < 0 || uint32_t(ids[i]) >= vocab)
+            return make_error("perplexity: token " + std::to_string(i) + " has id " + std::to_string(ids[i]) +
+                              ", outside the vocabulary of " + std::to_string(vocab));
+
+    const uint64_t scorable = ids.size() - 1;
+    const uint64_t budget = options.max_scored_tokens ? std::min<uint64_t>(options.max_scored_tokens, scorable) : scorable;
+    PerplexityStats stats;
+    stats.context_tokens = context;
+    stats.stride_tokens = stride;
+    size_t scored_to = 0;  // targets ids[1 .. scored_to] are scored
+    for (size_t start = 0; start < ids.size() - 1 && stats.scored_tokens < budget; start += stride) {
+        const size_t end = std::min(start + context + 1, ids.size());  // window ids[start, end)
+        const size_t first_new = scored_to > start ? scored_to - start : 0;  // targets before this were scored
+        session.reset();
+        for (size_t i = start; i + 1 < end && stats.scored_tokens < budget; ++i) {
+            if (cancel && cancel->is_cancelled()) return cancelled_error("perplexity");
+            const bool score = i - start >= first_new;
+            auto logits = session.step(ids[i], score);
+            if (!logits) return logits.take_error();
+            ++stats.evaluated_tokens;
+            if (!score) continue;
+            stats.total_nll += negative_log_prob(logits.value(), ids[i + 1]);
+            ++stats.scored_tokens;
+        }
+        ++stats.windows;
+        scored_to = end - 1;
+        if (progress && !progress(stats.scored_tokens, budget)) return cancelled_error("perplexity");
+        if (end == ids.size()) break;
+    }
+    stats.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return stats;
+}
+
+std::vector<std::string> split_documents(std::string_view text) {
+    auto trim = [](std::string_view s) {
+        const char* ws = " \t\r\n\f\v";
+        const size_t a = s.find_first_not_of(ws);
+        if (a == std::string_view::npos) return std::string_view{};
+        return s.substr(a, s.find_last_not_of(ws) - a + 1);
+    };
+    std::vector<std::string> docs;
+    auto add = [&](std::string_view part) {
+        if (auto t = trim(part); !t.empty()) docs.emplace_back(t);
+    };
+    constexpr std::string_view kEndOfText = "<|endoftext|>";
+    if (text.find(kEndOfText) != std::string_view::npos) {
+        size_t pos = 0;
+        for (size_t hit; (hit = text.find(kEndOfText, pos)) != std::string_view::npos; pos = hit + kEndOfText.size())
+            add(text.substr(pos, hit - pos));
+        add(text.substr(pos));
+        return docs;
+    }
+    // Blank line = a newline, optional whitespace, a newline (Python's re "\n\s*\n").
+    size_t doc_start = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '\n') continue;
+        size_t j = i + 1;
+        while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r' || text[j] == '\f' ||
+                                   text[j] == '\v' || text[j] == '\n'))
+            ++j;
+        // the run i..j-1 must contain a second newline
+        if (std::find(text.begin() + long(i) + 1, text.begin() + long(j), '\n') == text.begin() + long(j)) continue;
+        add(text.substr(doc_start, i - doc_start));
+        doc_start = j;
+        i = j - 1;
+    }
+    add(text.substr(doc_start));
+    return docs;
+}
+
+std::vector<int32_t> tokenize_documents(const Tokenizer& tokenizer, const std::vector<std::string>& documents) {
+    std::vector<int32_t> ids;
+    for (const auto& doc : documents) {
+        if (tokenizer.bos_id() >= 0) ids.push_back(tokenizer.bos_id());
+        const auto piece = tokenizer.encode(doc, /*add_special=*/false);
+        ids.insert(ids.end(), piece.begin(), piece.end());
+        if (tokenizer.eos_id() >= 0) ids.push_back(tokenizer.eos_id());
+    }
+    return ids;
+}
+
+} // namespace cflow

@@ -1,0 +1,64 @@
+// `cflow bench --json`: one JSON object on one line with the figures BENCHMARKS.md is built
+// from, consistent with each other (bytes per token match the model's streams, the bandwidth
+// ratio is achieved over probed); no timing is asserted (these machines are shared and noisy).
+#include <nlohmann/json.hpp>
+
+#include "cflow/engine/kernels/kernels.h"
+#include "cflow/formats/converter.h"
+#include "cli_runner.h"
+#include "synthetic_model.h"
+#include "test_support.h"
+
+namespace cflow::test {
+namespace {
+
+std::string bench_model() {
+    SyntheticSpec spec;
+    spec.dtype = DType::Q8_0;
+    auto source = make_synthetic_model(spec);
+    const auto model = (temp_dir("bench_cli") / "m.cflow").string();
+    ConvertOptions options;
+    options.weight_quant = DType::Q4_0;
+    EXPECT_TRUE(convert_to_cflow(source, model, options).ok());
+    return model;
+}
+
+TEST(BenchCli, JsonHasEveryFigureOnOneLine) {
+    const std::string model = bench_model();
+    auto r = run_cflow({"bench", model, "--threads", "1", "--tokens", "4", "--prompt-tokens", "5", "--warmup", "1", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    for (const char* key : {"prefill_tokens_per_second", "decode_tokens_per_second", "decode_bytes_per_token",
+                            "read_bandwidth_bytes_per_second", "peak_rss_bytes", "decode_bandwidth_ratio"}) {
+        ASSERT_TRUE(j.contains(key)) << key;
+        EXPECT_GT(j[key].get<double>(), 0.0) << key;
+    }
+    EXPECT_EQ(j["threads"], 1);
+    EXPECT_EQ(j["prompt_tokens"], 5);
+    EXPECT_EQ(j["isa"], std::string(isa_name(selected_isa())));
+    const double ratio = j["decode_tokens_per_second"].get<double>() * j["decode_bytes_per_token"].get<double>() /
+                         j["read_bandwidth_bytes_per_second"].get<double>();
+    EXPECT_NEAR(j["decode_bandwidth_ratio"].get<double>(), ratio, 1e-9 * ratio);
+    ASSERT_TRUE(j.contains("mapped"));
+    EXPECT_DOUBLE_EQ(j["mapped"]["decode_bytes_per_token"].get<double>(), j["decode_bytes_per_token"].get<double>())
+        << "the same model reads the same bytes per token from a mapping and from anonymous memory";
+}
+
+TEST(BenchCli, TextReportNamesPathAndRatios) {
+    const std::string model = bench_model();
+    auto r = run_cflow({"bench", model, "--threads", "1", "--tokens", "2", "--prompt-tokens", "2", "--warmup", "0"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("kernel path " + std::string(isa_name(selected_isa()))), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("ratio achieved/measured"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("peak resident memory"), std::string::npos) << r.out;
+}
+
+TEST(BenchCli, BadArgumentsFailOnOneLine) {
+    expect_one_line_failure(run_cflow({"bench"}), "expected exactly one MODEL.cflow");
+    expect_one_line_failure(run_cflow({"bench", "x.cflow", "--prompt-tokens", "0"}), "--prompt-tokens");
+    expect_one_line_failure(run_cflow({"bench", "/nonexistent/m.cflow", "--tokens", "1"}), "/nonexistent/m.cflow");
+}
+
+} // namespace
+} // namespace cflow::test

@@ -1,0 +1,214 @@
+// The chat core's rules, each tested once here (the front ends only drive it): end-of-turn
+// tokens from the template (literal or built from pieces), the BOS rule, KV-cache reuse by
+// token prefix, the fallback with its reason, context-full and cancellation by error kind.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "cflow/engine/chat/chat_session.h"
+#include "cflow/formats/converter.h"
+#include "synthetic_model.h"
+#include "test_support.h"
+
+namespace cflow {
+namespace {
+
+constexpr uint32_t kVocab = 320;
+// The last ids become these control tokens.
+const std::vector<std::string> kControls = {"<|im_start|>", "<|im_end|>", "<|user|>", "<|assistant|>", "<|end|>"};
+int32_t id_of(const std::string& token) {
+    const auto it = std::find(kControls.begin(), kControls.end(), token);
+    return static_cast<int32_t>(kVocab - kControls.size() + size_t(it - kControls.begin()));
+}
+
+const char* kChatMl =
+    "{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+// Phi-3 builds '<|user|>' from pieces: only the probe rendering can find it.
+const char* kPhi3 =
+    "{% for m in messages %}{{ '<|' + m['role'] + '|>\\n' + m['content'] + '<|end|>\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}";
+const char* kWritesBos = "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}";
+
+std::shared_ptr<const Model> model_with(const std::string& name, const std::string& chat_template, uint32_t max_seq = 256) {
+    test::SyntheticSpec spec;
+    spec.vocab = kVocab;
+    spec.seed = 5;
+    spec.max_seq_len = max_seq;
+    SourceModel source = test::make_synthetic_model(spec);
+    auto tokens = *source.metadata.get_strings("tokenizer.ggml.tokens");
+    auto types = *source.metadata.get_ints("tokenizer.ggml.token_type");
+    for (const auto& token : kControls) {
+        tokens[size_t(id_of(token))] = token;
+        types[size_t(id_of(token))] = 3;
+    }
+    source.metadata.set("tokenizer.ggml.tokens", std::move(tokens));
+    source.metadata.set("tokenizer.ggml.token_type", std::move(types));
+    if (chat_template.empty()) source.metadata.erase("tokenizer.chat_template");
+    else source.metadata.set("tokenizer.chat_template", chat_template);
+    const auto path = test::temp_dir("chat_session_" + name) / "model.cflow";
+    ConvertOptions options;
+    options.weight_quant = DType::F32;
+    EXPECT_TRUE(convert_to_cflow(source, path.string(), options).ok());
+    auto model = Model::load(path.string());
+    EXPECT_TRUE(model.ok()) << (model.ok() ? "" : model.error());
+    return model.ok() ? model.value() : nullptr;
+}
+
+ChatSession chat_for(std::shared_ptr<const Model> model, uint32_t context = 0) {
+    SessionOptions options;
+    options.threads = 1;
+    options.context_length = context;
+    auto session = Session::create(model, options);
+    EXPECT_TRUE(session.ok());
+    return ChatSession(model, std::move(session).value());
+}
+
+ReplyOptions greedy(int32_t max_tokens) {
+    ReplyOptions options;
+    options.sampling.temperature = 0;
+    options.max_tokens = max_tokens;
+    options.ignore_end_of_turn = true;
+    return options;
+}
+
+TEST(ChatSession, EndOfTurnTokensComeFromTheTemplateLiteralOrBuilt) {
+    auto chatml = model_with("eot_chatml", kChatMl);
+    ASSERT_TRUE(chatml);
+    EXPECT_EQ(chat_for(chatml).end_of_turn_tokens(), (std::vector<int32_t>{id_of("<|im_start|>"), id_of("<|im_end|>")}));
+    auto phi3 = model_with("eot_phi3", kPhi3);
+    ASSERT_TRUE(phi3);
+    EXPECT_EQ(chat_for(phi3).end_of_turn_tokens(),
+              (std::vector<int32_t>{id_of("<|user|>"), id_of("<|assistant|>"), id_of("<|end|>")}))
+        << "'<|user|>' is only in the rendering, never literally in the source";
+    auto plain = model_with("eot_plain", "");
+    ASSERT_TRUE(plain);
+    EXPECT_TRUE(chat_for(plain).end_of_turn_tokens().empty());
+}
+
+TEST(ChatSession, BosIsPrependedOnceWhetherOrNotTheTemplateWritesIt) {
+    auto chatml = model_with("bos_chatml", kChatMl);
+    auto writes = model_with("bos_writes", kWritesBos);
+    ASSERT_TRUE(chatml && writes);
+    const int32_t bos = chatml->tokenizer().bos_id();
+    auto a = chat_for(chatml).prepare({{"user", "hello", ""}});
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ(a->ids.front(), bos);
+    EXPECT_EQ(a->ids[1], id_of("<|im_start|>")) << "control tokens written by the template are parsed";
+    auto b = chat_for(writes).prepare({{"user", "hello", ""}});
+    ASSERT_TRUE(b.ok());
+    ASSERT_GE(b->ids.size(), 2u);
+    EXPECT_EQ(b->ids[0], bos);
+    EXPECT_NE(b->ids[1], bos) << "a template that writes BOS must not get a second one";
+}
+
+TEST(ChatSession, SecondTurnReusesTheCacheAndMatchesAFreshSession) {
+    auto model = model_with("reuse", kChatMl);
+    ASSERT_TRUE(model);
+    ChatSession chat = chat_for(model);
+    std::vector<ChatMessage> messages = {{"user", "hello the cat", ""}};
+    auto first = chat.prepare(messages);
+    ASSERT_TRUE(first.ok());
+    EXPECT_EQ(first->reused_tokens, 0u);
+    ChatTurnOutcome one;
+    ASSERT_TRUE(chat.reply(*first, greedy(8), {}, nullptr, one).ok());
+    messages.push_back({"assistant", one.text, ""});
+    messages.push_back({"user", "and the dog", ""});
+    auto second = chat.prepare(messages);
+    ASSERT_TRUE(second.ok());
+    EXPECT_EQ(second->reused_tokens, first->ids.size() + one.tokens.size()) << "prompt and reply stay in the cache";
+    ChatTurnOutcome two;
+    ASSERT_TRUE(chat.reply(*second, greedy(8), {}, nullptr, two).ok());
+    EXPECT_EQ(two.stats.prompt_tokens, second->ids.size() - second->reused_tokens) << "only the rest is fed";
+
+    ChatSession fresh = chat_for(model);
+    auto again = fresh.prepare(messages);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->ids, second->ids);
+    ChatTurnOutcome reference;
+    ASSERT_TRUE(fresh.reply(*again, greedy(8), {}, nullptr, reference).ok());
+    EXPECT_EQ(two.tokens, reference.tokens) << "reusing the cache changes nothing but speed";
+}
+
+TEST(ChatSession, PiecesCarryTokenAndPosition) {
+    auto model = model_with("pieces", kChatMl);
+    ASSERT_TRUE(model);
+    ChatSession chat = chat_for(model);
+    auto turn = chat.prepare({{"user", "hello", ""}});
+    ASSERT_TRUE(turn.ok());
+    std::vector<ChatPiece> pieces;
+    std::string streamed;
+    ChatTurnOutcome outcome;
+    ASSERT_TRUE(chat.reply(*turn, greedy(5), [&](const ChatPiece& p) {
+        pieces.push_back({p.token, {}, p.position});
+        streamed.append(p.text);
+    }, nullptr, outcome).ok());
+    ASSERT_GE(pieces.size(), 5u);
+    for (size_t i = 0; i < 5; ++i) {
+        EXPECT_EQ(pieces[i].token, outcome.tokens[i]);
+        EXPECT_EQ(pieces[i].position, turn->ids.size() + i) << "the position the token is fed at";
+    }
+    EXPECT_EQ(streamed, outcome.text);
+}
+
+TEST(ChatSession, ContextFullIsAKindAndFeedsNothing) {
+    auto model = model_with("full", kChatMl);
+    ASSERT_TRUE(model);
+    ChatSession chat = chat_for(model, 16);
+    auto turn = chat.prepare({{"user", std::string(40, 'x'), ""}});
+    ASSERT_TRUE(turn.ok());
+    EXPECT_FALSE(turn->fits());
+    ChatTurnOutcome outcome;
+    const Status s = chat.reply(*turn, greedy(4), {}, nullptr, outcome);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.kind(), ErrorKind::ContextFull) << s.error();
+    EXPECT_EQ(chat.session().position(), 0u);
+}
+
+TEST(ChatSession, CancellationIsAKindAndTheCacheKeepsWhatWasComputed) {
+    auto model = model_with("cancel", kChatMl);
+    ASSERT_TRUE(model);
+    ChatSession chat = chat_for(model);
+    std::vector<ChatMessage> messages = {{"user", "hello", ""}};
+    auto turn = chat.prepare(messages);
+    ASSERT_TRUE(turn.ok());
+    CancelToken cancel;
+    ChatTurnOutcome outcome;
+    const Status s = chat.reply(*turn, greedy(50), [&](const ChatPiece& p) {
+        if (p.token >= 0 && outcome.tokens.size() >= 3) cancel.cancel();
+    }, &cancel, outcome);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.kind(), ErrorKind::Cancelled);
+    EXPECT_EQ(outcome.tokens.size(), 3u) << "stops within one token";
+    EXPECT_EQ(outcome.stats.generated_tokens, 3u) << "the stats of what ran are kept";
+    EXPECT_EQ(chat.cached_tokens().size(), chat.session().position());
+    EXPECT_EQ(chat.cached_tokens().size(), turn->ids.size() + 3) << "the prompt and every token fed";
+    messages.push_back({"assistant", outcome.text, ""});
+    messages.push_back({"user", "more", ""});
+    auto next = chat.prepare(messages);
+    ASSERT_TRUE(next.ok());
+    EXPECT_GE(next->reused_tokens, turn->ids.size()) << "a stopped turn's prompt is still reused";
+}
+
+TEST(ChatSession, FallbackCarriesTheReasonAndRawModeFeedsTextVerbatim) {
+    auto broken = model_with("broken", "{% for m in messages %}{{ m.content ");
+    ASSERT_TRUE(broken);
+    ChatSession chat = chat_for(broken);
+    EXPECT_FALSE(chat.has_model_template());
+    auto turn = chat.prepare({{"user", "hi", ""}});
+    ASSERT_TRUE(turn.ok());
+    EXPECT_EQ(turn->source, PromptSource::Fallback);
+    EXPECT_NE(turn->note.find("does not compile"), std::string::npos) << turn->note;
+    EXPECT_NE(turn->text.find("user: hi"), std::string::npos) << turn->text;
+
+    auto raw = chat.prepare_raw("<|im_start|>x");
+    ASSERT_TRUE(raw.ok());
+    EXPECT_EQ(raw->source, PromptSource::Raw);
+    EXPECT_EQ(raw->text, "<|im_start|>x");
+    EXPECT_EQ(raw->ids[1], id_of("<|im_start|>"));
+}
+
+} // namespace
+} // namespace cflow
