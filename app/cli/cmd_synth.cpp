@@ -27,6 +27,22 @@ bool same_file_name(const std::string& a, const std::string& b) {
     return ea || eb ? a == b : ca == cb;
 }
 
+// The generation takes seconds: a folder that cannot take the output is reported before it.
+Status check_output_folder(const std::string& path) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
+        return make_error(ErrorKind::Io, path + ": output directory '" + parent.string() + "' does not exist");
+    return {};
+}
+
+std::string printf_line(const char* fmt, auto... values) {
+    const int n = std::snprintf(nullptr, 0, fmt, values...);  // sized first: paths have no length limit
+    std::string line(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+    std::snprintf(line.data(), line.size() + 1, fmt, values...);
+    return line;
+}
+
 Status write_gguf_file(const SynthModel& m, const std::string& path, const CancelToken& cancel) {
     std::vector<GgufTensorData> tensors;
     tensors.reserve(m.tensor_order.size());
@@ -55,39 +71,47 @@ int run_synth(const std::vector<std::string>& argv) {
         if (same_file_name(*out, *gguf)) return fail("synth", "options -o and --gguf name the same file '" + *gguf + "'");
     }
 
+    for (const auto& path : {out, gguf})
+        if (path)
+            if (Status s = check_output_folder(*path); !s) return fail("synth", s.error());
+
+    // The report is printed once everything succeeded: a failure stays the CLI's one stderr line.
+    std::string report;
     CancelToken cancel;
     InterruptGuard guard(cancel);
     auto t0 = Clock::now();
     auto model = make_synth_model(*synth, 0, &cancel);
     if (!model) return fail("synth", model.error());
-    std::fprintf(stderr, "generated %s: %.3f B weights, %.1f MiB (%s, seed %llu) in %.2f s\n", synth->name.c_str(),
-                 static_cast<double>(model->weight_count) * 1e-9, mib(model->weight_bytes),
-                 synth->quant == DType::Q4_0 ? "q4_0" : "q8_0", static_cast<unsigned long long>(synth->seed),
-                 seconds_since(t0));
+    report += printf_line("generated %s: %.3f B weights, %.1f MiB (%s, seed %llu) in %.2f s\n", synth->name.c_str(),
+                          static_cast<double>(model->weight_count) * 1e-9, mib(model->weight_bytes),
+                          synth->quant == DType::Q4_0 ? "q4_0" : "q8_0", static_cast<unsigned long long>(synth->seed),
+                          seconds_since(t0));
 
     ConvertOptions options;
     options.weight_quant = synth->quant;  // same type as the blocks: the tiles carry them bit for bit
     const bool vflow = out->size() >= 6 && out->compare(out->size() - 6, 6, ".vflow") == 0;
     options.format = vflow ? ContainerFormat::Vflow : ContainerFormat::Cflow;
     t0 = Clock::now();
-    auto report = convert_to_cflow(model->source, *out, options, {}, &cancel);
-    if (!report) return fail("synth", report.error());
-    std::fprintf(stderr, "wrote %s: %llu bytes, %llu tensors (%llu re-tiled bit-exactly) in %.2f s\n", out->c_str(),
-                 static_cast<unsigned long long>(report->file_bytes), static_cast<unsigned long long>(report->tensors),
-                 static_cast<unsigned long long>(report->retiled_exact_tensors), seconds_since(t0));
+    auto converted = convert_to_cflow(model->source, *out, options, {}, &cancel);
+    if (!converted) return fail("synth", converted.error());
+    report += printf_line("wrote %s: %llu bytes, %llu tensors (%llu re-tiled bit-exactly) in %.2f s\n", out->c_str(),
+                          static_cast<unsigned long long>(converted->file_bytes),
+                          static_cast<unsigned long long>(converted->tensors),
+                          static_cast<unsigned long long>(converted->retiled_exact_tensors), seconds_since(t0));
 
     if (gguf) {
         t0 = Clock::now();
         if (Status s = write_gguf_file(*model, *gguf, cancel); !s) return fail("synth", s.error());
         std::error_code ec;
         const auto bytes = std::filesystem::file_size(*gguf, ec);
-        std::fprintf(stderr, "wrote %s: %llu bytes in %.2f s\n", gguf->c_str(),
-                     static_cast<unsigned long long>(ec ? 0 : bytes), seconds_since(t0));
+        report += printf_line("wrote %s: %llu bytes in %.2f s\n", gguf->c_str(),
+                              static_cast<unsigned long long>(ec ? 0 : bytes), seconds_since(t0));
         if (!synth->llama_schedule())
-            std::fprintf(stderr, "note: %s describes the plain sequential llama model; --combine-style and the "
-                                 "delays apply to %s only\n",
-                         gguf->c_str(), out->c_str());
+            report += printf_line("note: %s describes the plain sequential llama model; --combine-style and "
+                                  "the delays apply to %s only\n",
+                                  gguf->c_str(), out->c_str());
     }
+    std::fputs(report.c_str(), stderr);
     return 0;
 }
 

@@ -231,9 +231,14 @@ private:
 
 // Zero bytes up to the next multiple of `alignment` of what `out` holds.
 Status pad(AtomicFileWriter& out, uint64_t alignment) {
-    static constexpr uint8_t kZeros[kMaxAlignment] = {};
-    const uint64_t rest = out.bytes_written() % alignment;
-    return rest == 0 ? Status{} : out.write(kZeros, alignment - rest);
+    static constexpr uint8_t kZeros[4096] = {};
+    uint64_t missing = (alignment - out.bytes_written() % alignment) % alignment;
+    while (missing > 0) {
+        const uint64_t n = missing < sizeof(kZeros) ? missing : sizeof(kZeros);
+        if (Status s = out.write(kZeros, n); !s) return s;
+        missing -= n;
+    }
+    return {};
 }
 
 Status write_planned(const std::string& path, const GgufPlan& plan, uint64_t alignment, const CancelToken* cancel) {

@@ -1,0 +1,168 @@
+// `cflow synth`: a small random model as .cflow + GGUF whose GGUF converts back to the very same
+// tiles, that generates, that is the same for the same seed, and one-line errors for bad flags.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "cflow/formats/cflow_reader.h"
+#include "cflow/formats/gguf.h"
+#include "cli_runner.h"
+#include "test_support.h"
+
+namespace cflow::test {
+namespace {
+
+const std::vector<std::string> kDense = {"synth", "--d", "256", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+                                         "--d-ff", "512", "--vocab", "512"};
+const std::vector<std::string> kMoe = {"synth", "--d", "256", "--layers", "2", "--heads", "8", "--kv-heads", "2",
+                                       "--experts", "4", "--top-k", "2", "--expert-hidden", "128", "--vocab", "300"};
+
+std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& extra) {
+    base.insert(base.end(), extra.begin(), extra.end());
+    return base;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Every segment of every region (tiles with their headers, norms, routers, expert tables) equal.
+void expect_same_segments(const std::string& a_path, const std::string& b_path) {
+    auto a = CflowFile::open(a_path);
+    auto b = CflowFile::open(b_path);
+    ASSERT_TRUE(a.ok()) << a.error();
+    ASSERT_TRUE(b.ok()) << b.error();
+    std::vector<const RegionView*> ra, rb;
+    for (const RegionView& r : (*a)->layers()) ra.push_back(&r);
+    for (const RegionView& r : (*b)->layers()) rb.push_back(&r);
+    ra.push_back(&(*a)->vocab());
+    rb.push_back(&(*b)->vocab());
+    ASSERT_EQ(ra.size(), rb.size());
+    for (size_t i = 0; i < ra.size(); ++i) {
+        ASSERT_EQ(ra[i]->segments.size(), rb[i]->segments.size()) << "region " << i;
+        for (size_t k = 0; k < ra[i]->segments.size(); ++k) {
+            const SegmentView& x = ra[i]->segments[k];
+            const SegmentView& y = rb[i]->segments[k];
+            EXPECT_EQ(x.role, y.role) << "region " << i << " segment " << k;
+            EXPECT_EQ(x.dtype, y.dtype) << "region " << i << " segment " << k;
+            ASSERT_EQ(x.bytes, y.bytes) << "region " << i << " segment " << k;
+            EXPECT_EQ(std::memcmp(x.data, y.data, x.bytes), 0) << "region " << i << " segment " << k;
+        }
+    }
+}
+
+// synth -> .cflow + .gguf; convert the .gguf -> .cflow; the tiles must be identical.
+void check_gguf_round_trip(const std::vector<std::string>& synth_args, const std::string& quant) {
+    const auto dir = temp_dir("synth");
+    const std::string x = (dir / "x.cflow").string(), gguf = (dir / "x.gguf").string(), y = (dir / "y.cflow").string();
+    auto r = run_cflow(with(synth_args, {"--quant", quant, "-o", x, "--gguf", gguf}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find("wrote " + gguf), std::string::npos) << r.err;
+
+    auto g = read_gguf(gguf);
+    ASSERT_TRUE(g.ok()) << g.error();
+    EXPECT_EQ(g->version, 3u);
+    EXPECT_EQ(g->metadata.get_string("general.architecture"), "llama");
+    for (const GgufTensorInfo& t : g->tensors) {
+        const bool vector = t.ne.size() == 1 || t.name.find("ffn_gate_inp") != std::string::npos;
+        EXPECT_EQ(t.ggml_type, vector ? kGgmlF32 : (quant == "q4_0" ? kGgmlQ4_0 : kGgmlQ8_0)) << t.name;
+    }
+
+    r = run_cflow({"convert", gguf, "-o", y, "--quant", quant, "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    expect_same_segments(x, y);
+
+    auto gx = run_cflow({"generate", x, "-p", "hello", "-n", "8", "--temp", "0"});
+    ASSERT_EQ(gx.exit_code, 0) << gx.err;
+    EXPECT_EQ(gx.out.rfind("hello", 0), 0u) << gx.out;
+    EXPECT_GT(gx.out.size(), std::string("hello").size()) << gx.out;
+    auto gy = run_cflow({"generate", y, "-p", "hello", "-n", "8", "--temp", "0"});
+    ASSERT_EQ(gy.exit_code, 0) << gy.err;
+    EXPECT_EQ(gx.out, gy.out);
+}
+
+TEST(SynthCli, DenseGgufConvertsToTheSameTilesAndGenerates) { check_gguf_round_trip(kDense, "q4_0"); }
+
+TEST(SynthCli, MoeGgufConvertsToTheSameTilesAndGenerates) { check_gguf_round_trip(kMoe, "q8_0"); }
+
+TEST(SynthCli, SameSeedSameBytesOtherSeedOtherBytes) {
+    const auto dir = temp_dir("seeds");
+    auto write = [&](const std::string& name, const std::string& seed) {
+        const std::string gguf = (dir / (name + ".gguf")).string();
+        auto r = run_cflow(with(kDense, {"--seed", seed, "-o", (dir / (name + ".cflow")).string(), "--gguf", gguf}));
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return slurp(gguf);
+    };
+    const std::string a = write("a", "7"), b = write("b", "7"), c = write("c", "8");
+    EXPECT_FALSE(a.empty());
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, c);
+    EXPECT_EQ(slurp(dir / "a.cflow"), slurp(dir / "b.cflow"));
+}
+
+TEST(SynthCli, FlagsOverrideAPreset) {
+    const auto dir = temp_dir("preset");
+    const std::string out = (dir / "m.cflow").string();
+    auto r = run_cflow({"synth", "--preset", "moe-1b", "--d", "256", "--layers", "2", "--expert-hidden", "128",
+                        "--vocab", "300", "-o", out});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto file = CflowFile::open(out);
+    ASSERT_TRUE(file.ok()) << file.error();
+    const GlobalHeader& h = (*file)->header();
+    EXPECT_EQ(h.d_model, 256u);
+    EXPECT_EQ(h.n_layers, 2u);
+    EXPECT_EQ(h.n_heads, 32u);     // from the preset
+    EXPECT_EQ(h.n_kv_heads, 4u);
+    EXPECT_EQ(h.n_experts, 8u);
+    EXPECT_EQ(h.top_k, 2u);
+    EXPECT_EQ(h.expert_d_ff, 128u);
+    EXPECT_EQ(h.d_ff, 0u);
+    EXPECT_EQ(h.vocab_size, 300u);
+    EXPECT_EQ(h.weight_quant, static_cast<uint8_t>(DType::Q4_0));
+}
+
+TEST(SynthCli, BadFlagsFailWithOneLine) {
+    const auto dir = temp_dir("bad");
+    const std::string out = (dir / "x.cflow").string();
+    auto bad = [&](std::vector<std::string> args, const std::string& needle) {
+        if (std::find(args.begin(), args.end(), "-o") == args.end()) args = with(args, {"-o", out});
+        expect_one_line_failure(run_cflow(args), needle);
+    };
+    bad({"synth", "--preset", "tiny"}, "--preset");
+    bad({"synth", "--preset", "dense-1b", "-o"}, "-o");
+    expect_one_line_failure(run_cflow({"synth", "--preset", "dense-1b"}), "-o");
+    bad({"synth", "--layers", "2", "--heads", "4", "--d-ff", "512"}, "--d");
+    bad({"synth", "--d", "256", "--layers", "2", "--heads", "4"}, "--d-ff or --experts");
+    bad(with(kDense, {"--d", "100"}), "--d: 100 is not a multiple of 32");
+    bad(with(kDense, {"--heads", "3"}), "--heads");
+    bad(with(kDense, {"--heads", "256"}), "odd head dimension");
+    bad(with(kDense, {"--kv-heads", "3"}), "--kv-heads");
+    bad(with(kDense, {"--d-ff", "500"}), "--d-ff");
+    bad(with(kDense, {"--top-k", "2"}), "--top-k needs --experts");
+    bad(with(kDense, {"--experts", "4", "--expert-hidden", "128"}), "--top-k");
+    bad(with(kMoe, {"--top-k", "5"}), "--top-k: 5 exceeds --experts 4");
+    bad(with(kMoe, {"--expert-hidden", "100"}), "--expert-hidden");
+    bad(with(kDense, {"--vocab", "100"}), "--vocab");
+    bad(with(kDense, {"--layers", "0"}), "--layers");
+    bad(with(kDense, {"--dense-delay", "2"}), "--dense-delay");
+    bad(with(kDense, {"--expert-delay", "5"}), "--expert-delay");
+    bad(with(kDense, {"--combine-style", "Bogus"}), "--combine-style");
+    bad(with(kDense, {"--combine-style", "FixedPoint"}), "FixedPoint");
+    bad(with(kDense, {"--combine-style", "ParallelSqrt2", "--dense-delay", "1"}), "ParallelSqrt2");
+    bad(with(kDense, {"--quant", "q5_0"}), "--quant");
+    bad(with(kDense, {"--seed", "-1"}), "--seed");
+    bad(with(kDense, {"--bogus", "1"}), "--bogus");
+    bad(with(kMoe, {"--d-ff", "512", "--gguf", (dir / "x.gguf").string()}), "--gguf");
+    bad(with(kDense, {"-o", out, "--gguf", out}), "same file");
+    bad(with(kDense, {"-o", (dir / "missing" / "x.cflow").string()}), "missing");
+    EXPECT_TRUE(std::filesystem::is_empty(dir)) << "a failed synth left files in " << dir;
+}
+
+} // namespace
+} // namespace cflow::test
