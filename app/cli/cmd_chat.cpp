@@ -16,6 +16,7 @@
 #include "default_model.h"
 #include "console.h"
 #include "interrupt.h"
+#include "load_args.h"
 #include "sampling_args.h"
 
 namespace cflow::cli {
@@ -168,14 +169,10 @@ int run_chat(const std::vector<std::string>& argv) {
     if (!ctx) return fail("chat", ctx.error());
     session_options.threads = unsigned(*threads);
     session_options.context_length = uint32_t(*ctx);
-    LoadOptions load;
-    if (auto mode = args->value("--load")) {
-        if (*mode == "map") load.mode = LoadMode::Map;
-        else if (*mode == "read") load.mode = LoadMode::ReadAnon;
-        else return fail("chat", "--load must be 'map' or 'read' (got '" + *mode + "')");
-    }
+    auto load = parse_load_args(*args);
+    if (!load) return fail("chat", load.error());
 
-    auto model = Model::load(*model_path, load);
+    auto model = Model::load(*model_path, *load);
     if (!model) return fail("chat", model.error());
     auto session = Session::create(model.value(), session_options);
     if (!session) return fail("chat", session.error());

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cflow/formats/converter.h"
+#include "cflow/formats/model_path_kind.h"
 #include "cflow/formats/source_model.h"
 #include "cli_args.h"
 #include "commands.h"
@@ -35,8 +36,8 @@ int run_convert(const std::vector<std::string>& argv) {
         options.embedding_quant = *t;
     }
     // Container: --format wins; otherwise the output's extension decides (.vflow -> vflow, else cflow).
-    const bool vflow_path = out->size() >= 6 && out->compare(out->size() - 6, 6, ".vflow") == 0;
-    options.format = vflow_path ? ContainerFormat::Vflow : ContainerFormat::Cflow;
+    const bool vflow_name = model_kind_from_name(*out) == ModelPathKind::Vflow;
+    options.format = vflow_name ? ContainerFormat::Vflow : ContainerFormat::Cflow;
     if (auto f = args->value("--format")) {
         if (*f == "cflow") options.format = ContainerFormat::Cflow;
         else if (*f == "vflow") options.format = ContainerFormat::Vflow;

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "default_model.h"
 #include "interrupt.h"
+#include "load_args.h"
 #include "sampling_args.h"
 
 namespace cflow::cli {
@@ -40,15 +41,11 @@ int run_generate(const std::vector<std::string>& argv) {
         else if (*fetch == "staged") session_options.expert_fetch = ExpertFetch::Staged;
         else return fail("generate", "--expert-fetch must be 'mapped' or 'staged' (got '" + *fetch + "')");
     }
-    LoadOptions load;
-    if (auto mode = args->value("--load")) {
-        if (*mode == "map") load.mode = LoadMode::Map;
-        else if (*mode == "read") load.mode = LoadMode::ReadAnon;
-        else return fail("generate", "--load must be 'map' or 'read' (got '" + *mode + "')");
-    }
+    auto load = parse_load_args(*args);
+    if (!load) return fail("generate", load.error());
 
     const auto t_load = std::chrono::steady_clock::now();
-    auto model = Model::load(*model_path, load);
+    auto model = Model::load(*model_path, *load);
     if (!model) return fail("generate", model.error());
     const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
     auto session = Session::create(model.value(), session_options);

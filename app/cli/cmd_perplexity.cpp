@@ -13,6 +13,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "interrupt.h"
+#include "load_args.h"
 
 namespace cflow::cli {
 
@@ -31,19 +32,15 @@ int run_perplexity(const std::vector<std::string>& argv) {
     if (!max_tokens) return fail("perplexity", max_tokens.error());
     auto threads = args->integer("--threads", 0, 0, 1024);
     if (!threads) return fail("perplexity", threads.error());
-    LoadOptions load;
-    if (auto mode = args->value("--load")) {
-        if (*mode == "map") load.mode = LoadMode::Map;
-        else if (*mode == "read") load.mode = LoadMode::ReadAnon;
-        else return fail("perplexity", "--load must be 'map' or 'read' (got '" + *mode + "')");
-    }
+    auto load = parse_load_args(*args);
+    if (!load) return fail("perplexity", load.error());
 
     std::ifstream in(*text_path, std::ios::binary);
     if (!in) return fail("perplexity", *text_path + ": cannot open the text file");
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (in.bad()) return fail("perplexity", *text_path + ": read error");
 
-    auto model = Model::load(args->positionals()[0], load);
+    auto model = Model::load(args->positionals()[0], *load);
     if (!model) return fail("perplexity", model.error());
     const uint32_t trained = (*model)->header().max_seq_len;
     if (trained > 0 && uint64_t(*ctx) > trained)

@@ -6,6 +6,7 @@
 
 #include "cflow/formats/converter.h"
 #include "cflow/formats/gguf_writer.h"
+#include "cflow/formats/model_path_kind.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "interrupt.h"
@@ -89,7 +90,7 @@ int run_synth(const std::vector<std::string>& argv) {
 
     ConvertOptions options;
     options.weight_quant = synth->quant;  // same type as the blocks: the tiles carry them bit for bit
-    const bool vflow = out->size() >= 6 && out->compare(out->size() - 6, 6, ".vflow") == 0;
+    const bool vflow = model_kind_from_name(*out) == ModelPathKind::Vflow;
     options.format = vflow ? ContainerFormat::Vflow : ContainerFormat::Cflow;
     t0 = Clock::now();
     auto converted = convert_to_cflow(model->source, *out, options, {}, &cancel);

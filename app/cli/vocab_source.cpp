@@ -5,33 +5,45 @@
 #include <fstream>
 #include <system_error>
 
+#include "cflow/base/utf8_path.h"
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/gguf.h"
 #include "cflow/formats/hf_tokenizer_files.h"
+#include "cflow/formats/model_path_kind.h"
 
 namespace cflow::cli {
+namespace {
 
-Result<Metadata> read_vocab_metadata(const std::string& path) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) {
-        const fs::path json = fs::path(path) / "tokenizer.json";
-        if (!fs::is_regular_file(json, ec)) return make_error(path + ": folder has no tokenizer.json");
-        return read_hf_tokenizer(json.string());
-    }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error(path + ": cannot open file");
+// A Hugging Face tokenizer.json: its first non-blank byte opens a JSON object.
+bool starts_json_object(const std::string& path) {
+    std::ifstream in(path_from_utf8(path), std::ios::binary);
     char head[64] = {};
     in.read(head, sizeof(head));
     const size_t got = static_cast<size_t>(in.gcount());
-    if (got >= 4 && std::string(head, 4) == "GGUF") {
+    size_t first = 0;
+    while (first < got && std::isspace(static_cast<unsigned char>(head[first]))) ++first;
+    return first < got && head[first] == '{';
+}
+
+} // namespace
+
+Result<Metadata> read_vocab_metadata(const std::string& path) {
+    switch (sniff_model_path(path)) {
+    case ModelPathKind::Missing: return make_error(path + ": cannot open file");
+    case ModelPathKind::HfFolder: {
+        const std::filesystem::path json = path_from_utf8(path) / "tokenizer.json";
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(json, ec)) return make_error(path + ": folder has no tokenizer.json");
+        return read_hf_tokenizer(utf8_from_path(json));
+    }
+    case ModelPathKind::Gguf: {
         auto gguf = read_gguf(path);
         if (!gguf) return gguf.take_error();
         return std::move(gguf->metadata);
     }
-    size_t first = 0;
-    while (first < got && std::isspace(static_cast<unsigned char>(head[first]))) ++first;
-    if (first < got && head[first] == '{') return read_hf_tokenizer(path);
+    default: break;
+    }
+    if (starts_json_object(path)) return read_hf_tokenizer(path);
     auto file = CflowFile::open(path);
     if (!file) return file.take_error();
     return (*file)->metadata();

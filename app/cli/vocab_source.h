@@ -11,8 +11,9 @@
 
 namespace cflow::cli {
 
-// Dispatches on the file's first bytes ("GGUF", a JSON object, else the .cflow/.vflow reader,
-// which checks its own magic), so a misnamed file still reads or fails with its reader's message.
+// Dispatches on what the path is (sniff_model_path: a folder, a GGUF), then on a JSON object's
+// opening brace, else the .cflow/.vflow reader, which checks its own magic; a misnamed file still
+// reads or fails with its reader's message.
 Result<Metadata> read_vocab_metadata(const std::string& path);
 
 struct VocabSource {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "cflow/formats/model_path_kind.h"
 #include "cflow/formats/schedule_order.h"
 
 #include "checked_math.h"
@@ -128,14 +129,10 @@ private:
 
         Metadata meta = src_.metadata;
         meta.set("general.converter", std::string(kConverterVersion));
-        if (!meta.contains("general.source_format")) {
-            const std::filesystem::path label(src_.source_label);
-            std::error_code ec;
-            std::string format;
-            if (label.extension() == ".gguf") format = "gguf";
-            else if (label.extension() == ".safetensors" || std::filesystem::is_directory(label, ec)) format = "safetensors";
-            else if (label.extension() == ".bin") format = "llama2c";
-            if (!format.empty() && !src_.source_label.empty()) meta.set("general.source_format", format);
+        if (!meta.contains("general.source_format") && !src_.source_label.empty()) {
+            // The readers label a source with the path they opened: the same rule that picked the reader names it.
+            const std::string format = source_format_name(sniff_model_path(src_.source_label));
+            if (!format.empty()) meta.set("general.source_format", format);
         }
         if (!meta.contains("general.source") && !src_.source_label.empty())
             meta.set("general.source", std::filesystem::path(src_.source_label).filename().string());

@@ -20,6 +20,7 @@
 
 #include "cflow/base/cancel.h"
 #include "cflow/formats/converter.h"
+#include "cflow/formats/model_path_kind.h"
 #include "cflow/formats/source_model.h"
 
 namespace cflow::ui {
@@ -113,7 +114,8 @@ void ConvertDialog::setSourcePath(const QString& path) {
     const QString base = info.isDir() ? QDir(info.absoluteFilePath()).absolutePath()
                                       : info.absolutePath() + QLatin1Char('/') + info.completeBaseName();
     output_->setText(base + QStringLiteral(".cflow"));
-    if (info.suffix().compare(QStringLiteral("bin"), Qt::CaseInsensitive) == 0 && tokenizer_->text().isEmpty()) {
+    // A llama2.c checkpoint carries no vocabulary: its exporter writes tokenizer.bin beside it.
+    if (sniff_model_path(path.toStdString()) == ModelPathKind::Llama2c && tokenizer_->text().isEmpty()) {
         const QString guess = info.absolutePath() + QStringLiteral("/tokenizer.bin");
         if (QFileInfo::exists(guess)) tokenizer_->setText(guess);
     }
@@ -135,9 +137,9 @@ void ConvertDialog::browseSource() {
     const QString path = QFileDialog::getOpenFileName(this, tr("Model to convert"), QString(),
                                                       tr("Checkpoints (*.gguf *.bin *.safetensors);;All files (*)"));
     if (path.isEmpty()) return;
-    // A .safetensors file stands for its Hugging Face folder.
-    const QFileInfo info(path);
-    setSourcePath(info.suffix() == QStringLiteral("safetensors") ? info.absolutePath() : path);
+    // A .safetensors file (or the shard index) stands for its Hugging Face folder.
+    const bool inHfFolder = sniff_model_path(path.toStdString()) == ModelPathKind::Safetensors;
+    setSourcePath(inHfFolder ? QFileInfo(path).absolutePath() : path);
 }
 
 void ConvertDialog::browseOutput() {

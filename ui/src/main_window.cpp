@@ -25,6 +25,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cflow/formats/cflow_reader.h"
+#include "cflow/formats/model_path_kind.h"
 #include "cflow/ui/chat_panel.h"
 #include "cflow/ui/chat_view.h"
 #include "cflow/ui/conversation_sidebar.h"
@@ -183,10 +184,10 @@ void MainWindow::createMenus() {
 void MainWindow::chooseModel() {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), QString(),
                                                       tr("cflow models (*.cflow *.vflow);;Convertible checkpoints "
-                                                         "(*.gguf *.bin);;All files (*)"));
+                                                         "(*.gguf *.bin *.safetensors);;All files (*)"));
     if (path.isEmpty()) return;
-    const QString suffix = QFileInfo(path).suffix().toLower();
-    if (suffix == QStringLiteral("gguf") || suffix == QStringLiteral("bin")) {
+    // A checkpoint (by its magic or name, formats' rule) goes through the converter first.
+    if (is_convertible_source(sniff_model_path(path.toStdString()))) {
         offerConversion(path);
         return;
     }

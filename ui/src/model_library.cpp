@@ -11,6 +11,7 @@
 
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/dtype.h"
+#include "cflow/formats/model_path_kind.h"
 
 namespace cflow::ui {
 namespace {
@@ -47,38 +48,41 @@ QString human_count(uint64_t n) {
     return QString::number(n);
 }
 
+// One row: the model's header geometry and metadata, or the reader's message when it does not open.
+LibraryEntry library_entry(const QFileInfo& info) {
+    const QString path = info.absoluteFilePath();
+    auto opened = CflowFile::open(path.toStdString());
+    if (!opened)
+        return {.path = path,
+                .fileName = info.fileName(),
+                .fileBytes = static_cast<uint64_t>(info.size()),
+                .error = QString::fromStdString(opened.error())};
+    const CflowFile& file = **opened;
+    const GlobalHeader& h = file.header();
+    return {.path = path,
+            .fileName = info.fileName(),
+            .name = meta_string(file, "general.name"),
+            .architecture = meta_string(file, "general.architecture"),
+            .layers = h.n_layers,
+            .parameters = estimate_parameters(h, file.params()),
+            .quantization = QString::fromLatin1(dtype_name(static_cast<DType>(h.weight_quant))),
+            .fileBytes = file.file_bytes(),
+            .contextTokens = h.max_seq_len,
+            .experts = h.n_experts,
+            .topK = h.top_k,
+            .denseDelay = h.dense_delay,
+            .expertDelay = h.expert_delay};
+}
+
 } // namespace
 
 std::vector<LibraryEntry> scan_model_folder(const QString& folder) {
     std::vector<LibraryEntry> entries;
-    const QFileInfoList files = QDir(folder).entryInfoList({QStringLiteral("*.cflow"), QStringLiteral("*.vflow")},
-                                                           QDir::Files | QDir::Readable | QDir::Hidden, QDir::Name);
-    entries.reserve(static_cast<size_t>(files.size()));
+    const QFileInfoList files = QDir(folder).entryInfoList(QDir::Files | QDir::Readable | QDir::Hidden, QDir::Name);
     for (const QFileInfo& info : files) {
-        LibraryEntry entry;
-        entry.path = info.absoluteFilePath();
-        entry.fileName = info.fileName();
-        entry.fileBytes = static_cast<uint64_t>(info.size());
-        auto opened = CflowFile::open(entry.path.toStdString());
-        if (!opened) {
-            entry.error = QString::fromStdString(opened.error());
-            entries.push_back(std::move(entry));
-            continue;
-        }
-        const CflowFile& file = **opened;
-        const GlobalHeader& h = file.header();
-        entry.name = meta_string(file, "general.name");
-        entry.architecture = meta_string(file, "general.architecture");
-        entry.layers = h.n_layers;
-        entry.parameters = estimate_parameters(h, file.params());
-        entry.quantization = QString::fromLatin1(dtype_name(static_cast<DType>(h.weight_quant)));
-        entry.fileBytes = file.file_bytes();
-        entry.contextTokens = h.max_seq_len;
-        entry.experts = h.n_experts;
-        entry.topK = h.top_k;
-        entry.denseDelay = h.dense_delay;
-        entry.expertDelay = h.expert_delay;
-        entries.push_back(std::move(entry));
+        // What counts as a model is formats' rule (a .cflow/.vflow name or magic), as everywhere else.
+        if (is_cflow_container(sniff_model_path(info.absoluteFilePath().toStdString())))
+            entries.push_back(library_entry(info));
     }
     return entries;
 }

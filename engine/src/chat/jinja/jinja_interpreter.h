@@ -42,6 +42,9 @@ const TestFn* find_test(std::string_view name);      // jinja_tests.cpp
 bool has_method(const Value& self, std::string_view name);
 Value call_method(Interpreter& in, const Value& self, const std::string& name, CallArgs& args);
 
+// Fails with the undefined value's hint (which name was missing), or a generic message without one.
+[[noreturn]] void fail_undefined(const Value& v);
+
 // Python's `str % args` (printf-style; args is a tuple, a mapping or a single value).
 std::string percent_format(Interpreter& in, const std::string& format, const Value& args);
 // JSON text -> Value (dict order kept); fails with "invalid JSON: ..." (jinja_filters.cpp).
@@ -87,6 +90,22 @@ private:
     };
 
     void step();
+    // One evaluation frame of an expression or statement at pos: a step, a depth level, and an
+    // error that does not say where yet is located at pos.
+    template <class Body>
+    auto in_frame(SourcePos pos, Body&& body) -> decltype(body()) {
+        try {
+            step();
+            DepthGuard guard(*this);
+            return body();
+        } catch (JinjaError& err) {
+            if (!err.located) {
+                err.message = located(pos, err.message);
+                err.located = true;
+            }
+            throw;
+        }
+    }
     void write(std::string_view text);
     Value eval(const Expr& e, const ScopePtr& scope);
     Value eval_inner(const Expr& e, const ScopePtr& scope);

@@ -89,7 +89,8 @@ struct SourceModel {
 Result<SourceModel> read_gguf_model(const std::string& path);
 Result<SourceModel> read_safetensors_model(const std::string& dir_or_file);  // HF folder: config.json + (sharded) safetensors + tokenizer files
 Result<SourceModel> read_llama2c_model(const std::string& bin_path, const std::string& tokenizer_bin_path);
-// Dispatches on what path is: a directory (HF), *.gguf, or a llama2.c .bin (tokenizer required).
+// Dispatches on what path is (sniff_model_path, model_path_kind.h): a folder or safetensors file
+// (HF), a GGUF, else a llama2.c checkpoint (tokenizer required); a .cflow/.vflow is refused.
 Result<SourceModel> open_source_model(const std::string& path, const std::string& tokenizer_path = "");
 
 } // namespace cflow

@@ -1,16 +1,14 @@
 #pragma once
-// The bundled default model (resources/default-model.cflow: the project's own trained story MoE,
-// resources/MODEL_CARD.md), so a first start can chat and fill the inspector with no set-up. The
-// build copies it beside the executables; an install puts it in <prefix>/share/cflow-studio/.
+// The bundled default model for the desktop app, so a first start can chat and fill the
+// inspector with no set-up. Where it is looked for is the engine's rule
+// (cflow/engine/install/default_model.h); this is its QString face.
 #include <QString>
+
+#include "cflow/engine/install/default_model.h"
 
 namespace cflow::ui {
 
-inline constexpr const char* kDefaultModelFileName = "default-model.cflow";
-
-// The first existing of <executableDir>/default-model.cflow and
-// <executableDir>/../share/cflow-studio/default-model.cflow, as a clean absolute path;
-// a null QString when neither exists.
+// cflow::default_model_path(executableDir) as a QString; a null QString when there is none.
 QString default_model_path(const QString& executableDir);
 
 // The same for the running application (QCoreApplication::applicationDirPath()).

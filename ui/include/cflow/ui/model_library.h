@@ -32,8 +32,8 @@ struct LibraryEntry {
     QString error;           // the reader's message; empty when the file opened
 };
 
-// Lists *.cflow and *.vflow directly in folder (non-recursive), sorted by file name. Blocking:
-// call it off the GUI thread.
+// Lists the .cflow and .vflow models directly in folder (non-recursive; sniff_model_path decides,
+// model_path_kind.h), sorted by file name. Blocking: call it off the GUI thread.
 std::vector<LibraryEntry> scan_model_folder(const QString& folder);
 
 class ModelLibrary : public QWidget {

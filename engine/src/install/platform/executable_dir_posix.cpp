@@ -1,11 +1,10 @@
-// POSIX side of default_model.h's executable_dir() (empty on Windows; the CLI globs every .cpp).
-#ifndef _WIN32
+// POSIX side of executable_dir.h (engine/CMakeLists.txt builds it on every OS but Windows).
 #include <filesystem>
 #include <system_error>
 
-#include "default_model.h"
+#include "cflow/engine/install/executable_dir.h"
 
-namespace cflow::cli {
+namespace cflow {
 
 std::string executable_dir() {
     std::error_code ec;
@@ -13,5 +12,4 @@ std::string executable_dir() {
     return ec ? std::string() : exe.parent_path().string();
 }
 
-} // namespace cflow::cli
-#endif
+} // namespace cflow
