@@ -1,5 +1,7 @@
 #include "cflow/engine/forward/thread_pool.h"
 
+#include "forward/address_wait.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -48,7 +50,7 @@ ThreadPool::ThreadPool(unsigned threads) {
 ThreadPool::~ThreadPool() {
     stop_.store(true, std::memory_order_seq_cst);
     generation_.fetch_add(1, std::memory_order_seq_cst);
-    generation_.notify_all();
+    platform::wake_all(generation_);
     for (auto& t : workers_) t.join();
 }
 
@@ -63,7 +65,7 @@ void ThreadPool::run_chunks(Job& job) {
         // sees the last chunk done, or this thread sees the caller asleep and wakes it.
         if (job.done.fetch_add(1, std::memory_order_seq_cst) + 1 == job.chunks &&
             job.callerAsleep.load(std::memory_order_seq_cst))
-            job.done.notify_all();
+            platform::wake_all(job.done);
     }
 }
 
@@ -79,7 +81,9 @@ void ThreadPool::parallel_for(size_t n, RangeFn fn) {
     job.chunks = uint32_t(std::min(n, size_t(size()) * kChunksPerThread));
     job_.store(&job, std::memory_order_seq_cst);
     generation_.fetch_add(1, std::memory_order_seq_cst);
-    generation_.notify_all();  // a no-op unless a worker went to sleep
+    // A system call only when a worker sleeps. seq_cst on both sides: either that worker's
+    // wait sees the new generation, or this load sees it counted (then the wake reaches it).
+    if (sleepingWorkers_.load(std::memory_order_seq_cst) != 0) platform::wake_all(generation_);
     run_chunks(job);
     // Chunks other threads hold: spin briefly, then sleep so that this core is free for a
     // preempted worker to finish on.
@@ -89,7 +93,7 @@ void ThreadPool::parallel_for(size_t n, RangeFn fn) {
         if (i % 64 == 0 && std::chrono::steady_clock::now() - start > kCallerSpin) {
             job.callerAsleep.store(true, std::memory_order_seq_cst);
             for (uint32_t done; (done = job.done.load(std::memory_order_seq_cst)) != job.chunks;)
-                job.done.wait(done, std::memory_order_acquire);
+                platform::wait_while_equal(job.done, done);
             break;
         }
     }
@@ -104,9 +108,10 @@ void ThreadPool::worker_loop() {
     uint32_t seen = 0;
     for (;;) {
         uint32_t now = spin_while_equal(generation_, seen, std::chrono::nanoseconds(kSpinNs));
-        while (now == seen) {
-            generation_.wait(seen, std::memory_order_acquire);
-            now = generation_.load(std::memory_order_acquire);
+        if (now == seen) {
+            sleepingWorkers_.fetch_add(1, std::memory_order_seq_cst);
+            while ((now = generation_.load(std::memory_order_seq_cst)) == seen) platform::wait_while_equal(generation_, seen);
+            sleepingWorkers_.fetch_sub(1, std::memory_order_seq_cst);
         }
         seen = now;
         if (stop_.load(std::memory_order_acquire)) return;

@@ -56,7 +56,7 @@ private:
         size_t n = 0;
         uint32_t chunks = 0;
         std::atomic<uint32_t> next{0};     // next chunk to claim
-        std::atomic<uint32_t> done{0};     // chunks finished; the caller sleeps on it
+        std::atomic<uint32_t> done{0};     // chunks finished; the caller sleeps on it (platform/address_wait)
         std::atomic<bool> callerAsleep{false};
     };
     static void run_chunks(Job& job);
@@ -67,6 +67,7 @@ private:
     std::atomic<uint32_t> generation_{0};   // bumped for every job and at shutdown; workers sleep on it
                                             // (32 bits: a futex word; only != is ever asked)
     std::atomic<unsigned> inJob_{0};        // workers that may still touch *job_
+    std::atomic<uint32_t> sleepingWorkers_{0};  // workers asleep on generation_ (or about to be)
     std::atomic<bool> stop_{false};
 };
 
