@@ -28,7 +28,7 @@ namespace cflow::kernels {
 namespace {
 
 constexpr int kRowBlock = 4;
-constexpr size_t kPrefetchBytes = 4096;
+constexpr size_t kPrefetchBytes = 2048;
 constexpr uint32_t kGroup = 32;                     // kQuantGroup
 constexpr uint32_t kMaxGroups = kTileCols / kGroup;  // 8: one f16 scale vector per tile row
 
@@ -89,6 +89,7 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t gro
     alignas(32) float combined[R][kMaxGroups];  // [R x G] weight scale * activation scale
     __m512 combinedVec[R];                      // the same in lanes 0..7
     __m512 acc[R];
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) {
         const uint8_t* rowScales = scales + static_cast<size_t>(r0 + i) * groups * sizeof(uint16_t);
         const __m128i h = _mm_maskz_loadu_epi16(groupLanes, rowScales);
@@ -109,6 +110,7 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t gro
         // sum (q - 8) * xq = sum q * xq - 8 * sum xq: the second term is the accumulator's start value.
         const __m512i start = kQ4 ? _mm512_setr_epi32(xq.q4Offset[g], 0, 0, 0, xq.q4Offset[g + 1], 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
                                   : zero;
+        CFLOW_UNROLL_ROWS
         for (int i = 0; i < R; ++i) {
             const uint8_t* b = blocks + (static_cast<size_t>(r0 + i) * groups + g) * kBlockBytes;
             __m512i dotLanes;  // 16 int32 partial sums of w_q * x_q over the two blocks
@@ -129,6 +131,7 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t gro
         const uint32_t g = groups - 1;
         const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(xq.q + g * kGroup));
         const __m256i start = kQ4 ? _mm256_zextsi128_si256(_mm_cvtsi32_si128(xq.q4Offset[g])) : _mm256_setzero_si256();
+        CFLOW_UNROLL_ROWS
         for (int i = 0; i < R; ++i) {
             const uint8_t* b = blocks + (static_cast<size_t>(r0 + i) * groups + g) * kBlockBytes;
             __m256i dotLanes;
@@ -145,6 +148,7 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t gro
             acc[i] = _mm512_add_ps(acc[i], _mm512_zextps256_ps512(part));
         }
     }
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) y[r0 + i] += _mm512_reduce_add_ps(acc[i]);
 }
 
