@@ -36,6 +36,7 @@ void f32_rows(const uint8_t* payload, uint32_t r0, uint32_t cols, const float* x
     const size_t rowBytes = static_cast<size_t>(cols) * sizeof(float);
     const float* w[R];  // R x [cols] f32 rows
     __m256 acc[R];
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) {
         w[i] = reinterpret_cast<const float*>(payload + (r0 + i) * rowBytes);
         acc[i] = _mm256_setzero_ps();
@@ -43,13 +44,16 @@ void f32_rows(const uint8_t* payload, uint32_t r0, uint32_t cols, const float* x
     uint32_t c = 0;
     for (; c + 8 <= cols; c += 8) {
         const __m256 xv = _mm256_loadu_ps(x + c);
+        CFLOW_UNROLL_ROWS
         for (int i = 0; i < R; ++i) acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(w[i] + c), xv, acc[i]);
     }
     if (c < cols) {
         const __m256i m = lane_mask(cols - c);
         const __m256 xv = _mm256_maskload_ps(x + c, m);
+        CFLOW_UNROLL_ROWS
         for (int i = 0; i < R; ++i) acc[i] = _mm256_fmadd_ps(_mm256_maskload_ps(w[i] + c, m), xv, acc[i]);
     }
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) y[r0 + i] += hsum(acc[i]);
 }
 
@@ -58,6 +62,7 @@ void f16_rows(const uint8_t* payload, uint32_t r0, uint32_t cols, const float* x
     const size_t rowBytes = static_cast<size_t>(cols) * sizeof(uint16_t);
     const uint8_t* w[R];  // R x [cols] f16 rows
     __m256 acc[R];
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) {
         w[i] = payload + (r0 + i) * rowBytes;
         acc[i] = _mm256_setzero_ps();
@@ -65,6 +70,7 @@ void f16_rows(const uint8_t* payload, uint32_t r0, uint32_t cols, const float* x
     uint32_t c = 0;
     for (; c + 8 <= cols; c += 8) {
         const __m256 xv = _mm256_loadu_ps(x + c);
+        CFLOW_UNROLL_ROWS
         for (int i = 0; i < R; ++i) {
             const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i] + c * sizeof(uint16_t)));
             acc[i] = _mm256_fmadd_ps(_mm256_cvtph_ps(h), xv, acc[i]);
@@ -73,6 +79,7 @@ void f16_rows(const uint8_t* payload, uint32_t r0, uint32_t cols, const float* x
     if (c < cols) {
         const uint32_t n = cols - c;
         const __m256 xv = _mm256_maskload_ps(x + c, lane_mask(n));
+        CFLOW_UNROLL_ROWS
         for (int i = 0; i < R; ++i) {
             uint16_t tail[8] = {};  // [8] f16: the row's last n weights, zero-padded
             std::memcpy(tail, w[i] + c * sizeof(uint16_t), n * sizeof(uint16_t));
@@ -80,6 +87,7 @@ void f16_rows(const uint8_t* payload, uint32_t r0, uint32_t cols, const float* x
             acc[i] = _mm256_fmadd_ps(_mm256_cvtph_ps(h), xv, acc[i]);
         }
     }
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) y[r0 + i] += hsum(acc[i]);
 }
 
@@ -119,11 +127,13 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t col
     const __m128i lowNibbles = _mm_set1_epi8(0x0F);
     const __m128i eight = _mm_set1_epi8(8);
     __m256 acc[R];
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
     for (uint32_t g0 = 0; g0 < groups; g0 += kScaleChunk) {
         const uint32_t chunk = groups - g0 < kScaleChunk ? groups - g0 : kScaleChunk;
         // Scales as f32 in memory: each group's scale is then a plain broadcast load.
         alignas(32) float rowScales[R][kScaleChunk];  // [R x chunk] f32
+        CFLOW_UNROLL_ROWS
         for (int i = 0; i < R; ++i) {
             uint16_t s16[kScaleChunk] = {};  // [chunk] f16, zero-padded: never read past the scale array
             std::memcpy(s16, scales + (static_cast<size_t>(r0 + i) * groups + g0) * sizeof(uint16_t), chunk * sizeof(uint16_t));
@@ -132,6 +142,7 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t col
         for (uint32_t k = 0; k < chunk; ++k) {
             const uint32_t g = g0 + k;
             const XGroup xg = load_x_group(x, g, cols);
+            CFLOW_UNROLL_ROWS
             for (int i = 0; i < R; ++i) {
                 const uint8_t* b = blocks + (static_cast<size_t>(r0 + i) * groups + g) * kBlockBytes;
                 __m128i lo, hi;  // weights 0..15 and 16..31 as int8
@@ -149,6 +160,7 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t col
             }
         }
     }
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) y[r0 + i] += hsum(acc[i]);
 }
 

@@ -35,6 +35,7 @@ void f32_rows(const uint8_t* payload, uint32_t r0, uint32_t cols, const float* x
     const size_t rowBytes = static_cast<size_t>(cols) * sizeof(float);
     const float* w[R];  // R x [cols] f32 rows
     __m512 acc[R];
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) {
         w[i] = reinterpret_cast<const float*>(payload + (r0 + i) * rowBytes);
         acc[i] = _mm512_setzero_ps();
@@ -42,13 +43,16 @@ void f32_rows(const uint8_t* payload, uint32_t r0, uint32_t cols, const float* x
     uint32_t c = 0;
     for (; c + 16 <= cols; c += 16) {
         const __m512 xv = _mm512_loadu_ps(x + c);
+        CFLOW_UNROLL_ROWS
         for (int i = 0; i < R; ++i) acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(w[i] + c), xv, acc[i]);
     }
     if (c < cols) {
         const __mmask16 m = first_lanes(cols - c);
         const __m512 xv = _mm512_maskz_loadu_ps(m, x + c);
+        CFLOW_UNROLL_ROWS
         for (int i = 0; i < R; ++i) acc[i] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w[i] + c), xv, acc[i]);
     }
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) y[r0 + i] += _mm512_reduce_add_ps(acc[i]);
 }
 
@@ -57,6 +61,7 @@ void f16_rows(const uint8_t* payload, uint32_t r0, uint32_t cols, const float* x
     const size_t rowBytes = static_cast<size_t>(cols) * sizeof(uint16_t);
     const uint8_t* w[R];  // R x [cols] f16 rows
     __m512 acc[R];
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) {
         w[i] = payload + (r0 + i) * rowBytes;
         acc[i] = _mm512_setzero_ps();
@@ -64,6 +69,7 @@ void f16_rows(const uint8_t* payload, uint32_t r0, uint32_t cols, const float* x
     uint32_t c = 0;
     for (; c + 16 <= cols; c += 16) {
         const __m512 xv = _mm512_loadu_ps(x + c);
+        CFLOW_UNROLL_ROWS
         for (int i = 0; i < R; ++i) {
             const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[i] + c * sizeof(uint16_t)));
             acc[i] = _mm512_fmadd_ps(_mm512_cvtph_ps(h), xv, acc[i]);
@@ -72,11 +78,13 @@ void f16_rows(const uint8_t* payload, uint32_t r0, uint32_t cols, const float* x
     if (c < cols) {
         const __mmask16 m = first_lanes(cols - c);
         const __m512 xv = _mm512_maskz_loadu_ps(m, x + c);
+        CFLOW_UNROLL_ROWS
         for (int i = 0; i < R; ++i) {
             const __m256i h = _mm256_maskz_loadu_epi16(m, w[i] + c * sizeof(uint16_t));
             acc[i] = _mm512_fmadd_ps(_mm512_cvtph_ps(h), xv, acc[i]);
         }
     }
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) y[r0 + i] += _mm512_reduce_add_ps(acc[i]);
 }
 
@@ -90,12 +98,14 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t col
     const __m128i lowNibbles = _mm_set1_epi8(0x0F);
     const __m128i eight = _mm_set1_epi8(8);
     __m512 acc[R];
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
     for (uint32_t g0 = 0; g0 < groups; g0 += kScaleChunk) {
         const uint32_t chunk = groups - g0 < kScaleChunk ? groups - g0 : kScaleChunk;
         // Scales as f32 in memory so that each group's scale is an embedded-broadcast FMA operand
         // (no per-group convert + broadcast shuffle on port 5).
         alignas(32) float rowScales[R][kScaleChunk];  // [R x chunk] f32
+        CFLOW_UNROLL_ROWS
         for (int i = 0; i < R; ++i) {
             const uint8_t* s16 = scales + (static_cast<size_t>(r0 + i) * groups + g0) * sizeof(uint16_t);
             const __m128i h = _mm_maskz_loadu_epi16(static_cast<__mmask8>((1u << chunk) - 1u), s16);
@@ -108,6 +118,7 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t col
             // x for weights 0..15 and 16..31 of the group, zero past cols
             const __m512 x0 = _mm512_maskz_loadu_ps(first_lanes(valid), x + first);
             const __m512 x1 = valid > 16 ? _mm512_maskz_loadu_ps(first_lanes(valid - 16), x + first + 16) : _mm512_setzero_ps();
+            CFLOW_UNROLL_ROWS
             for (int i = 0; i < R; ++i) {
                 const uint8_t* b = blocks + (static_cast<size_t>(r0 + i) * groups + g) * kBlockBytes;
                 __m128i lo, hi;  // weights 0..15 and 16..31 as int8
@@ -125,6 +136,7 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t col
             }
         }
     }
+    CFLOW_UNROLL_ROWS
     for (int i = 0; i < R; ++i) y[r0 + i] += _mm512_reduce_add_ps(acc[i]);
 }
 
