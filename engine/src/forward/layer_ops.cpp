@@ -24,6 +24,29 @@ float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
 void Session::matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
                            const MatvecOutputs& outputs, const float* x) {
     const auto* k = kernels_;
+    if (stripes.empty()) return;
+    // Int8 paths: quantize each 256-column slice of x once, for every stripe's tile over it
+    // (every stripe spans the same columns).
+    uint8_t* slices = nullptr;  // [input slices x kQuantizedSliceBytes]
+    size_t sliceCount = 0;
+    if (k->quantize_slice && (dtype == DType::Q4_0 || dtype == DType::Q8_0)) {
+        auto& buffer = buf_->quantized_x;
+        const auto base = reinterpret_cast<uintptr_t>(buffer.data());
+        slices = buffer.data() + ((kQuantizedSliceAlign - base % kQuantizedSliceAlign) % kQuantizedSliceAlign);
+        sliceCount = (buffer.size() - kQuantizedSliceAlign) / kQuantizedSliceBytes;
+        const StripeRef& first = stripes.front();
+        for (const StripeRef& stripe : stripes)
+            if (stripe.n_tiles != first.n_tiles) sliceCount = 0;  // an unexpected grid: quantize per tile
+        for (uint32_t t = 0; t < first.n_tiles; ++t) {
+            const TileRef& tile = tiles[first.first_tile + t];
+            const size_t slice = tile.col_offset / kTileCols;
+            if (tile.col_offset % kTileCols != 0 || slice >= sliceCount) {
+                slices = nullptr;  // not the tile grid this buffer was sized for: quantize per tile
+                break;
+            }
+            k->quantize_slice(dtype, x + tile.col_offset, tile.cols, slices + slice * kQuantizedSliceBytes);
+        }
+    }
     pool_.parallel_for(stripes.size(), [&](size_t begin, size_t end) {
         for (size_t s = begin; s < end; ++s) {
             const StripeRef& stripe = stripes[s];
@@ -31,7 +54,11 @@ void Session::matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const
             std::fill(y, y + stripe.rows, 0.0f);
             for (uint32_t t = 0; t < stripe.n_tiles; ++t) {
                 const TileRef& tile = tiles[stripe.first_tile + t];
-                k->tile_matvec(dtype, tile.payload, tile.rows, tile.cols, x + tile.col_offset, y);
+                if (slices)
+                    k->tile_matvec_quantized(dtype, tile.payload, tile.rows, tile.cols,
+                                             slices + (tile.col_offset / kTileCols) * kQuantizedSliceBytes, y);
+                else
+                    k->tile_matvec(dtype, tile.payload, tile.rows, tile.cols, x + tile.col_offset, y);
             }
         }
     });

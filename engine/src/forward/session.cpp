@@ -63,6 +63,9 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     b.logits.resize(h.vocab_size);
     b.k_cache.resize(slots * context_length_ * kvdim);
     b.v_cache.resize(slots * context_length_ * kvdim);
+    // The widest matvec input (attention output, FFN and expert hidden sizes) in 256-column slices.
+    const size_t widest = std::max({d, qdim, hidden});
+    b.quantized_x.resize((widest + kTileCols - 1) / kTileCols * kQuantizedSliceBytes + kQuantizedSliceAlign);
     b.rope_cos.resize(dk / 2);
     b.rope_sin.resize(dk / 2);
     b.history.assign(size_t(std::max(h.dense_delay, h.expert_delay)) + 1, std::vector<float>(d));

@@ -39,6 +39,7 @@ struct Session::Buffers {
     std::vector<float> logits;     // [vocab]
     std::vector<float> k_cache;    // [kv_slots x context x Hkv*dk]
     std::vector<float> v_cache;    // [kv_slots x context x Hkv*dk]
+    std::vector<uint8_t> quantized_x;  // [slices x kQuantizedSliceBytes + align] one matvec's input, int8 paths
     std::vector<float> rope_cos;   // [dk / 2] for the current position
     std::vector<float> rope_sin;   // [dk / 2]
     std::vector<std::vector<float>> history;  // [max(dd, de) + 1][d] ring of layer outputs (DelayedSum)

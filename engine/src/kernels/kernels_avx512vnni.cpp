@@ -152,32 +152,49 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t gro
     for (int i = 0; i < R; ++i) y[r0 + i] += _mm512_reduce_add_ps(acc[i]);
 }
 
-template <bool kQ4>
-void matvec_quantized(const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
+static_assert(sizeof(QuantizedX) <= kQuantizedSliceBytes && alignof(QuantizedX) <= kQuantizedSliceAlign,
+              "a quantized slice must fit the engine's slice buffer");
+
+void quantize_slice_avx512vnni(DType dtype, const float* x, uint32_t cols, void* slice) {
+    auto& xq = *static_cast<QuantizedX*>(slice);
     const uint32_t groups = (cols + kGroup - 1) / kGroup;
-    QuantizedX xq{};  // zeroed: lanes past G of the scale vector are loaded (never used)
-    quantize_x<kQ4>(x, cols, groups, xq);
+    xq = QuantizedX{};  // zeroed: lanes past G of the scale vector are loaded (never used)
+    if (dtype == DType::Q4_0) quantize_x<true>(x, cols, groups, xq);
+    else quantize_x<false>(x, cols, groups, xq);
+}
+
+template <bool kQ4>
+void rows_quantized(const uint8_t* payload, uint32_t rows, uint32_t cols, const QuantizedX& xq, float* y) {
+    const uint32_t groups = (cols + kGroup - 1) / kGroup;
     uint32_t r = 0;
     for (; r + kRowBlock <= rows; r += kRowBlock) block_rows<kRowBlock, kQ4>(payload, rows, r, groups, xq, y);
     for (; r < rows; ++r) block_rows<1, kQ4>(payload, rows, r, groups, xq, y);
+}
+
+void tile_matvec_quantized_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols,
+                                      const void* slice, float* y) {
+    const auto& xq = *static_cast<const QuantizedX*>(slice);
+    if (dtype == DType::Q4_0) rows_quantized<true>(payload, rows, cols, xq, y);
+    else rows_quantized<false>(payload, rows, cols, xq, y);
 }
 
 void tile_matvec_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x,
                             float* y) {
     // The quantized-x buffer is sized for one tile row; wider inputs are outside the tile
     // contract and take the f32 AVX-512 path instead.
-    if (cols == 0 || cols > kTileCols) return tile_matvec_avx512(dtype, payload, rows, cols, x, y);
-    switch (dtype) {
-    case DType::Q8_0: matvec_quantized<false>(payload, rows, cols, x, y); break;
-    case DType::Q4_0: matvec_quantized<true>(payload, rows, cols, x, y); break;
-    default: tile_matvec_avx512(dtype, payload, rows, cols, x, y); break;
-    }
+    if (cols == 0 || cols > kTileCols || (dtype != DType::Q8_0 && dtype != DType::Q4_0))
+        return tile_matvec_avx512(dtype, payload, rows, cols, x, y);
+    QuantizedX xq;
+    quantize_slice_avx512vnni(dtype, x, cols, &xq);
+    tile_matvec_quantized_avx512vnni(dtype, payload, rows, cols, &xq, y);
 }
 
 } // namespace
 
 const Kernels& avx512vnni_table() {
-    static constexpr Kernels kTable{Isa::Avx512Vnni, &tile_matvec_avx512vnni, &dot_avx512, &axpy_avx512};
+    static constexpr Kernels kTable{Isa::Avx512Vnni,          &tile_matvec_avx512vnni,
+                                    &dot_avx512,              &axpy_avx512,
+                                    &quantize_slice_avx512vnni, &tile_matvec_quantized_avx512vnni};
     return kTable;
 }
 

@@ -37,8 +37,8 @@ void tile_matvec_int8_avx2(DType dtype, const uint8_t* payload, uint32_t rows, u
     // The quantized-x buffer holds one tile row; wider inputs take the f32 path.
     if (cols == 0 || cols > kTileCols) return tile_matvec_avx2(dtype, payload, rows, cols, x, y);
     switch (dtype) {
-    case DType::Q8_0: int8_avx2::matvec_quantized<false>(payload, rows, cols, x, y); break;
-    case DType::Q4_0: int8_avx2::matvec_quantized<true>(payload, rows, cols, x, y); break;
+    case DType::Q8_0:
+    case DType::Q4_0: int8_avx2::tile_matvec_q(dtype, payload, rows, cols, x, y); break;
     default: tile_matvec_avx2(dtype, payload, rows, cols, x, y); break;
     }
 }
@@ -46,7 +46,7 @@ void tile_matvec_int8_avx2(DType dtype, const uint8_t* payload, uint32_t rows, u
 } // namespace
 
 const Kernels& avx2int8_table() {
-    static constexpr Kernels kTable{Isa::Avx2Int8, &tile_matvec_int8_avx2, &dot_avx2, &axpy_avx2};
+    static constexpr Kernels kTable{Isa::Avx2Int8, &tile_matvec_int8_avx2, &dot_avx2, &axpy_avx2, &int8_avx2::quantize_slice, &int8_avx2::tile_matvec_quantized};
     return kTable;
 }
 

@@ -18,8 +18,8 @@ namespace {
 void tile_matvec_avxvnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
     if (cols == 0 || cols > kTileCols) return tile_matvec_avx2(dtype, payload, rows, cols, x, y);
     switch (dtype) {
-    case DType::Q8_0: int8_avxvnni::matvec_quantized<false>(payload, rows, cols, x, y); break;
-    case DType::Q4_0: int8_avxvnni::matvec_quantized<true>(payload, rows, cols, x, y); break;
+    case DType::Q8_0:
+    case DType::Q4_0: int8_avxvnni::tile_matvec_q(dtype, payload, rows, cols, x, y); break;
     default: tile_matvec_avx2(dtype, payload, rows, cols, x, y); break;
     }
 }
@@ -27,7 +27,7 @@ void tile_matvec_avxvnni(DType dtype, const uint8_t* payload, uint32_t rows, uin
 } // namespace
 
 const Kernels& avxvnni_table() {
-    static constexpr Kernels kTable{Isa::AvxVnni, &tile_matvec_avxvnni, &dot_avx2, &axpy_avx2};
+    static constexpr Kernels kTable{Isa::AvxVnni, &tile_matvec_avxvnni, &dot_avx2, &axpy_avx2, &int8_avxvnni::quantize_slice, &int8_avxvnni::tile_matvec_quantized};
     return kTable;
 }
 

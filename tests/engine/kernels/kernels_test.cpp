@@ -528,5 +528,45 @@ TEST(KernelsDispatch, EnvironmentOverrideSelectsPath) {
 }
 #endif
 
+
+// ---- activations quantized once per matvec ----
+
+// quantize_slice + tile_matvec_quantized is the int8 paths' split of tile_matvec (the engine
+// quantizes each input slice once for every tile of a matrix): bit-identical results, for
+// full and partial tiles, odd group counts and row counts off the 4-row blocks.
+TEST(KernelsQuantizedSlices, SplitEqualsTileMatvecExactly) {
+    for (Isa isa : kInt8Paths) {
+        if (!isa_supported(isa)) {
+            std::printf("[ skip ] %s: this CPU/OS lacks the path\n", std::string(isa_name(isa)).c_str());
+            continue;
+        }
+        const Kernels& k = kernels_for(isa);
+        ASSERT_NE(k.quantize_slice, nullptr) << isa_name(isa);
+        ASSERT_NE(k.tile_matvec_quantized, nullptr) << isa_name(isa);
+        std::mt19937 rng(77u + static_cast<unsigned>(isa));
+        for (DType dtype : {DType::Q4_0, DType::Q8_0}) {
+            for (const auto& [rows, cols] : {std::pair<uint32_t, uint32_t>{128, 256}, {7, 256}, {5, 96}, {130, 224}, {3, 1}}) {
+                std::vector<uint8_t> payload(payload_bytes(dtype, rows, cols));
+                fill_payload(dtype, payload.data(), rows, cols, rng);
+                std::vector<float> x(cols);
+                std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+                for (float& v : x) v = dist(rng);
+                std::vector<float> direct(rows, 0.5f), split(rows, 0.5f);
+                k.tile_matvec(dtype, payload.data(), rows, cols, x.data(), direct.data());
+                alignas(kQuantizedSliceAlign) uint8_t slice[kQuantizedSliceBytes];
+                k.quantize_slice(dtype, x.data(), cols, slice);
+                k.tile_matvec_quantized(dtype, payload.data(), rows, cols, slice, split.data());
+                for (uint32_t r = 0; r < rows; ++r)
+                    ASSERT_EQ(split[r], direct[r]) << isa_name(isa) << " " << dtype_name(dtype) << " " << rows << "x" << cols
+                                                   << " row " << r;
+            }
+        }
+    }
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+        if (!isa_supported(isa)) continue;
+        EXPECT_EQ(kernels_for(isa).quantize_slice, nullptr) << "f32-activation paths have no quantized slices";
+    }
+}
+
 } // namespace
 } // namespace cflow

@@ -27,6 +27,12 @@ Isa selected_isa();
 
 bool isa_quantizes_activations(Isa isa);               // the int8 paths
 
+// One 256-column slice of an activation vector quantized for the int8 paths (opaque; its
+// layout depends on the path and the weight dtype). A matvec quantizes each slice once and
+// every tile of the matrix reads it, instead of each tile quantizing its slice again.
+inline constexpr size_t kQuantizedSliceBytes = 1024;
+inline constexpr size_t kQuantizedSliceAlign = 64;
+
 struct Kernels {
     Isa isa;
     // y[r] += sum_c W[r][c] * x[c] for r < rows, c < cols, where W is a tile payload of the
@@ -37,6 +43,13 @@ struct Kernels {
     float (*dot)(const float* a, const float* b, size_t n);
     // y[i] += alpha * x[i]
     void (*axpy)(float alpha, const float* x, float* y, size_t n);
+    // Int8 paths only (null elsewhere), for Q4_0 and Q8_0 tiles: quantize_slice writes x [cols]
+    // (cols <= 256) into slice (kQuantizedSliceBytes, kQuantizedSliceAlign-aligned) as
+    // tile_matvec_quantized reads it for that dtype; tile_matvec_quantized(dtype, payload, rows,
+    // cols, slice, y) then gives exactly what tile_matvec(dtype, payload, rows, cols, x, y) gives.
+    void (*quantize_slice)(DType dtype, const float* x, uint32_t cols, void* slice) = nullptr;
+    void (*tile_matvec_quantized)(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const void* slice,
+                                  float* y) = nullptr;
 };
 
 const Kernels& kernels_for(Isa isa);  // isa must be supported
