@@ -223,6 +223,10 @@ TEST(EngineWorkerTest, RegenerateRerunsTheLastRequestWithTheNextSeed) {
     EXPECT_EQ(c.prompts[1].text, c.prompts[0].text);
     EXPECT_EQ(c.finished[1].generatedTokens, 32);
     EXPECT_NE(c.text, first) << "a regenerated reply samples with a different seed";
+    // The chat core keeps the longest common token prefix: everything but the prompt's last
+    // token (fed again for fresh logits) comes from the KV cache.
+    EXPECT_EQ(c.prompts[1].reusedTokens, c.prompts[1].promptTokens - 1);
+    EXPECT_EQ(c.finished[1].promptTokens, 1);
 }
 
 TEST(EngineWorkerTest, BrokenTemplateFallsBackVisibly) {
