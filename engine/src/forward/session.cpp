@@ -1,6 +1,7 @@
 // Session lifetime, buffers and the per-token entry point; the layer math is in
 // layer_ops.cpp and the per-combine-style drivers in combine_styles.cpp.
 #include <algorithm>
+#include <system_error>
 #include <chrono>
 #include <cmath>
 #include <new>
@@ -38,6 +39,8 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
     } catch (const std::bad_alloc&) {
         return make_error(ErrorKind::OutOfMemory,
                           "out of memory allocating the KV cache for context length " + std::to_string(ctx));
+    } catch (const std::system_error& e) {  // the OS refused a thread (the pool's or a reader's)
+        return make_error(ErrorKind::Io, std::string("Session::create: cannot start engine threads: ") + e.what());
     }
 }
 

@@ -44,14 +44,24 @@ T spin_while_equal(const std::atomic<T>& value, T old, std::chrono::nanoseconds 
 
 ThreadPool::ThreadPool(unsigned threads) {
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-    for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+    try {
+        for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+    } catch (...) {
+        // A thread the OS refused: stop and join the ones already running (their std::thread
+        // objects would terminate the process if destroyed joinable), then report it.
+        shut_down();
+        throw;
+    }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { shut_down(); }
+
+void ThreadPool::shut_down() {
     stop_.store(true, std::memory_order_seq_cst);
     generation_.fetch_add(1, std::memory_order_seq_cst);
     platform::wake_all(generation_);
     for (auto& t : workers_) t.join();
+    workers_.clear();
 }
 
 void ThreadPool::run_chunks(Job& job) {

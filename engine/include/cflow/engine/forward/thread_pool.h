@@ -35,7 +35,9 @@ private:
 
 class ThreadPool {
 public:
-    explicit ThreadPool(unsigned threads);  // total threads including the caller; 0 = hardware concurrency
+    // Total threads including the caller; 0 = hardware concurrency. Throws std::system_error when
+    // the OS refuses a thread (after joining those it started); Session::create reports it.
+    explicit ThreadPool(unsigned threads);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
@@ -60,6 +62,7 @@ private:
         std::atomic<bool> callerAsleep{false};
     };
     static void run_chunks(Job& job);
+    void shut_down();
     void worker_loop();
 
     std::vector<std::thread> workers_;
