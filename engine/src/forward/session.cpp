@@ -64,8 +64,8 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     b.router_logits.resize(h.n_experts);
     b.scores.resize(size_t(h.n_heads) * context_length_);
     b.logits.resize(h.vocab_size);
-    b.k_cache.resize(slots * context_length_ * kvdim);
-    b.v_cache.resize(slots * context_length_ * kvdim);
+    b.k_cache = ZeroedFloats(slots * context_length_ * kvdim);
+    b.v_cache = ZeroedFloats(slots * context_length_ * kvdim);
     // The widest matvec input (attention output, FFN and expert hidden sizes) in 256-column slices.
     const size_t widest = std::max({d, qdim, hidden});
     b.quantized_x.resize((widest + kTileCols - 1) / kTileCols * kQuantizedSliceBytes + kQuantizedSliceAlign);
