@@ -1,5 +1,6 @@
 // config.json interpretation and HF -> canonical tensor-name mapping.
 #include "hf_config.h"
+#include "cflow/formats/whole_file.h"
 
 #include <algorithm>
 #include <cctype>
@@ -316,11 +317,13 @@ bool parse_index(const std::string& s, size_t& pos, uint32_t& value) {
 
 Result<HfConfig> load_config(const std::string& config_path) {
     try {
-        std::ifstream in(config_path, std::ios::binary);
-        if (!in) return make_error(ErrorKind::Io, config_path + ": cannot open (an HF model folder needs config.json)");
-        std::stringstream text;
-        text << in.rdbuf();
-        json j = json::parse(text.str());
+        auto text = read_whole_file(config_path, kMaxJsonConfigBytes, "a config.json");
+        if (!text) {
+            Error e = text.take_error();
+            if (e.kind == ErrorKind::Io) e.message += " (an HF model folder needs config.json)";
+            return e;
+        }
+        json j = json::parse(*text);
         if (!j.is_object()) return make_error(config_path + ": top level is not a JSON object");
         return interpret(ConfigReader(j, config_path));
     } catch (const json::exception& e) {

@@ -1,6 +1,7 @@
 // HF tokenizer files -> GGUF tokenizer keys, so the engine's tokenizer loads an HF
 // folder the same way it loads a GGUF.
 #include "hf_tokenizer.h"
+#include "cflow/formats/whole_file.h"
 
 #include <filesystem>
 #include <fstream>
@@ -26,23 +27,21 @@ constexpr int64_t kMaxVocab = 1 << 24;  // ids beyond this are corrupt, not a re
 enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
 Result<json> read_json(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error(ErrorKind::Io, path.string() + ": cannot open");
-    std::stringstream text;
-    text << in.rdbuf();
+    auto text = read_whole_file(path.string(), kMaxTokenizerJsonBytes, "a tokenizer JSON file");
+    if (!text) return text.take_error();
     try {
-        return json::parse(text.str());
+        return json::parse(*text);
     } catch (const json::exception& e) {
         return make_error(path.string() + ": invalid JSON: " + e.what());
     }
 }
 
 std::optional<std::string> read_text(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
+    std::error_code ec;
+    if (!fs::exists(path, ec)) return std::nullopt;
+    auto text = read_whole_file(path.string(), kMaxChatTemplateBytes, "a chat template");
+    if (!text) return std::nullopt;
+    return std::move(text).value();
 }
 
 bool is_byte_token(const std::string& t) {

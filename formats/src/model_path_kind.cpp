@@ -1,4 +1,5 @@
 #include "cflow/formats/model_path_kind.h"
+#include "cflow/formats/whole_file.h"
 
 #include <algorithm>
 #include <cctype>
@@ -32,6 +33,7 @@ bool starts_with_u32(const char* head, size_t got, uint32_t magic) {
 
 // The magic part of the rule; Unknown when no magic matches (or the file cannot be read).
 ModelPathKind kind_from_magic(const std::filesystem::path& file) {
+    if (!require_regular_file(file.string())) return ModelPathKind::Unknown;  // never open a FIFO to sniff it
     std::ifstream in(file, std::ios::binary);
     char head[kSniffBytes] = {};
     in.read(head, sizeof head);

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cflow/formats/whole_file.h"
 #include "cflow/formats/safetensors.h"
 #include "cflow/formats/source_model.h"
 #include "hf_config.h"
@@ -78,12 +79,10 @@ Status parse_entry(const std::string& path, const std::string& name, const json&
 }
 
 Result<json> read_json_file(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error(ErrorKind::Io, path.string() + ": cannot open");
-    std::stringstream text;
-    text << in.rdbuf();
+    auto text = read_whole_file(path.string(), kMaxJsonConfigBytes, "a JSON index");
+    if (!text) return text.take_error();
     try {
-        return json::parse(text.str());
+        return json::parse(*text);
     } catch (const json::exception& e) {
         return make_error(path.string() + ": invalid JSON: " + e.what());
     }

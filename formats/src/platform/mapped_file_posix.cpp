@@ -69,11 +69,14 @@ struct Fd {
 
 Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, LoadMode mode) {
     Fd file;
-    file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever (it has no effect on
+    // regular files, the only kind accepted below).
+    file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (file.fd < 0) return make_error(ErrorKind::Io, os_error("cannot open", path));
     struct stat st {};
     if (fstat(file.fd, &st) != 0) return make_error(ErrorKind::Io, os_error("cannot stat", path));
     if (S_ISDIR(st.st_mode)) return make_error(path + ": is a directory, not a file");
+    if (!S_ISREG(st.st_mode)) return make_error(path + ": is not a regular file (a FIFO, device or socket)");
     const uint64_t size = static_cast<uint64_t>(st.st_size);
     if (size == 0) return std::shared_ptr<MappedFile>(std::make_shared<PosixMappedFile>(path, mode, nullptr, 0, 0));
 

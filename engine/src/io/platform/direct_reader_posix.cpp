@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -25,7 +26,16 @@ public:
             if (n < 0)
                 return make_error(ErrorKind::Io, path_ + ": read of " + std::to_string(bytes) + " bytes at offset " +
                                                      std::to_string(offset) + " failed: " + std::strerror(errno));
-            if (n == 0) break;  // end of file inside the aligned tail: the rest stays unread
+            if (n == 0) {
+                // End of file: fine inside the aligned tail past the file's end, an error
+                // anywhere before it (the file shrank: the staged bytes would be stale).
+                if (offset + done < size_)
+                    return make_error(ErrorKind::Io, path_ + ": ended at byte " + std::to_string(offset + done) +
+                                                         " while reading expert data up to byte " +
+                                                         std::to_string(std::min(offset + bytes, size_)) +
+                                                         " (the file is " + std::to_string(size_) + " bytes: did it shrink?)");
+                break;
+            }
             done += uint64_t(n);
         }
         return {};
