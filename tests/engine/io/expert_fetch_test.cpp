@@ -99,5 +99,31 @@ TEST(ExpertFetch, StagedFetchOfAVanishedFileIsAnIoError) {
     EXPECT_NE(session.error().find(path), std::string::npos) << session.error();
 }
 
+// A file that shrinks under a staged session: the direct reads hit its end before the bytes they
+// asked for, and the step fails with an io error instead of computing with stale staging bytes.
+TEST(ExpertFetch, StagedReadOfAShrunkFileIsAnIoError) {
+    auto mapped = delayed_moe_model("shrunk", CombineStyle::Sequential, 0, 0);
+    ASSERT_TRUE(mapped);
+    const std::string path = mapped->file().path();
+    mapped.reset();
+    LoadOptions load;
+    load.mode = LoadMode::ReadAnon;  // the dense weights stay valid in anonymous memory
+    auto model = Model::load(path, load);
+    ASSERT_TRUE(model.ok()) << model.error();
+    SessionOptions options{1, 16};
+    options.expert_fetch = ExpertFetch::Staged;
+    auto session = Session::create(*model, options);
+    ASSERT_TRUE(session.ok()) << session.error();
+    std::filesystem::resize_file(path, 4096);
+    Status failure;
+    for (int32_t t = 0; t < 8 && failure.ok(); ++t) {
+        auto r = (*session)->step(3 + t);
+        if (!r) failure = r.take_error();
+    }
+    ASSERT_FALSE(failure.ok()) << "every expert lies past byte 4096";
+    EXPECT_EQ(failure.kind(), ErrorKind::Io) << failure.error();
+    EXPECT_NE(failure.error().find("did it shrink"), std::string::npos) << failure.error();
+}
+
 } // namespace
 } // namespace cflow::test
