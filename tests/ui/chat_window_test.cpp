@@ -2,6 +2,7 @@
 // the engine thread, messages persisted in a per-test SQLite file, and the --self-test run
 // of the real cflow-studio binary.
 #include <QFileInfo>
+#include <QMetaObject>
 #include <QImage>
 #include <QLineEdit>
 #include <QListWidget>
@@ -129,6 +130,25 @@ TEST(ChatWindowTest, StopRegenerateAndEdit) {
     EXPECT_TRUE(chat->lastPrompt().text.contains(QStringLiteral("Edited question")));
     EXPECT_FALSE(chat->lastPrompt().text.contains(QStringLiteral("Tell me everything")));
     EXPECT_FALSE(chat->editAndResend(1, QStringLiteral("not a user message")));
+}
+
+// A Stop pressed while the request still waits in the worker's queue used to be lost: the
+// worker started the reply with a fresh cancel token and ran to the token limit.
+TEST(ChatWindowTest, StopBeforeTheReplyStartsIsNotLost) {
+    ScopedDb db("chat_stop_queued");
+    MainWindow window;
+    ASSERT_TRUE(ready(window));
+    greedy(window, 800);
+    ChatPanel* chat = window.chatPanel();
+    // Keep the engine thread busy so the request below is still queued when Stop is pressed.
+    cflow::ui::EngineWorker* worker = window.engine();
+    QMetaObject::invokeMethod(worker, [] { QThread::msleep(300); });
+    ASSERT_TRUE(chat->send(QStringLiteral("Tell me everything")));
+    chat->stop();
+    EXPECT_EQ(worker->tokensGenerated(), 0) << "the reply must not have started yet for this test to mean anything";
+    ASSERT_TRUE(wait_idle(chat));
+    EXPECT_TRUE(window.metricsText().contains(QStringLiteral("cancelled"))) << window.metricsText().toStdString();
+    EXPECT_EQ(worker->tokensGenerated(), 0) << "the reply ends before its first token";
 }
 
 TEST(ChatWindowTest, SidebarSearchRenameDeleteAndPresets) {

@@ -137,7 +137,10 @@ void ChatPanel::startReply(int seedOffset) {
     settings.sampling.seed += static_cast<uint64_t>(seedOffset);
     setGenerating(true);
     EngineWorker* worker = worker_;
-    QMetaObject::invokeMethod(worker_, [worker, conversation, settings] { worker->generate(conversation, settings); });
+    // The stops seen so far travel with the request: a Stop pressed while it waits in the
+    // worker's queue then cancels it when it starts (it used to be cleared and lost).
+    const uint64_t stops = worker_->stopRequests();
+    QMetaObject::invokeMethod(worker_, [worker, conversation, settings, stops] { worker->generate(conversation, settings, stops); });
 }
 
 void ChatPanel::stop() {

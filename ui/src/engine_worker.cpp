@@ -36,6 +36,7 @@ void EngineWorker::setTelemetrySink(TelemetrySink sink) {
 }
 
 int EngineWorker::stop() {
+    stopRequests_.fetch_add(1, std::memory_order_acq_rel);
     cancel_.cancel();
     return tokensGenerated();
 }
@@ -100,7 +101,7 @@ std::vector<ChatMessage> to_messages(const Conversation& conversation) {
 
 } // namespace
 
-void EngineWorker::generate(const Conversation& conversation, const GenerationSettings& settings) {
+void EngineWorker::generate(const Conversation& conversation, const GenerationSettings& settings, uint64_t stopsAtPost) {
     if (shutDown_.load()) return;
     if (!model_) {
         emit error(tr("No model is loaded."));
@@ -110,7 +111,7 @@ void EngineWorker::generate(const Conversation& conversation, const GenerationSe
     lastSettings_ = settings;
     hasLast_ = true;
     if (!ensureSession(settings.threads)) return;
-    run(chat_->prepare(to_messages(conversation)), settings);
+    run(chat_->prepare(to_messages(conversation)), settings, stopsAtPost);
 }
 
 void EngineWorker::generatePrompt(const QString& promptText, const GenerationSettings& settings) {
@@ -134,8 +135,10 @@ void EngineWorker::regenerate() {
     run(chat_->prepare(to_messages(lastConversation_)), lastSettings_);
 }
 
-void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& settings) {
+void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& settings, uint64_t stopsAtPost) {
     cancel_.reset();
+    // Stopped while still queued: the reply ends before its first token (reported as cancelled).
+    if (stopsAtPost != kNoStopCheck && stopRequests_.load(std::memory_order_acquire) != stopsAtPost) cancel_.cancel();
     tokensGenerated_.store(0, std::memory_order_release);
     if (!prepared) {
         emit error(prepared.kind() == ErrorKind::OutOfMemory ? tr("Out of memory while preparing the prompt.")

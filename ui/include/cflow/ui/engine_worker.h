@@ -44,6 +44,10 @@ public:
     // Thread-safe: cancels the current generation and turns every later request into a no-op
     // (called before the thread is quit).
     void shutdown();
+    // Thread-safe: how many times stop() was called; a request posted with this count is
+    // cancelled when it starts if stop() was called after it was posted.
+    uint64_t stopRequests() const { return stopRequests_.load(std::memory_order_acquire); }
+    static constexpr uint64_t kNoStopCheck = ~uint64_t{0};
     // Thread-safe: tokens generated so far in the current (or last) reply.
     int tokensGenerated() const { return tokensGenerated_.load(std::memory_order_acquire); }
 
@@ -51,7 +55,9 @@ public slots:
     void loadModel(const QString& path, unsigned threads);
     // Renders the conversation with the model's chat template (or the fallback), reuses the
     // KV cache where the new prompt extends what it holds, and streams the reply.
-    void generate(const cflow::ui::Conversation& conversation, const cflow::ui::GenerationSettings& settings);
+    // stopsAtPost: stopRequests() when the request was posted (kNoStopCheck: no check).
+    void generate(const cflow::ui::Conversation& conversation, const cflow::ui::GenerationSettings& settings,
+                  uint64_t stopsAtPost = kNoStopCheck);
     // Feeds promptText verbatim (no template): the raw-prompt mode.
     void generatePrompt(const QString& promptText, const cflow::ui::GenerationSettings& settings);
     // Runs the last generate() request again with the next seed, so the reply differs.
@@ -71,7 +77,7 @@ signals:
 private:
     // The chat core does the rendering, encoding, KV reuse and stop rules; this only adapts
     // its turn to queued signals and batched text.
-    void run(Result<PreparedTurn> prepared, const GenerationSettings& settings);
+    void run(Result<PreparedTurn> prepared, const GenerationSettings& settings, uint64_t stopsAtPost = kNoStopCheck);
     bool ensureSession(unsigned threads);
 
     std::shared_ptr<const Model> model_;
@@ -85,6 +91,7 @@ private:
     CancelToken cancel_;
     std::atomic<bool> shutDown_{false};
     std::atomic<int> tokensGenerated_{0};
+    std::atomic<uint64_t> stopRequests_{0};
     std::mutex sinkMutex_;
     TelemetrySink sink_;
 };
