@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cflow/formats/json_depth.h"
 #include "cflow/engine/chat/chat_template.h"
 #include "cli_args.h"
 #include "commands.h"
@@ -37,6 +38,7 @@ std::string one_line(std::string message) {
 Result<nlohmann::ordered_json> read_json_file(const std::string& path, bool want_array, const char* what) {
     auto text = read_text_file(path);
     if (!text) return text.take_error();
+    if (Status depth = check_json_depth(*text, path); !depth) return depth.take_error();
     try {
         auto value = nlohmann::ordered_json::parse(*text);
         if (want_array && !value.is_array()) return make_error(path + ": " + what + " must be a JSON array");
@@ -100,6 +102,7 @@ int run_template(const std::vector<std::string>& argv) {
     if (auto bos = args->value("--bos")) options.bos_token = *bos;
     if (auto eos = args->value("--eos")) options.eos_token = *eos;
     if (auto kwargs = args->value("--kwargs")) {
+        if (Status depth = check_json_depth(*kwargs, "--kwargs"); !depth) return fail("template", depth.error());
         try {
             if (!nlohmann::json::parse(*kwargs).is_object()) return fail("template", "--kwargs must be a JSON object");
         } catch (const nlohmann::json::exception& e) {

@@ -1,6 +1,7 @@
 // config.json interpretation and HF -> canonical tensor-name mapping.
 #include "hf_config.h"
 #include "cflow/formats/whole_file.h"
+#include "cflow/formats/json_depth.h"
 
 #include <algorithm>
 #include <cctype>
@@ -323,6 +324,7 @@ Result<HfConfig> load_config(const std::string& config_path) {
             if (e.kind == ErrorKind::Io) e.message += " (an HF model folder needs config.json)";
             return e;
         }
+        if (Status depth = check_json_depth(*text, config_path); !depth) return depth.take_error();
         json j = json::parse(*text);
         if (!j.is_object()) return make_error(config_path + ": top level is not a JSON object");
         return interpret(ConfigReader(j, config_path));

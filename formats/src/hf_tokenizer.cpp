@@ -2,6 +2,7 @@
 // folder the same way it loads a GGUF.
 #include "hf_tokenizer.h"
 #include "cflow/formats/whole_file.h"
+#include "cflow/formats/json_depth.h"
 
 #include <filesystem>
 #include <fstream>
@@ -29,6 +30,7 @@ enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined
 Result<json> read_json(const fs::path& path) {
     auto text = read_whole_file(path.string(), kMaxTokenizerJsonBytes, "a tokenizer JSON file");
     if (!text) return text.take_error();
+    if (Status depth = check_json_depth(*text, path.string()); !depth) return depth.take_error();
     try {
         return json::parse(*text);
     } catch (const json::exception& e) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cflow/formats/whole_file.h"
+#include "cflow/formats/json_depth.h"
 #include "cflow/formats/safetensors.h"
 #include "cflow/formats/source_model.h"
 #include "hf_config.h"
@@ -81,6 +82,7 @@ Status parse_entry(const std::string& path, const std::string& name, const json&
 Result<json> read_json_file(const fs::path& path) {
     auto text = read_whole_file(path.string(), kMaxJsonConfigBytes, "a JSON index");
     if (!text) return text.take_error();
+    if (Status depth = check_json_depth(*text, path.string()); !depth) return depth.take_error();
     try {
         return json::parse(*text);
     } catch (const json::exception& e) {
@@ -195,6 +197,8 @@ Result<SafetensorsFile> read_safetensors_file(const std::string& path) {
                               std::to_string(size) + " bytes) or over the 100 MiB limit");
         out.data_offset = 8 + header_bytes;
         json header;
+        const std::string_view headerText(reinterpret_cast<const char*>(out.file->data()) + 8, size_t(header_bytes));
+        if (Status depth = check_json_depth(headerText, path + ": header JSON"); !depth) return depth.take_error();
         try {
             header = json::parse(reinterpret_cast<const char*>(out.file->data()) + 8,
                                  reinterpret_cast<const char*>(out.file->data()) + out.data_offset);

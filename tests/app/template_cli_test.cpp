@@ -71,6 +71,19 @@ INSTANTIATE_TEST_SUITE_P(LlamaCpp, TemplateCase,
                              return std::string("case") + std::string(param_info.param).substr(0, 2);
                          });
 
+// 100,000 nested arrays as --messages or --kwargs crashed in a recursive JSON dump; now one line.
+TEST(TemplateCli, DeeplyNestedJsonEndsWithOneLine) {
+    const auto dir = temp_dir("template-deep");
+    const auto tmpl = (dir / "t.jinja").string();
+    std::ofstream(tmpl) << "{{ messages | length }}";
+    const auto deep = (dir / "deep.json").string();
+    std::ofstream(deep) << std::string(100000, '[') << std::string(100000, ']');
+    expect_one_line_failure(run_cflow({"template", "--template", tmpl, "--messages", deep}), "levels deep");
+    expect_one_line_failure(run_cflow({"template", "--template", tmpl, "--messages", deep, "--kwargs",
+                                       std::string(1000, '[') + std::string(1000, ']')}),
+                            "levels deep");
+}
+
 TEST(TemplateCli, NoGenerationPromptDropsTheAssistantHeader) {
     CFLOW_REQUIRE_ASSET(case_json, std::string(kCasesDir) + "00_teknium_OpenHermes-2.5-Mistral-7B.json");
     const auto files = write_case(case_json, temp_dir("template-nogen"));

@@ -3,6 +3,8 @@
 // errors into cflow::Error.
 #include "cflow/engine/chat/chat_template.h"
 
+#include "cflow/formats/json_depth.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <ctime>
@@ -135,6 +137,9 @@ Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& message
             m["role"] = messages[i].role;
             m["content"] = messages[i].content;
             if (!messages[i].extra_json.empty()) {
+                if (Status depth = check_json_depth(messages[i].extra_json, "chat template: message " + std::to_string(i));
+                    !depth)
+                    return depth.take_error();
                 json extra = json::parse(messages[i].extra_json);
                 if (!extra.is_object())
                     return make_error("chat template: message " + std::to_string(i) + " extra_json must be a JSON object");

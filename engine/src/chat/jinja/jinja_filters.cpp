@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cflow/formats/json_depth.h"
 #include "chat/jinja/jinja_interpreter.h"
 
 namespace cflow::jinja {
@@ -622,6 +623,8 @@ const std::unordered_map<std::string_view, FilterFn>& filter_table() {
 
 Value parse_json_value(std::string_view text) {
     json j;
+    if (json_nesting_depth(text) > kMaxJsonDepth)
+        fail("invalid JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     try {
         j = json::parse(text.begin(), text.end());
     } catch (const std::exception& e) {
