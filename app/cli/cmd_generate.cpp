@@ -57,9 +57,10 @@ int run_generate(const std::vector<std::string>& argv) {
     std::FILE* telemetry_out = stderr;
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> telemetry_file(nullptr, &std::fclose);
     const bool want_stats = args->flag("--stats"), want_experts = args->flag("--trace-experts");
-    if (auto path = args->value("--telemetry-file")) {
-        telemetry_file.reset(std::fopen(path->c_str(), "w"));
-        if (!telemetry_file) return fail("generate", *path + ": cannot open telemetry file for writing");
+    const std::string telemetry_path = args->value("--telemetry-file").value_or("");
+    if (!telemetry_path.empty()) {
+        telemetry_file.reset(std::fopen(telemetry_path.c_str(), "w"));
+        if (!telemetry_file) return fail("generate", telemetry_path + ": cannot open telemetry file for writing");
         telemetry_out = telemetry_file.get();
     }
     if (want_stats || want_experts)
@@ -77,6 +78,12 @@ int run_generate(const std::vector<std::string>& argv) {
         return true;
     }, &cancel);
     if (!stats) return fail("generate", stats.error());
+    if (telemetry_file) {
+        // Buffered writes fail late: a full disk (or /dev/full) shows only at flush and close.
+        const bool write_failed = std::ferror(telemetry_file.get()) != 0 || std::fflush(telemetry_file.get()) != 0;
+        if (std::fclose(telemetry_file.release()) != 0 || write_failed)
+            return fail("generate", telemetry_path + ": writing the telemetry failed (disk full?)");
+    }
     if (!args->flag("--no-stats")) {
         std::fprintf(stderr,
                      "\n[cflow] model %s | isa %s | threads %u | seed %llu | load %.1f ms\n"

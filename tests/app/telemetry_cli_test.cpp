@@ -58,5 +58,22 @@ TEST(TelemetryCli, StatsAndExpertTraceAreJsonLinesPerStep) {
     EXPECT_GE(steps, 6);
 }
 
+// A telemetry file that cannot be written (a full disk) is an error, not a silent exit 0.
+TEST(TelemetryCli, UnwritableTelemetryFileFails) {
+#if defined(__linux__)
+    SyntheticSpec spec;
+    auto source = make_synthetic_model(spec);
+    const auto model = (temp_dir("telemetry_full") / "m.cflow").string();
+    ConvertOptions options;
+    options.weight_quant = DType::Q8_0;
+    ASSERT_TRUE(convert_to_cflow(source, model, options).ok());
+    auto r = run_cflow({"generate", model, "-p", "ab", "-n", "40", "--temp", "0", "--stats", "--telemetry-file", "/dev/full"});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("/dev/full: writing the telemetry failed"), std::string::npos) << r.err;
+#else
+    GTEST_SKIP() << "needs /dev/full";
+#endif
+}
+
 } // namespace
 } // namespace cflow::test
