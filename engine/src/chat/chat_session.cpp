@@ -171,12 +171,8 @@ Status ChatSession::reply(const PreparedTurn& turn, const ReplyOptions& options,
         if (on_piece) on_piece(ChatPiece{token, text, session.position()});
         return true;
     };
-    Result<GenerateStats> result = GenerateStats{};
-    try {
-        result = generate(session, request, on_token, cancel, &outcome.stats);
-    } catch (const std::bad_alloc&) {
-        result = out_of_memory_error("reply");
-    }
+    // generate() catches bad_alloc itself and reports it as OutOfMemory.
+    const Result<GenerateStats> result = generate(session, request, on_token, cancel, &outcome.stats);
     outcome.context_used = session.position();
     if (!result && result.kind() != ErrorKind::Cancelled) {
         forget();  // the cache's state is unknown after a failed step

@@ -1,8 +1,8 @@
 #pragma once
 // Cancellation token shared between a long job (conversion, generation, perplexity, model load)
 // and whoever may cancel it. A job that sees it set stops within one unit of work (a token, a
-// tile row, a window) and returns cancelled_error() (ErrorKind::Cancelled) or, for generation,
-// StopReason::Cancelled next to what it already delivered.
+// tile row, a window) and returns cancelled_error() (ErrorKind::Cancelled); generation reports
+// the counts of what it already delivered through its stats_so_far argument.
 //
 // Thread safety: cancel() and is_cancelled() may be called from any thread at any time.
 // reset() re-arms the token for the next job; call it only while no job is using the token.
