@@ -54,17 +54,18 @@ Result<SpeedMeasurement> measure(const std::string& path, LoadMode mode, const B
     const auto vocab = int32_t((*model)->header().vocab_size);
     SpeedMeasurement m;
 
-    // Prefill: the prompt's tokens through the model, logits only for the last (as generate does).
-    // A first pass warms the caches and page tables; the second is timed.
+    // Prefill: the prompt through Session::prefill (batched in chunks where the model allows),
+    // logits only for the last token, as generate does. A first pass warms the caches and page
+    // tables; the second is timed.
+    std::vector<int32_t> prompt(size_t(plan.promptTokens));
+    for (int i = 0; i < plan.promptTokens; ++i) prompt[size_t(i)] = prompt_token(i, vocab);
     std::span<const float> logits;
     for (int pass = 0; pass < 2; ++pass) {
         s.reset();
         const auto t0 = Clock::now();
-        for (int i = 0; i < plan.promptTokens; ++i) {
-            auto r = s.step(prompt_token(i, vocab), i + 1 == plan.promptTokens);
-            if (!r) return r.take_error();
-            logits = *r;
-        }
+        auto r = s.prefill(prompt, true);
+        if (!r) return r.take_error();
+        logits = *r;
         const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
         m.prefillTokensPerSecond = plan.promptTokens / seconds;
     }

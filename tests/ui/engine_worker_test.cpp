@@ -113,10 +113,11 @@ const char* kHelloPrompt = "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assis
 TEST(EngineWorkerTest, StreamsTheSameReplyAsTheEngineWithTheModelsTemplate) {
     EngineThread engine;
     Collector c(engine.worker());
-    std::atomic<int> steps{0};
+    std::atomic<int> steps{0}, stepTokens{0};
     engine.worker()->setTelemetrySink([&](const cflow::TokenTelemetry& t) {
         EXPECT_EQ(t.layers.size(), 2u);
         steps.fetch_add(1);
+        stepTokens.fetch_add(int(t.tokens));
     });
     ASSERT_TRUE(load(engine.worker(), c, qpath(chatml_model()))) << c.loadError.toStdString();
 
@@ -136,7 +137,10 @@ TEST(EngineWorkerTest, StreamsTheSameReplyAsTheEngineWithTheModelsTemplate) {
     EXPECT_LE(c.batches, 40);
     EXPECT_EQ(c.text.toStdString(), direct_reply(kHelloPrompt, 40));
     EXPECT_EQ(stats.contextUsed, c.prompts[0].promptTokens + 40);
-    EXPECT_EQ(steps.load(), c.prompts[0].promptTokens + 40) << "one telemetry record per forward step";
+    // One telemetry record per forward step: the prompt as batched chunks, then one per token.
+    const int promptChunks = (c.prompts[0].promptTokens + int(cflow::Session::kPrefillChunk) - 1) / int(cflow::Session::kPrefillChunk);
+    EXPECT_EQ(steps.load(), promptChunks + 40) << "one telemetry record per forward step";
+    EXPECT_EQ(stepTokens.load(), c.prompts[0].promptTokens + 40) << "the records cover every token fed";
     EXPECT_GT(stats.mappedBytes, 0u);
     EXPECT_GT(stats.timeToFirstTokenMs, 0);
     EXPECT_GT(stats.decodeTokensPerS, 0);

@@ -102,6 +102,7 @@ Result<std::span<const float>> Session::step_unguarded(int32_t token, bool want_
         return make_error(ErrorKind::ContextFull, "context full: " + std::to_string(context_length_) + " tokens");
     const auto t0 = std::chrono::steady_clock::now();
     telemetry_.position = position_;
+    telemetry_.tokens = 1;
     telemetry_.token = token;
     telemetry_.vocabBytes = 0;
     for (uint32_t i = 0; i < telemetry_.layers.size(); ++i) {

@@ -50,4 +50,30 @@ struct Session::Buffers {
     std::vector<TileRef> staged_down;
 };
 
+// Buffers of one prefill chunk of up to `capacity` tokens; row t belongs to the token at
+// position() + t.
+struct Session::Batch {
+    uint32_t capacity = 0;
+    std::vector<float> x;           // [C x d] residual stream
+    std::vector<float> xn;          // [C x d] normalised input of the current projection
+    std::vector<float> q;           // [C x H*dk]
+    std::vector<float> k;           // [C x Hkv*dk]
+    std::vector<float> v;           // [C x Hkv*dk]
+    std::vector<float> attn;        // [C x H*dk] concatenated head outputs
+    std::vector<float> attn_out;    // [C x d]
+    std::vector<float> dense_out;   // [C x d]
+    std::vector<float> moe_out;     // [C x d]
+    std::vector<float> gate;        // [C x max(d_ff, expert_d_ff, shared_d_ff)]
+    std::vector<float> up;          // [same]
+    std::vector<float> expert_in;   // [C x d] routing inputs of the tokens one expert serves
+    std::vector<float> expert_tmp;  // [C x d] that expert's outputs
+    std::vector<float> expert_out;  // [C x top_k x d] every token's routed expert outputs, by slot
+    std::vector<float> rope_cos;    // [C x dk/2] per position of the chunk
+    std::vector<float> rope_sin;    // [C x dk/2]
+    std::vector<uint8_t> quantized_x;  // [C x slices x kQuantizedSliceBytes + align] int8 paths
+    size_t slicesPerToken = 0;
+    std::vector<Routing> routing;   // [C] each token's experts
+    std::vector<uint32_t> served;   // [C] tokens of the expert being run (token * top_k + slot)
+};
+
 } // namespace cflow

@@ -26,6 +26,7 @@ std::string to_json_line(const TokenTelemetry& t, bool include_experts, bool inc
     nlohmann::ordered_json j;
     j["position"] = t.position;
     j["token"] = t.token;
+    if (t.tokens != 1) j["tokens"] = t.tokens;  // a batched prefill chunk
     if (include_stats) {
         j["totalUs"] = t.totalUs;
         j["vocabBytes"] = t.vocabBytes;

@@ -36,13 +36,18 @@ Result<GenerateStats> generate_unguarded(Session& session, const GenerateRequest
     const auto t_start = Clock::now();
     std::vector<int32_t> history = request.prompt;  // for the repetition penalty
     std::span<const float> logits;
-    for (size_t i = 0; i < request.prompt.size(); ++i) {
+    // The prompt in chunks (batched through the layers where the model allows): cancellation
+    // takes effect between chunks, and on_step sees one record per chunk.
+    const std::span<const int32_t> prompt(request.prompt);
+    for (size_t i = 0; i < prompt.size();) {
         if (cancel && cancel->is_cancelled()) return cancelled_error("generation");
-        const bool last = i + 1 == request.prompt.size();
-        auto r = session.step(request.prompt[i], last);
+        const size_t n = std::min<size_t>(session.batched_prefill() ? Session::kPrefillChunk : 1, prompt.size() - i);
+        const bool last = i + n == prompt.size();
+        auto r = session.prefill(prompt.subspan(i, n), last);
         if (!r) return r.take_error();
         logits = r.value();
-        ++stats.prompt_tokens;
+        i += n;
+        stats.prompt_tokens += uint32_t(n);
         stats.prompt_ms = ms_since(t_start);
         if (request.on_step) request.on_step(session.telemetry());
     }

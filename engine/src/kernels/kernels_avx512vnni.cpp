@@ -152,6 +152,148 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t gro
     for (int i = 0; i < R; ++i) y[r0 + i] += _mm512_reduce_add_ps(acc[i]);
 }
 
+// block_rows for T tokens at once (batched prefill): each row's weight blocks are loaded and
+// unpacked once and multiplied with every token's quantized x. The scale of a (row, token, pair)
+// is the permuted weight scale times the permuted activation scale, lane for lane the same
+// product block_rows permutes out of `combined`, and each accumulator sees the same fused
+// multiply-adds in the same order, so every output is bit-identical to block_rows per token.
+template <int R, int T, bool kQ4>
+void block_rows_tokens(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t groups, const uint8_t* slices,
+                       size_t sliceStride, float* y, size_t yStride) {
+    constexpr size_t kBlockBytes = kQ4 ? kGroup / 2 : kGroup;
+    const uint8_t* scales = payload;                                                        // [rows x G] f16
+    const uint8_t* blocks = payload + static_cast<size_t>(rows) * groups * sizeof(uint16_t);  // [rows x G] blocks
+    const __mmask8 groupLanes = static_cast<__mmask8>((1u << groups) - 1u);
+    const QuantizedX* xq[T];
+    __m512 xScale[T];  // [T] activation scales in lanes 0..7
+    CFLOW_UNROLL_ROWS
+    for (int t = 0; t < T; ++t) {
+        xq[t] = reinterpret_cast<const QuantizedX*>(slices + static_cast<size_t>(t) * sliceStride);
+        xScale[t] = _mm512_zextps256_ps512(_mm256_load_ps(xq[t]->scale));
+    }
+    alignas(32) float wScaleRow[R][kMaxGroups];  // [R x G] f32 weight scales
+    __m512 wScale[R];                            // the same in lanes 0..7
+    __m512 acc[R][T];
+    CFLOW_UNROLL_ROWS
+    for (int i = 0; i < R; ++i) {
+        const uint8_t* rowScales = scales + static_cast<size_t>(r0 + i) * groups * sizeof(uint16_t);
+        const __m256 w = _mm256_cvtph_ps(_mm_maskz_loadu_epi16(groupLanes, rowScales));
+        _mm256_store_ps(wScaleRow[i], w);
+        wScale[i] = _mm512_zextps256_ps512(w);
+        CFLOW_UNROLL_ROWS
+        for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
+    }
+    const __m512i laneGroup = kQ4 ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1)
+                                  : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i lowNibbles = _mm512_set1_epi8(0x0F);
+    const __m512i zero = _mm512_setzero_si512();
+    for (uint32_t g = 0; g + 2 <= groups; g += 2) {
+        const __m512i scaleIndex = _mm512_add_epi32(laneGroup, _mm512_set1_epi32(static_cast<int>(g)));
+        __m512i weights[R];  // Q4_0: unpacked nibbles; Q8_0: the signed bytes
+        __m512 wPair[R];
+        CFLOW_UNROLL_ROWS
+        for (int i = 0; i < R; ++i) {
+            const uint8_t* b = blocks + (static_cast<size_t>(r0 + i) * groups + g) * kBlockBytes;
+            if constexpr (kQ4) {
+                const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+                const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(packed), _mm256_srli_epi16(packed, 4), 1);
+                weights[i] = _mm512_and_si512(both, lowNibbles);
+            } else {
+                weights[i] = _mm512_loadu_si512(b);
+            }
+            wPair[i] = _mm512_permutexvar_ps(scaleIndex, wScale[i]);
+        }
+        CFLOW_UNROLL_ROWS
+        for (int t = 0; t < T; ++t) {
+            const __m512i xv = _mm512_load_si512(xq[t]->q + g * kGroup);
+            const __m512i start = kQ4 ? _mm512_setr_epi32(xq[t]->q4Offset[g], 0, 0, 0, xq[t]->q4Offset[g + 1], 0, 0, 0, 0, 0,
+                                                          0, 0, 0, 0, 0, 0)
+                                      : zero;
+            const __m512 xPair = _mm512_permutexvar_ps(scaleIndex, xScale[t]);
+            CFLOW_UNROLL_ROWS
+            for (int i = 0; i < R; ++i) {
+                __m512i dotLanes;
+                if constexpr (kQ4) {
+                    dotLanes = _mm512_dpbusd_epi32(start, weights[i], xv);
+                } else {
+                    const __m512i signedX = _mm512_mask_sub_epi8(xv, _mm512_movepi8_mask(weights[i]), zero, xv);
+                    dotLanes = _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(weights[i]), signedX);
+                }
+                acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dotLanes), _mm512_mul_ps(wPair[i], xPair), acc[i][t]);
+            }
+        }
+    }
+    if (groups & 1u) {  // an unpaired last group, natural order, 256-bit (as block_rows)
+        const uint32_t g = groups - 1;
+        CFLOW_UNROLL_ROWS
+        for (int t = 0; t < T; ++t) {
+            const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(xq[t]->q + g * kGroup));
+            const __m256i start =
+                kQ4 ? _mm256_zextsi128_si256(_mm_cvtsi32_si128(xq[t]->q4Offset[g])) : _mm256_setzero_si256();
+            CFLOW_UNROLL_ROWS
+            for (int i = 0; i < R; ++i) {
+                const uint8_t* b = blocks + (static_cast<size_t>(r0 + i) * groups + g) * kBlockBytes;
+                __m256i dotLanes;
+                if constexpr (kQ4) {
+                    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+                    const __m128i low = _mm_set1_epi8(0x0F);
+                    dotLanes = _mm256_dpbusd_epi32(
+                        start, _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), low), _mm_and_si128(packed, low)), xv);
+                } else {
+                    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+                    dotLanes = _mm256_dpbusd_epi32(start, _mm256_abs_epi8(w), _mm256_sign_epi8(xv, w));
+                }
+                const float combined = wScaleRow[i][g] * xq[t]->scale[g];
+                const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(dotLanes), _mm256_set1_ps(combined));
+                acc[i][t] = _mm512_add_ps(acc[i][t], _mm512_zextps256_ps512(part));
+            }
+        }
+    }
+    CFLOW_UNROLL_ROWS
+    for (int t = 0; t < T; ++t) {
+        CFLOW_UNROLL_ROWS
+        for (int i = 0; i < R; ++i) y[static_cast<size_t>(t) * yStride + r0 + i] += _mm512_reduce_add_ps(acc[i][t]);
+    }
+}
+
+// Tokens in blocks of kTokenBlock (4 x 4 accumulators and the unpacked rows fit the 32 zmm
+// registers); the last 1-3 tokens take a narrower instantiation.
+constexpr int kTokenBlock = 4;
+
+template <int R, bool kQ4>
+void rows_tokens(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t groups, const uint8_t* slices,
+                 size_t sliceStride, uint32_t tokens, float* y, size_t yStride) {
+    uint32_t t = 0;
+    for (; t + kTokenBlock <= tokens; t += kTokenBlock)
+        block_rows_tokens<R, kTokenBlock, kQ4>(payload, rows, r0, groups, slices + t * sliceStride, sliceStride,
+                                               y + t * yStride, yStride);
+    const uint8_t* restSlices = slices + t * sliceStride;
+    float* restY = y + t * yStride;
+    switch (tokens - t) {
+    case 3: block_rows_tokens<R, 3, kQ4>(payload, rows, r0, groups, restSlices, sliceStride, restY, yStride); break;
+    case 2: block_rows_tokens<R, 2, kQ4>(payload, rows, r0, groups, restSlices, sliceStride, restY, yStride); break;
+    case 1: block_rows_tokens<R, 1, kQ4>(payload, rows, r0, groups, restSlices, sliceStride, restY, yStride); break;
+    default: break;
+    }
+}
+
+template <bool kQ4>
+void matmat_rows(const uint8_t* payload, uint32_t rows, uint32_t cols, const uint8_t* slices, size_t sliceStride,
+                 uint32_t tokens, float* y, size_t yStride) {
+    const uint32_t groups = (cols + kGroup - 1) / kGroup;
+    uint32_t r = 0;
+    for (; r + kRowBlock <= rows; r += kRowBlock)
+        rows_tokens<kRowBlock, kQ4>(payload, rows, r, groups, slices, sliceStride, tokens, y, yStride);
+    for (; r < rows; ++r) rows_tokens<1, kQ4>(payload, rows, r, groups, slices, sliceStride, tokens, y, yStride);
+}
+
+void tile_matmat_quantized_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols,
+                                      const uint8_t* slices, size_t sliceStride, uint32_t tokens, float* y,
+                                      size_t yStride) {
+    if (dtype == DType::Q4_0) matmat_rows<true>(payload, rows, cols, slices, sliceStride, tokens, y, yStride);
+    else matmat_rows<false>(payload, rows, cols, slices, sliceStride, tokens, y, yStride);
+}
+
 static_assert(sizeof(QuantizedX) <= kQuantizedSliceBytes && alignof(QuantizedX) <= kQuantizedSliceAlign,
               "a quantized slice must fit the engine's slice buffer");
 
@@ -194,7 +336,8 @@ void tile_matvec_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, 
 const Kernels& avx512vnni_table() {
     static constexpr Kernels kTable{Isa::Avx512Vnni,          &tile_matvec_avx512vnni,
                                     &dot_avx512,              &axpy_avx512,
-                                    &quantize_slice_avx512vnni, &tile_matvec_quantized_avx512vnni};
+                                    &quantize_slice_avx512vnni, &tile_matvec_quantized_avx512vnni,
+                                    &tile_matmat_quantized_avx512vnni};
     return kTable;
 }
 

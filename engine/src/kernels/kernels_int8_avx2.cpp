@@ -46,7 +46,7 @@ void tile_matvec_int8_avx2(DType dtype, const uint8_t* payload, uint32_t rows, u
 } // namespace
 
 const Kernels& avx2int8_table() {
-    static constexpr Kernels kTable{Isa::Avx2Int8, &tile_matvec_int8_avx2, &dot_avx2, &axpy_avx2, &int8_avx2::quantize_slice, &int8_avx2::tile_matvec_quantized};
+    static constexpr Kernels kTable{Isa::Avx2Int8, &tile_matvec_int8_avx2, &dot_avx2, &axpy_avx2, &int8_avx2::quantize_slice, &int8_avx2::tile_matvec_quantized, &int8_avx2::tile_matmat_quantized};
     return kTable;
 }
 

@@ -27,7 +27,7 @@ void tile_matvec_avxvnni(DType dtype, const uint8_t* payload, uint32_t rows, uin
 } // namespace
 
 const Kernels& avxvnni_table() {
-    static constexpr Kernels kTable{Isa::AvxVnni, &tile_matvec_avxvnni, &dot_avx2, &axpy_avx2, &int8_avxvnni::quantize_slice, &int8_avxvnni::tile_matvec_quantized};
+    static constexpr Kernels kTable{Isa::AvxVnni, &tile_matvec_avxvnni, &dot_avx2, &axpy_avx2, &int8_avxvnni::quantize_slice, &int8_avxvnni::tile_matvec_quantized, &int8_avxvnni::tile_matmat_quantized};
     return kTable;
 }
 

@@ -15,7 +15,7 @@
 #define CFLOW_KERNELS_X86 0
 #endif
 
-// Fully unrolls a loop over the R rows of a row block, so the per-row accumulators stay in
+// Fully unrolls a loop over the R rows (or T tokens) of a block, so the per-row accumulators stay in
 // registers: GCC 12 keeps a non-unrolled acc[R] array on the stack, and the store/reload of
 // each accumulator around every fused multiply-add made the int8 tile walks latency-bound.
 #if defined(__GNUC__) && !defined(__clang__)

@@ -568,5 +568,51 @@ TEST(KernelsQuantizedSlices, SplitEqualsTileMatvecExactly) {
     }
 }
 
+// tile_matmat_quantized (batched prefill) multiplies one tile with several tokens' slices:
+// every output is bit-identical to tile_matvec_quantized on that token alone, for token
+// counts around the 4-token blocks, partial tiles, odd group counts, rows off the row blocks,
+// and output rows strided as the engine lays them out.
+TEST(KernelsQuantizedSlices, MatmatEqualsPerTokenMatvecExactly) {
+    for (Isa isa : kInt8Paths) {
+        if (!isa_supported(isa)) {
+            std::printf("[ skip ] %s: this CPU/OS lacks the path\n", std::string(isa_name(isa)).c_str());
+            continue;
+        }
+        const Kernels& k = kernels_for(isa);
+        ASSERT_NE(k.tile_matmat_quantized, nullptr) << isa_name(isa);
+        std::mt19937 rng(91u + static_cast<unsigned>(isa));
+        for (DType dtype : {DType::Q4_0, DType::Q8_0}) {
+            for (const auto& [rows, cols] : {std::pair<uint32_t, uint32_t>{128, 256}, {7, 256}, {5, 96}, {130, 224}, {3, 1}, {1, 160}}) {
+                std::vector<uint8_t> payload(payload_bytes(dtype, rows, cols));
+                fill_payload(dtype, payload.data(), rows, cols, rng);
+                for (uint32_t tokens : {1u, 2u, 3u, 4u, 5u, 8u, 11u}) {
+                    const size_t yStride = rows + 3;  // rows of a wider matrix
+                    std::vector<float> x(size_t(tokens) * cols);  // [tokens x cols]
+                    std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+                    for (float& v : x) v = dist(rng);
+                    std::vector<uint8_t> slices(size_t(tokens) * kQuantizedSliceBytes + kQuantizedSliceAlign);
+                    uint8_t* aligned = slices.data() + (kQuantizedSliceAlign - reinterpret_cast<uintptr_t>(slices.data()) % kQuantizedSliceAlign) % kQuantizedSliceAlign;
+                    std::vector<float> expected(tokens * yStride, 0.25f), batched(tokens * yStride, 0.25f);
+                    for (uint32_t t = 0; t < tokens; ++t) {
+                        k.quantize_slice(dtype, x.data() + size_t(t) * cols, cols, aligned + t * kQuantizedSliceBytes);
+                        k.tile_matvec_quantized(dtype, payload.data(), rows, cols, aligned + t * kQuantizedSliceBytes,
+                                                expected.data() + t * yStride);
+                    }
+                    k.tile_matmat_quantized(dtype, payload.data(), rows, cols, aligned, kQuantizedSliceBytes, tokens,
+                                            batched.data(), yStride);
+                    for (size_t i = 0; i < expected.size(); ++i)
+                        ASSERT_EQ(batched[i], expected[i]) << isa_name(isa) << " " << dtype_name(dtype) << " " << rows << "x"
+                                                           << cols << " tokens " << tokens << " token " << i / yStride
+                                                           << " row " << i % yStride;
+                }
+            }
+        }
+    }
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+        if (!isa_supported(isa)) continue;
+        EXPECT_EQ(kernels_for(isa).tile_matmat_quantized, nullptr) << "f32-activation paths multiply token by token";
+    }
+}
+
 } // namespace
 } // namespace cflow

@@ -47,6 +47,19 @@ public:
     // allocation fails (position() is then unchanged).
     Result<std::span<const float>> step(int32_t token, bool want_logits = true);
 
+    // Feeds `tokens` at position() .. position() + size - 1, as that many step() calls would,
+    // and returns the logits after the last one (empty unless want_logits). Sequential and
+    // ParallelSqrt2 models with mapped experts run the tokens through the layers in chunks of up
+    // to kPrefillChunk: each weight tile is read once per chunk and multiplied with all its
+    // tokens, attention is causal within the chunk, and the logits and KV cache are
+    // bit-identical to the token-by-token path (tests/engine/forward/prefill_test.cpp). Other
+    // combine styles and staged expert reads take the token-by-token path. Errors as step();
+    // ContextFull before anything runs when the tokens do not fit. telemetry() then describes
+    // the last chunk (TokenTelemetry::tokens). Cancellation is the caller's, between calls.
+    Result<std::span<const float>> prefill(std::span<const int32_t> tokens, bool want_logits = true);
+    static constexpr uint32_t kPrefillChunk = 64;
+    bool batched_prefill() const;                 // prefill() takes the chunked path for this model
+
     void reset();                                 // forget the context (KV cache)
     // Keeps the first `tokens` positions of the context and forgets the rest (no-op when
     // tokens >= position()). Valid because a step's only lasting state is its KV-cache entry.
@@ -65,6 +78,12 @@ private:
     Result<std::span<const float>> step_unguarded(int32_t token, bool want_logits);  // step() minus the bad_alloc guard
     struct Buffers;
     struct Routing;
+    struct Batch;  // batched-prefill buffers, allocated by the first chunked prefill
+    // One output matrix per interleaved part, token t's rows at base[part] + t * stride[part].
+    struct BatchOutputs {
+        std::array<float*, 3> base{};
+        std::array<size_t, 3> stride{};
+    };
 
     // Building blocks (layer_ops.cpp). Vectors are [d] f32 unless noted.
     void embed(int32_t token, float* out);
@@ -82,6 +101,17 @@ private:
                       const MatvecOutputs& outputs, const float* x);
     void output_logits();
 
+    // Batched prefill (prefill.cpp): n tokens of one chunk through all layers. Matrices are
+    // [n x width] f32, row t for the token at position() + t.
+    Result<std::span<const float>> prefill_unguarded(std::span<const int32_t> tokens, bool want_logits);
+    Status prefill_chunk(std::span<const int32_t> tokens);
+    void matmat_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
+                      const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n);
+    void matmat(const SegmentView& segment, const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n);
+    void attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec);          // batch attn_out = Attn(Norm(x))
+    void dense_ffn_batch(uint32_t layer, uint32_t n, LayerRecord& rec);          // batch dense_out = FFN(Norm(x))
+    Status moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, LayerRecord& rec);  // batch moe_out
+
     // Combine-style drivers (combine_styles.cpp): one token through all layers.
     Status forward_sequential();
     Status forward_parallel_sqrt2();
@@ -98,6 +128,7 @@ private:
     std::unique_ptr<Buffers> buf_;
     TokenTelemetry telemetry_;
     std::unique_ptr<class ExpertFetcher> fetcher_;  // ExpertFetch::Staged only
+    std::unique_ptr<Batch> batch_;
 };
 
 } // namespace cflow

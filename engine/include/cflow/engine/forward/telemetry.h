@@ -29,8 +29,9 @@ struct LayerRecord {
 };
 
 struct TokenTelemetry {
-    uint32_t position = 0;
-    int32_t token = -1;               // the token fed at this position
+    uint32_t position = 0;            // position of the (first) token this record covers
+    uint32_t tokens = 1;              // tokens it covers: 1 for a step, the chunk for a batched prefill
+    int32_t token = -1;               // the token fed at this position (a prefill chunk: its last token)
     std::vector<LayerRecord> layers;  // one per effective layer
     uint64_t vocabBytes = 0;          // embedding row + output norm + LM head (when logits were computed)
     float totalUs = 0;

@@ -50,6 +50,14 @@ struct Kernels {
     void (*quantize_slice)(DType dtype, const float* x, uint32_t cols, void* slice) = nullptr;
     void (*tile_matvec_quantized)(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const void* slice,
                                   float* y) = nullptr;
+    // Int8 paths only: tile_matvec_quantized for `tokens` activation vectors at once (batched
+    // prefill). Token t's slice is at slices + t * sliceStride (bytes, a multiple of
+    // kQuantizedSliceAlign) and its output rows at y + t * yStride (floats). Each weight block is
+    // loaded and unpacked once for all the tokens, and every y value is bit-identical to what
+    // tile_matvec_quantized gives for that token alone (same operations in the same order).
+    void (*tile_matmat_quantized)(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols,
+                                  const uint8_t* slices, size_t sliceStride, uint32_t tokens, float* y,
+                                  size_t yStride) = nullptr;
 };
 
 const Kernels& kernels_for(Isa isa);  // isa must be supported

@@ -1,0 +1,363 @@
+// Batched prefill: a chunk of prompt tokens through the layers together. Each weight tile is
+// read once per chunk and multiplied with every token of it (Kernels::tile_matmat_quantized on
+// the int8 paths; the f32 paths multiply token by token while the tile is in cache), so the
+// weight stream is amortised over the chunk instead of read once per token. Every operation on
+// a token's row is the one step() performs on that token, in the same order, so logits and KV
+// cache are bit-identical to the token-by-token path.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "forward/ops.h"
+#include "forward/session_state.h"
+
+namespace cflow {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t seg_bytes(const SegmentView* s) { return s ? s->bytes : 0; }
+size_t idx(Stream s) { return static_cast<size_t>(s); }
+float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
+
+float norm2(const float* v, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; ++i) s += double(v[i]) * v[i];
+    return float(std::sqrt(s));
+}
+
+struct LayerTimer {
+    LayerRecord& rec;
+    Clock::time_point t0 = Clock::now();
+    ~LayerTimer() { rec.computeUs = std::chrono::duration<float, std::micro>(Clock::now() - t0).count(); }
+};
+
+} // namespace
+
+bool Session::batched_prefill() const {
+    const auto style = static_cast<CombineStyle>(model_->header().combine_style);
+    return !fetcher_ && (style == CombineStyle::Sequential || style == CombineStyle::ParallelSqrt2);
+}
+
+Result<std::span<const float>> Session::prefill(std::span<const int32_t> tokens, bool want_logits) {
+    try {
+        return prefill_unguarded(tokens, want_logits);
+    } catch (const std::bad_alloc&) {
+        return out_of_memory_error("prefill at position " + std::to_string(position_));
+    }
+}
+
+Result<std::span<const float>> Session::prefill_unguarded(std::span<const int32_t> tokens, bool want_logits) {
+    const GlobalHeader& h = model_->header();
+    if (tokens.empty()) return std::span<const float>{};
+    if (tokens.size() > context_length_ - position_)
+        return make_error(ErrorKind::ContextFull, "context full: " + std::to_string(tokens.size()) +
+                                                      " prompt tokens do not fit, " + std::to_string(position_) +
+                                                      " of " + std::to_string(context_length_) + " are used");
+    for (int32_t token : tokens)
+        if (token < 0 || uint32_t(token) >= h.vocab_size)
+            return make_error("token id " + std::to_string(token) + " is outside the vocabulary (size " +
+                              std::to_string(h.vocab_size) + ")");
+    if (tokens.size() == 1 || !batched_prefill()) {
+        std::span<const float> logits;
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            auto r = step(tokens[i], want_logits && i + 1 == tokens.size());
+            if (!r) return r.take_error();
+            logits = r.value();
+        }
+        return logits;
+    }
+    for (size_t i = 0; i < tokens.size(); i += kPrefillChunk) {
+        const size_t n = std::min<size_t>(kPrefillChunk, tokens.size() - i);
+        const auto t0 = Clock::now();
+        if (auto st = prefill_chunk(tokens.subspan(i, n)); !st) return st.take_error();
+        telemetry_.totalUs = std::chrono::duration<float, std::micro>(Clock::now() - t0).count();
+    }
+    if (!want_logits) return std::span<const float>{};
+    const auto t0 = Clock::now();
+    std::copy_n(batch_->x.data() + size_t(telemetry_.tokens - 1) * h.d_model, h.d_model, buf_->x.data());
+    output_logits();
+    telemetry_.totalUs += std::chrono::duration<float, std::micro>(Clock::now() - t0).count();
+    return std::span<const float>(buf_->logits);
+}
+
+Status Session::prefill_chunk(std::span<const int32_t> tokens) {
+    const GlobalHeader& h = model_->header();
+    const ModelParams& p = model_->params();
+    const auto n = uint32_t(tokens.size());
+    const size_t d = h.d_model;
+    if (!batch_) {
+        auto batch = std::make_unique<Batch>();
+        Batch& bt = *batch;
+        const size_t C = kPrefillChunk, dk = h.head_dim, qdim = size_t(h.n_heads) * dk, kvdim = size_t(h.n_kv_heads) * dk;
+        const size_t hidden = std::max({size_t(h.d_ff), size_t(h.expert_d_ff), size_t(p.shared_expert_d_ff)});
+        bt.capacity = uint32_t(C);
+        for (auto* v : {&bt.x, &bt.xn, &bt.attn_out, &bt.dense_out, &bt.moe_out, &bt.expert_in, &bt.expert_tmp})
+            v->resize(C * d);
+        bt.q.resize(C * qdim);
+        bt.attn.resize(C * qdim);
+        bt.k.resize(C * kvdim);
+        bt.v.resize(C * kvdim);
+        bt.gate.resize(C * hidden);
+        bt.up.resize(C * hidden);
+        bt.expert_out.resize(C * std::max<size_t>(h.top_k, 1) * (h.n_experts > 0 ? d : 0));
+        bt.rope_cos.resize(C * (dk / 2));
+        bt.rope_sin.resize(C * (dk / 2));
+        const size_t widest = std::max({d, qdim, hidden});
+        bt.slicesPerToken = (widest + kTileCols - 1) / kTileCols;
+        bt.quantized_x.resize(C * bt.slicesPerToken * kQuantizedSliceBytes + kQuantizedSliceAlign);
+        bt.routing.resize(C);
+        for (Routing& r : bt.routing) r.input.resize(d);
+        bt.served.reserve(C * std::max<size_t>(h.top_k, 1));
+        batch_ = std::move(batch);
+    }
+    Batch& bt = *batch_;
+
+    telemetry_.position = position_;
+    telemetry_.tokens = n;
+    telemetry_.token = tokens.back();
+    telemetry_.vocabBytes = 0;
+    for (uint32_t i = 0; i < telemetry_.layers.size(); ++i) {
+        telemetry_.layers[i] = LayerRecord{};
+        telemetry_.layers[i].position = position_;
+        telemetry_.layers[i].layer = uint16_t(i);
+    }
+    for (uint32_t t = 0; t < n; ++t) embed(tokens[t], bt.x.data() + t * d);
+    const uint32_t n_rot = ops::rotary_dims(h.head_dim, p.rope_fraction);
+    for (uint32_t t = 0; t < n; ++t)
+        ops::rope_tables(position_ + t, n_rot, p.rope_theta, bt.rope_cos.data() + t * (h.head_dim / 2),
+                         bt.rope_sin.data() + t * (h.head_dim / 2));
+
+    const bool parallel = static_cast<CombineStyle>(h.combine_style) == CombineStyle::ParallelSqrt2;
+    const float inv_sqrt2 = 1.0f / std::sqrt(2.0f);
+    for (uint32_t l = 0; l < h.n_layers; ++l) {
+        LayerRecord& rec = telemetry_.layers[l];
+        LayerTimer timer{rec};
+        const LayerWeights& w = model_->layers()[l];
+        attention_batch(l, n, rec);
+        for (uint32_t t = 0; t < n; ++t) ops::add(bt.x.data() + t * d, bt.attn_out.data() + t * d, d);
+        if (parallel) {
+            std::fill_n(bt.dense_out.begin(), n * d, 0.0f);
+            std::fill_n(bt.moe_out.begin(), n * d, 0.0f);
+        }
+        if (w.gate_up) dense_ffn_batch(l, n, rec);
+        if (w.router) {
+            // As forward_sequential / forward_parallel_sqrt2 choose the router's norm.
+            const SegmentView& norm = parallel ? *w.moe_norm : (w.ffn_norm ? *w.ffn_norm : *w.moe_norm);
+            if (auto st = moe_batch(l, norm, n, rec); !st) return st;
+        }
+        if (parallel) {
+            for (size_t i = 0; i < n * d; ++i) bt.x[i] += (bt.dense_out[i] + bt.moe_out[i]) * inv_sqrt2;
+        } else {
+            for (uint32_t t = 0; t < n; ++t) {
+                if (w.gate_up) ops::add(bt.x.data() + t * d, bt.dense_out.data() + t * d, d);
+                if (w.router) ops::add(bt.x.data() + t * d, bt.moe_out.data() + t * d, d);
+            }
+        }
+        rec.residualNorm = norm2(bt.x.data() + (n - 1) * d, d);  // the chunk's last token
+    }
+    position_ += n;
+    return {};
+}
+
+void Session::matmat_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
+                           const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n) {
+    if (stripes.empty() || n == 0) return;
+    const auto* k = kernels_;
+    Batch& bt = *batch_;
+    // Int8 paths: every token's 256-column slices quantized once (as matvec_tiles does per token).
+    uint8_t* slices = nullptr;  // [n x slicesPerToken x kQuantizedSliceBytes]
+    const size_t tokenStride = bt.slicesPerToken * kQuantizedSliceBytes;
+    if (k->quantize_slice && k->tile_matmat_quantized && (dtype == DType::Q4_0 || dtype == DType::Q8_0)) {
+        const auto base = reinterpret_cast<uintptr_t>(bt.quantized_x.data());
+        slices = bt.quantized_x.data() + ((kQuantizedSliceAlign - base % kQuantizedSliceAlign) % kQuantizedSliceAlign);
+        const StripeRef& first = stripes.front();
+        for (const StripeRef& stripe : stripes)
+            if (stripe.n_tiles != first.n_tiles) slices = nullptr;
+        for (uint32_t t = 0; slices && t < first.n_tiles; ++t) {
+            const TileRef& tile = tiles[first.first_tile + t];
+            if (tile.col_offset % kTileCols != 0 || tile.col_offset / kTileCols >= bt.slicesPerToken) slices = nullptr;
+        }
+        if (slices) {
+            uint8_t* const out = slices;
+            pool_.parallel_for(n, [&](size_t begin, size_t end) {
+                for (size_t tok = begin; tok < end; ++tok)
+                    for (uint32_t t = 0; t < first.n_tiles; ++t) {
+                        const TileRef& tile = tiles[first.first_tile + t];
+                        k->quantize_slice(dtype, x + tok * xStride + tile.col_offset, tile.cols,
+                                          out + tok * tokenStride + (tile.col_offset / kTileCols) * kQuantizedSliceBytes);
+                    }
+            });
+        }
+    }
+    pool_.parallel_for(stripes.size(), [&](size_t begin, size_t end) {
+        for (size_t s = begin; s < end; ++s) {
+            const StripeRef& stripe = stripes[s];
+            float* y = outputs.base[stripe.part] + stripe.row_offset;  // token t's rows at y + t * ys
+            const size_t ys = outputs.stride[stripe.part];
+            for (uint32_t tok = 0; tok < n; ++tok) std::fill_n(y + tok * ys, stripe.rows, 0.0f);
+            for (uint32_t t = 0; t < stripe.n_tiles; ++t) {
+                const TileRef& tile = tiles[stripe.first_tile + t];
+                if (slices) {
+                    k->tile_matmat_quantized(dtype, tile.payload, tile.rows, tile.cols,
+                                             slices + (tile.col_offset / kTileCols) * kQuantizedSliceBytes, tokenStride,
+                                             n, y, ys);
+                } else {
+                    for (uint32_t tok = 0; tok < n; ++tok)
+                        k->tile_matvec(dtype, tile.payload, tile.rows, tile.cols, x + tok * xStride + tile.col_offset,
+                                       y + tok * ys);
+                }
+            }
+        }
+    });
+}
+
+void Session::matmat(const SegmentView& segment, const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n) {
+    matmat_tiles(segment.dtype, segment.tiles, segment.stripes, outputs, x, xStride, n);
+}
+
+void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
+    const GlobalHeader& h = model_->header();
+    const ModelParams& p = model_->params();
+    const LayerWeights& w = model_->layers()[layer];
+    Buffers& b = *buf_;
+    Batch& bt = *batch_;
+    const uint32_t dk = h.head_dim, n_heads = h.n_heads, n_kv = h.n_kv_heads;
+    const size_t d = h.d_model, qdim = size_t(n_heads) * dk, kvdim = size_t(n_kv) * dk;
+
+    for (uint32_t t = 0; t < n; ++t) ops::rmsnorm(bt.x.data() + t * d, w.attn_norm->raw_f32(), bt.xn.data() + t * d, d, p.norm_eps);
+    matmat(*w.qkv, {{bt.q.data(), bt.k.data(), bt.v.data()}, {qdim, kvdim, kvdim}}, bt.xn.data(), d, n);
+    const uint32_t n_rot = ops::rotary_dims(dk, p.rope_fraction);
+    float* k_slot = b.k_cache.data() + size_t(layer) * context_length_ * kvdim;  // [context x kvdim]
+    float* v_slot = b.v_cache.data() + size_t(layer) * context_length_ * kvdim;
+    for (uint32_t t = 0; t < n; ++t) {
+        float* q = bt.q.data() + t * qdim;  // [H * dk]
+        float* kv_k = bt.k.data() + t * kvdim;
+        float* kv_v = bt.v.data() + t * kvdim;
+        if (w.qkv_bias) {
+            const float* bias = w.qkv_bias->raw_f32();  // [q | k | v]
+            ops::add(q, bias, qdim);
+            ops::add(kv_k, bias + qdim, kvdim);
+            ops::add(kv_v, bias + qdim + kvdim, kvdim);
+        }
+        if (w.q_norm)
+            for (uint32_t hd = 0; hd < n_heads; ++hd) ops::rmsnorm(q + size_t(hd) * dk, w.q_norm->raw_f32(), q + size_t(hd) * dk, dk, p.norm_eps);
+        if (w.k_norm)
+            for (uint32_t hd = 0; hd < n_kv; ++hd) ops::rmsnorm(kv_k + size_t(hd) * dk, w.k_norm->raw_f32(), kv_k + size_t(hd) * dk, dk, p.norm_eps);
+        if (h.feature_flags & kFeatureVNorm)
+            for (uint32_t hd = 0; hd < n_kv; ++hd) ops::rmsnorm(kv_v + size_t(hd) * dk, nullptr, kv_v + size_t(hd) * dk, dk, p.norm_eps);
+        const float* cos_t = bt.rope_cos.data() + t * (dk / 2);
+        const float* sin_t = bt.rope_sin.data() + t * (dk / 2);
+        for (uint32_t hd = 0; hd < n_heads; ++hd) ops::rope_apply(q + size_t(hd) * dk, n_rot, cos_t, sin_t);
+        for (uint32_t hd = 0; hd < n_kv; ++hd) ops::rope_apply(kv_k + size_t(hd) * dk, n_rot, cos_t, sin_t);
+        std::memcpy(k_slot + size_t(position_ + t) * kvdim, kv_k, kvdim * sizeof(float));
+        std::memcpy(v_slot + size_t(position_ + t) * kvdim, kv_v, kvdim * sizeof(float));
+    }
+
+    // Causal attention: the chunk's token t sees positions up to position_ + t.
+    const float scale = 1.0f / std::sqrt(float(dk));
+    const float softcap = p.attn_logit_softcap;
+    const auto* kern = kernels_;
+    const uint32_t p0 = position_;
+    pool_.parallel_for(n_heads, [&](size_t begin, size_t end) {
+        for (size_t hd = begin; hd < end; ++hd) {
+            const size_t kvh = hd * n_kv / n_heads;
+            float* sc = b.scores.data() + hd * context_length_;  // [n_pos], reused token after token
+            for (uint32_t t = 0; t < n; ++t) {
+                const uint32_t n_pos = p0 + t + 1;
+                const uint32_t first = (h.sliding_window > 0 && n_pos > h.sliding_window) ? n_pos - h.sliding_window : 0;
+                const float* qh = bt.q.data() + t * qdim + hd * dk;
+                for (uint32_t s = first; s < n_pos; ++s) {
+                    float v = kern->dot(qh, k_slot + size_t(s) * kvdim + kvh * dk, dk) * scale;
+                    if (softcap > 0.0f) v = softcap * std::tanh(v / softcap);
+                    sc[s] = v;
+                }
+                ops::softmax(sc + first, n_pos - first);
+                float* o = bt.attn.data() + t * qdim + hd * dk;
+                std::fill(o, o + dk, 0.0f);
+                for (uint32_t s = first; s < n_pos; ++s) kern->axpy(sc[s], v_slot + size_t(s) * kvdim + kvh * dk, o, dk);
+            }
+        }
+    });
+    matmat(*w.attn_out, {{bt.attn_out.data()}, {d}}, bt.attn.data(), qdim, n);
+    rec.bytesRead[idx(Stream::Attention)] += seg_bytes(w.attn_norm) + seg_bytes(w.q_norm) + seg_bytes(w.k_norm) +
+                                             seg_bytes(w.qkv) + seg_bytes(w.qkv_bias) + seg_bytes(w.attn_out);
+}
+
+void Session::dense_ffn_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
+    const GlobalHeader& h = model_->header();
+    const ModelParams& p = model_->params();
+    const LayerWeights& w = model_->layers()[layer];
+    Batch& bt = *batch_;
+    const size_t d = h.d_model, hidden = bt.gate.size() / bt.capacity;
+    for (uint32_t t = 0; t < n; ++t) ops::rmsnorm(bt.x.data() + t * d, w.ffn_norm->raw_f32(), bt.xn.data() + t * d, d, p.norm_eps);
+    matmat(*w.gate_up, {{bt.gate.data(), bt.up.data()}, {hidden, hidden}}, bt.xn.data(), d, n);
+    for (uint32_t t = 0; t < n; ++t)
+        ops::glu(static_cast<FfnActivation>(p.ffn_activation), bt.gate.data() + t * hidden, bt.up.data() + t * hidden, h.d_ff);
+    matmat(*w.down, {{bt.dense_out.data()}, {d}}, bt.gate.data(), hidden, n);
+    rec.bytesRead[idx(Stream::Dense)] += seg_bytes(w.ffn_norm) + seg_bytes(w.gate_up) + seg_bytes(w.down);
+}
+
+Status Session::moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, LayerRecord& rec) {
+    const GlobalHeader& h = model_->header();
+    const ModelParams& p = model_->params();
+    const LayerWeights& w = model_->layers()[layer];
+    Batch& bt = *batch_;
+    const size_t d = h.d_model, hidden = bt.gate.size() / bt.capacity;
+    const uint32_t E = h.n_experts, k = h.top_k, eff = h.expert_d_ff;
+    const auto activation = static_cast<FfnActivation>(p.ffn_activation);
+    for (uint32_t t = 0; t < n; ++t) route(layer, norm, bt.x.data() + t * d, bt.routing[t], rec);
+
+    // Each selected expert runs once for all the tokens that chose it; its output for token t
+    // goes to t's slot, and the slots are summed per token in routing order as run_experts does.
+    uint64_t expertBytes = 0;
+    for (uint32_t e = 0; e < E; ++e) {
+        bt.served.clear();
+        for (uint32_t t = 0; t < n; ++t)
+            for (uint32_t i = 0; i < bt.routing[t].n; ++i)
+                if (bt.routing[t].experts[i] == e) bt.served.push_back(t * k + i);
+        if (bt.served.empty()) continue;
+        auto view = model_->expert(layer, e);
+        if (!view) return view.take_error();
+        const ExpertView& ev = *view.value();
+        const auto m = uint32_t(bt.served.size());
+        for (uint32_t j = 0; j < m; ++j)
+            std::copy_n(bt.routing[bt.served[j] / k].input.data(), d, bt.expert_in.data() + j * d);
+        matmat_tiles(w.expert_bank->dtype, ev.gate_up, ev.gate_up_stripes, {{bt.gate.data(), bt.up.data()}, {hidden, hidden}},
+                     bt.expert_in.data(), d, m);
+        for (uint32_t j = 0; j < m; ++j) ops::glu(activation, bt.gate.data() + j * hidden, bt.up.data() + j * hidden, eff);
+        matmat_tiles(w.expert_bank->dtype, ev.down, ev.down_stripes, {{bt.expert_tmp.data()}, {d}}, bt.gate.data(), hidden, m);
+        for (uint32_t j = 0; j < m; ++j)
+            std::copy_n(bt.expert_tmp.data() + j * d, d, bt.expert_out.data() + size_t(bt.served[j]) * d);
+        expertBytes += ev.bytes;
+    }
+    for (uint32_t t = 0; t < n; ++t) {
+        float* out = bt.moe_out.data() + t * d;
+        std::fill_n(out, d, 0.0f);
+        for (uint32_t i = 0; i < bt.routing[t].n; ++i)
+            kernels_->axpy(bt.routing[t].weights[i], bt.expert_out.data() + (size_t(t) * k + i) * d, out, d);
+    }
+    if (w.shared_gate_up) {
+        const uint32_t sff = p.shared_expert_d_ff;
+        for (uint32_t t = 0; t < n; ++t) std::copy_n(bt.routing[t].input.data(), d, bt.expert_in.data() + t * d);
+        matmat(*w.shared_gate_up, {{bt.gate.data(), bt.up.data()}, {hidden, hidden}}, bt.expert_in.data(), d, n);
+        for (uint32_t t = 0; t < n; ++t) ops::glu(activation, bt.gate.data() + t * hidden, bt.up.data() + t * hidden, sff);
+        matmat(*w.shared_down, {{bt.expert_tmp.data()}, {d}}, bt.gate.data(), hidden, n);
+        for (uint32_t t = 0; t < n; ++t) {
+            const float g = w.shared_gate ? sigmoid(kernels_->dot(w.shared_gate->raw_f32(), bt.routing[t].input.data(), d)) : 1.0f;
+            kernels_->axpy(g, bt.expert_tmp.data() + t * d, bt.moe_out.data() + t * d, d);
+        }
+        expertBytes += w.shared_gate_up->bytes + w.shared_down->bytes + seg_bytes(w.shared_gate);
+    }
+    // route() added each token's router bytes; the chunk reads the router once.
+    rec.bytesRead[idx(Stream::Router)] = norm.bytes + seg_bytes(w.router) + uint64_t(k) * sizeof(ExpertEntry);
+    rec.bytesRead[idx(Stream::Expert)] += expertBytes;
+    rec.routing_layer = uint16_t(layer);
+    rec.injectionLayer = int16_t(layer);
+    return {};
+}
+
+} // namespace cflow

@@ -1,0 +1,200 @@
+// Batched prefill (Session::prefill) against the token-by-token path (Session::step): the same
+// logits bit for bit after the prompt, and the same KV cache, checked by decoding on from both
+// and comparing every step's logits bit for bit. On every kernel path this CPU has (the f32
+// references and the int8 paths, whose batched kernel loads each weight block once for a
+// group of tokens), for dense, MoE (with a shared expert), ParallelSqrt2, biased/QK-normed
+// attention, GQA, chunk boundaries and prompts that continue an existing context.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cflow/engine/forward/session.h"
+#include "cflow/formats/converter.h"
+#include "synthetic_model.h"
+#include "test_support.h"
+
+namespace cflow {
+namespace {
+
+constexpr Isa kAllPaths[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni, Isa::Avx2Int8, Isa::AvxVnni};
+
+// d = 608: two full 256-column tiles and one of 96 (3 groups: a pair and an odd one); FFN 544
+// likewise; vocab 301: an LM-head stripe of 45 rows (off the 4- and 2-row blocks); 19 query
+// heads on one KV head.
+test::SyntheticSpec base_spec(DType dtype) {
+    test::SyntheticSpec spec;
+    spec.d_model = 608;
+    spec.n_heads = 19;
+    spec.n_kv_heads = 1;
+    spec.head_dim = 32;
+    spec.d_ff = 544;
+    spec.vocab = 301;
+    spec.dtype = dtype;
+    spec.max_seq_len = 512;
+    return spec;
+}
+
+std::shared_ptr<const Model> build(const test::SyntheticSpec& spec, const std::string& name) {
+    const auto path = (test::temp_dir("prefill_" + name) / "m.cflow").string();
+    ConvertOptions convert;
+    convert.weight_quant = spec.dtype;
+    auto written = convert_to_cflow(test::make_synthetic_model(spec), path, convert);
+    EXPECT_TRUE(written.ok()) << written.error();
+    auto model = Model::load(path);
+    EXPECT_TRUE(model.ok()) << model.error();
+    return model.ok() ? *model : nullptr;
+}
+
+std::vector<int32_t> prompt_tokens(size_t n, uint32_t vocab, uint32_t salt) {
+    std::vector<int32_t> ids(n);
+    for (size_t i = 0; i < n; ++i) ids[i] = int32_t(3 + (i * 37 + salt * 11) % (vocab - 3));
+    return ids;
+}
+
+bool same_bits(std::span<const float> a, std::span<const float> b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Feeds `history` token by token to both sessions, then `prompt` token by token to one and as
+// one prefill to the other, then decodes `decode` greedy tokens from both.
+void expect_prefill_matches_steps(const std::shared_ptr<const Model>& model, Isa isa, size_t history, size_t prompt,
+                                  const std::string& what) {
+    SessionOptions options;
+    options.threads = 2;
+    options.isa = isa;
+    auto stepped = Session::create(model, options);
+    auto batched = Session::create(model, options);
+    ASSERT_TRUE(stepped.ok() && batched.ok());
+    const uint32_t vocab = model->header().vocab_size;
+    for (int32_t id : prompt_tokens(history, vocab, 1)) {
+        ASSERT_TRUE((*stepped)->step(id, false).ok());
+        ASSERT_TRUE((*batched)->step(id, false).ok());
+    }
+    const std::vector<int32_t> ids = prompt_tokens(prompt, vocab, 2);
+    std::vector<float> expected;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        auto r = (*stepped)->step(ids[i], i + 1 == ids.size());
+        ASSERT_TRUE(r.ok()) << r.error();
+        if (i + 1 == ids.size()) expected.assign(r->begin(), r->end());
+    }
+    auto got = (*batched)->prefill(ids, true);
+    ASSERT_TRUE(got.ok()) << got.error();
+    const std::string where = what + " on " + std::string(isa_name(isa)) + ", " + std::to_string(history) +
+                              " tokens of context + " + std::to_string(prompt) + "-token prompt";
+    ASSERT_TRUE(same_bits(*got, expected)) << where << ": prefill logits differ from step logits";
+    EXPECT_EQ((*batched)->position(), (*stepped)->position()) << where;
+    int32_t next = 3;
+    for (int n = 0; n < 4; ++n) {  // decoding on reads every KV entry the prefill wrote
+        auto a = (*stepped)->step(next);
+        auto b = (*batched)->step(next);
+        ASSERT_TRUE(a.ok() && b.ok());
+        ASSERT_TRUE(same_bits(*a, *b)) << where << ": decode step " << n << " after the prefill differs";
+        next = int32_t(std::max_element(a->begin(), a->end()) - a->begin());
+    }
+}
+
+struct Case {
+    std::string name;
+    test::SyntheticSpec spec;
+    bool batched = true;  // the chunked path (else prefill falls back to steps)
+};
+
+std::vector<Case> cases() {
+    std::vector<Case> out;
+    out.push_back({"dense_q4", base_spec(DType::Q4_0)});
+    out.push_back({"dense_q8", base_spec(DType::Q8_0)});
+    out.push_back({"dense_f32", base_spec(DType::F32)});
+    Case moe{"moe_q4_shared", base_spec(DType::Q4_0)};
+    moe.spec.d_ff = 0;
+    moe.spec.n_experts = 6;
+    moe.spec.top_k = 2;
+    moe.spec.expert_d_ff = 288;
+    moe.spec.shared_expert_d_ff = 160;
+    out.push_back(moe);
+    Case parallel{"parallel_sqrt2_moe_q8", base_spec(DType::Q8_0)};
+    parallel.spec.combine_style = CombineStyle::ParallelSqrt2;
+    parallel.spec.n_experts = 4;
+    parallel.spec.top_k = 2;
+    parallel.spec.expert_d_ff = 256;
+    out.push_back(parallel);
+    Case qwen{"bias_qknorm_q4", base_spec(DType::Q4_0)};
+    qwen.spec.qkv_bias = true;
+    qwen.spec.qk_norm = true;
+    out.push_back(qwen);
+    Case delayed{"delayed_sum_falls_back", base_spec(DType::Q4_0)};
+    delayed.spec.combine_style = CombineStyle::DelayedSum;
+    delayed.spec.n_experts = 4;
+    delayed.spec.top_k = 2;
+    delayed.spec.expert_d_ff = 256;
+    delayed.spec.dense_delay = 1;
+    delayed.spec.expert_delay = 1;
+    delayed.batched = false;
+    out.push_back(delayed);
+    return out;
+}
+
+TEST(Prefill, BitIdenticalToStepsOnEveryPath) {
+    for (const Case& c : cases()) {
+        const auto model = build(c.spec, c.name);
+        ASSERT_TRUE(model) << c.name;
+        for (Isa isa : kAllPaths) {
+            if (!isa_supported(isa)) {
+                std::printf("[ skip ] %s on %s: this CPU/OS lacks the path\n", c.name.c_str(), std::string(isa_name(isa)).c_str());
+                continue;
+            }
+            {
+                SessionOptions options;
+                options.isa = isa;
+                auto probe = Session::create(model, options);
+                ASSERT_TRUE(probe.ok());
+                EXPECT_EQ((*probe)->batched_prefill(), c.batched) << c.name;
+            }
+            // 2 tokens (the smallest batch), 7 (a 4-token block and 3 left), 150 (two full
+            // chunks and a partial one), and a prompt that continues a 5-token context.
+            for (const auto& [history, prompt] : {std::pair<size_t, size_t>{0, 2}, {0, 7}, {0, 150}, {5, 70}})
+                expect_prefill_matches_steps(model, isa, history, prompt, c.name);
+        }
+    }
+}
+
+TEST(Prefill, ChunkTelemetryCountsEachWeightOnce) {
+    const auto model = build(base_spec(DType::Q4_0), "telemetry");
+    ASSERT_TRUE(model);
+    auto session = Session::create(model, SessionOptions{1, 256});
+    ASSERT_TRUE(session.ok());
+    ASSERT_TRUE((*session)->step(5).ok());
+    const uint64_t perStep = (*session)->telemetry().bytes(Stream::Attention) + (*session)->telemetry().bytes(Stream::Dense);
+    ASSERT_TRUE((*session)->prefill(prompt_tokens(80, 301, 3), true).ok());
+    const TokenTelemetry& t = (*session)->telemetry();
+    EXPECT_EQ(t.position, 1u + Session::kPrefillChunk);  // the last chunk: positions 65..80
+    EXPECT_EQ(t.tokens, 80u - Session::kPrefillChunk);
+    EXPECT_EQ(t.bytes(Stream::Attention) + t.bytes(Stream::Dense), perStep) << "a chunk reads each weight once";
+    EXPECT_EQ((*session)->position(), 81u);
+}
+
+TEST(Prefill, RefusesWhatDoesNotFitAndBadIdsWithoutMoving) {
+    const auto model = build(base_spec(DType::Q8_0), "errors");
+    ASSERT_TRUE(model);
+    auto session = Session::create(model, SessionOptions{1, 16});
+    ASSERT_TRUE(session.ok());
+    ASSERT_TRUE((*session)->prefill(prompt_tokens(10, 301, 4), false).ok());
+    auto full = (*session)->prefill(prompt_tokens(7, 301, 5), true);
+    ASSERT_FALSE(full.ok());
+    EXPECT_EQ(full.kind(), ErrorKind::ContextFull) << full.error();
+    std::vector<int32_t> bad = prompt_tokens(4, 301, 6);
+    bad[2] = 301;
+    auto out_of_range = (*session)->prefill(bad, true);
+    ASSERT_FALSE(out_of_range.ok());
+    EXPECT_EQ(out_of_range.kind(), ErrorKind::InvalidInput);
+    EXPECT_NE(out_of_range.error().find("301"), std::string::npos) << out_of_range.error();
+    EXPECT_EQ((*session)->position(), 10u);
+    EXPECT_TRUE((*session)->prefill(prompt_tokens(6, 301, 7), true).ok()) << "exactly the rest of the context fits";
+    EXPECT_EQ((*session)->position(), 16u);
+}
+
+} // namespace
+} // namespace cflow
