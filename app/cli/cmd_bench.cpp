@@ -3,6 +3,7 @@
 // With --json: one JSON object on one line (the anonymous-memory run; the mapped run nested).
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,7 @@
 #include "cflow/engine/kernels/kernels.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "kv_cache_args.h"
 #include "peak_rss.h"
 
 namespace cflow::cli {
@@ -30,6 +32,7 @@ struct BenchPlan {
     int promptTokens = 64;
     int warmupTokens = 8;
     int decodeTokens = 64;
+    KvCacheType kvCache = KvCacheType::F32;
 };
 
 int32_t greedy(std::span<const float> logits) {
@@ -48,7 +51,9 @@ Result<SpeedMeasurement> measure(const std::string& path, LoadMode mode, const B
     auto model = Model::load(path, load);
     if (!model) return model.take_error();
     const auto ctx = uint32_t(plan.promptTokens + plan.warmupTokens + plan.decodeTokens + 1);
-    auto session = Session::create(model.value(), SessionOptions{plan.threads, ctx});
+    SessionOptions options{plan.threads, ctx};
+    options.kv_cache = plan.kvCache;
+    auto session = Session::create(model.value(), options);
     if (!session) return session.take_error();
     Session& s = **session;
     const auto vocab = int32_t((*model)->header().vocab_size);
@@ -101,7 +106,7 @@ nlohmann::json to_json(const SpeedMeasurement& m, double bandwidth) {
 } // namespace
 
 int run_bench(const std::vector<std::string>& argv) {
-    auto args = Args::parse(argv, ArgSpec{{"--threads", "--tokens", "--warmup", "--prompt-tokens"}, {"--json"}});
+    auto args = Args::parse(argv, ArgSpec{{"--threads", "--tokens", "--warmup", "--prompt-tokens", "--kv-cache"}, {"--json"}});
     if (!args) return fail("bench", args.error());
     if (args->positionals().size() != 1) return fail("bench", "expected exactly one MODEL.cflow");
     auto threads = args->integer("--threads", 0, 0, 1024);
@@ -115,7 +120,9 @@ int run_bench(const std::vector<std::string>& argv) {
 
     ThreadPool pool{unsigned(*threads)};
     const BandwidthProbeResult probe = probe_read_bandwidth(pool);
-    const BenchPlan plan{pool.size(), int(*prompt), int(*warmup), int(*tokens)};
+    auto kv_cache = parse_kv_cache_arg(*args);
+    if (!kv_cache) return fail("bench", kv_cache.error());
+    const BenchPlan plan{pool.size(), int(*prompt), int(*warmup), int(*tokens), *kv_cache};
     const std::string isa(isa_name(selected_isa()));
     SpeedMeasurement results[2];
     const LoadMode modes[2] = {LoadMode::Map, LoadMode::ReadAnon};
@@ -127,8 +134,9 @@ int run_bench(const std::vector<std::string>& argv) {
     }
     const uint64_t peak = peak_rss_bytes();
     if (!json)
-        std::printf("kernel path %s, %u threads; measured read bandwidth: %.2f GB/s (%llu MiB buffer)\n", isa.c_str(),
-                    plan.threads, probe.bytesPerSecond / 1e9, (unsigned long long)(probe.bufferBytes >> 20));
+        std::printf("kernel path %s, %u threads, %s KV cache; measured read bandwidth: %.2f GB/s (%llu MiB buffer)\n",
+                    isa.c_str(), plan.threads, std::string(kv_cache_type_name(plan.kvCache)).c_str(),
+                    probe.bytesPerSecond / 1e9, (unsigned long long)(probe.bufferBytes >> 20));
     for (int m = 0; m < 2 && !json; ++m) {
         const SpeedMeasurement* r = &results[m];
         const double achieved = r->decodeTokensPerSecond * r->decodeBytesPerToken;
@@ -143,6 +151,7 @@ int run_bench(const std::vector<std::string>& argv) {
         out["peak_rss_bytes"] = peak;
         out["isa"] = isa;
         out["threads"] = plan.threads;
+        out["kv_cache"] = std::string(kv_cache_type_name(plan.kvCache));
         out["prompt_tokens"] = plan.promptTokens;
         out["decode_tokens"] = plan.decodeTokens;
         out["load"] = "read";

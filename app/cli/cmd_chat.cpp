@@ -16,6 +16,7 @@
 #include "default_model.h"
 #include "console.h"
 #include "interrupt.h"
+#include "kv_cache_args.h"
 #include "load_args.h"
 #include "sampling_args.h"
 
@@ -154,7 +155,7 @@ private:
 } // namespace
 
 int run_chat(const std::vector<std::string>& argv) {
-    ArgSpec spec{{"--system", "--threads", "--ctx", "--load"}, {"--show-prompt"}};
+    ArgSpec spec{{"--system", "--threads", "--ctx", "--load", "--kv-cache"}, {"--show-prompt"}};
     for (const auto& name : sampling_option_names()) spec.valued.insert(name);
     auto args = Args::parse(argv, spec);
     if (!args) return fail("chat", args.error());
@@ -169,6 +170,9 @@ int run_chat(const std::vector<std::string>& argv) {
     if (!ctx) return fail("chat", ctx.error());
     session_options.threads = unsigned(*threads);
     session_options.context_length = uint32_t(*ctx);
+    auto kv_cache = parse_kv_cache_arg(*args);
+    if (!kv_cache) return fail("chat", kv_cache.error());
+    session_options.kv_cache = *kv_cache;
     auto load = parse_load_args(*args);
     if (!load) return fail("chat", load.error());
 

@@ -9,13 +9,14 @@
 #include "commands.h"
 #include "default_model.h"
 #include "interrupt.h"
+#include "kv_cache_args.h"
 #include "load_args.h"
 #include "sampling_args.h"
 
 namespace cflow::cli {
 
 int run_generate(const std::vector<std::string>& argv) {
-    ArgSpec spec{{"-p", "--prompt", "--threads", "--ctx", "--load", "--telemetry-file", "--expert-fetch"},
+    ArgSpec spec{{"-p", "--prompt", "--threads", "--ctx", "--load", "--telemetry-file", "--expert-fetch", "--kv-cache"},
                  {"--no-stats", "--stats", "--trace-experts"}};
     spec.valued.merge(sampling_option_names());
     auto args = Args::parse(argv, spec);
@@ -41,6 +42,9 @@ int run_generate(const std::vector<std::string>& argv) {
         else if (*fetch == "staged") session_options.expert_fetch = ExpertFetch::Staged;
         else return fail("generate", "--expert-fetch must be 'mapped' or 'staged' (got '" + *fetch + "')");
     }
+    auto kv_cache = parse_kv_cache_arg(*args);
+    if (!kv_cache) return fail("generate", kv_cache.error());
+    session_options.kv_cache = *kv_cache;
     auto load = parse_load_args(*args);
     if (!load) return fail("generate", load.error());
 

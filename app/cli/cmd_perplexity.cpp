@@ -13,12 +13,13 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "interrupt.h"
+#include "kv_cache_args.h"
 #include "load_args.h"
 
 namespace cflow::cli {
 
 int run_perplexity(const std::vector<std::string>& argv) {
-    const ArgSpec spec{{"-f", "--file", "--ctx", "--stride", "--max-tokens", "--threads", "--load"}, {"--json", "--progress"}};
+    const ArgSpec spec{{"-f", "--file", "--ctx", "--stride", "--max-tokens", "--threads", "--load", "--kv-cache"}, {"--json", "--progress"}};
     auto args = Args::parse(argv, spec);
     if (!args) return fail("perplexity", args.error());
     if (args->positionals().size() != 1) return fail("perplexity", "expected exactly one MODEL.cflow (and -f TEXT)");
@@ -32,6 +33,8 @@ int run_perplexity(const std::vector<std::string>& argv) {
     if (!max_tokens) return fail("perplexity", max_tokens.error());
     auto threads = args->integer("--threads", 0, 0, 1024);
     if (!threads) return fail("perplexity", threads.error());
+    auto kv_cache = parse_kv_cache_arg(*args);
+    if (!kv_cache) return fail("perplexity", kv_cache.error());
     auto load = parse_load_args(*args);
     if (!load) return fail("perplexity", load.error());
 
@@ -49,6 +52,7 @@ int run_perplexity(const std::vector<std::string>& argv) {
     SessionOptions session_options;
     session_options.threads = unsigned(*threads);
     session_options.context_length = uint32_t(*ctx);  // 0 = the model's
+    session_options.kv_cache = *kv_cache;
     auto session = Session::create(model.value(), session_options);
     if (!session) return fail("perplexity", session.error());
 

@@ -54,6 +54,21 @@ TEST(BenchCli, TextReportNamesPathAndRatios) {
     EXPECT_NE(r.out.find("peak resident memory"), std::string::npos) << r.out;
 }
 
+// --kv-cache f16 reaches the session (the JSON names it) and generate takes the same option;
+// a greedy story from the F16 cache is still a story (same length, non-empty).
+TEST(BenchCli, KvCacheOptionReachesTheSession) {
+    const std::string model = bench_model();
+    auto r = run_cflow({"bench", model, "--threads", "1", "--tokens", "2", "--prompt-tokens", "3", "--warmup", "0",
+                        "--kv-cache", "f16", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["kv_cache"], "f16");
+    auto g = run_cflow({"generate", model, "-p", "hello", "-n", "6", "--temp", "0", "--kv-cache", "f16", "--threads", "1"});
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    EXPECT_GT(g.out.size(), std::string("hello").size());
+    expect_one_line_failure(run_cflow({"generate", model, "-p", "x", "--kv-cache", "q8"}), "--kv-cache must be 'f32' or 'f16'");
+    expect_one_line_failure(run_cflow({"bench", model, "--kv-cache", "bf16"}), "--kv-cache must be 'f32' or 'f16'");
+}
+
 TEST(BenchCli, BadArgumentsFailOnOneLine) {
     expect_one_line_failure(run_cflow({"bench"}), "expected exactly one MODEL.cflow");
     expect_one_line_failure(run_cflow({"bench", "x.cflow", "--prompt-tokens", "0"}), "--prompt-tokens");

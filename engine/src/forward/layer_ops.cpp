@@ -116,31 +116,17 @@ void Session::attention(uint32_t layer, uint32_t kv_slot, const float* x, float*
     for (uint32_t hd = 0; hd < n_heads; ++hd) ops::rope_apply(b.q.data() + size_t(hd) * dk, n_rot, b.rope_cos.data(), b.rope_sin.data());
     for (uint32_t hd = 0; hd < n_kv; ++hd) ops::rope_apply(b.k.data() + size_t(hd) * dk, n_rot, b.rope_cos.data(), b.rope_sin.data());
 
-    float* k_slot = b.k_cache.data() + size_t(kv_slot) * context_length_ * kvdim;  // [context x kvdim]
-    float* v_slot = b.v_cache.data() + size_t(kv_slot) * context_length_ * kvdim;
-    std::memcpy(k_slot + size_t(position_) * kvdim, b.k.data(), kvdim * sizeof(float));
-    std::memcpy(v_slot + size_t(position_) * kvdim, b.v.data(), kvdim * sizeof(float));
+    b.kv.write(kv_slot, position_, b.k.data(), b.v.data());
 
     const uint32_t n_pos = position_ + 1;
     const uint32_t first = (h.sliding_window > 0 && n_pos > h.sliding_window) ? n_pos - h.sliding_window : 0;
     const float scale = 1.0f / std::sqrt(float(dk));
     const float softcap = p.attn_logit_softcap;
-    const auto* kern = kernels_;
+    const Kernels& kern = *kernels_;
     pool_.parallel_for(n_heads, [&](size_t begin, size_t end) {
-        for (size_t hd = begin; hd < end; ++hd) {
-            const size_t kvh = hd * n_kv / n_heads;
-            const float* qh = b.q.data() + hd * dk;
-            float* sc = b.scores.data() + hd * context_length_;  // [n_pos]
-            for (uint32_t t = first; t < n_pos; ++t) {
-                float s = kern->dot(qh, k_slot + size_t(t) * kvdim + kvh * dk, dk) * scale;
-                if (softcap > 0.0f) s = softcap * std::tanh(s / softcap);
-                sc[t] = s;
-            }
-            ops::softmax(sc + first, n_pos - first);
-            float* o = b.attn.data() + hd * dk;
-            std::fill(o, o + dk, 0.0f);
-            for (uint32_t t = first; t < n_pos; ++t) kern->axpy(sc[t], v_slot + size_t(t) * kvdim + kvh * dk, o, dk);
-        }
+        for (size_t hd = begin; hd < end; ++hd)
+            b.kv.attend(kern, kv_slot, uint32_t(hd * n_kv / n_heads), dk, b.q.data() + hd * dk, first, n_pos, scale, softcap,
+                        b.scores.data() + hd * context_length_, b.attn.data() + hd * dk);
     });
     matvec(*w.attn_out, {out}, b.attn.data());
     rec.bytesRead[idx(Stream::Attention)] += seg_bytes(w.attn_norm) + seg_bytes(w.q_norm) + seg_bytes(w.k_norm) +

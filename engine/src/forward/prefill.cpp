@@ -231,8 +231,6 @@ void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
     for (uint32_t t = 0; t < n; ++t) ops::rmsnorm(bt.x.data() + t * d, w.attn_norm->raw_f32(), bt.xn.data() + t * d, d, p.norm_eps);
     matmat(*w.qkv, {{bt.q.data(), bt.k.data(), bt.v.data()}, {qdim, kvdim, kvdim}}, bt.xn.data(), d, n);
     const uint32_t n_rot = ops::rotary_dims(dk, p.rope_fraction);
-    float* k_slot = b.k_cache.data() + size_t(layer) * context_length_ * kvdim;  // [context x kvdim]
-    float* v_slot = b.v_cache.data() + size_t(layer) * context_length_ * kvdim;
     for (uint32_t t = 0; t < n; ++t) {
         float* q = bt.q.data() + t * qdim;  // [H * dk]
         float* kv_k = bt.k.data() + t * kvdim;
@@ -253,32 +251,22 @@ void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
         const float* sin_t = bt.rope_sin.data() + t * (dk / 2);
         for (uint32_t hd = 0; hd < n_heads; ++hd) ops::rope_apply(q + size_t(hd) * dk, n_rot, cos_t, sin_t);
         for (uint32_t hd = 0; hd < n_kv; ++hd) ops::rope_apply(kv_k + size_t(hd) * dk, n_rot, cos_t, sin_t);
-        std::memcpy(k_slot + size_t(position_ + t) * kvdim, kv_k, kvdim * sizeof(float));
-        std::memcpy(v_slot + size_t(position_ + t) * kvdim, kv_v, kvdim * sizeof(float));
+        b.kv.write(layer, position_ + t, kv_k, kv_v);
     }
 
     // Causal attention: the chunk's token t sees positions up to position_ + t.
     const float scale = 1.0f / std::sqrt(float(dk));
     const float softcap = p.attn_logit_softcap;
-    const auto* kern = kernels_;
+    const Kernels& kern = *kernels_;
     const uint32_t p0 = position_;
     pool_.parallel_for(n_heads, [&](size_t begin, size_t end) {
         for (size_t hd = begin; hd < end; ++hd) {
-            const size_t kvh = hd * n_kv / n_heads;
             float* sc = b.scores.data() + hd * context_length_;  // [n_pos], reused token after token
             for (uint32_t t = 0; t < n; ++t) {
                 const uint32_t n_pos = p0 + t + 1;
                 const uint32_t first = (h.sliding_window > 0 && n_pos > h.sliding_window) ? n_pos - h.sliding_window : 0;
-                const float* qh = bt.q.data() + t * qdim + hd * dk;
-                for (uint32_t s = first; s < n_pos; ++s) {
-                    float v = kern->dot(qh, k_slot + size_t(s) * kvdim + kvh * dk, dk) * scale;
-                    if (softcap > 0.0f) v = softcap * std::tanh(v / softcap);
-                    sc[s] = v;
-                }
-                ops::softmax(sc + first, n_pos - first);
-                float* o = bt.attn.data() + t * qdim + hd * dk;
-                std::fill(o, o + dk, 0.0f);
-                for (uint32_t s = first; s < n_pos; ++s) kern->axpy(sc[s], v_slot + size_t(s) * kvdim + kvh * dk, o, dk);
+                b.kv.attend(kern, layer, uint32_t(hd * n_kv / n_heads), dk, bt.q.data() + t * qdim + hd * dk, first, n_pos,
+                            scale, softcap, sc, bt.attn.data() + t * qdim + hd * dk);
             }
         }
     });

@@ -23,9 +23,10 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
                                  SessionOptions::kDefaultContextCap);
     const uint64_t kv_floats = uint64_t(model->effective_layers()) * ctx * uint64_t(h.n_kv_heads) * h.head_dim;
     constexpr uint64_t kMaxKvBytes = 64ull << 30;
-    if (kv_floats * 2 * sizeof(float) > kMaxKvBytes)
-        return make_error("context length " + std::to_string(ctx) + " needs " +
-                          std::to_string(kv_floats * 8 >> 20) + " MiB of KV cache; choose a shorter context");
+    const uint64_t kv_bytes = kv_floats * 2 * KvCache::value_bytes(options.kv_cache);
+    if (kv_bytes > kMaxKvBytes)
+        return make_error("context length " + std::to_string(ctx) + " needs " + std::to_string(kv_bytes >> 20) +
+                          " MiB of KV cache; choose a shorter context");
     try {
         std::unique_ptr<ExpertFetcher> fetcher;
         if (options.expert_fetch == ExpertFetch::Staged && h.n_experts > 0) {
@@ -64,8 +65,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     b.router_logits.resize(h.n_experts);
     b.scores.resize(size_t(h.n_heads) * context_length_);
     b.logits.resize(h.vocab_size);
-    b.k_cache = ZeroedFloats(slots * context_length_ * kvdim);
-    b.v_cache = ZeroedFloats(slots * context_length_ * kvdim);
+    b.kv = KvCache(options.kv_cache, slots, context_length_, kvdim);
     // The widest matvec input (attention output, FFN and expert hidden sizes) in 256-column slices.
     const size_t widest = std::max({d, qdim, hidden});
     b.quantized_x.resize((widest + kTileCols - 1) / kTileCols * kQuantizedSliceBytes + kQuantizedSliceAlign);
@@ -77,6 +77,16 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
 }
 
 Session::~Session() = default;
+
+std::string_view kv_cache_type_name(KvCacheType type) { return type == KvCacheType::F16 ? "f16" : "f32"; }
+
+std::optional<KvCacheType> parse_kv_cache_type(std::string_view name) {
+    if (name == "f32") return KvCacheType::F32;
+    if (name == "f16") return KvCacheType::F16;
+    return std::nullopt;
+}
+
+KvCacheType Session::kv_cache_type() const { return buf_->kv.type(); }
 
 bool Session::staged_direct_io() const { return fetcher_ && fetcher_->direct(); }
 

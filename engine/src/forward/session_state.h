@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cflow/engine/forward/session.h"
+#include "forward/kv_cache.h"
 #include "forward/zeroed_buffer.h"
 #include "io/expert_fetcher.h"
 
@@ -38,8 +39,7 @@ struct Session::Buffers {
     std::vector<float> router_logits;  // [E]
     std::vector<float> scores;     // [H x context] attention probabilities per head
     std::vector<float> logits;     // [vocab]
-    ZeroedFloats k_cache;          // [kv_slots x context x Hkv*dk], resident as positions are written
-    ZeroedFloats v_cache;          // [kv_slots x context x Hkv*dk]
+    KvCache kv;                    // K, V [kv_slots x context x Hkv*dk], resident as positions are written
     std::vector<uint8_t> quantized_x;  // [slices x kQuantizedSliceBytes + align] one matvec's input, int8 paths
     std::vector<float> rope_cos;   // [dk / 2] for the current position
     std::vector<float> rope_sin;   // [dk / 2]

@@ -10,24 +10,27 @@
 
 namespace cflow {
 
-class ZeroedFloats {
+template <class T>
+class ZeroedArray {
 public:
-    ZeroedFloats() = default;
+    ZeroedArray() = default;
     // Throws std::bad_alloc like the vector it replaces (Session::create reports it).
-    explicit ZeroedFloats(size_t count)
-        : data_(static_cast<float*>(std::calloc(count == 0 ? 1 : count, sizeof(float)))), size_(count) {
+    explicit ZeroedArray(size_t count)
+        : data_(static_cast<T*>(std::calloc(count == 0 ? 1 : count, sizeof(T)))), size_(count) {
         if (!data_) throw std::bad_alloc();
     }
-    float* data() { return data_.get(); }
-    const float* data() const { return data_.get(); }
+    T* data() { return data_.get(); }
+    const T* data() const { return data_.get(); }
     size_t size() const { return size_; }
 
 private:
     struct Free {
-        void operator()(float* p) const { std::free(p); }
+        void operator()(T* p) const { std::free(p); }
     };
-    std::unique_ptr<float, Free> data_;
+    std::unique_ptr<T, Free> data_;
     size_t size_ = 0;
 };
+
+using ZeroedFloats = ZeroedArray<float>;
 
 } // namespace cflow

@@ -208,8 +208,45 @@ void axpy_avx2(float alpha, const float* x, float* y, size_t n) {
     }
 }
 
+namespace {
+
+// Eight halves from b[0..n) (n <= 8), zero past n, as f32.
+__m256 load_f16_tail(const uint16_t* b, size_t n) {
+    alignas(16) uint16_t h[8] = {};
+    std::memcpy(h, b, n * sizeof(uint16_t));
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+}
+
+__m256 load_f16(const uint16_t* b) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b))); }
+
+} // namespace
+
+float dot_f16_avx2(const float* a, const uint16_t* b, size_t n) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; ++k) acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8 * k), load_f16(b + i + 8 * k), acc[k]);
+    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load_f16(b + i), acc[0]);
+    if (i < n) {
+        const __m256i m = lane_mask(static_cast<uint32_t>(n - i));
+        acc[1] = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), load_f16_tail(b + i, n - i), acc[1]);
+    }
+    return hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+}
+
+void axpy_f16_avx2(float alpha, const uint16_t* x, float* y, size_t n) {
+    const __m256 a = _mm256_set1_ps(alpha);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a, load_f16(x + i), _mm256_loadu_ps(y + i)));
+    if (i < n) {
+        const __m256i m = lane_mask(static_cast<uint32_t>(n - i));
+        _mm256_maskstore_ps(y + i, m, _mm256_fmadd_ps(a, load_f16_tail(x + i, n - i), _mm256_maskload_ps(y + i, m)));
+    }
+}
+
 const Kernels& avx2_table() {
-    static constexpr Kernels kTable{Isa::Avx2, &tile_matvec_avx2, &dot_avx2, &axpy_avx2};
+    static constexpr Kernels kTable{.isa = Isa::Avx2, .tile_matvec = &tile_matvec_avx2, .dot = &dot_avx2, .axpy = &axpy_avx2,
+                                    .dot_f16 = &dot_f16_avx2, .axpy_f16 = &axpy_f16_avx2};
     return kTable;
 }
 

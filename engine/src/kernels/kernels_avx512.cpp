@@ -185,8 +185,39 @@ void axpy_avx512(float alpha, const float* x, float* y, size_t n) {
     }
 }
 
+namespace {
+
+__m512 load_f16x16(const uint16_t* b) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b))); }
+__m512 load_f16x16_masked(__mmask16 m, const uint16_t* b) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, b)); }
+
+} // namespace
+
+float dot_f16_avx512(const float* a, const uint16_t* b, size_t n) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int k = 0; k < 4; ++k) acc[k] = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16 * k), load_f16x16(b + i + 16 * k), acc[k]);
+    for (; i + 16 <= n; i += 16) acc[0] = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), load_f16x16(b + i), acc[0]);
+    if (i < n) {
+        const __mmask16 m = first_lanes(static_cast<uint32_t>(n - i));
+        acc[1] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), load_f16x16_masked(m, b + i), acc[1]);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+}
+
+void axpy_f16_avx512(float alpha, const uint16_t* x, float* y, size_t n) {
+    const __m512 a = _mm512_set1_ps(alpha);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_fmadd_ps(a, load_f16x16(x + i), _mm512_loadu_ps(y + i)));
+    if (i < n) {
+        const __mmask16 m = first_lanes(static_cast<uint32_t>(n - i));
+        _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(a, load_f16x16_masked(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+    }
+}
+
 const Kernels& avx512_table() {
-    static constexpr Kernels kTable{Isa::Avx512, &tile_matvec_avx512, &dot_avx512, &axpy_avx512};
+    static constexpr Kernels kTable{.isa = Isa::Avx512, .tile_matvec = &tile_matvec_avx512, .dot = &dot_avx512,
+                                    .axpy = &axpy_avx512, .dot_f16 = &dot_f16_avx512, .axpy_f16 = &axpy_f16_avx512};
     return kTable;
 }
 

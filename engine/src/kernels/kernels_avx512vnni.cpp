@@ -334,10 +334,15 @@ void tile_matvec_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, 
 } // namespace
 
 const Kernels& avx512vnni_table() {
-    static constexpr Kernels kTable{Isa::Avx512Vnni,          &tile_matvec_avx512vnni,
-                                    &dot_avx512,              &axpy_avx512,
-                                    &quantize_slice_avx512vnni, &tile_matvec_quantized_avx512vnni,
-                                    &tile_matmat_quantized_avx512vnni};
+    static constexpr Kernels kTable{.isa = Isa::Avx512Vnni,
+                                    .tile_matvec = &tile_matvec_avx512vnni,
+                                    .dot = &dot_avx512,
+                                    .axpy = &axpy_avx512,
+                                    .dot_f16 = &dot_f16_avx512,
+                                    .axpy_f16 = &axpy_f16_avx512,
+                                    .quantize_slice = &quantize_slice_avx512vnni,
+                                    .tile_matvec_quantized = &tile_matvec_quantized_avx512vnni,
+                                    .tile_matmat_quantized = &tile_matmat_quantized_avx512vnni};
     return kTable;
 }
 

@@ -46,7 +46,15 @@ void tile_matvec_int8_avx2(DType dtype, const uint8_t* payload, uint32_t rows, u
 } // namespace
 
 const Kernels& avx2int8_table() {
-    static constexpr Kernels kTable{Isa::Avx2Int8, &tile_matvec_int8_avx2, &dot_avx2, &axpy_avx2, &int8_avx2::quantize_slice, &int8_avx2::tile_matvec_quantized, &int8_avx2::tile_matmat_quantized};
+    static constexpr Kernels kTable{.isa = Isa::Avx2Int8,
+                                    .tile_matvec = &tile_matvec_int8_avx2,
+                                    .dot = &dot_avx2,
+                                    .axpy = &axpy_avx2,
+                                    .dot_f16 = &dot_f16_avx2,
+                                    .axpy_f16 = &axpy_f16_avx2,
+                                    .quantize_slice = &int8_avx2::quantize_slice,
+                                    .tile_matvec_quantized = &int8_avx2::tile_matvec_quantized,
+                                    .tile_matmat_quantized = &int8_avx2::tile_matmat_quantized};
     return kTable;
 }
 

@@ -27,7 +27,15 @@ void tile_matvec_avxvnni(DType dtype, const uint8_t* payload, uint32_t rows, uin
 } // namespace
 
 const Kernels& avxvnni_table() {
-    static constexpr Kernels kTable{Isa::AvxVnni, &tile_matvec_avxvnni, &dot_avx2, &axpy_avx2, &int8_avxvnni::quantize_slice, &int8_avxvnni::tile_matvec_quantized, &int8_avxvnni::tile_matmat_quantized};
+    static constexpr Kernels kTable{.isa = Isa::AvxVnni,
+                                    .tile_matvec = &tile_matvec_avxvnni,
+                                    .dot = &dot_avx2,
+                                    .axpy = &axpy_avx2,
+                                    .dot_f16 = &dot_f16_avx2,
+                                    .axpy_f16 = &axpy_f16_avx2,
+                                    .quantize_slice = &int8_avxvnni::quantize_slice,
+                                    .tile_matvec_quantized = &int8_avxvnni::tile_matvec_quantized,
+                                    .tile_matmat_quantized = &int8_avxvnni::tile_matmat_quantized};
     return kTable;
 }
 

@@ -96,8 +96,19 @@ void axpy_scalar(float alpha, const float* x, float* y, size_t n) {
     for (size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
+float dot_f16_scalar(const float* a, const uint16_t* b, size_t n) {
+    float acc = 0.0f;
+    for (size_t i = 0; i < n; ++i) acc += a[i] * f16_to_f32(b[i]);
+    return acc;
+}
+
+void axpy_f16_scalar(float alpha, const uint16_t* x, float* y, size_t n) {
+    for (size_t i = 0; i < n; ++i) y[i] += alpha * f16_to_f32(x[i]);
+}
+
 const Kernels& scalar_table() {
-    static constexpr Kernels kTable{Isa::Scalar, &tile_matvec_scalar, &dot_scalar, &axpy_scalar};
+    static constexpr Kernels kTable{.isa = Isa::Scalar, .tile_matvec = &tile_matvec_scalar, .dot = &dot_scalar,
+                                    .axpy = &axpy_scalar, .dot_f16 = &dot_f16_scalar, .axpy_f16 = &axpy_f16_scalar};
     return kTable;
 }
 

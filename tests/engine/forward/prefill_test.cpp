@@ -61,11 +61,12 @@ bool same_bits(std::span<const float> a, std::span<const float> b) {
 
 // Feeds `history` token by token to both sessions, then `prompt` token by token to one and as
 // one prefill to the other, then decodes `decode` greedy tokens from both.
-void expect_prefill_matches_steps(const std::shared_ptr<const Model>& model, Isa isa, size_t history, size_t prompt,
-                                  const std::string& what) {
+void expect_prefill_matches_steps(const std::shared_ptr<const Model>& model, Isa isa, KvCacheType kv, size_t history,
+                                  size_t prompt, const std::string& what) {
     SessionOptions options;
     options.threads = 2;
     options.isa = isa;
+    options.kv_cache = kv;
     auto stepped = Session::create(model, options);
     auto batched = Session::create(model, options);
     ASSERT_TRUE(stepped.ok() && batched.ok());
@@ -101,6 +102,7 @@ struct Case {
     std::string name;
     test::SyntheticSpec spec;
     bool batched = true;  // the chunked path (else prefill falls back to steps)
+    KvCacheType kv = KvCacheType::F32;
 };
 
 std::vector<Case> cases() {
@@ -121,6 +123,9 @@ std::vector<Case> cases() {
     parallel.spec.top_k = 2;
     parallel.spec.expert_d_ff = 256;
     out.push_back(parallel);
+    Case f16{"dense_q4_f16_kv", base_spec(DType::Q4_0)};
+    f16.kv = KvCacheType::F16;
+    out.push_back(f16);
     Case qwen{"bias_qknorm_q4", base_spec(DType::Q4_0)};
     qwen.spec.qkv_bias = true;
     qwen.spec.qk_norm = true;
@@ -156,7 +161,7 @@ TEST(Prefill, BitIdenticalToStepsOnEveryPath) {
             // 2 tokens (the smallest batch), 7 (a 4-token block and 3 left), 150 (two full
             // chunks and a partial one), and a prompt that continues a 5-token context.
             for (const auto& [history, prompt] : {std::pair<size_t, size_t>{0, 2}, {0, 7}, {0, 150}, {5, 70}})
-                expect_prefill_matches_steps(model, isa, history, prompt, c.name);
+                expect_prefill_matches_steps(model, isa, c.kv, history, prompt, c.name);
         }
     }
 }

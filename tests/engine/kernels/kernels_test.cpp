@@ -443,6 +443,55 @@ TEST_P(KernelsVector, DotAndAxpyMatchScalar) {
     }
 }
 
+// The F16 KV cache's dot / axpy: the scalar versions are the f32 ones on the exactly converted
+// halves (bit for bit), and every SIMD path stays within the f32 kernels' bounds of them.
+TEST_P(KernelsVector, HalfPrecisionDotAndAxpyMatchScalar) {
+    const Isa isa = GetParam();
+    if (!isa_supported(isa)) GTEST_SKIP() << "this CPU/OS does not support the " << isa_name(isa) << " path";
+    const Kernels& simd = kernels_for(isa);
+    const Kernels& scalar = kernels_for(Isa::Scalar);
+    ASSERT_NE(simd.dot_f16, nullptr);
+    ASSERT_NE(simd.axpy_f16, nullptr);
+    std::mt19937 rng(199u + static_cast<unsigned>(isa));
+    std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+    for (size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 128, 257, 1000}) {
+        SCOPED_TRACE("n = " + std::to_string(n));
+        const size_t offset = 1 + rng() % 15;  // elements: misaligns the vectors
+        std::vector<float> a(n + 32), widened(n + 32), y(n + 32);
+        std::vector<uint16_t> h(n + 32);  // [n] halves, plus guard elements
+        for (size_t i = 0; i < a.size(); ++i) {
+            a[i] = dist(rng);
+            h[i] = random_f16(rng, 0, 17);  // subnormals up to magnitude 8: each half converts exactly
+            widened[i] = static_cast<float>(f16_value(h[i]));  // exact: every half is an f32
+            y[i] = dist(rng);
+        }
+        const float* pa = a.data() + offset;
+        const uint16_t* ph = h.data() + offset;
+        const float* pw = widened.data() + offset;
+        const float exact = scalar.dot(pa, pw, n);
+        ASSERT_EQ(scalar.dot_f16(pa, ph, n), exact) << "scalar dot_f16 must be dot on the converted halves";
+        double magnitude = 0.0;
+        for (size_t i = 0; i < n; ++i) magnitude += std::fabs(static_cast<double>(pa[i]) * pw[i]);
+        const double dotBound = (gamma_k(static_cast<double>(n)) + gamma_k(n + 8.0)) * magnitude;
+        EXPECT_LE(std::fabs(static_cast<double>(simd.dot_f16(pa, ph, n)) - exact), dotBound);
+
+        const float alpha = dist(rng);
+        std::vector<float> ySimd = y, yScalar = y, yReference = y;
+        simd.axpy_f16(alpha, ph, ySimd.data() + offset, n);
+        scalar.axpy_f16(alpha, ph, yScalar.data() + offset, n);
+        scalar.axpy(alpha, pw, yReference.data() + offset, n);
+        ASSERT_EQ(yScalar, yReference) << "scalar axpy_f16 must be axpy on the converted halves";
+        for (size_t i = 0; i < y.size(); ++i) {
+            if (i < offset || i >= offset + n) {
+                ASSERT_EQ(ySimd[i], y[i]) << "axpy_f16 wrote outside y[0..n) at " << i;
+                continue;
+            }
+            const double bound = 2.0 * gamma_k(2.0) * (std::fabs(y[i]) + std::fabs(static_cast<double>(alpha) * pw[i - offset]));
+            ASSERT_LE(std::fabs(static_cast<double>(ySimd[i]) - yScalar[i]), bound) << "element " << i - offset;
+        }
+    }
+}
+
 std::string vector_case_name(const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); }
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, KernelsVector, ::testing::Values(Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni, Isa::Avx2Int8, Isa::AvxVnni),

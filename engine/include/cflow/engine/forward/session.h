@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "cflow/engine/kernels/kernels.h"
@@ -20,6 +21,12 @@ namespace cflow {
 // direct-I/O reads issued at the routing layer and consumed at the injection layer.
 enum class ExpertFetch : uint8_t { Mapped = 0, Staged = 1 };
 
+// How the KV cache stores keys and values: f32, or IEEE half (half the memory and the attention
+// bytes per token; each value rounded to nearest, relative error <= 2^-11).
+enum class KvCacheType : uint8_t { F32 = 0, F16 = 1 };
+std::string_view kv_cache_type_name(KvCacheType type);           // "f32", "f16"
+std::optional<KvCacheType> parse_kv_cache_type(std::string_view name);
+
 struct SessionOptions {
     unsigned threads = 0;             // 0 = hardware concurrency
     uint32_t context_length = 0;      // 0 = the model's max_seq_len, capped at kDefaultContextCap
@@ -29,6 +36,7 @@ struct SessionOptions {
     // Tests pin an f32-activation path (not the VNNI one, which quantizes activations to int8);
     // Session::create fails (Unsupported) when the CPU/OS does not support the requested path.
     std::optional<Isa> isa;
+    KvCacheType kv_cache = KvCacheType::F32;
     static constexpr uint32_t kDefaultContextCap = 8192;
 };
 
@@ -70,6 +78,7 @@ public:
     const Model& model() const { return *model_; }
     unsigned threads() const { return pool_.size(); }
     Isa isa() const { return kernels_->isa; }
+    KvCacheType kv_cache_type() const;
     // What the last step() read and computed, per effective layer.
     const TokenTelemetry& telemetry() const { return telemetry_; }
 

@@ -43,6 +43,10 @@ struct Kernels {
     float (*dot)(const float* a, const float* b, size_t n);
     // y[i] += alpha * x[i]
     void (*axpy)(float alpha, const float* x, float* y, size_t n);
+    // The same with b / x stored as IEEE half floats (the F16 KV cache): each element converts
+    // exactly to f32, then the f32 kernel's arithmetic.
+    float (*dot_f16)(const float* a, const uint16_t* b, size_t n);
+    void (*axpy_f16)(float alpha, const uint16_t* x, float* y, size_t n);
     // Int8 paths only (null elsewhere), for Q4_0 and Q8_0 tiles: quantize_slice writes x [cols]
     // (cols <= 256) into slice (kQuantizedSliceBytes, kQuantizedSliceAlign-aligned) as
     // tile_matvec_quantized reads it for that dtype; tile_matvec_quantized(dtype, payload, rows,
