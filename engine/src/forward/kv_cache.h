@@ -1,8 +1,11 @@
 #pragma once
-// The KV cache of one session: for every KV slot (effective layer) a K and a V matrix of
-// [context x Hkv*dk] values, f32 or IEEE half (KvCacheType), in demand-zero memory, so only the
-// positions a conversation wrote become resident. Attention reads it through attend(), the one
-// implementation of a head's scores, softmax and weighted sum for step() and prefill().
+// The KV cache of one session: for every KV slot (effective layer) and KV head a K and a V
+// matrix of [context x dk] values, f32 or IEEE half (KvCacheType), in demand-zero memory, so
+// only the positions a conversation wrote become resident. Head-major, so a head's keys are one
+// row-major matrix: its scores for every position are one tile matvec (the f32/f16 tile
+// kernels, 4 rows per pass) instead of a dot-product call per position. Attention reads it
+// through attend(), the one implementation of a head's scores, softmax and weighted sum for
+// step() and prefill().
 #include <cstddef>
 #include <cstdint>
 
@@ -15,27 +18,31 @@ class KvCache {
 public:
     KvCache() = default;
     // Throws std::bad_alloc (Session::create reports it).
-    KvCache(KvCacheType type, size_t slots, uint32_t context, size_t kvdim);
+    KvCache(KvCacheType type, size_t slots, uint32_t context, uint32_t kv_heads, uint32_t head_dim);
 
     static size_t value_bytes(KvCacheType type) { return type == KvCacheType::F16 ? 2 : 4; }
     KvCacheType type() const { return type_; }
 
-    // Stores position `pos` of `slot`: k, v [kvdim] f32 (rounded to nearest half for F16).
+    // Stores position `pos` of `slot`: k, v [kv_heads x head_dim] f32 (rounded to nearest half for F16).
     void write(uint32_t slot, uint32_t pos, const float* k, const float* v);
 
-    // One query head q [dk] against KV head `kv_head` of `slot` over positions [first, n_pos):
+    // One query head q [dk] against KV head `kv_head` of `slot` over positions [first, n_pos)
+    // (dk <= kTileCols, the tile kernels' width):
     // scores[first..n_pos) = softmax(softcap(q . k_s * scale)) and out [dk] = sum_s scores[s] * v_s.
     void attend(const Kernels& kernels, uint32_t slot, uint32_t kv_head, uint32_t dk, const float* q, uint32_t first,
                 uint32_t n_pos, float scale, float softcap, float* scores, float* out) const;
 
 private:
-    size_t offset(uint32_t slot, uint32_t pos) const { return (size_t(slot) * context_ + pos) * kvdim_; }
+    size_t offset(uint32_t slot, uint32_t head, uint32_t pos) const {
+        return ((size_t(slot) * kvHeads_ + head) * context_ + pos) * headDim_;
+    }
 
     KvCacheType type_ = KvCacheType::F32;
     uint32_t context_ = 0;
-    size_t kvdim_ = 0;
-    ZeroedArray<float> k32_, v32_;     // [slots x context x kvdim] when F32
-    ZeroedArray<uint16_t> k16_, v16_;  // [slots x context x kvdim] when F16
+    uint32_t kvHeads_ = 0;
+    uint32_t headDim_ = 0;
+    ZeroedArray<float> k32_, v32_;     // [slots x kv_heads x context x dk] when F32
+    ZeroedArray<uint16_t> k16_, v16_;  // [slots x kv_heads x context x dk] when F16
 };
 
 } // namespace cflow

@@ -65,7 +65,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     b.router_logits.resize(h.n_experts);
     b.scores.resize(size_t(h.n_heads) * context_length_);
     b.logits.resize(h.vocab_size);
-    b.kv = KvCache(options.kv_cache, slots, context_length_, kvdim);
+    b.kv = KvCache(options.kv_cache, slots, context_length_, h.n_kv_heads, h.head_dim);
     // The widest matvec input (attention output, FFN and expert hidden sizes) in 256-column slices.
     const size_t widest = std::max({d, qdim, hidden});
     b.quantized_x.resize((widest + kTileCols - 1) / kTileCols * kQuantizedSliceBytes + kQuantizedSliceAlign);

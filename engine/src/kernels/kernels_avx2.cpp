@@ -244,9 +244,47 @@ void axpy_f16_avx2(float alpha, const uint16_t* x, float* y, size_t n) {
     }
 }
 
+// Columns in blocks of 32 (four ymm accumulators held across all rows), then 8, then a masked
+// tail: per element the fused multiply-adds of axpy_avx2 in row order.
+void weighted_row_sum_avx2(DType dtype, const uint8_t* m, uint32_t rows, uint32_t cols, const float* w, float* y) {
+    const bool half = dtype == DType::F16;
+    const size_t rowBytes = size_t(cols) * (half ? 2 : 4);
+    auto load = [&](uint32_t r, uint32_t c) {
+        const uint8_t* p = m + r * rowBytes;
+        return half ? load_f16(reinterpret_cast<const uint16_t*>(p) + c) : _mm256_loadu_ps(reinterpret_cast<const float*>(p) + c);
+    };
+    uint32_t c = 0;
+    for (; c + 32 <= cols; c += 32) {
+        __m256 acc[4];
+        for (int k = 0; k < 4; ++k) acc[k] = _mm256_loadu_ps(y + c + 8 * k);
+        for (uint32_t r = 0; r < rows; ++r) {
+            const __m256 a = _mm256_set1_ps(w[r]);
+            for (int k = 0; k < 4; ++k) acc[k] = _mm256_fmadd_ps(a, load(r, c + 8 * k), acc[k]);
+        }
+        for (int k = 0; k < 4; ++k) _mm256_storeu_ps(y + c + 8 * k, acc[k]);
+    }
+    for (; c + 8 <= cols; c += 8) {
+        __m256 acc = _mm256_loadu_ps(y + c);
+        for (uint32_t r = 0; r < rows; ++r) acc = _mm256_fmadd_ps(_mm256_set1_ps(w[r]), load(r, c), acc);
+        _mm256_storeu_ps(y + c, acc);
+    }
+    if (c < cols) {
+        const __m256i mask = lane_mask(cols - c);
+        __m256 acc = _mm256_maskload_ps(y + c, mask);
+        for (uint32_t r = 0; r < rows; ++r) {
+            const uint8_t* p = m + r * rowBytes;
+            const __m256 v = half ? load_f16_tail(reinterpret_cast<const uint16_t*>(p) + c, cols - c)
+                                  : _mm256_maskload_ps(reinterpret_cast<const float*>(p) + c, mask);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(w[r]), v, acc);
+        }
+        _mm256_maskstore_ps(y + c, mask, acc);
+    }
+}
+
 const Kernels& avx2_table() {
     static constexpr Kernels kTable{.isa = Isa::Avx2, .tile_matvec = &tile_matvec_avx2, .dot = &dot_avx2, .axpy = &axpy_avx2,
-                                    .dot_f16 = &dot_f16_avx2, .axpy_f16 = &axpy_f16_avx2};
+                                    .dot_f16 = &dot_f16_avx2, .axpy_f16 = &axpy_f16_avx2,
+                                    .weighted_row_sum = &weighted_row_sum_avx2};
     return kTable;
 }
 

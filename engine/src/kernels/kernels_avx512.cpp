@@ -215,9 +215,39 @@ void axpy_f16_avx512(float alpha, const uint16_t* x, float* y, size_t n) {
     }
 }
 
+// Columns in blocks of 64 (four zmm accumulators held across all rows), then 16, then a masked
+// tail: per element the fused multiply-adds of axpy_avx512 in row order.
+void weighted_row_sum_avx512(DType dtype, const uint8_t* m, uint32_t rows, uint32_t cols, const float* w, float* y) {
+    const bool half = dtype == DType::F16;
+    const size_t rowBytes = size_t(cols) * (half ? 2 : 4);
+    auto load = [&](uint32_t r, uint32_t c, __mmask16 lanes) {
+        const uint8_t* p = m + r * rowBytes;
+        return half ? load_f16x16_masked(lanes, reinterpret_cast<const uint16_t*>(p) + c)
+                    : _mm512_maskz_loadu_ps(lanes, reinterpret_cast<const float*>(p) + c);
+    };
+    const __mmask16 all = 0xFFFF;
+    uint32_t c = 0;
+    for (; c + 64 <= cols; c += 64) {
+        __m512 acc[4];
+        for (int k = 0; k < 4; ++k) acc[k] = _mm512_loadu_ps(y + c + 16 * k);
+        for (uint32_t r = 0; r < rows; ++r) {
+            const __m512 a = _mm512_set1_ps(w[r]);
+            for (int k = 0; k < 4; ++k) acc[k] = _mm512_fmadd_ps(a, load(r, c + 16 * k, all), acc[k]);
+        }
+        for (int k = 0; k < 4; ++k) _mm512_storeu_ps(y + c + 16 * k, acc[k]);
+    }
+    for (; c < cols; c += 16) {
+        const __mmask16 lanes = first_lanes(cols - c);
+        __m512 acc = _mm512_maskz_loadu_ps(lanes, y + c);
+        for (uint32_t r = 0; r < rows; ++r) acc = _mm512_fmadd_ps(_mm512_set1_ps(w[r]), load(r, c, lanes), acc);
+        _mm512_mask_storeu_ps(y + c, lanes, acc);
+    }
+}
+
 const Kernels& avx512_table() {
     static constexpr Kernels kTable{.isa = Isa::Avx512, .tile_matvec = &tile_matvec_avx512, .dot = &dot_avx512,
-                                    .axpy = &axpy_avx512, .dot_f16 = &dot_f16_avx512, .axpy_f16 = &axpy_f16_avx512};
+                                    .axpy = &axpy_avx512, .dot_f16 = &dot_f16_avx512, .axpy_f16 = &axpy_f16_avx512,
+                                    .weighted_row_sum = &weighted_row_sum_avx512};
     return kTable;
 }
 

@@ -340,6 +340,7 @@ const Kernels& avx512vnni_table() {
                                     .axpy = &axpy_avx512,
                                     .dot_f16 = &dot_f16_avx512,
                                     .axpy_f16 = &axpy_f16_avx512,
+                                    .weighted_row_sum = &weighted_row_sum_avx512,
                                     .quantize_slice = &quantize_slice_avx512vnni,
                                     .tile_matvec_quantized = &tile_matvec_quantized_avx512vnni,
                                     .tile_matmat_quantized = &tile_matmat_quantized_avx512vnni};

@@ -52,6 +52,7 @@ const Kernels& avx2int8_table() {
                                     .axpy = &axpy_avx2,
                                     .dot_f16 = &dot_f16_avx2,
                                     .axpy_f16 = &axpy_f16_avx2,
+                                    .weighted_row_sum = &weighted_row_sum_avx2,
                                     .quantize_slice = &int8_avx2::quantize_slice,
                                     .tile_matvec_quantized = &int8_avx2::tile_matvec_quantized,
                                     .tile_matmat_quantized = &int8_avx2::tile_matmat_quantized};

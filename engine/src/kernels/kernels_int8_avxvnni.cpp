@@ -33,6 +33,7 @@ const Kernels& avxvnni_table() {
                                     .axpy = &axpy_avx2,
                                     .dot_f16 = &dot_f16_avx2,
                                     .axpy_f16 = &axpy_f16_avx2,
+                                    .weighted_row_sum = &weighted_row_sum_avx2,
                                     .quantize_slice = &int8_avxvnni::quantize_slice,
                                     .tile_matvec_quantized = &int8_avxvnni::tile_matvec_quantized,
                                     .tile_matmat_quantized = &int8_avxvnni::tile_matmat_quantized};

@@ -52,6 +52,7 @@ float dot_scalar(const float* a, const float* b, size_t n);
 void axpy_scalar(float alpha, const float* x, float* y, size_t n);
 float dot_f16_scalar(const float* a, const uint16_t* b, size_t n);
 void axpy_f16_scalar(float alpha, const uint16_t* x, float* y, size_t n);
+void weighted_row_sum_scalar(DType dtype, const uint8_t* m, uint32_t rows, uint32_t cols, const float* w, float* y);
 const Kernels& scalar_table();
 
 #if CFLOW_KERNELS_X86
@@ -61,6 +62,7 @@ float dot_avx2(const float* a, const float* b, size_t n);
 void axpy_avx2(float alpha, const float* x, float* y, size_t n);
 float dot_f16_avx2(const float* a, const uint16_t* b, size_t n);
 void axpy_f16_avx2(float alpha, const uint16_t* x, float* y, size_t n);
+void weighted_row_sum_avx2(DType dtype, const uint8_t* m, uint32_t rows, uint32_t cols, const float* w, float* y);
 const Kernels& avx2_table();
 const Kernels& avx2int8_table();    // Q4_0/Q8_0 with int8 activations (vpmaddubsw); F32/F16 as AVX2
 const Kernels& avxvnni_table();     // the same with VEX vpdpbusd (AVX-VNNI)
@@ -70,6 +72,7 @@ float dot_avx512(const float* a, const float* b, size_t n);
 void axpy_avx512(float alpha, const float* x, float* y, size_t n);
 float dot_f16_avx512(const float* a, const uint16_t* b, size_t n);
 void axpy_f16_avx512(float alpha, const uint16_t* x, float* y, size_t n);
+void weighted_row_sum_avx512(DType dtype, const uint8_t* m, uint32_t rows, uint32_t cols, const float* w, float* y);
 const Kernels& avx512_table();
 const Kernels& avx512vnni_table(); // Q4_0/Q8_0 with int8 activations (vpdpbusd); F32/F16 as AVX-512
 #endif

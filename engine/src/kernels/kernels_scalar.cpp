@@ -106,9 +106,17 @@ void axpy_f16_scalar(float alpha, const uint16_t* x, float* y, size_t n) {
     for (size_t i = 0; i < n; ++i) y[i] += alpha * f16_to_f32(x[i]);
 }
 
+void weighted_row_sum_scalar(DType dtype, const uint8_t* m, uint32_t rows, uint32_t cols, const float* w, float* y) {
+    for (uint32_t r = 0; r < rows; ++r) {
+        if (dtype == DType::F16) axpy_f16_scalar(w[r], reinterpret_cast<const uint16_t*>(m) + size_t(r) * cols, y, cols);
+        else axpy_scalar(w[r], reinterpret_cast<const float*>(m) + size_t(r) * cols, y, cols);
+    }
+}
+
 const Kernels& scalar_table() {
     static constexpr Kernels kTable{.isa = Isa::Scalar, .tile_matvec = &tile_matvec_scalar, .dot = &dot_scalar,
-                                    .axpy = &axpy_scalar, .dot_f16 = &dot_f16_scalar, .axpy_f16 = &axpy_f16_scalar};
+                                    .axpy = &axpy_scalar, .dot_f16 = &dot_f16_scalar, .axpy_f16 = &axpy_f16_scalar,
+                                    .weighted_row_sum = &weighted_row_sum_scalar};
     return kTable;
 }
 

@@ -492,6 +492,46 @@ TEST_P(KernelsVector, HalfPrecisionDotAndAxpyMatchScalar) {
     }
 }
 
+// weighted_row_sum (attention's values, one call per head) is axpy / axpy_f16 of the same path
+// called row after row: bit-identical, for F32 and F16 rows, column counts around the vector
+// widths, and it writes nothing past y[cols).
+void expect_weighted_row_sum_is_axpy_per_row(Isa isa) {
+    const Kernels& k = kernels_for(isa);
+    ASSERT_NE(k.weighted_row_sum, nullptr) << isa_name(isa);
+    std::mt19937 rng(301u + static_cast<unsigned>(isa));
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    for (DType dtype : {DType::F32, DType::F16}) {
+        for (uint32_t rows : {0u, 1u, 5u, 40u}) {
+            for (uint32_t cols : {1u, 7u, 16u, 17u, 40u, 64u, 100u, 128u, 256u}) {
+                std::vector<float> w(rows), m32(size_t(rows) * cols), y(cols + 8);
+                std::vector<uint16_t> m16(size_t(rows) * cols);
+                for (float& v : w) v = dist(rng);
+                for (size_t i = 0; i < m32.size(); ++i) {
+                    m32[i] = dist(rng);
+                    m16[i] = random_f16(rng, 0, 16);
+                }
+                for (float& v : y) v = dist(rng);
+                std::vector<float> expected = y, got = y;
+                for (uint32_t r = 0; r < rows; ++r) {
+                    if (dtype == DType::F16) k.axpy_f16(w[r], m16.data() + size_t(r) * cols, expected.data(), cols);
+                    else k.axpy(w[r], m32.data() + size_t(r) * cols, expected.data(), cols);
+                }
+                const auto* bytes = dtype == DType::F16 ? reinterpret_cast<const uint8_t*>(m16.data())
+                                                        : reinterpret_cast<const uint8_t*>(m32.data());
+                k.weighted_row_sum(dtype, bytes, rows, cols, w.data(), got.data());
+                ASSERT_EQ(got, expected) << isa_name(isa) << " " << dtype_name(dtype) << " " << rows << "x" << cols;
+            }
+        }
+    }
+}
+
+TEST(KernelsWeightedRowSum, ScalarIsAxpyPerRow) { expect_weighted_row_sum_is_axpy_per_row(Isa::Scalar); }
+
+TEST_P(KernelsVector, WeightedRowSumIsAxpyPerRow) {
+    if (!isa_supported(GetParam())) GTEST_SKIP() << "this CPU/OS does not support the " << isa_name(GetParam()) << " path";
+    expect_weighted_row_sum_is_axpy_per_row(GetParam());
+}
+
 std::string vector_case_name(const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); }
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, KernelsVector, ::testing::Values(Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni, Isa::Avx2Int8, Isa::AvxVnni),

@@ -47,6 +47,10 @@ struct Kernels {
     // exactly to f32, then the f32 kernel's arithmetic.
     float (*dot_f16)(const float* a, const uint16_t* b, size_t n);
     void (*axpy_f16)(float alpha, const uint16_t* x, float* y, size_t n);
+    // y[c] += sum_r w[r] * M[r][c] for c < cols, rows in order: M is [rows x cols] row-major F32 or
+    // F16 (attention's values: one call per head instead of an axpy per position); the same
+    // arithmetic as axpy (or axpy_f16) called row after row. w: [rows], y: [cols].
+    void (*weighted_row_sum)(DType dtype, const uint8_t* m, uint32_t rows, uint32_t cols, const float* w, float* y);
     // Int8 paths only (null elsewhere), for Q4_0 and Q8_0 tiles: quantize_slice writes x [cols]
     // (cols <= 256) into slice (kQuantizedSliceBytes, kQuantizedSliceAlign-aligned) as
     // tile_matvec_quantized reads it for that dtype; tile_matvec_quantized(dtype, payload, rows,
