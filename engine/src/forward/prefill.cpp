@@ -29,6 +29,15 @@ float norm2(const float* v, size_t n) {
     return float(std::sqrt(s));
 }
 
+// fn(t) for every token of the chunk, spread over the pool: the per-token vector work (norms,
+// RoPE, GLU, residual adds) would otherwise run on one thread while the others wait.
+template <class F>
+void for_tokens(ThreadPool& pool, uint32_t n, const F& fn) {
+    pool.parallel_for(n, [&](size_t begin, size_t end) {
+        for (size_t t = begin; t < end; ++t) fn(uint32_t(t));
+    });
+}
+
 struct LayerTimer {
     LayerRecord& rec;
     Clock::time_point t0 = Clock::now();
@@ -138,7 +147,7 @@ Status Session::prefill_chunk(std::span<const int32_t> tokens) {
         LayerTimer timer{rec};
         const LayerWeights& w = model_->layers()[l];
         attention_batch(l, n, rec);
-        for (uint32_t t = 0; t < n; ++t) ops::add(bt.x.data() + t * d, bt.attn_out.data() + t * d, d);
+        for_tokens(pool_, n, [&](uint32_t t) { ops::add(bt.x.data() + t * d, bt.attn_out.data() + t * d, d); });
         if (parallel) {
             std::fill_n(bt.dense_out.begin(), n * d, 0.0f);
             std::fill_n(bt.moe_out.begin(), n * d, 0.0f);
@@ -152,10 +161,10 @@ Status Session::prefill_chunk(std::span<const int32_t> tokens) {
         if (parallel) {
             for (size_t i = 0; i < n * d; ++i) bt.x[i] += (bt.dense_out[i] + bt.moe_out[i]) * inv_sqrt2;
         } else {
-            for (uint32_t t = 0; t < n; ++t) {
+            for_tokens(pool_, n, [&](uint32_t t) {
                 if (w.gate_up) ops::add(bt.x.data() + t * d, bt.dense_out.data() + t * d, d);
                 if (w.router) ops::add(bt.x.data() + t * d, bt.moe_out.data() + t * d, d);
-            }
+            });
         }
         rec.residualNorm = norm2(bt.x.data() + (n - 1) * d, d);  // the chunk's last token
     }
@@ -228,10 +237,10 @@ void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
     const uint32_t dk = h.head_dim, n_heads = h.n_heads, n_kv = h.n_kv_heads;
     const size_t d = h.d_model, qdim = size_t(n_heads) * dk, kvdim = size_t(n_kv) * dk;
 
-    for (uint32_t t = 0; t < n; ++t) ops::rmsnorm(bt.x.data() + t * d, w.attn_norm->raw_f32(), bt.xn.data() + t * d, d, p.norm_eps);
+    for_tokens(pool_, n, [&](uint32_t t) { ops::rmsnorm(bt.x.data() + t * d, w.attn_norm->raw_f32(), bt.xn.data() + t * d, d, p.norm_eps); });
     matmat(*w.qkv, {{bt.q.data(), bt.k.data(), bt.v.data()}, {qdim, kvdim, kvdim}}, bt.xn.data(), d, n);
     const uint32_t n_rot = ops::rotary_dims(dk, p.rope_fraction);
-    for (uint32_t t = 0; t < n; ++t) {
+    for_tokens(pool_, n, [&](uint32_t t) {  // each token writes its own KV position
         float* q = bt.q.data() + t * qdim;  // [H * dk]
         float* kv_k = bt.k.data() + t * kvdim;
         float* kv_v = bt.v.data() + t * kvdim;
@@ -252,7 +261,7 @@ void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
         for (uint32_t hd = 0; hd < n_heads; ++hd) ops::rope_apply(q + size_t(hd) * dk, n_rot, cos_t, sin_t);
         for (uint32_t hd = 0; hd < n_kv; ++hd) ops::rope_apply(kv_k + size_t(hd) * dk, n_rot, cos_t, sin_t);
         b.kv.write(layer, position_ + t, kv_k, kv_v);
-    }
+    });
 
     // Causal attention: the chunk's token t sees positions up to position_ + t.
     const float scale = 1.0f / std::sqrt(float(dk));
@@ -281,10 +290,11 @@ void Session::dense_ffn_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
     const LayerWeights& w = model_->layers()[layer];
     Batch& bt = *batch_;
     const size_t d = h.d_model, hidden = bt.gate.size() / bt.capacity;
-    for (uint32_t t = 0; t < n; ++t) ops::rmsnorm(bt.x.data() + t * d, w.ffn_norm->raw_f32(), bt.xn.data() + t * d, d, p.norm_eps);
+    for_tokens(pool_, n, [&](uint32_t t) { ops::rmsnorm(bt.x.data() + t * d, w.ffn_norm->raw_f32(), bt.xn.data() + t * d, d, p.norm_eps); });
     matmat(*w.gate_up, {{bt.gate.data(), bt.up.data()}, {hidden, hidden}}, bt.xn.data(), d, n);
-    for (uint32_t t = 0; t < n; ++t)
+    for_tokens(pool_, n, [&](uint32_t t) {
         ops::glu(static_cast<FfnActivation>(p.ffn_activation), bt.gate.data() + t * hidden, bt.up.data() + t * hidden, h.d_ff);
+    });
     matmat(*w.down, {{bt.dense_out.data()}, {d}}, bt.gate.data(), hidden, n);
     rec.bytesRead[idx(Stream::Dense)] += seg_bytes(w.ffn_norm) + seg_bytes(w.gate_up) + seg_bytes(w.down);
 }
@@ -316,7 +326,7 @@ Status Session::moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, L
             std::copy_n(bt.routing[bt.served[j] / k].input.data(), d, bt.expert_in.data() + j * d);
         matmat_tiles(w.expert_bank->dtype, ev.gate_up, ev.gate_up_stripes, {{bt.gate.data(), bt.up.data()}, {hidden, hidden}},
                      bt.expert_in.data(), d, m);
-        for (uint32_t j = 0; j < m; ++j) ops::glu(activation, bt.gate.data() + j * hidden, bt.up.data() + j * hidden, eff);
+        for_tokens(pool_, m, [&](uint32_t j) { ops::glu(activation, bt.gate.data() + j * hidden, bt.up.data() + j * hidden, eff); });
         matmat_tiles(w.expert_bank->dtype, ev.down, ev.down_stripes, {{bt.expert_tmp.data()}, {d}}, bt.gate.data(), hidden, m);
         for (uint32_t j = 0; j < m; ++j)
             std::copy_n(bt.expert_tmp.data() + j * d, d, bt.expert_out.data() + size_t(bt.served[j]) * d);
@@ -332,7 +342,7 @@ Status Session::moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, L
         const uint32_t sff = p.shared_expert_d_ff;
         for (uint32_t t = 0; t < n; ++t) std::copy_n(bt.routing[t].input.data(), d, bt.expert_in.data() + t * d);
         matmat(*w.shared_gate_up, {{bt.gate.data(), bt.up.data()}, {hidden, hidden}}, bt.expert_in.data(), d, n);
-        for (uint32_t t = 0; t < n; ++t) ops::glu(activation, bt.gate.data() + t * hidden, bt.up.data() + t * hidden, sff);
+        for_tokens(pool_, n, [&](uint32_t t) { ops::glu(activation, bt.gate.data() + t * hidden, bt.up.data() + t * hidden, sff); });
         matmat(*w.shared_down, {{bt.expert_tmp.data()}, {d}}, bt.gate.data(), hidden, n);
         for (uint32_t t = 0; t < n; ++t) {
             const float g = w.shared_gate ? sigmoid(kernels_->dot(w.shared_gate->raw_f32(), bt.routing[t].input.data(), d)) : 1.0f;
