@@ -3,7 +3,8 @@
 // the int8 paths; the f32 paths multiply token by token while the tile is in cache), so the
 // weight stream is amortised over the chunk instead of read once per token. Every operation on
 // a token's row is the one step() performs on that token, in the same order, so logits and KV
-// cache are bit-identical to the token-by-token path.
+// cache are bit-identical to the token-by-token path, except where the AVX-512 VNNI matmat
+// reorders a row's f32 additions (Kernels::tile_matmat_quantized, from kMatmatLaneTokens).
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -287,9 +287,161 @@ void matmat_rows(const uint8_t* payload, uint32_t rows, uint32_t cols, const uin
     for (; r < rows; ++r) rows_tokens<1, kQ4>(payload, rows, r, groups, slices, sliceStride, tokens, y, yStride);
 }
 
+// ---- batched prefill with rows in lanes ----
+//
+// For a chunk of many tokens the tile is first rearranged (once) so that one zmm holds 16 rows'
+// weights at the same 4-byte step of a block: then vpdpbusd against one token's 4 activations
+// broadcast to all lanes sums a whole block's products per (row, token) lane in int32, and the
+// block is converted, scaled and added once per 16 rows x token (about 1.5 vector ops per 64
+// multiply-adds instead of 4-5 in block_rows_tokens, whose lanes are parts of one row's dot).
+// The integer block dots are exact either way; only the order of the f32 additions differs from
+// the matvec, so results agree with tile_matvec_quantized within the reassociation bound
+// (kernels_test.cpp), not bit for bit.
+constexpr uint32_t kLaneRows = 16;                           // rows per zmm
+constexpr uint32_t kRowGroups = kTileRows / kLaneRows;        // 8 per full tile
+constexpr uint32_t kSteps = kGroup / 4;                      // 4-byte steps per block
+
+struct LaneTile {
+    alignas(64) int32_t w[kRowGroups][kMaxGroups][kSteps][kLaneRows];  // [row group][G][step][16 rows] 4 u8 weights
+    alignas(64) float scale[kRowGroups][kMaxGroups][kLaneRows];         // [row group][G][16 rows] f32 weight scales
+};
+
+// Byte offset of weights 4s..4s+3 of block g in a QuantizedX (the Q4_0 pair swizzle of quantize_x).
+uint32_t x_offset(bool q4, uint32_t groups, uint32_t g, uint32_t s) {
+    const uint32_t paired = groups & ~1u;
+    if (!q4 || g >= paired) return g * kGroup + 4 * s;
+    const uint32_t lowAt = (g & ~1u) * kGroup + (g & 1u) * 16;
+    return s < 4 ? lowAt + 4 * s : lowAt + 32 + 4 * (s - 4);
+}
+
+template <bool kQ4>
+void build_lane_tile(const uint8_t* payload, uint32_t rows, uint32_t groups, LaneTile& lt) {
+    constexpr size_t kBlockBytes = kQ4 ? kGroup / 2 : kGroup;
+    const uint8_t* scales = payload;                                                          // [rows x G] f16
+    const uint8_t* blocks = payload + static_cast<size_t>(rows) * groups * sizeof(uint16_t);  // [rows x G] blocks
+    const uint32_t usedGroups = (rows + kLaneRows - 1) / kLaneRows;
+    if (rows % kLaneRows != 0) {  // padded lanes: zero weights and scales
+        const uint32_t rg = usedGroups - 1;
+        for (uint32_t g = 0; g < groups; ++g) {
+            for (uint32_t st = 0; st < kSteps; ++st) _mm512_storeu_si512(lt.w[rg][g][st], _mm512_setzero_si512());
+            _mm512_storeu_ps(lt.scale[rg][g], _mm512_setzero_ps());
+        }
+    }
+    // Step s of a block sits kLaneRows int32 further on: scatter a row's 8 dwords down its lane.
+    const __m256i stepIndex = _mm256_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112);
+    const __m256i lowNibbles = _mm256_set1_epi8(0x0F);
+    const __m256i flipSign = _mm256_set1_epi8(static_cast<char>(0x80));
+    for (uint32_t r = 0; r < rows; ++r) {
+        const uint32_t rg = r / kLaneRows, lane = r % kLaneRows;
+        const uint8_t* rowScales = scales + static_cast<size_t>(r) * groups * sizeof(uint16_t);
+        for (uint32_t g = 0; g < groups; ++g) {
+            const uint8_t* b = blocks + (static_cast<size_t>(r) * groups + g) * kBlockBytes;
+            __m256i bytes;  // the block's 32 weights as u8 in weight order
+            if constexpr (kQ4) {
+                const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+                bytes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), lowNibbles);
+            } else {
+                bytes = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)), flipSign);  // w + 128
+            }
+            _mm256_i32scatter_epi32(&lt.w[rg][g][0][lane], stepIndex, bytes, 4);
+            const uint16_t h = static_cast<uint16_t>(rowScales[2 * g] | (rowScales[2 * g + 1] << 8));
+            lt.scale[rg][g][lane] = _cvtsh_ss(h);
+        }
+    }
+}
+
+template <int RG, int T, bool kQ4>
+void lane_rows_tokens(const LaneTile& lt, uint32_t rows, uint32_t rg0, uint32_t groups, const uint8_t* slices,
+                      size_t sliceStride, float* y, size_t yStride) {
+    const QuantizedX* xq[T];
+    for (int t = 0; t < T; ++t) xq[t] = reinterpret_cast<const QuantizedX*>(slices + static_cast<size_t>(t) * sliceStride);
+    __m512 acc[RG][T];
+    CFLOW_UNROLL_ROWS
+    for (int i = 0; i < RG; ++i)
+        CFLOW_UNROLL_ROWS
+        for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
+    for (uint32_t g = 0; g < groups; ++g) {
+        __m512i dot[RG][T];
+        CFLOW_UNROLL_ROWS
+        for (int t = 0; t < T; ++t) {
+            // Q4_0: sum (q - 8) x = sum q x - 8 sum x; Q8_0 (weights + 128): minus 128 sum x.
+            const int32_t offset = kQ4 ? xq[t]->q4Offset[g] : 16 * xq[t]->q4Offset[g];
+            CFLOW_UNROLL_ROWS
+            for (int i = 0; i < RG; ++i) dot[i][t] = _mm512_set1_epi32(offset);
+        }
+        for (uint32_t st = 0; st < kSteps; ++st) {
+            __m512i w[RG];
+            CFLOW_UNROLL_ROWS
+            for (int i = 0; i < RG; ++i) w[i] = _mm512_loadu_si512(lt.w[rg0 + i][g][st]);
+            const uint32_t at = x_offset(kQ4, groups, g, st);
+            CFLOW_UNROLL_ROWS
+            for (int t = 0; t < T; ++t) {
+                int32_t xd;
+                __builtin_memcpy(&xd, xq[t]->q + at, sizeof(xd));
+                const __m512i xb = _mm512_set1_epi32(xd);
+                CFLOW_UNROLL_ROWS
+                for (int i = 0; i < RG; ++i) dot[i][t] = _mm512_dpbusd_epi32(dot[i][t], w[i], xb);
+            }
+        }
+        CFLOW_UNROLL_ROWS
+        for (int t = 0; t < T; ++t) {
+            const __m512 xs = _mm512_set1_ps(xq[t]->scale[g]);
+            CFLOW_UNROLL_ROWS
+            for (int i = 0; i < RG; ++i)
+                acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i][t]), _mm512_mul_ps(_mm512_loadu_ps(lt.scale[rg0 + i][g]), xs),
+                                            acc[i][t]);
+        }
+    }
+    CFLOW_UNROLL_ROWS
+    for (int i = 0; i < RG; ++i) {
+        const uint32_t r0 = (rg0 + i) * kLaneRows;
+        const __mmask16 lanes = first_lanes(rows - r0);
+        CFLOW_UNROLL_ROWS
+        for (int t = 0; t < T; ++t) {
+            float* out = y + static_cast<size_t>(t) * yStride + r0;
+            _mm512_mask_storeu_ps(out, lanes, _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, out), acc[i][t]));
+        }
+    }
+}
+
+template <int RG, bool kQ4>
+void lane_tokens(const LaneTile& lt, uint32_t rows, uint32_t rg0, uint32_t groups, const uint8_t* slices,
+                 size_t sliceStride, uint32_t tokens, float* y, size_t yStride) {
+    uint32_t t = 0;
+    for (; t + 4 <= tokens; t += 4)
+        lane_rows_tokens<RG, 4, kQ4>(lt, rows, rg0, groups, slices + t * sliceStride, sliceStride, y + t * yStride, yStride);
+    const uint8_t* restSlices = slices + t * sliceStride;
+    float* restY = y + t * yStride;
+    switch (tokens - t) {
+    case 3: lane_rows_tokens<RG, 3, kQ4>(lt, rows, rg0, groups, restSlices, sliceStride, restY, yStride); break;
+    case 2: lane_rows_tokens<RG, 2, kQ4>(lt, rows, rg0, groups, restSlices, sliceStride, restY, yStride); break;
+    case 1: lane_rows_tokens<RG, 1, kQ4>(lt, rows, rg0, groups, restSlices, sliceStride, restY, yStride); break;
+    default: break;
+    }
+}
+
+template <bool kQ4>
+void matmat_lanes(const uint8_t* payload, uint32_t rows, uint32_t cols, const uint8_t* slices, size_t sliceStride,
+                  uint32_t tokens, float* y, size_t yStride) {
+    const uint32_t groups = (cols + kGroup - 1) / kGroup;
+    LaneTile lt;  // 36 KiB on the stack (unaligned loads and stores: no stack realignment relied on)
+    build_lane_tile<kQ4>(payload, rows, groups, lt);
+    const uint32_t rowGroups = (rows + kLaneRows - 1) / kLaneRows;
+    uint32_t rg = 0;
+    for (; rg + 2 <= rowGroups; rg += 2) lane_tokens<2, kQ4>(lt, rows, rg, groups, slices, sliceStride, tokens, y, yStride);
+    if (rg < rowGroups) lane_tokens<1, kQ4>(lt, rows, rg, groups, slices, sliceStride, tokens, y, yStride);
+}
+
 void tile_matmat_quantized_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols,
                                       const uint8_t* slices, size_t sliceStride, uint32_t tokens, float* y,
                                       size_t yStride) {
+    // Rearranging the tile costs about as much as 4-5 tokens of block_rows_tokens; fewer tokens
+    // than kMatmatLaneTokens (a MoE expert's share of a chunk) take that path instead.
+    if (tokens >= kMatmatLaneTokens && rows <= kTileRows && cols <= kTileCols) {
+        if (dtype == DType::Q4_0) matmat_lanes<true>(payload, rows, cols, slices, sliceStride, tokens, y, yStride);
+        else matmat_lanes<false>(payload, rows, cols, slices, sliceStride, tokens, y, yStride);
+        return;
+    }
     if (dtype == DType::Q4_0) matmat_rows<true>(payload, rows, cols, slices, sliceStride, tokens, y, yStride);
     else matmat_rows<false>(payload, rows, cols, slices, sliceStride, tokens, y, yStride);
 }

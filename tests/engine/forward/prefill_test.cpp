@@ -1,6 +1,7 @@
 // Batched prefill (Session::prefill) against the token-by-token path (Session::step): the same
 // logits bit for bit after the prompt, and the same KV cache, checked by decoding on from both
-// and comparing every step's logits bit for bit. On every kernel path this CPU has (the f32
+// and comparing every step's logits bit for bit (on AVX-512 VNNI, from kMatmatLaneTokens tokens
+// a chunk, as close as the int8 path is to the f32 path: see expect_logits_match). On every kernel path this CPU has (the f32
 // references and the int8 paths, whose batched kernel loads each weight block once for a
 // group of tokens), for dense, MoE (with a shared expert), ParallelSqrt2, biased/QK-normed
 // attention, GQA, chunk boundaries and prompts that continue an existing context.
@@ -8,6 +9,7 @@
 
 #include <cstdio>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -59,6 +61,37 @@ bool same_bits(std::span<const float> a, std::span<const float> b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// ||a - b|| / ||b||
+double relative_l2(std::span<const float> a, std::span<const float> b) {
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+        diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+        norm += double(b[i]) * b[i];
+    }
+    return a.size() == b.size() ? std::sqrt(diff / std::max(norm, 1e-30)) : 1e30;
+}
+
+// The AVX-512 VNNI batched kernel orders each row's f32 additions differently from the matvec
+// once a tile meets kMatmatLaneTokens tokens (its integer block dots are the same exact
+// values): per matvec a relative difference of ~1e-7 (kernels_test.cpp bounds it). But the next
+// layer quantizes its input to int8 again, and a value that moved by 1e-7 across a rounding
+// boundary changes by a whole quantization step: the reordering is amplified to the size of the
+// int8 path's own error. So the reordered run must be as close to the token-by-token run as the
+// int8 path is to the f32-activation path (Avx512) on the same tokens, with a factor of 2 for
+// the two runs' independent roundings; a wrong weight, token or KV entry moves logits by O(1).
+bool reorders_sums(Isa isa, size_t prompt) { return isa == Isa::Avx512Vnni && prompt >= kMatmatLaneTokens; }
+
+void expect_logits_match(std::span<const float> got, std::span<const float> expected, std::span<const float> f32_path,
+                         bool exact, const std::string& what) {
+    if (exact) {
+        EXPECT_TRUE(same_bits(got, expected)) << what << ": differs from the token-by-token logits";
+        return;
+    }
+    const double int8_error = relative_l2(expected, f32_path);
+    EXPECT_LT(relative_l2(got, expected), 2.0 * int8_error + 1e-5)
+        << what << ": the int8 path itself differs from the f32 path by " << int8_error;
+}
+
 // Feeds `history` token by token to both sessions, then `prompt` token by token to one and as
 // one prefill to the other, then decodes `decode` greedy tokens from both.
 void expect_prefill_matches_steps(const std::shared_ptr<const Model>& model, Isa isa, KvCacheType kv, size_t history,
@@ -69,31 +102,41 @@ void expect_prefill_matches_steps(const std::shared_ptr<const Model>& model, Isa
     options.kv_cache = kv;
     auto stepped = Session::create(model, options);
     auto batched = Session::create(model, options);
-    ASSERT_TRUE(stepped.ok() && batched.ok());
+    SessionOptions f32_options = options;  // the f32-activation path: the int8 error's yardstick
+    f32_options.isa = isa_supported(Isa::Avx512) ? Isa::Avx512 : Isa::Scalar;
+    auto f32_path = Session::create(model, f32_options);
+    ASSERT_TRUE(stepped.ok() && batched.ok() && f32_path.ok());
     const uint32_t vocab = model->header().vocab_size;
     for (int32_t id : prompt_tokens(history, vocab, 1)) {
         ASSERT_TRUE((*stepped)->step(id, false).ok());
         ASSERT_TRUE((*batched)->step(id, false).ok());
+        ASSERT_TRUE((*f32_path)->step(id, false).ok());
     }
     const std::vector<int32_t> ids = prompt_tokens(prompt, vocab, 2);
-    std::vector<float> expected;
+    std::vector<float> expected, reference;
     for (size_t i = 0; i < ids.size(); ++i) {
         auto r = (*stepped)->step(ids[i], i + 1 == ids.size());
-        ASSERT_TRUE(r.ok()) << r.error();
-        if (i + 1 == ids.size()) expected.assign(r->begin(), r->end());
+        auto f = (*f32_path)->step(ids[i], i + 1 == ids.size());
+        ASSERT_TRUE(r.ok() && f.ok()) << r.error();
+        if (i + 1 == ids.size()) {
+            expected.assign(r->begin(), r->end());
+            reference.assign(f->begin(), f->end());
+        }
     }
     auto got = (*batched)->prefill(ids, true);
     ASSERT_TRUE(got.ok()) << got.error();
     const std::string where = what + " on " + std::string(isa_name(isa)) + ", " + std::to_string(history) +
                               " tokens of context + " + std::to_string(prompt) + "-token prompt";
-    ASSERT_TRUE(same_bits(*got, expected)) << where << ": prefill logits differ from step logits";
+    const bool exact = !reorders_sums(isa, prompt) || !(*batched)->batched_prefill();
+    expect_logits_match(*got, expected, reference, exact, where + ", prefill logits");
     EXPECT_EQ((*batched)->position(), (*stepped)->position()) << where;
     int32_t next = 3;
     for (int n = 0; n < 4; ++n) {  // decoding on reads every KV entry the prefill wrote
         auto a = (*stepped)->step(next);
         auto b = (*batched)->step(next);
-        ASSERT_TRUE(a.ok() && b.ok());
-        ASSERT_TRUE(same_bits(*a, *b)) << where << ": decode step " << n << " after the prefill differs";
+        auto f = (*f32_path)->step(next);
+        ASSERT_TRUE(a.ok() && b.ok() && f.ok());
+        expect_logits_match(*b, *a, *f, exact, where + ", decode step " + std::to_string(n) + " after the prefill");
         next = int32_t(std::max_element(a->begin(), a->end()) - a->begin());
     }
 }
@@ -142,7 +185,7 @@ std::vector<Case> cases() {
     return out;
 }
 
-TEST(Prefill, BitIdenticalToStepsOnEveryPath) {
+TEST(Prefill, MatchesStepsOnEveryPath) {
     for (const Case& c : cases()) {
         const auto model = build(c.spec, c.name);
         ASSERT_TRUE(model) << c.name;

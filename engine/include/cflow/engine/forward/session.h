@@ -60,7 +60,8 @@ public:
     // ParallelSqrt2 models with mapped experts run the tokens through the layers in chunks of up
     // to kPrefillChunk: each weight tile is read once per chunk and multiplied with all its
     // tokens, attention is causal within the chunk, and the logits and KV cache are
-    // bit-identical to the token-by-token path (tests/engine/forward/prefill_test.cpp). Other
+    // bit-identical to the token-by-token path (on AVX-512 VNNI, whose batched kernel adds in
+    // another order, as close as that path is to the f32 path; tests/engine/forward/prefill_test.cpp). Other
     // combine styles and staged expert reads take the token-by-token path. Errors as step();
     // ContextFull before anything runs when the tokens do not fit. telemetry() then describes
     // the last chunk (TokenTelemetry::tokens). Cancellation is the caller's, between calls.
