@@ -1,7 +1,8 @@
 // Batched prefill (Session::prefill) against the token-by-token path (Session::step): the same
 // logits bit for bit after the prompt, and the same KV cache, checked by decoding on from both
-// and comparing every step's logits bit for bit (on AVX-512 VNNI, from kMatmatLaneTokens tokens
-// a chunk, as close as the int8 path is to the f32 path: see expect_logits_match). On every kernel path this CPU has (the f32
+// and comparing every step's logits bit for bit (where a rows-in-lanes kernel runs, from
+// kMatmatLaneTokens tokens a chunk, as close as the int8 path is to the f32 path: see
+// expect_logits_match). On every kernel path this CPU has (the f32
 // references and the int8 paths, whose batched kernel loads each weight block once for a
 // group of tokens), for dense, MoE (with a shared expert), ParallelSqrt2, biased/QK-normed
 // attention, GQA, chunk boundaries and prompts that continue an existing context.
@@ -71,7 +72,8 @@ double relative_l2(std::span<const float> a, std::span<const float> b) {
     return a.size() == b.size() ? std::sqrt(diff / std::max(norm, 1e-30)) : 1e30;
 }
 
-// The AVX-512 VNNI batched kernel orders each row's f32 additions differently from the matvec
+// The rows-in-lanes batched kernels (AVX-512 VNNI; AVX2 and AVX-VNNI for Q4_0) order each row's
+// f32 additions differently from the matvec
 // once a tile meets kMatmatLaneTokens tokens (its integer block dots are the same exact
 // values): per matvec a relative difference of ~1e-7 (kernels_test.cpp bounds it). But the next
 // layer quantizes its input to int8 again, and a value that moved by 1e-7 across a rounding
@@ -79,7 +81,11 @@ double relative_l2(std::span<const float> a, std::span<const float> b) {
 // int8 path's own error. So the reordered run must be as close to the token-by-token run as the
 // int8 path is to the f32-activation path (Avx512) on the same tokens, with a factor of 2 for
 // the two runs' independent roundings; a wrong weight, token or KV entry moves logits by O(1).
-bool reorders_sums(Isa isa, size_t prompt) { return isa == Isa::Avx512Vnni && prompt >= kMatmatLaneTokens; }
+bool reorders_sums(Isa isa, DType dtype, size_t prompt) {
+    if (prompt < kMatmatLaneTokens) return false;
+    if (isa == Isa::Avx512Vnni) return dtype == DType::Q4_0 || dtype == DType::Q8_0;
+    return (isa == Isa::Avx2Int8 || isa == Isa::AvxVnni) && dtype == DType::Q4_0;
+}
 
 void expect_logits_match(std::span<const float> got, std::span<const float> expected, std::span<const float> f32_path,
                          bool exact, const std::string& what) {
@@ -94,8 +100,8 @@ void expect_logits_match(std::span<const float> got, std::span<const float> expe
 
 // Feeds `history` token by token to both sessions, then `prompt` token by token to one and as
 // one prefill to the other, then decodes `decode` greedy tokens from both.
-void expect_prefill_matches_steps(const std::shared_ptr<const Model>& model, Isa isa, KvCacheType kv, size_t history,
-                                  size_t prompt, const std::string& what) {
+void expect_prefill_matches_steps(const std::shared_ptr<const Model>& model, Isa isa, DType dtype, KvCacheType kv,
+                                  size_t history, size_t prompt, const std::string& what) {
     SessionOptions options;
     options.threads = 2;
     options.isa = isa;
@@ -127,7 +133,7 @@ void expect_prefill_matches_steps(const std::shared_ptr<const Model>& model, Isa
     ASSERT_TRUE(got.ok()) << got.error();
     const std::string where = what + " on " + std::string(isa_name(isa)) + ", " + std::to_string(history) +
                               " tokens of context + " + std::to_string(prompt) + "-token prompt";
-    const bool exact = !reorders_sums(isa, prompt) || !(*batched)->batched_prefill();
+    const bool exact = !reorders_sums(isa, dtype, prompt) || !(*batched)->batched_prefill();
     expect_logits_match(*got, expected, reference, exact, where + ", prefill logits");
     EXPECT_EQ((*batched)->position(), (*stepped)->position()) << where;
     int32_t next = 3;
@@ -204,7 +210,7 @@ TEST(Prefill, MatchesStepsOnEveryPath) {
             // 2 tokens (the smallest batch), 7 (a 4-token block and 3 left), 150 (two full
             // chunks and a partial one), and a prompt that continues a 5-token context.
             for (const auto& [history, prompt] : {std::pair<size_t, size_t>{0, 2}, {0, 7}, {0, 150}, {5, 70}})
-                expect_prefill_matches_steps(model, isa, c.kv, history, prompt, c.name);
+                expect_prefill_matches_steps(model, isa, c.spec.dtype, c.kv, history, prompt, c.name);
         }
     }
 }

@@ -63,12 +63,13 @@ struct Kernels {
     // Int8 paths only: tile_matvec_quantized for `tokens` activation vectors at once (batched
     // prefill). Token t's slice is at slices + t * sliceStride (bytes, a multiple of
     // kQuantizedSliceAlign) and its output rows at y + t * yStride (floats). Each weight block is
-    // loaded and unpacked once for all the tokens. Below kMatmatLaneTokens tokens (and on the
-    // AVX2 / AVX-VNNI paths always) every y value is bit-identical to what tile_matvec_quantized
-    // gives for that token alone (same operations in the same order). From kMatmatLaneTokens
-    // tokens the AVX-512 VNNI path rearranges the tile once so a register holds 16 rows and sums
-    // each block per (row, token) in int32: the integer dots are the same exact values, only the
-    // f32 additions are ordered differently, so results agree within the reassociation bound
+    // loaded and unpacked once for all the tokens. Below kMatmatLaneTokens tokens (and for Q8_0
+    // on the AVX2 / AVX-VNNI paths always) every y value is bit-identical to what
+    // tile_matvec_quantized gives for that token alone (same operations in the same order). From
+    // kMatmatLaneTokens tokens the AVX-512 VNNI path (Q4_0 and Q8_0) and the AVX2 / AVX-VNNI paths
+    // (Q4_0) rearrange the tile once so a register holds 16 (8) rows and sum each block per (row,
+    // token) in int32: the integer dots are the same exact values, only the f32 additions are
+    // ordered differently, so results agree within the reassociation bound
     // (tests/engine/kernels/kernels_test.cpp).
     void (*tile_matmat_quantized)(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols,
                                   const uint8_t* slices, size_t sliceStride, uint32_t tokens, float* y,
