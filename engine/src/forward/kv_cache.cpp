@@ -67,4 +67,45 @@ void KvCache::attend(const Kernels& kernels, uint32_t slot, uint32_t kv_head, ui
         kernels.weighted_row_sum(DType::F32, reinterpret_cast<const uint8_t*>(v32_.data() + at), rows, dk, s, out);
 }
 
+void KvCache::attend_group(const Kernels& kernels, uint32_t slot, uint32_t kv_head, uint32_t dk, const float* q,
+                           uint32_t group, uint32_t first, uint32_t n_pos, float scale, float softcap, float* scores,
+                           size_t scores_stride, float* out) const {
+    if (dk > kTileCols) {  // the per-position fallback of attend(): no blocks to share
+        for (uint32_t g = 0; g < group; ++g)
+            attend(kernels, slot, kv_head, dk, q + size_t(g) * dk, first, n_pos, scale, softcap, scores + g * scores_stride,
+                   out + size_t(g) * dk);
+        return;
+    }
+    const DType dtype = type_ == KvCacheType::F16 ? DType::F16 : DType::F32;
+    const size_t valueBytes = value_bytes(type_);
+    const auto* keys = type_ == KvCacheType::F16 ? reinterpret_cast<const uint8_t*>(k16_.data())
+                                                 : reinterpret_cast<const uint8_t*>(k32_.data());
+    const auto* values = type_ == KvCacheType::F16 ? reinterpret_cast<const uint8_t*>(v16_.data())
+                                                   : reinterpret_cast<const uint8_t*>(v32_.data());
+    const size_t base = offset(slot, kv_head, 0);  // this head's [context x dk] matrices
+    for (uint32_t g = 0; g < group; ++g) std::fill(scores + g * scores_stride + first, scores + g * scores_stride + n_pos, 0.0f);
+    for (uint32_t b = first; b < n_pos; b += kPositionBlock) {
+        const uint32_t rows = std::min(kPositionBlock, n_pos - b);
+        const uint8_t* block = keys + (base + size_t(b) * dk) * valueBytes;
+        for (uint32_t g = 0; g < group; ++g)
+            kernels.tile_matvec(dtype, block, rows, dk, q + size_t(g) * dk, scores + g * scores_stride + b);
+    }
+    for (uint32_t g = 0; g < group; ++g) {
+        float* s = scores + g * scores_stride + first;
+        for (uint32_t i = 0; i < n_pos - first; ++i) {
+            float v = s[i] * scale;
+            if (softcap > 0.0f) v = softcap * std::tanh(v / softcap);
+            s[i] = v;
+        }
+        ops::softmax(s, n_pos - first);
+        std::fill(out + size_t(g) * dk, out + size_t(g + 1) * dk, 0.0f);
+    }
+    for (uint32_t b = first; b < n_pos; b += kPositionBlock) {
+        const uint32_t rows = std::min(kPositionBlock, n_pos - b);
+        const uint8_t* block = values + (base + size_t(b) * dk) * valueBytes;
+        for (uint32_t g = 0; g < group; ++g)
+            kernels.weighted_row_sum(dtype, block, rows, dk, scores + g * scores_stride + b, out + size_t(g) * dk);
+    }
+}
+
 } // namespace cflow

@@ -32,6 +32,16 @@ public:
     void attend(const Kernels& kernels, uint32_t slot, uint32_t kv_head, uint32_t dk, const float* q, uint32_t first,
                 uint32_t n_pos, float scale, float softcap, float* scores, float* out) const;
 
+    // The `group` query heads q [group x dk] that share KV head `kv_head` (GQA), with scores
+    // [group][scores_stride] and out [group x dk]: attend() for each, but keys and values are
+    // walked in blocks of kPositionBlock positions, each block used by every head of the group
+    // while it is in cache instead of read once per head. Per head the same operations in the
+    // same order as attend(), so the results are bit-identical.
+    void attend_group(const Kernels& kernels, uint32_t slot, uint32_t kv_head, uint32_t dk, const float* q, uint32_t group,
+                      uint32_t first, uint32_t n_pos, float scale, float softcap, float* scores, size_t scores_stride,
+                      float* out) const;
+    static constexpr uint32_t kPositionBlock = 256;
+
 private:
     size_t offset(uint32_t slot, uint32_t head, uint32_t pos) const {
         return ((size_t(slot) * kvHeads_ + head) * context_ + pos) * headDim_;

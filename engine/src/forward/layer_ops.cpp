@@ -123,11 +123,23 @@ void Session::attention(uint32_t layer, uint32_t kv_slot, const float* x, float*
     const float scale = 1.0f / std::sqrt(float(dk));
     const float softcap = p.attn_logit_softcap;
     const Kernels& kern = *kernels_;
-    pool_.parallel_for(n_heads, [&](size_t begin, size_t end) {
-        for (size_t hd = begin; hd < end; ++hd)
-            b.kv.attend(kern, kv_slot, uint32_t(hd * n_kv / n_heads), dk, b.q.data() + hd * dk, first, n_pos, scale, softcap,
-                        b.scores.data() + hd * context_length_, b.attn.data() + hd * dk);
-    });
+    const uint32_t group = n_heads / n_kv;
+    if (group > 1 && n_heads % n_kv == 0 && n_kv >= pool_.size()) {
+        // GQA with a KV head per thread at least: each KV head's query heads together, so its
+        // keys and values are read once per token instead of once per query head.
+        pool_.parallel_for(n_kv, [&](size_t begin, size_t end) {
+            for (size_t kvh = begin; kvh < end; ++kvh)
+                b.kv.attend_group(kern, kv_slot, uint32_t(kvh), dk, b.q.data() + kvh * group * dk, group, first, n_pos, scale,
+                                  softcap, b.scores.data() + kvh * group * context_length_, context_length_,
+                                  b.attn.data() + kvh * group * dk);
+        });
+    } else {
+        pool_.parallel_for(n_heads, [&](size_t begin, size_t end) {
+            for (size_t hd = begin; hd < end; ++hd)
+                b.kv.attend(kern, kv_slot, uint32_t(hd * n_kv / n_heads), dk, b.q.data() + hd * dk, first, n_pos, scale,
+                            softcap, b.scores.data() + hd * context_length_, b.attn.data() + hd * dk);
+        });
+    }
     matvec(*w.attn_out, {out}, b.attn.data());
     rec.bytesRead[idx(Stream::Attention)] += seg_bytes(w.attn_norm) + seg_bytes(w.q_norm) + seg_bytes(w.k_norm) +
                                              seg_bytes(w.qkv) + seg_bytes(w.qkv_bias) + seg_bytes(w.attn_out);

@@ -269,17 +269,32 @@ void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
     const float softcap = p.attn_logit_softcap;
     const Kernels& kern = *kernels_;
     const uint32_t p0 = position_;
-    pool_.parallel_for(n_heads, [&](size_t begin, size_t end) {
-        for (size_t hd = begin; hd < end; ++hd) {
-            float* sc = b.scores.data() + hd * context_length_;  // [n_pos], reused token after token
-            for (uint32_t t = 0; t < n; ++t) {
-                const uint32_t n_pos = p0 + t + 1;
-                const uint32_t first = (h.sliding_window > 0 && n_pos > h.sliding_window) ? n_pos - h.sliding_window : 0;
-                b.kv.attend(kern, layer, uint32_t(hd * n_kv / n_heads), dk, bt.q.data() + t * qdim + hd * dk, first, n_pos,
-                            scale, softcap, sc, bt.attn.data() + t * qdim + hd * dk);
+    const uint32_t group = n_heads / n_kv;
+    if (group > 1 && n_heads % n_kv == 0 && n_kv >= pool_.size()) {  // as attention(): GQA groups together
+        pool_.parallel_for(n_kv, [&](size_t begin, size_t end) {
+            for (size_t kvh = begin; kvh < end; ++kvh) {
+                float* sc = b.scores.data() + kvh * group * context_length_;  // [group][context], reused per token
+                for (uint32_t t = 0; t < n; ++t) {
+                    const uint32_t n_pos = p0 + t + 1;
+                    const uint32_t first = (h.sliding_window > 0 && n_pos > h.sliding_window) ? n_pos - h.sliding_window : 0;
+                    b.kv.attend_group(kern, layer, uint32_t(kvh), dk, bt.q.data() + t * qdim + kvh * group * dk, group, first,
+                                      n_pos, scale, softcap, sc, context_length_, bt.attn.data() + t * qdim + kvh * group * dk);
+                }
             }
-        }
-    });
+        });
+    } else {
+        pool_.parallel_for(n_heads, [&](size_t begin, size_t end) {
+            for (size_t hd = begin; hd < end; ++hd) {
+                float* sc = b.scores.data() + hd * context_length_;  // [n_pos], reused token after token
+                for (uint32_t t = 0; t < n; ++t) {
+                    const uint32_t n_pos = p0 + t + 1;
+                    const uint32_t first = (h.sliding_window > 0 && n_pos > h.sliding_window) ? n_pos - h.sliding_window : 0;
+                    b.kv.attend(kern, layer, uint32_t(hd * n_kv / n_heads), dk, bt.q.data() + t * qdim + hd * dk, first,
+                                n_pos, scale, softcap, sc, bt.attn.data() + t * qdim + hd * dk);
+                }
+            }
+        });
+    }
     matmat(*w.attn_out, {{bt.attn_out.data()}, {d}}, bt.attn.data(), qdim, n);
     rec.bytesRead[idx(Stream::Attention)] += seg_bytes(w.attn_norm) + seg_bytes(w.q_norm) + seg_bytes(w.k_norm) +
                                              seg_bytes(w.qkv) + seg_bytes(w.qkv_bias) + seg_bytes(w.attn_out);

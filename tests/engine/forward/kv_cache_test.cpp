@@ -13,10 +13,14 @@
 #include "cflow/engine/forward/session.h"
 #include "cflow/formats/converter.h"
 #include "cflow/formats/source_model.h"
+#include "synthetic_model.h"
 #include "test_support.h"
 
 namespace cflow {
 namespace {
+
+// KvCache::kPositionBlock (engine-internal): the test spans more than two blocks.
+constexpr uint32_t KvCachePositionBlockForTests = 256;
 
 constexpr const char* kStory =
     "Once upon a time, there was a little dog named Max. Max liked to run in the park with his friend Lily. "
@@ -90,6 +94,53 @@ TEST(KvCacheF16, Stories260kAgreesWithF32) {
     ASSERT_TRUE(model.ok()) << model.error();
     const auto ids = (*model)->tokenizer().encode(kStory, true);
     expect_agreement(compare_kv_types(*model, ids), "stories260K (llama2.c, GQA 8/4)");
+}
+
+// GQA: with at least one KV head per thread the query heads of a KV head attend together over
+// blocks of keys and values (KvCache::attend_group); with more threads than KV heads each query
+// head attends alone. Per head the arithmetic is the same, so the logits are bit-identical, past
+// several position blocks, for steps and for batched prefill, with f32 and f16 caches.
+TEST(KvCacheGqa, GroupedHeadsGiveTheLogitsOfSingleHeads) {
+    test::SyntheticSpec spec;  // d 64, 4 query heads of 16 on 2 KV heads
+    spec.n_kv_heads = 2;
+    spec.dtype = DType::Q8_0;
+    spec.max_seq_len = 1024;
+    const auto out = (test::temp_dir("kv_gqa") / "m.cflow").string();
+    ConvertOptions convert;
+    convert.weight_quant = DType::Q8_0;
+    ASSERT_TRUE(convert_to_cflow(test::make_synthetic_model(spec), out, convert).ok());
+    auto model = Model::load(out);
+    ASSERT_TRUE(model.ok()) << model.error();
+    const uint32_t positions = 2 * KvCachePositionBlockForTests + 77;
+    std::vector<int32_t> ids(positions);
+    for (uint32_t i = 0; i < positions; ++i) ids[i] = int32_t(3 + (i * 31) % 290);
+    for (KvCacheType kv : {KvCacheType::F32, KvCacheType::F16}) {
+        SessionOptions grouped;  // 2 threads, 2 KV heads: grouped
+        grouped.threads = 2;
+        grouped.context_length = positions + 8;
+        grouped.kv_cache = kv;
+        SessionOptions single = grouped;  // 3 threads > 2 KV heads: one query head at a time
+        single.threads = 3;
+        auto a = Session::create(*model, grouped);
+        auto b = Session::create(*model, single);
+        ASSERT_TRUE(a.ok() && b.ok());
+        for (uint32_t i = 0; i < positions; ++i) {
+            auto la = (*a)->step(ids[i]);
+            auto lb = (*b)->step(ids[i]);
+            ASSERT_TRUE(la.ok() && lb.ok());
+            if (i % 97 == 0 || i + 1 == positions) {
+                ASSERT_EQ(std::vector<float>(la->begin(), la->end()), std::vector<float>(lb->begin(), lb->end()))
+                    << "position " << i << ", " << kv_cache_type_name(kv) << " cache";
+            }
+        }
+        (*a)->reset();
+        (*b)->reset();
+        auto pa = (*a)->prefill(ids, true);
+        auto pb = (*b)->prefill(ids, true);
+        ASSERT_TRUE(pa.ok() && pb.ok());
+        ASSERT_EQ(std::vector<float>(pa->begin(), pa->end()), std::vector<float>(pb->begin(), pb->end()))
+            << "batched prefill, " << kv_cache_type_name(kv) << " cache";
+    }
 }
 
 TEST(KvCacheF16, SizeLimitCountsTwoBytesPerValue) {
