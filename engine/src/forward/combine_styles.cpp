@@ -7,30 +7,18 @@
 #include <chrono>
 #include <cmath>
 
+#include "forward/layer_records.h"
 #include "forward/ops.h"
 #include "forward/session_state.h"
 
 namespace cflow {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+float norm2(const std::vector<float>& v) { return layer::norm2(v.data(), v.size()); }
 
-float norm2(const std::vector<float>& v) {
-    double s = 0;
-    for (float x : v) s += double(x) * x;
-    return float(std::sqrt(s));
-}
+using layer::LayerTimer;
 
 void copy(const std::vector<float>& from, std::vector<float>& to) { std::copy(from.begin(), from.end(), to.begin()); }
-
-// Records a layer's wall time minus the time it spent waiting for expert data.
-struct LayerTimer {
-    LayerRecord& rec;
-    Clock::time_point t0 = Clock::now();
-    ~LayerTimer() {
-        rec.computeUs = std::chrono::duration<float, std::micro>(Clock::now() - t0).count() - rec.expertWaitUs;
-    }
-};
 
 } // namespace
 

@@ -39,56 +39,30 @@ void KvCache::write(uint32_t slot, uint32_t pos, const float* k, const float* v)
     }
 }
 
-void KvCache::attend(const Kernels& kernels, uint32_t slot, uint32_t kv_head, uint32_t dk, const float* q,
-                     uint32_t first, uint32_t n_pos, float scale, float softcap, float* scores, float* out) const {
-    const size_t at = offset(slot, kv_head, first);  // keys [n_pos - first x dk], then the values
-    const uint32_t rows = n_pos - first;
-    float* s = scores + first;
-    std::fill(s, s + rows, 0.0f);
-    if (dk > kTileCols) {  // wider than the tile kernels take: one dot product per position
-        for (uint32_t i = 0; i < rows; ++i)
-            s[i] = type_ == KvCacheType::F16 ? kernels.dot_f16(q, k16_.data() + at + size_t(i) * dk, dk)
-                                             : kernels.dot(q, k32_.data() + at + size_t(i) * dk, dk);
-    } else if (type_ == KvCacheType::F16) {
-        kernels.tile_matvec(DType::F16, reinterpret_cast<const uint8_t*>(k16_.data() + at), rows, dk, q, s);
-    } else {
-        kernels.tile_matvec(DType::F32, reinterpret_cast<const uint8_t*>(k32_.data() + at), rows, dk, q, s);
-    }
-    for (uint32_t i = 0; i < rows; ++i) {
-        float v = s[i] * scale;
-        if (softcap > 0.0f) v = softcap * std::tanh(v / softcap);
-        s[i] = v;
-    }
-    ops::softmax(s, rows);
-    std::fill(out, out + dk, 0.0f);
-    if (type_ == KvCacheType::F16)
-        kernels.weighted_row_sum(DType::F16, reinterpret_cast<const uint8_t*>(v16_.data() + at), rows, dk, s, out);
-    else
-        kernels.weighted_row_sum(DType::F32, reinterpret_cast<const uint8_t*>(v32_.data() + at), rows, dk, s, out);
-}
-
-void KvCache::attend_group(const Kernels& kernels, uint32_t slot, uint32_t kv_head, uint32_t dk, const float* q,
-                           uint32_t group, uint32_t first, uint32_t n_pos, float scale, float softcap, float* scores,
-                           size_t scores_stride, float* out) const {
-    if (dk > kTileCols) {  // the per-position fallback of attend(): no blocks to share
-        for (uint32_t g = 0; g < group; ++g)
-            attend(kernels, slot, kv_head, dk, q + size_t(g) * dk, first, n_pos, scale, softcap, scores + g * scores_stride,
-                   out + size_t(g) * dk);
-        return;
-    }
-    const DType dtype = type_ == KvCacheType::F16 ? DType::F16 : DType::F32;
+void KvCache::attend(const Kernels& kernels, uint32_t slot, uint32_t kv_head, uint32_t dk, const float* q, uint32_t group,
+                     uint32_t first, uint32_t n_pos, float scale, float softcap, float* scores, size_t scores_stride,
+                     float* out) const {
+    const bool half = type_ == KvCacheType::F16;
+    const DType dtype = half ? DType::F16 : DType::F32;
     const size_t valueBytes = value_bytes(type_);
-    const auto* keys = type_ == KvCacheType::F16 ? reinterpret_cast<const uint8_t*>(k16_.data())
-                                                 : reinterpret_cast<const uint8_t*>(k32_.data());
-    const auto* values = type_ == KvCacheType::F16 ? reinterpret_cast<const uint8_t*>(v16_.data())
-                                                   : reinterpret_cast<const uint8_t*>(v32_.data());
+    const auto* keys = half ? reinterpret_cast<const uint8_t*>(k16_.data()) : reinterpret_cast<const uint8_t*>(k32_.data());
+    const auto* values = half ? reinterpret_cast<const uint8_t*>(v16_.data()) : reinterpret_cast<const uint8_t*>(v32_.data());
     const size_t base = offset(slot, kv_head, 0);  // this head's [context x dk] matrices
     for (uint32_t g = 0; g < group; ++g) std::fill(scores + g * scores_stride + first, scores + g * scores_stride + n_pos, 0.0f);
     for (uint32_t b = first; b < n_pos; b += kPositionBlock) {
         const uint32_t rows = std::min(kPositionBlock, n_pos - b);
-        const uint8_t* block = keys + (base + size_t(b) * dk) * valueBytes;
-        for (uint32_t g = 0; g < group; ++g)
-            kernels.tile_matvec(dtype, block, rows, dk, q + size_t(g) * dk, scores + g * scores_stride + b);
+        const size_t at = base + size_t(b) * dk;
+        for (uint32_t g = 0; g < group; ++g) {
+            const float* qg = q + size_t(g) * dk;
+            float* s = scores + g * scores_stride + b;
+            if (dk > kTileCols) {  // wider than the tile kernels take: one dot product per position
+                for (uint32_t i = 0; i < rows; ++i)
+                    s[i] = half ? kernels.dot_f16(qg, k16_.data() + at + size_t(i) * dk, dk)
+                                : kernels.dot(qg, k32_.data() + at + size_t(i) * dk, dk);
+            } else {
+                kernels.tile_matvec(dtype, keys + at * valueBytes, rows, dk, qg, s);
+            }
+        }
     }
     for (uint32_t g = 0; g < group; ++g) {
         float* s = scores + g * scores_stride + first;

@@ -26,20 +26,15 @@ public:
     // Stores position `pos` of `slot`: k, v [kv_heads x head_dim] f32 (rounded to nearest half for F16).
     void write(uint32_t slot, uint32_t pos, const float* k, const float* v);
 
-    // One query head q [dk] against KV head `kv_head` of `slot` over positions [first, n_pos)
-    // (dk <= kTileCols, the tile kernels' width):
-    // scores[first..n_pos) = softmax(softcap(q . k_s * scale)) and out [dk] = sum_s scores[s] * v_s.
-    void attend(const Kernels& kernels, uint32_t slot, uint32_t kv_head, uint32_t dk, const float* q, uint32_t first,
-                uint32_t n_pos, float scale, float softcap, float* scores, float* out) const;
-
-    // The `group` query heads q [group x dk] that share KV head `kv_head` (GQA), with scores
-    // [group][scores_stride] and out [group x dk]: attend() for each, but keys and values are
-    // walked in blocks of kPositionBlock positions, each block used by every head of the group
-    // while it is in cache instead of read once per head. Per head the same operations in the
-    // same order as attend(), so the results are bit-identical.
-    void attend_group(const Kernels& kernels, uint32_t slot, uint32_t kv_head, uint32_t dk, const float* q, uint32_t group,
-                      uint32_t first, uint32_t n_pos, float scale, float softcap, float* scores, size_t scores_stride,
-                      float* out) const;
+    // The `group` query heads q [group x dk] that share KV head `kv_head` of `slot` (1 without
+    // GQA) over positions [first, n_pos): for each head g, scores[g * scores_stride + s] =
+    // softmax(softcap(q_g . k_s * scale)) for s in [first, n_pos), and out [g * dk ..] =
+    // sum_s scores * v_s. Keys and values are walked in blocks of kPositionBlock positions, each
+    // block used by every head of the group while it is in cache: per head the same operations
+    // in the same order whatever the group size, so grouping never changes a result.
+    void attend(const Kernels& kernels, uint32_t slot, uint32_t kv_head, uint32_t dk, const float* q, uint32_t group,
+                uint32_t first, uint32_t n_pos, float scale, float softcap, float* scores, size_t scores_stride,
+                float* out) const;
     static constexpr uint32_t kPositionBlock = 256;
 
 private:

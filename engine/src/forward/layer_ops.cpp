@@ -8,16 +8,16 @@
 #include <numeric>
 
 #include "cflow/formats/tile_codec.h"
+#include "forward/layer_records.h"
 #include "forward/ops.h"
 #include "forward/session_state.h"
 
 namespace cflow {
 namespace {
 
-uint64_t seg_bytes(const SegmentView* s) { return s ? s->bytes : 0; }
-size_t idx(Stream s) { return static_cast<size_t>(s); }
-
-float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
+using layer::segment_bytes;
+using layer::sigmoid;
+using layer::stream_index;
 
 } // namespace
 
@@ -66,6 +66,14 @@ void Session::matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const
 
 void Session::matvec(const SegmentView& segment, const MatvecOutputs& outputs, const float* x) {
     matvec_tiles(segment.dtype, segment.tiles, segment.stripes, outputs, x);
+}
+
+uint32_t Session::attention_group() const {
+    const GlobalHeader& h = model_->header();
+    const uint32_t group = h.n_heads / h.n_kv_heads;
+    // GQA with a KV head per thread at least: each KV head's query heads together, so its keys
+    // and values are read once per token instead of once per query head.
+    return group > 1 && h.n_heads % h.n_kv_heads == 0 && h.n_kv_heads >= pool_.size() ? group : 1;
 }
 
 void Session::embed(int32_t token, float* out) {
@@ -123,26 +131,16 @@ void Session::attention(uint32_t layer, uint32_t kv_slot, const float* x, float*
     const float scale = 1.0f / std::sqrt(float(dk));
     const float softcap = p.attn_logit_softcap;
     const Kernels& kern = *kernels_;
-    const uint32_t group = n_heads / n_kv;
-    if (group > 1 && n_heads % n_kv == 0 && n_kv >= pool_.size()) {
-        // GQA with a KV head per thread at least: each KV head's query heads together, so its
-        // keys and values are read once per token instead of once per query head.
-        pool_.parallel_for(n_kv, [&](size_t begin, size_t end) {
-            for (size_t kvh = begin; kvh < end; ++kvh)
-                b.kv.attend_group(kern, kv_slot, uint32_t(kvh), dk, b.q.data() + kvh * group * dk, group, first, n_pos, scale,
-                                  softcap, b.scores.data() + kvh * group * context_length_, context_length_,
-                                  b.attn.data() + kvh * group * dk);
-        });
-    } else {
-        pool_.parallel_for(n_heads, [&](size_t begin, size_t end) {
-            for (size_t hd = begin; hd < end; ++hd)
-                b.kv.attend(kern, kv_slot, uint32_t(hd * n_kv / n_heads), dk, b.q.data() + hd * dk, first, n_pos, scale,
-                            softcap, b.scores.data() + hd * context_length_, b.attn.data() + hd * dk);
-        });
-    }
+    const uint32_t group = attention_group();
+    pool_.parallel_for(n_heads / group, [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i) {
+            const size_t hd = i * group;  // the item's first query head
+            b.kv.attend(kern, kv_slot, uint32_t(hd * n_kv / n_heads), dk, b.q.data() + hd * dk, group, first, n_pos, scale,
+                        softcap, b.scores.data() + hd * context_length_, context_length_, b.attn.data() + hd * dk);
+        }
+    });
     matvec(*w.attn_out, {out}, b.attn.data());
-    rec.bytesRead[idx(Stream::Attention)] += seg_bytes(w.attn_norm) + seg_bytes(w.q_norm) + seg_bytes(w.k_norm) +
-                                             seg_bytes(w.qkv) + seg_bytes(w.qkv_bias) + seg_bytes(w.attn_out);
+    rec.bytesRead[stream_index(Stream::Attention)] += layer::attention_bytes(w);
 }
 
 void Session::dense_ffn(uint32_t layer, const float* x, float* out, LayerRecord& rec) {
@@ -158,7 +156,7 @@ void Session::dense_ffn(uint32_t layer, const float* x, float* out, LayerRecord&
     matvec(*w.gate_up, {b.gate.data(), b.up.data()}, b.xn.data());
     ops::glu(static_cast<FfnActivation>(p.ffn_activation), b.gate.data(), b.up.data(), h.d_ff);
     matvec(*w.down, {out}, b.gate.data());
-    rec.bytesRead[idx(Stream::Dense)] += seg_bytes(w.ffn_norm) + seg_bytes(w.gate_up) + seg_bytes(w.down);
+    rec.bytesRead[stream_index(Stream::Dense)] += layer::dense_bytes(w);
 }
 
 void Session::route(uint32_t layer, const SegmentView& norm, const float* x, Routing& routing, LayerRecord& rec) {
@@ -203,7 +201,7 @@ void Session::route(uint32_t layer, const SegmentView& norm, const float* x, Rou
     rec.nSelected = uint8_t(k);
     rec.experts = routing.experts;
     rec.expertWeights = routing.weights;
-    rec.bytesRead[idx(Stream::Router)] += norm.bytes + seg_bytes(w.router) + uint64_t(k) * sizeof(ExpertEntry);
+    rec.bytesRead[stream_index(Stream::Router)] += norm.bytes + segment_bytes(w.router) + uint64_t(k) * sizeof(ExpertEntry);
 }
 
 Status Session::run_experts(const Routing& routing, float* out, LayerRecord& rec) {
@@ -239,7 +237,7 @@ Status Session::run_experts(const Routing& routing, float* out, LayerRecord& rec
         matvec_tiles(dtype, *down, ev.down_stripes, {b.tmp.data()}, b.gate.data());
         if (routing.tickets[i] >= 0) fetcher_->release(uint32_t(routing.tickets[i]));
         kernels_->axpy(routing.weights[i], b.tmp.data(), out, d);
-        rec.bytesRead[idx(Stream::Expert)] += ev.bytes;
+        rec.bytesRead[stream_index(Stream::Expert)] += ev.bytes;
     }
     if (w.shared_gate_up) {
         const uint32_t sff = p.shared_expert_d_ff;
@@ -248,7 +246,7 @@ Status Session::run_experts(const Routing& routing, float* out, LayerRecord& rec
         matvec(*w.shared_down, {b.tmp.data()}, b.gate.data());
         const float g = w.shared_gate ? sigmoid(kernels_->dot(w.shared_gate->raw_f32(), routing.input.data(), d)) : 1.0f;
         kernels_->axpy(g, b.tmp.data(), out, d);
-        rec.bytesRead[idx(Stream::Expert)] += w.shared_gate_up->bytes + w.shared_down->bytes + seg_bytes(w.shared_gate);
+        rec.bytesRead[stream_index(Stream::Expert)] += w.shared_gate_up->bytes + w.shared_down->bytes + segment_bytes(w.shared_gate);
     }
     rec.routing_layer = routing.layer;
     return {};

@@ -3,7 +3,7 @@
 // the int8 paths; the f32 paths multiply token by token while the tile is in cache), so the
 // weight stream is amortised over the chunk instead of read once per token. Every operation on
 // a token's row is the one step() performs on that token, in the same order, so logits and KV
-// cache are bit-identical to the token-by-token path, except where the AVX-512 VNNI matmat
+// cache are bit-identical to the token-by-token path, except where a rows-in-lanes matmat
 // reorders a row's f32 additions (Kernels::tile_matmat_quantized, from kMatmatLaneTokens).
 #include <algorithm>
 #include <chrono>
@@ -12,6 +12,7 @@
 #include <new>
 #include <string>
 
+#include "forward/layer_records.h"
 #include "forward/ops.h"
 #include "forward/session_state.h"
 
@@ -20,15 +21,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uint64_t seg_bytes(const SegmentView* s) { return s ? s->bytes : 0; }
-size_t idx(Stream s) { return static_cast<size_t>(s); }
-float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
-
-float norm2(const float* v, size_t n) {
-    double s = 0;
-    for (size_t i = 0; i < n; ++i) s += double(v[i]) * v[i];
-    return float(std::sqrt(s));
-}
+using layer::LayerTimer;
+using layer::segment_bytes;
+using layer::sigmoid;
+using layer::stream_index;
 
 // fn(t) for every token of the chunk, spread over the pool: the per-token vector work (norms,
 // RoPE, GLU, residual adds) would otherwise run on one thread while the others wait.
@@ -38,12 +34,6 @@ void for_tokens(ThreadPool& pool, uint32_t n, const F& fn) {
         for (size_t t = begin; t < end; ++t) fn(uint32_t(t));
     });
 }
-
-struct LayerTimer {
-    LayerRecord& rec;
-    Clock::time_point t0 = Clock::now();
-    ~LayerTimer() { rec.computeUs = std::chrono::duration<float, std::micro>(Clock::now() - t0).count(); }
-};
 
 } // namespace
 
@@ -104,7 +94,7 @@ Status Session::prefill_chunk(std::span<const int32_t> tokens) {
         Batch& bt = *batch;
         const size_t C = kPrefillChunk, dk = h.head_dim, qdim = size_t(h.n_heads) * dk, kvdim = size_t(h.n_kv_heads) * dk;
         const size_t hidden = std::max({size_t(h.d_ff), size_t(h.expert_d_ff), size_t(p.shared_expert_d_ff)});
-        bt.capacity = uint32_t(C);
+        bt.hidden = hidden;
         for (auto* v : {&bt.x, &bt.xn, &bt.attn_out, &bt.dense_out, &bt.moe_out, &bt.expert_in, &bt.expert_tmp})
             v->resize(C * d);
         bt.q.resize(C * qdim);
@@ -126,15 +116,7 @@ Status Session::prefill_chunk(std::span<const int32_t> tokens) {
     }
     Batch& bt = *batch_;
 
-    telemetry_.position = position_;
-    telemetry_.tokens = n;
-    telemetry_.token = tokens.back();
-    telemetry_.vocabBytes = 0;
-    for (uint32_t i = 0; i < telemetry_.layers.size(); ++i) {
-        telemetry_.layers[i] = LayerRecord{};
-        telemetry_.layers[i].position = position_;
-        telemetry_.layers[i].layer = uint16_t(i);
-    }
+    begin_record(n, tokens.back());
     for (uint32_t t = 0; t < n; ++t) embed(tokens[t], bt.x.data() + t * d);
     const uint32_t n_rot = ops::rotary_dims(h.head_dim, p.rope_fraction);
     for (uint32_t t = 0; t < n; ++t)
@@ -167,7 +149,7 @@ Status Session::prefill_chunk(std::span<const int32_t> tokens) {
                 if (w.router) ops::add(bt.x.data() + t * d, bt.moe_out.data() + t * d, d);
             });
         }
-        rec.residualNorm = norm2(bt.x.data() + (n - 1) * d, d);  // the chunk's last token
+        rec.residualNorm = layer::norm2(bt.x.data() + (n - 1) * d, d);  // the chunk's last token
     }
     position_ += n;
     return {};
@@ -269,35 +251,21 @@ void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
     const float softcap = p.attn_logit_softcap;
     const Kernels& kern = *kernels_;
     const uint32_t p0 = position_;
-    const uint32_t group = n_heads / n_kv;
-    if (group > 1 && n_heads % n_kv == 0 && n_kv >= pool_.size()) {  // as attention(): GQA groups together
-        pool_.parallel_for(n_kv, [&](size_t begin, size_t end) {
-            for (size_t kvh = begin; kvh < end; ++kvh) {
-                float* sc = b.scores.data() + kvh * group * context_length_;  // [group][context], reused per token
-                for (uint32_t t = 0; t < n; ++t) {
-                    const uint32_t n_pos = p0 + t + 1;
-                    const uint32_t first = (h.sliding_window > 0 && n_pos > h.sliding_window) ? n_pos - h.sliding_window : 0;
-                    b.kv.attend_group(kern, layer, uint32_t(kvh), dk, bt.q.data() + t * qdim + kvh * group * dk, group, first,
-                                      n_pos, scale, softcap, sc, context_length_, bt.attn.data() + t * qdim + kvh * group * dk);
-                }
+    const uint32_t group = attention_group();
+    pool_.parallel_for(n_heads / group, [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i) {
+            const size_t hd = i * group;                         // the item's first query head
+            float* sc = b.scores.data() + hd * context_length_;  // [group][context], reused token after token
+            for (uint32_t t = 0; t < n; ++t) {
+                const uint32_t n_pos = p0 + t + 1;
+                const uint32_t first = (h.sliding_window > 0 && n_pos > h.sliding_window) ? n_pos - h.sliding_window : 0;
+                b.kv.attend(kern, layer, uint32_t(hd * n_kv / n_heads), dk, bt.q.data() + t * qdim + hd * dk, group, first,
+                            n_pos, scale, softcap, sc, context_length_, bt.attn.data() + t * qdim + hd * dk);
             }
-        });
-    } else {
-        pool_.parallel_for(n_heads, [&](size_t begin, size_t end) {
-            for (size_t hd = begin; hd < end; ++hd) {
-                float* sc = b.scores.data() + hd * context_length_;  // [n_pos], reused token after token
-                for (uint32_t t = 0; t < n; ++t) {
-                    const uint32_t n_pos = p0 + t + 1;
-                    const uint32_t first = (h.sliding_window > 0 && n_pos > h.sliding_window) ? n_pos - h.sliding_window : 0;
-                    b.kv.attend(kern, layer, uint32_t(hd * n_kv / n_heads), dk, bt.q.data() + t * qdim + hd * dk, first,
-                                n_pos, scale, softcap, sc, bt.attn.data() + t * qdim + hd * dk);
-                }
-            }
-        });
-    }
+        }
+    });
     matmat(*w.attn_out, {{bt.attn_out.data()}, {d}}, bt.attn.data(), qdim, n);
-    rec.bytesRead[idx(Stream::Attention)] += seg_bytes(w.attn_norm) + seg_bytes(w.q_norm) + seg_bytes(w.k_norm) +
-                                             seg_bytes(w.qkv) + seg_bytes(w.qkv_bias) + seg_bytes(w.attn_out);
+    rec.bytesRead[stream_index(Stream::Attention)] += layer::attention_bytes(w);
 }
 
 void Session::dense_ffn_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
@@ -305,14 +273,14 @@ void Session::dense_ffn_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
     const ModelParams& p = model_->params();
     const LayerWeights& w = model_->layers()[layer];
     Batch& bt = *batch_;
-    const size_t d = h.d_model, hidden = bt.gate.size() / bt.capacity;
+    const size_t d = h.d_model, hidden = bt.hidden;
     for_tokens(pool_, n, [&](uint32_t t) { ops::rmsnorm(bt.x.data() + t * d, w.ffn_norm->raw_f32(), bt.xn.data() + t * d, d, p.norm_eps); });
     matmat(*w.gate_up, {{bt.gate.data(), bt.up.data()}, {hidden, hidden}}, bt.xn.data(), d, n);
     for_tokens(pool_, n, [&](uint32_t t) {
         ops::glu(static_cast<FfnActivation>(p.ffn_activation), bt.gate.data() + t * hidden, bt.up.data() + t * hidden, h.d_ff);
     });
     matmat(*w.down, {{bt.dense_out.data()}, {d}}, bt.gate.data(), hidden, n);
-    rec.bytesRead[idx(Stream::Dense)] += seg_bytes(w.ffn_norm) + seg_bytes(w.gate_up) + seg_bytes(w.down);
+    rec.bytesRead[stream_index(Stream::Dense)] += layer::dense_bytes(w);
 }
 
 Status Session::moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, LayerRecord& rec) {
@@ -320,7 +288,7 @@ Status Session::moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, L
     const ModelParams& p = model_->params();
     const LayerWeights& w = model_->layers()[layer];
     Batch& bt = *batch_;
-    const size_t d = h.d_model, hidden = bt.gate.size() / bt.capacity;
+    const size_t d = h.d_model, hidden = bt.hidden;
     const uint32_t E = h.n_experts, k = h.top_k, eff = h.expert_d_ff;
     const auto activation = static_cast<FfnActivation>(p.ffn_activation);
     for (uint32_t t = 0; t < n; ++t) route(layer, norm, bt.x.data() + t * d, bt.routing[t], rec);
@@ -364,11 +332,11 @@ Status Session::moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, L
             const float g = w.shared_gate ? sigmoid(kernels_->dot(w.shared_gate->raw_f32(), bt.routing[t].input.data(), d)) : 1.0f;
             kernels_->axpy(g, bt.expert_tmp.data() + t * d, bt.moe_out.data() + t * d, d);
         }
-        expertBytes += w.shared_gate_up->bytes + w.shared_down->bytes + seg_bytes(w.shared_gate);
+        expertBytes += w.shared_gate_up->bytes + w.shared_down->bytes + segment_bytes(w.shared_gate);
     }
     // route() added each token's router bytes; the chunk reads the router once.
-    rec.bytesRead[idx(Stream::Router)] = norm.bytes + seg_bytes(w.router) + uint64_t(k) * sizeof(ExpertEntry);
-    rec.bytesRead[idx(Stream::Expert)] += expertBytes;
+    rec.bytesRead[stream_index(Stream::Router)] = norm.bytes + segment_bytes(w.router) + uint64_t(k) * sizeof(ExpertEntry);
+    rec.bytesRead[stream_index(Stream::Expert)] += expertBytes;
     rec.routing_layer = uint16_t(layer);
     rec.injectionLayer = int16_t(layer);
     return {};

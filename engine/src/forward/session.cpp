@@ -92,6 +92,18 @@ bool Session::staged_direct_io() const { return fetcher_ && fetcher_->direct(); 
 
 void Session::reset() { position_ = 0; }
 
+void Session::begin_record(uint32_t tokens, int32_t last_token) {
+    telemetry_.position = position_;
+    telemetry_.tokens = tokens;
+    telemetry_.token = last_token;
+    telemetry_.vocabBytes = 0;
+    for (uint32_t i = 0; i < telemetry_.layers.size(); ++i) {
+        telemetry_.layers[i] = LayerRecord{};
+        telemetry_.layers[i].position = position_;
+        telemetry_.layers[i].layer = uint16_t(i);
+    }
+}
+
 Result<std::span<const float>> Session::step(int32_t token, bool want_logits) {
     // Scratch buffers are sized at create(), but routing, staged expert reads and the fetcher's
     // slot table may still allocate; an allocation failure must come back as an error, not
@@ -111,15 +123,7 @@ Result<std::span<const float>> Session::step_unguarded(int32_t token, bool want_
     if (position_ >= context_length_)
         return make_error(ErrorKind::ContextFull, "context full: " + std::to_string(context_length_) + " tokens");
     const auto t0 = std::chrono::steady_clock::now();
-    telemetry_.position = position_;
-    telemetry_.tokens = 1;
-    telemetry_.token = token;
-    telemetry_.vocabBytes = 0;
-    for (uint32_t i = 0; i < telemetry_.layers.size(); ++i) {
-        telemetry_.layers[i] = LayerRecord{};
-        telemetry_.layers[i].position = position_;
-        telemetry_.layers[i].layer = uint16_t(i);
-    }
+    begin_record(1, token);
     embed(token, buf_->emb.data());
 
     Status st;

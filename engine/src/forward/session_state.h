@@ -50,10 +50,10 @@ struct Session::Buffers {
     std::vector<TileRef> staged_down;
 };
 
-// Buffers of one prefill chunk of up to `capacity` tokens; row t belongs to the token at
+// Buffers of one prefill chunk of up to kPrefillChunk tokens; row t belongs to the token at
 // position() + t.
 struct Session::Batch {
-    uint32_t capacity = 0;
+    size_t hidden = 0;              // row width of gate / up: max(d_ff, expert_d_ff, shared_d_ff)
     std::vector<float> x;           // [C x d] residual stream
     std::vector<float> xn;          // [C x d] normalised input of the current projection
     std::vector<float> q;           // [C x H*dk]

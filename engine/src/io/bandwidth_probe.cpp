@@ -30,16 +30,9 @@ BandwidthProbeResult probe_read_bandwidth(ThreadPool& pool, uint64_t buffer_byte
     // against must not depend on the kernel path a process happens to run (on one EPYC the
     // AVX-512 loop read at half the AVX2 loop's rate).
     double best = 1e300;
-    bool probed = false;
-    for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
-        if (!isa_supported(isa)) continue;
+    for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Scalar}) {
+        if (!isa_supported(isa) || (isa == Isa::Scalar && best < 1e300)) continue;  // scalar only without SIMD
         const Kernels& k = kernels_for(isa);
-        pass(k);
-        for (int i = 0; i < passes; ++i) best = std::min(best, pass(k));
-        probed = true;
-    }
-    if (!probed) {
-        const Kernels& k = kernels_for(Isa::Scalar);
         pass(k);
         for (int i = 0; i < passes; ++i) best = std::min(best, pass(k));
     }

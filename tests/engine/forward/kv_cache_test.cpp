@@ -97,7 +97,7 @@ TEST(KvCacheF16, Stories260kAgreesWithF32) {
 }
 
 // GQA: with at least one KV head per thread the query heads of a KV head attend together over
-// blocks of keys and values (KvCache::attend_group); with more threads than KV heads each query
+// blocks of keys and values (KvCache::attend with a group); with more threads than KV heads each query
 // head attends alone. Per head the arithmetic is the same, so the logits are bit-identical, past
 // several position blocks, for steps and for batched prefill, with f32 and f16 caches.
 TEST(KvCacheGqa, GroupedHeadsGiveTheLogitsOfSingleHeads) {

@@ -60,8 +60,8 @@ public:
     // ParallelSqrt2 models with mapped experts run the tokens through the layers in chunks of up
     // to kPrefillChunk: each weight tile is read once per chunk and multiplied with all its
     // tokens, attention is causal within the chunk, and the logits and KV cache are
-    // bit-identical to the token-by-token path (on AVX-512 VNNI, whose batched kernel adds in
-    // another order, as close as that path is to the f32 path; tests/engine/forward/prefill_test.cpp). Other
+    // bit-identical to the token-by-token path (where a rows-in-lanes kernel adds in another
+    // order, as close as the int8 path is to the f32 path; tests/engine/forward/prefill_test.cpp). Other
     // combine styles and staged expert reads take the token-by-token path. Errors as step();
     // ContextFull before anything runs when the tokens do not fit. telemetry() then describes
     // the last chunk (TokenTelemetry::tokens). Cancellation is the caller's, between calls.
@@ -98,6 +98,7 @@ private:
     // Building blocks (layer_ops.cpp). Vectors are [d] f32 unless noted.
     void embed(int32_t token, float* out);
     void attention(uint32_t layer, uint32_t kv_slot, const float* x, float* out, LayerRecord& rec);  // out = Attn(Norm_attn(x))
+    uint32_t attention_group() const;  // query heads attended together per work item (GQA), else 1
     void dense_ffn(uint32_t layer, const float* x, float* out, LayerRecord& rec);                   // out = FFN(Norm_ffn(x))
     // Router of `layer` on Norm(x) with the given norm weights; saves the normalised input for deferred experts.
     void route(uint32_t layer, const SegmentView& norm, const float* x, Routing& routing, LayerRecord& rec);
@@ -110,6 +111,8 @@ private:
     void matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
                       const MatvecOutputs& outputs, const float* x);
     void output_logits();
+    // Resets telemetry_ for a forward step over `tokens` tokens from position(), the last `last_token`.
+    void begin_record(uint32_t tokens, int32_t last_token);
 
     // Batched prefill (prefill.cpp): n tokens of one chunk through all layers. Matrices are
     // [n x width] f32, row t for the token at position() + t.
