@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <new>
 
+#include "cflow/engine/chat/builtin_templates.h"
+
 namespace cflow {
 namespace {
 
@@ -57,38 +59,77 @@ std::vector<int32_t> encode_chat_prompt(const Tokenizer& tokenizer, const std::s
     return ids;
 }
 
+std::string_view context_policy_name(ContextPolicy policy) {
+    switch (policy) {
+    case ContextPolicy::Stop: return "stop";
+    case ContextPolicy::DropOldest: return "drop_oldest";
+    case ContextPolicy::SlidingWindow: return "sliding_window";
+    }
+    return "stop";
+}
+
 ChatSession::ChatSession(std::shared_ptr<const Model> model, std::unique_ptr<Session> session)
     : model_(std::move(model)), session_(std::move(session)) {
     const Tokenizer& tokenizer = model_->tokenizer();
     template_options_.add_generation_prompt = true;
     template_options_.bos_token = special_piece(tokenizer, tokenizer.bos_id());
     template_options_.eos_token = special_piece(tokenizer, tokenizer.eos_id());
-    if (model_->chat_template().empty()) {
-        template_note_ = "the model has no chat template";
-    } else if (auto compiled = ChatTemplate::compile(model_->chat_template())) {
-        template_ = std::move(compiled).value();
-    } else {
-        template_note_ = "the model's chat template does not compile: " + compiled.error();
+    (void)set_template({});  // the model's own never fails: a broken one falls back with its reason
+}
+
+Status ChatSession::set_template(const TemplateChoice& choice) {
+    std::optional<ChatTemplate> compiled;
+    std::string note;
+    switch (choice.kind) {
+    case TemplateChoice::Kind::Model:
+        if (model_->chat_template().empty()) {
+            note = "the model has no chat template";
+        } else if (auto t = ChatTemplate::compile(model_->chat_template())) {
+            compiled = std::move(t).value();
+        } else {
+            note = "the model's chat template does not compile: " + t.error();
+        }
+        break;
+    case TemplateChoice::Kind::Builtin: {
+        const BuiltinTemplate* builtin = find_builtin_template(choice.value);
+        if (!builtin) return make_error(ErrorKind::InvalidInput, "no built-in chat template is named '" + choice.value + "'");
+        auto t = ChatTemplate::compile(std::string(builtin->source));
+        if (!t) return make_error(ErrorKind::Internal, "built-in template '" + choice.value + "': " + t.error());
+        compiled = std::move(t).value();
+        break;
     }
-    end_of_turn_ = cflow::end_of_turn_tokens(tokenizer, template_ ? &*template_ : nullptr);
+    case TemplateChoice::Kind::Custom: {
+        auto t = ChatTemplate::compile(choice.value);
+        if (!t) return make_error(ErrorKind::InvalidInput, "the custom chat template does not compile: " + t.error());
+        compiled = std::move(t).value();
+        break;
+    }
+    }
+    template_ = std::move(compiled);
+    template_note_ = std::move(note);
+    choice_ = choice;
+    end_of_turn_ = cflow::end_of_turn_tokens(model_->tokenizer(), template_ ? &*template_ : nullptr);
+    return {};
 }
 
 std::optional<std::string> ChatSession::render_with_template(const std::vector<ChatMessage>& messages,
-                                                             std::string& note) const {
+                                                             std::string& note, bool add_generation_prompt) const {
     if (!template_) {
         note = template_note_;
         return std::nullopt;
     }
-    auto rendered = template_->render(messages, template_options_);
+    TemplateOptions options = template_options_;
+    options.add_generation_prompt = add_generation_prompt;
+    auto rendered = template_->render(messages, options);
     if (rendered) return std::move(rendered).value();
-    note = "the model's chat template failed: " + rendered.error();
+    note = "the chat template failed: " + rendered.error();
     return std::nullopt;
 }
 
-Result<PreparedTurn> ChatSession::prepare(const std::vector<ChatMessage>& messages) const {
+Result<PreparedTurn> ChatSession::render_and_encode(const std::vector<ChatMessage>& messages) const {
     PreparedTurn turn;
     try {
-        if (auto text = render_with_template(messages, turn.note)) {
+        if (auto text = render_with_template(messages, turn.note, /*add_generation_prompt=*/true)) {
             turn.text = std::move(*text);
             turn.source = PromptSource::ModelTemplate;
         } else {
@@ -98,15 +139,101 @@ Result<PreparedTurn> ChatSession::prepare(const std::vector<ChatMessage>& messag
     } catch (const std::bad_alloc&) {
         return out_of_memory_error("rendering the conversation");
     }
+    // Templates of models trained without a system role drop it; the user should be told.
+    for (const ChatMessage& m : messages)
+        if (m.role == "system" && m.content.find_first_not_of(" \t\r\n") != std::string::npos &&
+            turn.text.find(m.content) == std::string::npos)
+            turn.system_ignored = true;
     return finish_prepare(std::move(turn));
 }
 
-Result<PreparedTurn> ChatSession::prepare_raw(const std::string& text) const {
+uint32_t ChatSession::prompt_budget(const PrepareOptions& options) const {
+    const uint32_t context = session_->context_length();
+    const uint32_t reserve = std::max<uint32_t>(1, std::min(options.reserve_tokens, context / 2));
+    return context > reserve ? context - reserve : 1;
+}
+
+Result<PreparedTurn> ChatSession::prepare(const std::vector<ChatMessage>& messages, const PrepareOptions& options) const {
+    auto whole = render_and_encode(messages);
+    if (!whole) return whole;
+    PreparedTurn turn = std::move(whole).value();
+    const uint32_t budget = prompt_budget(options);
+    if (turn.ids.size() > budget) {
+        if (options.policy == ContextPolicy::DropOldest) {
+            auto dropped = drop_oldest(messages, std::move(turn), budget);
+            if (!dropped) return dropped;
+            turn = std::move(dropped).value();
+        } else if (options.policy == ContextPolicy::SlidingWindow) {
+            slide_window(messages, turn, budget);
+        }
+    }
+    plan_reuse(turn);
+    return turn;
+}
+
+Result<PreparedTurn> ChatSession::prepare_raw(const std::string& text, const PrepareOptions& options) const {
     PreparedTurn turn;
     turn.text = text;
     turn.source = PromptSource::Raw;
     turn.note = "raw prompt: no chat template applied";
-    return finish_prepare(std::move(turn));
+    auto encoded = finish_prepare(std::move(turn));
+    if (!encoded) return encoded;
+    turn = std::move(encoded).value();
+    if (turn.ids.size() > prompt_budget(options) && options.policy != ContextPolicy::Stop)
+        slide_window({}, turn, prompt_budget(options));
+    plan_reuse(turn);
+    return turn;
+}
+
+Result<PreparedTurn> ChatSession::drop_oldest(const std::vector<ChatMessage>& messages, PreparedTurn whole,
+                                              uint32_t budget) const {
+    size_t first = 0;  // the leading system messages always stay
+    while (first < messages.size() && messages[first].role == "system") ++first;
+    const size_t last = messages.empty() ? 0 : messages.size() - 1;
+    for (size_t from = first + 1; from <= last && last > first; ++from) {
+        // Keep the turns alternating: what is left starts with a user message (or is the last one).
+        if (messages[from].role != "user" && from != last) continue;
+        std::vector<ChatMessage> kept(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(first));
+        kept.insert(kept.end(), messages.begin() + static_cast<std::ptrdiff_t>(from), messages.end());
+        auto turn = render_and_encode(kept);
+        if (!turn) return turn;
+        if (turn->ids.size() <= budget || from == last) {
+            turn->dropped_messages = from - first;
+            turn->dropped_tokens = whole.ids.size() > turn->ids.size() ? whole.ids.size() - turn->ids.size() : 0;
+            return turn;
+        }
+    }
+    return whole;  // nothing but the last message: there is no turn to drop
+}
+
+void ChatSession::slide_window(const std::vector<ChatMessage>& messages, PreparedTurn& turn, uint32_t budget) const {
+    const Tokenizer& tokenizer = model_->tokenizer();
+    const size_t bos = !turn.ids.empty() && turn.ids.front() == tokenizer.bos_id() ? 1 : 0;
+    // The kept head: the tokens the system prompt renders to (the common prefix of its own
+    // rendering and the whole prompt), else just BOS.
+    size_t head = bos;
+    std::vector<ChatMessage> system;
+    for (const ChatMessage& m : messages) {
+        if (m.role != "system") break;
+        system.push_back(m);
+    }
+    if (!system.empty()) {
+        std::string note;
+        auto text = render_with_template(system, note, /*add_generation_prompt=*/false);
+        const std::vector<int32_t> ids =
+            encode_chat_prompt(tokenizer, text ? *text : render_fallback_chat(system, /*add_generation_prompt=*/false));
+        const size_t limit = std::min(ids.size(), turn.ids.size());
+        head = std::max(head, static_cast<size_t>(std::mismatch(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(limit),
+                                                                turn.ids.begin())
+                                                      .first -
+                                                  ids.begin()));
+    }
+    if (head * 2 > budget) head = bos;  // a system prompt longer than half the window is cut like the rest
+    const size_t tail = budget - head;
+    turn.dropped_tokens = turn.ids.size() - budget;
+    turn.ids.erase(turn.ids.begin() + static_cast<std::ptrdiff_t>(head), turn.ids.end() - static_cast<std::ptrdiff_t>(tail));
+    if (!turn.note.empty()) turn.note += "; ";
+    turn.note += "sliding window: the oldest " + std::to_string(turn.dropped_tokens) + " tokens are left out";
 }
 
 Result<PreparedTurn> ChatSession::finish_prepare(PreparedTurn turn) const {
@@ -117,17 +244,21 @@ Result<PreparedTurn> ChatSession::finish_prepare(PreparedTurn turn) const {
     }
     if (turn.ids.empty()) return make_error("the prompt is empty: it encodes to no tokens");
     turn.context_length = session_->context_length();
+    return turn;
+}
+
+void ChatSession::plan_reuse(PreparedTurn& turn) const {
     // KV reuse by token prefix: the longest common prefix of the cached ids and the new prompt
     // is kept, the rest recomputed (a reply that re-encodes differently costs only its tail; a
     // regenerated reply keeps the whole prompt). At least the last prompt token is always fed,
     // for fresh logits. The cache is only trusted while the session holds exactly what was recorded.
+    turn.reused_tokens = 0;
     if (session_->position() == cached_.size()) {
         const size_t limit = std::min(cached_.size(), turn.ids.size() - 1);
         turn.reused_tokens = static_cast<size_t>(
             std::mismatch(cached_.begin(), cached_.begin() + static_cast<std::ptrdiff_t>(limit), turn.ids.begin()).first -
             cached_.begin());
     }
-    return turn;
 }
 
 void ChatSession::forget() {

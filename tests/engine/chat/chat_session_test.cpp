@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cflow/engine/chat/builtin_templates.h"
 #include "cflow/engine/chat/chat_session.h"
 #include "cflow/formats/converter.h"
 #include "synthetic_model.h"
@@ -208,6 +209,126 @@ TEST(ChatSession, FallbackCarriesTheReasonAndRawModeFeedsTextVerbatim) {
     EXPECT_EQ(raw->source, PromptSource::Raw);
     EXPECT_EQ(raw->text, "<|im_start|>x");
     EXPECT_EQ(raw->ids[1], id_of("<|im_start|>"));
+}
+
+TEST(ChatSession, BuiltinTemplatesRenderEveryRoleAndCanReplaceTheModelsOwn) {
+    auto plain = model_with("builtins", "");
+    ASSERT_TRUE(plain);
+    ChatSession chat = chat_for(plain);
+    EXPECT_FALSE(chat.has_model_template());
+    const std::vector<ChatMessage> messages = {
+        {"system", "SYSTEXT", ""}, {"user", "USERONE", ""}, {"assistant", "REPLYONE", ""}, {"user", "USERTWO", ""}};
+    ASSERT_GE(builtin_chat_templates().size(), 4u);
+    for (const BuiltinTemplate& t : builtin_chat_templates()) {
+        ASSERT_TRUE(chat.set_template({TemplateChoice::Kind::Builtin, std::string(t.name)}).ok()) << t.name;
+        EXPECT_TRUE(chat.has_model_template());
+        auto turn = chat.prepare(messages);
+        ASSERT_TRUE(turn.ok()) << t.name;
+        EXPECT_EQ(turn->source, PromptSource::ModelTemplate) << t.name << ": " << turn->note;
+        EXPECT_FALSE(turn->system_ignored) << t.name;
+        size_t at = 0;
+        for (const char* part : {"USERONE", "REPLYONE", "USERTWO"}) {
+            const size_t found = turn->text.find(part, at);
+            EXPECT_NE(found, std::string::npos) << t.name << " lost " << part << ":\n" << turn->text;
+            if (found != std::string::npos) at = found;
+        }
+        EXPECT_NE(turn->text.find("SYSTEXT"), std::string::npos) << t.name;
+    }
+    ASSERT_TRUE(chat.set_template({TemplateChoice::Kind::Builtin, "chatml"}).ok());
+    EXPECT_EQ(chat.end_of_turn_tokens(), (std::vector<int32_t>{id_of("<|im_start|>"), id_of("<|im_end|>")}))
+        << "end of turn follows the chosen template";
+    EXPECT_EQ(chat.set_template({TemplateChoice::Kind::Builtin, "no-such"}).kind(), ErrorKind::InvalidInput);
+    const Status broken = chat.set_template({TemplateChoice::Kind::Custom, "{% for m in messages %}{{ m.content "});
+    ASSERT_FALSE(broken.ok());
+    EXPECT_NE(broken.error().find("line 1"), std::string::npos) << broken.error();
+    EXPECT_EQ(chat.template_choice().value, "chatml") << "a template that does not compile leaves the current one";
+    ASSERT_TRUE(chat.set_template({TemplateChoice::Kind::Custom, "{% for m in messages %}[{{ m.content }}]{% endfor %}"}).ok());
+    EXPECT_EQ(chat.prepare({{"user", "hi", ""}})->text, "[hi]");
+    ASSERT_TRUE(chat.set_template({}).ok());
+    EXPECT_FALSE(chat.has_model_template()) << "back to the model's own (none)";
+}
+
+TEST(ChatSession, ATemplateThatDropsTheSystemPromptIsReported) {
+    auto model = model_with("ignores_system",
+                            "{% for m in messages %}{% if m['role'] != 'system' %}{{ m['content'] }}\n{% endif %}{% endfor %}");
+    ASSERT_TRUE(model);
+    ChatSession chat = chat_for(model);
+    auto turn = chat.prepare({{"system", "be brief", ""}, {"user", "hi", ""}});
+    ASSERT_TRUE(turn.ok());
+    EXPECT_TRUE(turn->system_ignored);
+    EXPECT_FALSE(chat.prepare({{"system", "  ", ""}, {"user", "hi", ""}})->system_ignored) << "an empty one is not lost";
+    auto with = chat_for(model_with("keeps_system", kChatMl)).prepare({{"system", "be brief", ""}, {"user", "hi", ""}});
+    EXPECT_FALSE(with->system_ignored);
+}
+
+std::vector<ChatMessage> long_conversation(int turns) {
+    std::vector<ChatMessage> messages = {{"system", "keep this system prompt", ""}};
+    for (int i = 0; i < turns; ++i) {
+        messages.push_back({"user", "question number " + std::to_string(i) + " about the cat and the dog", ""});
+        messages.push_back({"assistant", "answer number " + std::to_string(i) + " about the dog and the cat", ""});
+    }
+    messages.push_back({"user", "the last question", ""});
+    return messages;
+}
+
+TEST(ChatSession, DropOldestKeepsTheSystemPromptAndTheNewestTurnsWithinTheBudget) {
+    auto model = model_with("drop_oldest", kChatMl);
+    ASSERT_TRUE(model);
+    ChatSession chat = chat_for(model, 256);
+    const auto messages = long_conversation(20);
+    auto whole = chat.prepare(messages);
+    ASSERT_TRUE(whole.ok());
+    ASSERT_GT(whole->ids.size(), 256u) << "the test needs a conversation longer than the context";
+    EXPECT_FALSE(whole->fits()) << "Stop feeds it whole";
+    PrepareOptions options;
+    options.policy = ContextPolicy::DropOldest;
+    options.reserve_tokens = 64;
+    auto dropped = chat.prepare(messages, options);
+    ASSERT_TRUE(dropped.ok());
+    EXPECT_LE(dropped->ids.size(), 256u - 64u);
+    EXPECT_TRUE(dropped->fits());
+    EXPECT_GT(dropped->dropped_messages, 0u);
+    EXPECT_EQ(dropped->dropped_messages % 2, 0u) << "whole user/assistant pairs go";
+    EXPECT_EQ(dropped->text.find("<|im_start|>system\nkeep this system prompt"), 0u) << dropped->text;
+    EXPECT_NE(dropped->text.find("the last question"), std::string::npos);
+    EXPECT_EQ(dropped->text.find("question number 0 "), std::string::npos) << "the oldest turn is gone";
+    // One message fewer dropped would not fit: only as much as needed is left out.
+    std::vector<ChatMessage> one_more(messages.begin(), messages.begin() + 1);
+    one_more.insert(one_more.end(), messages.begin() + 1 + long(dropped->dropped_messages) - 2, messages.end());
+    EXPECT_GT(chat.prepare(one_more)->ids.size(), 256u - 64u);
+}
+
+TEST(ChatSession, SlidingWindowKeepsTheSystemTokensAndTheNewestTokens) {
+    auto model = model_with("sliding", kChatMl);
+    ASSERT_TRUE(model);
+    ChatSession chat = chat_for(model, 256);
+    const auto messages = long_conversation(20);
+    auto whole = chat.prepare(messages);
+    ASSERT_TRUE(whole.ok());
+    PrepareOptions options;
+    options.policy = ContextPolicy::SlidingWindow;
+    options.reserve_tokens = 64;
+    auto window = chat.prepare(messages, options);
+    ASSERT_TRUE(window.ok());
+    ASSERT_EQ(window->ids.size(), 256u - 64u);
+    EXPECT_EQ(window->dropped_tokens, whole->ids.size() - window->ids.size());
+    auto system = chat.prepare({messages.front()});
+    // The head is the system message's rendering (here: what it shares with the whole prompt,
+    // less the <|im_start|> of the next turn) ...
+    const size_t head = size_t(std::mismatch(system->ids.begin(), system->ids.end(), whole->ids.begin()).first -
+                               system->ids.begin()) - 1;
+    ASSERT_GT(head, 10u);
+    EXPECT_TRUE(std::equal(whole->ids.begin(), whole->ids.begin() + long(head), window->ids.begin()));
+    // ... and the rest is the newest tokens, in order, up to the end of the prompt.
+    const size_t tail = 100;
+    EXPECT_TRUE(std::equal(whole->ids.end() - long(tail), whole->ids.end(), window->ids.end() - long(tail)));
+    EXPECT_NE(window->note.find("sliding window"), std::string::npos);
+
+    auto raw = chat.prepare_raw(whole->text, options);
+    ASSERT_TRUE(raw.ok());
+    EXPECT_EQ(raw->ids.size(), 256u - 64u);
+    EXPECT_EQ(raw->ids.front(), whole->ids.front()) << "BOS stays";
+    EXPECT_TRUE(std::equal(whole->ids.end() - long(tail), whole->ids.end(), raw->ids.end() - long(tail)));
 }
 
 } // namespace

@@ -41,14 +41,37 @@ enum class PromptSource : uint8_t {
     Raw,            // text given verbatim, no template
 };
 
+// What to do when a conversation and the reply it asks for do not fit in the context.
+enum class ContextPolicy : uint8_t {
+    Stop,           // feed it whole; a prompt that does not fit is refused, a reply stops when the cache is full
+    DropOldest,     // leave out the oldest turns (never the system prompt or the last message) until it fits
+    SlidingWindow,  // keep the system prompt's tokens and the newest tokens, cutting the oldest ones
+};
+std::string_view context_policy_name(ContextPolicy policy);  // "stop", "drop_oldest", "sliding_window"
+
+struct PrepareOptions {
+    ContextPolicy policy = ContextPolicy::Stop;
+    // Tokens DropOldest / SlidingWindow keep free for the reply (clamped to half the context).
+    uint32_t reserve_tokens = 0;
+};
+
+// Which template a ChatSession renders with.
+struct TemplateChoice {
+    enum class Kind : uint8_t { Model, Builtin, Custom } kind = Kind::Model;
+    std::string value;  // Builtin: its name (builtin_templates.h); Custom: the Jinja source
+};
+
 // A prompt ready to be fed: what was rendered, its ids and how much of the KV cache it keeps.
 struct PreparedTurn {
-    std::string text;                 // exactly what was tokenized
+    std::string text;                 // exactly what was tokenized (SlidingWindow: ids keep only part of it)
     PromptSource source = PromptSource::ModelTemplate;
     std::string note;                 // why the fallback was used; empty otherwise
     std::vector<int32_t> ids;         // [prompt tokens] the whole prompt as the session will hold it
     size_t reused_tokens = 0;         // of ids, already in the KV cache (planned at prepare time)
     uint32_t context_length = 0;      // the session's context, for messages
+    size_t dropped_messages = 0;      // DropOldest: leading messages left out (after the system prompt)
+    size_t dropped_tokens = 0;        // SlidingWindow: tokens cut; DropOldest: tokens of the dropped messages
+    bool system_ignored = false;      // a non-empty system message does not appear in the rendered text
     bool fits() const { return ids.size() < context_length; }
 };
 
@@ -83,9 +106,17 @@ public:
     // Renders the conversation (system/user/assistant messages in order) and plans the prefill.
     // Never fails for a template error (that falls back, with the reason in note); fails with
     // InvalidInput when the prompt encodes to no tokens.
-    Result<PreparedTurn> prepare(const std::vector<ChatMessage>& messages) const;
-    // Raw mode: `text` verbatim, control tokens parsed, the same BOS rule.
-    Result<PreparedTurn> prepare_raw(const std::string& text) const;
+    // options.policy decides what is left out when the conversation and reserve_tokens do not fit.
+    Result<PreparedTurn> prepare(const std::vector<ChatMessage>& messages, const PrepareOptions& options = {}) const;
+    // Raw mode: `text` verbatim, control tokens parsed, the same BOS rule. Both truncating
+    // policies keep BOS and the newest tokens (there are no turns to drop).
+    Result<PreparedTurn> prepare_raw(const std::string& text, const PrepareOptions& options = {}) const;
+
+    // Renders with another template from now on (end-of-turn tokens follow it). A Custom or
+    // Builtin choice that does not compile is refused (the current one stays) with the
+    // interpreter's line/column message; an unknown built-in name is InvalidInput.
+    Status set_template(const TemplateChoice& choice);
+    const TemplateChoice& template_choice() const { return choice_; }
 
     // Feeds the prepared prompt (reusing the cache when prepare() planned it and the cache is
     // unchanged since) and streams the reply. Errors: ContextFull when the prompt does not fit
@@ -105,12 +136,19 @@ public:
 
 private:
     Result<PreparedTurn> finish_prepare(PreparedTurn turn) const;
-    std::optional<std::string> render_with_template(const std::vector<ChatMessage>& messages, std::string& note) const;
+    Result<PreparedTurn> render_and_encode(const std::vector<ChatMessage>& messages) const;
+    Result<PreparedTurn> drop_oldest(const std::vector<ChatMessage>& messages, PreparedTurn whole, uint32_t budget) const;
+    void slide_window(const std::vector<ChatMessage>& messages, PreparedTurn& turn, uint32_t budget) const;
+    void plan_reuse(PreparedTurn& turn) const;
+    uint32_t prompt_budget(const PrepareOptions& options) const;
+    std::optional<std::string> render_with_template(const std::vector<ChatMessage>& messages, std::string& note,
+                                                    bool add_generation_prompt) const;
 
     std::shared_ptr<const Model> model_;
     std::unique_ptr<Session> session_;
     std::optional<ChatTemplate> template_;
     std::string template_note_;        // why there is no usable template
+    TemplateChoice choice_;
     TemplateOptions template_options_;
     std::vector<int32_t> end_of_turn_;
     std::vector<int32_t> cached_;      // [session position] the ids the KV cache holds, in order
