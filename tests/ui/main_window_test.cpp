@@ -19,7 +19,9 @@
 
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/converter.h"
+#include "cflow/ui/chat_controller.h"
 #include "cflow/ui/main_window.h"
+#include "cflow/ui/status_area.h"
 #include "cflow/ui/model_header_view.h"
 #include "synthetic_model.h"
 #include "test_support.h"
@@ -74,11 +76,16 @@ std::filesystem::path write_garbage_file() {
 
 QString qpath(const std::filesystem::path& p) { return QString::fromStdString(p.string()); }
 
-// Spins the event loop until the task finishes, then returns its value.
-bool finish(QCoro::Task<bool>& task) {
+// Spins the event loop until the task finishes, then returns its value. With a window, an
+// opened model is also waited for in the engine: the header, title and inspector show it then.
+bool finish(QCoro::Task<bool>& task, cflow::ui::MainWindow* window = nullptr) {
     const bool done = QTest::qWaitFor([&] { return task.isReady(); }, kOpenTimeoutMs);
     EXPECT_TRUE(done) << "openModel did not finish within " << kOpenTimeoutMs << " ms";
-    return done && QCoro::waitFor(task);
+    const bool opened = done && QCoro::waitFor(task);
+    if (opened && window) {
+        EXPECT_TRUE(QTest::qWaitFor([&] { return window->controller()->modelReady(); }, kOpenTimeoutMs));
+    }
+    return opened;
 }
 
 void close_error_boxes(QWidget& window) {
@@ -125,7 +132,7 @@ TEST(MainWindowTest, OpensConvertedModelAndShowsItsHeader) {
     QSignalSpy failed(&window, &cflow::ui::MainWindow::openFailed);
 
     auto task = window.openModel(qpath(model_path()));
-    ASSERT_TRUE(finish(task)) << window.lastError().toStdString();
+    ASSERT_TRUE(finish(task, &window)) << window.lastError().toStdString();
 
     EXPECT_EQ(opened.count(), 1);
     EXPECT_EQ(failed.count(), 0);
@@ -176,8 +183,8 @@ TEST(MainWindowTest, OpensConvertedModelAndShowsItsHeader) {
     EXPECT_TRUE(chatTemplate.contains(QStringLiteral("\\n")));
     EXPECT_LE(chatTemplate.size(), cflow::ui::kMaxValueChars);
 
-    EXPECT_TRUE(window.statusBar()->currentMessage().contains(QStringLiteral("3 layers")))
-        << window.statusBar()->currentMessage().toStdString();
+    EXPECT_TRUE(window.statusArea()->message().contains(QStringLiteral("ready: context 512 tokens")))
+        << window.statusArea()->message().toStdString();
     EXPECT_TRUE(window.windowTitle().startsWith(QStringLiteral("small.cflow")));
 }
 
@@ -221,7 +228,7 @@ TEST(MainWindowTest, MissingFileNamesThePath) {
 TEST(MainWindowTest, FailedOpenKeepsThePreviousModel) {
     cflow::ui::MainWindow window;
     auto good = window.openModel(qpath(model_path()));
-    ASSERT_TRUE(finish(good)) << window.lastError().toStdString();
+    ASSERT_TRUE(finish(good, &window)) << window.lastError().toStdString();
     const auto shown = window.model();
 
     auto bad = window.openModel(qpath(write_garbage_file()));

@@ -69,13 +69,19 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
 
 InspectorDock::~InspectorDock() = default;
 
+QString InspectorDock::statusText() const { return statusText_->text(); }
+
 void InspectorDock::setModel(std::shared_ptr<const cflow::Model> model) {
     model_ = std::move(model);
+    // What the ring still holds was recorded with the old model.
+    if (ring_) ring_->drain(drained_);
+    drained_.clear();
     history_.clear();
     if (!model_) {
         applyGeometry({});
         bandwidth_->setCriticalPath(nullptr, tr("no model loaded"));
         routing_->setTokenNamer({});
+        updateStatus();
         return;
     }
     applyGeometry(geometry_of(*model_));
@@ -88,6 +94,7 @@ void InspectorDock::setModel(std::shared_ptr<const cflow::Model> model) {
         const std::string& piece = m->tokenizer().piece(token);
         return piece.empty() ? QString() : QStringLiteral("'%1'").arg(QString::fromStdString(piece));
     });
+    updateStatus();  // the header names the new model now, not at its first token
 }
 
 void InspectorDock::applyGeometry(const InspectorGeometry& geometry) {

@@ -118,11 +118,16 @@ void StallTimeline::ensureStatic() {
 
 void StallTimeline::paintEvent(QPaintEvent*) {
     QPainter p(this);
-    if (layers_ == 0 || segments_.empty()) {
+    if (layers_ == 0) {
         p.fillRect(rect(), palette().base());
         return;
     }
     ensureStatic();  // background and lane labels
+    if (segments_.empty()) {
+        // No token yet (a new conversation or model): the lanes are labelled all the same.
+        p.drawPixmap(0, 0, static_);
+        return;
+    }
     const QRect plot = plotRect();
     // Lane labels from the cache, the plot filled plainly: a full-widget blit costs a memcpy of
     // the widget per frame. Token boundaries are solid light lines: dashed pens are stroked

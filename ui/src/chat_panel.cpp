@@ -1,282 +1,305 @@
 #include "cflow/ui/chat_panel.h"
 
 #include <QDialog>
+#include <QDir>
+#include <QFileInfo>
 #include <QFontDatabase>
 #include <QHBoxLayout>
-#include <QJsonDocument>
-#include <QJsonObject>
+#include <QKeyEvent>
+#include <QShortcut>
 #include <QLabel>
 #include <QLineEdit>
-#include <QMetaObject>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QTextDocumentFragment>
 #include <QVBoxLayout>
 
+#include "cflow/ui/chat_controller.h"
 #include "cflow/ui/chat_view.h"
-#include "cflow/ui/conversation_store.h"
-#include "cflow/ui/engine_worker.h"
-#include "cflow/ui/sampling_panel.h"
 
 namespace cflow::ui {
 namespace {
-constexpr int kTitleChars = 48;
+
+QLabel* notice_label(const QString& name, const QString& style, QWidget* parent) {
+    auto* label = new QLabel(parent);
+    label->setObjectName(name);
+    label->setWordWrap(true);
+    label->setTextFormat(Qt::RichText);
+    label->setStyleSheet(style);
+    label->hide();
+    return label;
 }
 
-ChatPanel::ChatPanel(EngineWorker* worker, ConversationStore* store, SamplingPanel* sampling, QWidget* parent)
-    : QWidget(parent), worker_(worker), store_(store), sampling_(sampling) {
+QPushButton* action_button(const QString& text, const QString& accessible, QWidget* parent) {
+    auto* button = new QPushButton(text, parent);
+    button->setAccessibleName(accessible);
+    button->setToolTip(accessible);
+    return button;
+}
+
+} // namespace
+
+ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(parent), controller_(controller) {
     auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
     systemPrompt_ = new QLineEdit(this);
     systemPrompt_->setObjectName(QStringLiteral("systemPrompt"));
     systemPrompt_->setPlaceholderText(tr("System prompt (optional)"));
+    systemPrompt_->setAccessibleName(tr("System prompt"));
+    systemPrompt_->setClearButtonEnabled(true);
     layout->addWidget(systemPrompt_);
+    systemNote_ = notice_label(QStringLiteral("systemNote"), QStringLiteral("color: palette(mid);"), this);
+    layout->addWidget(systemNote_);
+    info_ = notice_label(QStringLiteral("info"), QString(), this);
+    layout->addWidget(info_);
     view_ = new ChatView(this);
     layout->addWidget(view_, 1);
-    notice_ = new QLabel(this);
-    notice_->setObjectName(QStringLiteral("notice"));
-    notice_->setWordWrap(true);
-    notice_->setStyleSheet(QStringLiteral("color: #b00020;"));
-    notice_->hide();
+    notice_ = notice_label(QStringLiteral("notice"), QStringLiteral("color: #b00020;"), this);
     layout->addWidget(notice_);
+
+    auto* editRow = new QHBoxLayout;
+    editBanner_ = notice_label(QStringLiteral("editBanner"), QStringLiteral("color: #8a5a00;"), this);
+    cancelEdit_ = action_button(tr("Cancel edit"), tr("Cancel editing the message"), this);
+    cancelEdit_->hide();
+    editRow->addWidget(editBanner_, 1);
+    editRow->addWidget(cancelEdit_);
+    layout->addLayout(editRow);
+
     input_ = new QPlainTextEdit(this);
     input_->setObjectName(QStringLiteral("input"));
     input_->setPlaceholderText(tr("Message (Ctrl+Enter to send)"));
+    input_->setAccessibleName(tr("Message"));
+    input_->setTabChangesFocus(true);  // Tab moves on to the buttons, as in every other field
+    input_->setMinimumHeight(48);
     input_->setMaximumHeight(110);
+    input_->installEventFilter(this);  // Ctrl+Enter sends from inside the box (it would insert a line break)
     layout->addWidget(input_);
 
     auto* row = new QHBoxLayout;
     context_ = new QLabel(this);
     context_->setObjectName(QStringLiteral("context"));
+    context_->setMinimumWidth(0);
     row->addWidget(context_, 1);
-    auto* raw = new QPushButton(tr("Raw prompt"), this);
-    regenerate_ = new QPushButton(tr("Regenerate"), this);
-    stop_ = new QPushButton(tr("Stop"), this);
-    send_ = new QPushButton(tr("Send"), this);
-    send_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
+    auto* raw = action_button(tr("Raw prompt"), tr("Show the prompt exactly as the model reads it"), this);
+    raw->setObjectName(QStringLiteral("rawPromptButton"));
+    regenerate_ = action_button(tr("Regenerate"), tr("Write the last reply again (the old one is kept)"), this);
+    stop_ = action_button(tr("Stop"), tr("Stop the reply"), this);
+    send_ = action_button(tr("Send"), tr("Send the message (Ctrl+Enter)"), this);
+    // A QShortcut, not the button's: a button shortcut clicks 100 ms later (animateClick), by
+    // when another conversation may be shown, and the message would land there.
+    for (const QKeySequence& keys : {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)}) {
+        auto* shortcut = new QShortcut(keys, this, nullptr, nullptr, Qt::WidgetWithChildrenShortcut);
+        connect(shortcut, &QShortcut::activated, this, [this] {
+            if (send_->isEnabled()) submit();
+        });
+    }
+    send_->setDefault(true);
     for (QPushButton* b : {raw, regenerate_, stop_, send_}) row->addWidget(b);
     layout->addLayout(row);
 
-    connect(send_, &QPushButton::clicked, this, [this] {
-        const QString text = input_->toPlainText().trimmed();
-        const bool sent = editingIndex_ >= 0 ? editAndResend(editingIndex_, text) : send(text);
-        if (sent) input_->clear();
-    });
+    connect(send_, &QPushButton::clicked, this, &ChatPanel::submit);
     connect(stop_, &QPushButton::clicked, this, &ChatPanel::stop);
     connect(regenerate_, &QPushButton::clicked, this, &ChatPanel::regenerate);
     connect(raw, &QPushButton::clicked, this, &ChatPanel::showRawPrompt);
-    connect(view_, &ChatView::editRequested, this, [this](int index) {
-        if (generating_ || index < 0 || index >= static_cast<int>(entries_.size())) return;
-        editingIndex_ = index;  // the next Send replaces this message and drops what followed it
-        input_->setPlainText(entries_[static_cast<size_t>(index)].content);
-        input_->setFocus();
+    connect(cancelEdit_, &QPushButton::clicked, this, &ChatPanel::cancelEdit);
+    connect(view_, &ChatView::editRequested, this, &ChatPanel::beginEdit);
+    connect(systemPrompt_, &QLineEdit::textChanged, controller_, &ChatController::setSystemPrompt);
+    connect(info_, &QLabel::linkActivated, this, [this](const QString& link) {
+        if (link == QLatin1String("load-model")) {
+            const QString path = controller_->otherModelPath();
+            if (!path.isEmpty()) controller_->loadModel(path, 0);
+        }
     });
 
-    connect(worker_, &EngineWorker::modelLoaded, this, &ChatPanel::onModelLoaded);
-    connect(worker_, &EngineWorker::promptReady, this, &ChatPanel::onPrompt);
-    connect(worker_, &EngineWorker::tokensReady, this,
-            [this](const QString& text, int, const TokenPieces& pieces) { onTokens(text, pieces); });
-    connect(worker_, &EngineWorker::finished, this, &ChatPanel::onFinished);
-    connect(worker_, &EngineWorker::error, this, &ChatPanel::onError);
-    setGenerating(false);
-    updateContextLabel(0, 0);
+    connect(controller_, &ChatController::conversationChanged, this, &ChatPanel::rebuild);
+    connect(controller_, &ChatController::entryAdded, this, [this](int index) {
+        const ChatEntry& e = controller_->entries()[static_cast<size_t>(index)];
+        view_->addMessage(e.role, e.content);
+        syncEntry(index);
+    });
+    connect(controller_, &ChatController::entryChanged, this, &ChatPanel::syncEntry);
+    connect(controller_, &ChatController::entriesRemoved, this, [this](int from) {
+        view_->removeFrom(from);
+        if (editingIndex_ >= from) cancelEdit();
+    });
+    connect(controller_, &ChatController::replyStreamed, this,
+            [this](int, const QString& text, int, const TokenPieces& pieces) { view_->appendToLast(text, pieces); });
+    connect(controller_, &ChatController::generatingChanged, this, &ChatPanel::updateButtons);
+    connect(controller_, &ChatController::modelChanged, this, [this] {
+        updateButtons();
+        updateNotices();
+    });
+    connect(controller_, &ChatController::modelLoading, this, &ChatPanel::updateButtons);
+    connect(controller_, &ChatController::modelFailed, this, &ChatPanel::updateButtons);
+    connect(controller_, &ChatController::switchQueued, this, &ChatPanel::updateButtons);
+    connect(controller_, &ChatController::contextChanged, this, [this](int used, int length) {
+        context_->setText(length > 0 ? tr("Context: %1 / %2 tokens").arg(used).arg(length) : tr("Context: no model"));
+    });
+    connect(controller_, &ChatController::promptMeasured, this, &ChatPanel::updateNotices);
+    connect(controller_, &ChatController::setupChanged, this, [this] {
+        if (systemPrompt_->text() != controller_->setup().systemPrompt) systemPrompt_->setText(controller_->setup().systemPrompt);
+        // Completion mode continues the texts as they are: there is no system prompt to give.
+        systemPrompt_->setEnabled(controller_->setup().mode == PromptMode::Chat);
+        updateNotices();
+    });
+    connect(controller_, &ChatController::replyStarted, this, [this] {
+        error_.clear();  // a new reply is the answer to an old error
+        updateNotices();
+    });
+    connect(controller_, &ChatController::replyFinished, this, [this](const ReplyStats& stats) {
+        if (stats.stopReason == QLatin1String("context_full"))
+            error_ = tr("The context is full (%1 tokens): the reply stopped there. Choose \"drop oldest turns\" or "
+                        "\"sliding window\" under Prompt, or start a new conversation.")
+                         .arg(stats.contextLength);
+        updateNotices();
+        emit replyFinished(stats);
+    });
+    connect(controller_, &ChatController::replyFailed, this, [this](const QString& message) {
+        error_ = message;
+        updateNotices();
+        emit replyFailed(message);
+    });
+    context_->setText(tr("Context: no model"));
+    updateButtons();
 }
 
-bool ChatPanel::check(const Status& status) {
-    if (status) return true;
-    emit storeError(QString::fromStdString(status.error()));
-    return false;
-}
-
-QString ChatPanel::settingsJson() const {
-    QJsonObject o = QJsonDocument::fromJson(settings_to_json(sampling_->settings()).toUtf8()).object();
-    o.insert(QStringLiteral("system_prompt"), systemPrompt_->text());
-    return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
-}
-
-bool ChatPanel::send(const QString& text) {
-    if (!modelReady_ || generating_ || text.trimmed().isEmpty()) return false;
-    notice_->hide();
-    editingIndex_ = -1;
-    if (conversationId_ == 0) {
-        QString title = text.simplified();
-        if (title.size() > kTitleChars) title = title.left(kTitleChars - 1) + QChar(0x2026);
-        auto created = store_->createConversation(title, modelPath_, settingsJson());
-        if (!created) return check(created.take_error());
-        conversationId_ = *created;
-        emit conversationChanged(conversationId_);
-    } else {
-        check(store_->setSettings(conversationId_, settingsJson()));
-    }
-    auto row = store_->addMessage(conversationId_, QStringLiteral("user"), text);
-    if (!row) return check(row.take_error());
-    entries_.push_back({QStringLiteral("user"), text, *row});
-    view_->addMessage(QStringLiteral("user"), text);
-    regenerations_ = 0;
-    startReply(0);
-    return true;
-}
-
-Conversation ChatPanel::history() const {
-    Conversation conversation;
-    if (!systemPrompt_->text().trimmed().isEmpty())
-        conversation.push_back({QStringLiteral("system"), systemPrompt_->text().trimmed()});
-    for (const Entry& e : entries_) conversation.push_back({e.role, e.content});
-    return conversation;
-}
-
-void ChatPanel::startReply(int seedOffset) {
-    const Conversation conversation = history();
-    // The reply row exists before the first token: a crash leaves it with complete = 0.
-    auto row = store_->addMessage(conversationId_, QStringLiteral("assistant"), QString(), false);
-    if (!row) {
-        check(row.take_error());
-        return;
-    }
-    entries_.push_back({QStringLiteral("assistant"), QString(), *row});
-    view_->addMessage(QStringLiteral("assistant"), QString());
-    GenerationSettings settings = sampling_->settings();
-    settings.sampling.seed += static_cast<uint64_t>(seedOffset);
-    setGenerating(true);
-    EngineWorker* worker = worker_;
-    // The stops seen so far travel with the request: a Stop pressed while it waits in the
-    // worker's queue then cancels it when it starts (it used to be cleared and lost).
-    const uint64_t stops = worker_->stopRequests();
-    QMetaObject::invokeMethod(worker_, [worker, conversation, settings, stops] { worker->generate(conversation, settings, stops); });
-}
-
-void ChatPanel::stop() {
-    if (generating_) worker_->stop();
-}
-
-bool ChatPanel::regenerate() {
-    if (!modelReady_ || generating_ || entries_.empty() || entries_.back().role != QLatin1String("assistant"))
-        return false;
-    const Entry last = entries_.back();
-    if (!check(store_->deleteMessagesFrom(conversationId_, last.rowId))) return false;
-    entries_.pop_back();
-    view_->removeFrom(static_cast<int>(entries_.size()));
-    startReply(++regenerations_);
-    return true;
-}
-
-bool ChatPanel::editAndResend(int index, const QString& newText) {
-    if (!modelReady_ || generating_ || newText.trimmed().isEmpty()) return false;
-    if (index < 0 || index >= static_cast<int>(entries_.size()) ||
-        entries_[static_cast<size_t>(index)].role != QLatin1String("user"))
-        return false;
-    if (!check(store_->deleteMessagesFrom(conversationId_, entries_[static_cast<size_t>(index)].rowId))) return false;
-    entries_.resize(static_cast<size_t>(index));
-    view_->removeFrom(index);
-    return send(newText);
-}
-
-void ChatPanel::newConversation() {
-    if (generating_) return;
-    conversationId_ = 0;
-    entries_.clear();
-    view_->clearMessages();
-    editingIndex_ = -1;
-    notice_->hide();
-    emit conversationChanged(0);
-}
-
-bool ChatPanel::openConversation(qint64 id) {
-    if (generating_) return false;
-    auto info = store_->conversation(id);
-    if (!info) return check(info.take_error());
-    auto messages = store_->messages(id);
-    if (!messages) return check(messages.take_error());
-    newConversation();
-    conversationId_ = id;
-    const QJsonObject settings = QJsonDocument::fromJson(info->settingsJson.toUtf8()).object();
-    systemPrompt_->setText(settings.value(QStringLiteral("system_prompt")).toString());
-    sampling_->setSettings(settings_from_json(info->settingsJson, sampling_->settings()));
-    for (const StoredMessage& m : *messages) {
-        entries_.push_back({m.role, m.content, m.id});
-        view_->addMessage(m.role, m.complete ? m.content : m.content + tr("\n\n*(incomplete)*"));
-    }
-    emit conversationChanged(id);
-    return true;
-}
-
-void ChatPanel::onModelLoaded(const ModelInfo& info) {
-    modelReady_ = true;
-    modelPath_ = info.path;
-    contextLength_ = info.contextLength;
-    updateContextLabel(0, info.contextLength);
-    setGenerating(false);
-}
-
-void ChatPanel::onPrompt(const RenderedPrompt& prompt) {
-    lastPrompt_ = prompt;
-    contextLength_ = prompt.contextLength;
-    updateContextLabel(prompt.promptTokens, prompt.contextLength);
-}
-
-void ChatPanel::onTokens(const QString& text, const TokenPieces& pieces) {
-    if (!generating_ || entries_.empty()) return;
-    Entry& reply = entries_.back();
-    reply.content += text;
-    view_->appendToLast(text, pieces);
-    check(store_->updateMessage(reply.rowId, reply.content, false));
-}
-
-void ChatPanel::onFinished(const ReplyStats& stats) {
-    if (!generating_) return;
-    if (!entries_.empty()) check(store_->updateMessage(entries_.back().rowId, entries_.back().content, true));
-    setGenerating(false);
-    updateContextLabel(stats.contextUsed, stats.contextLength);
-    if (stats.stopReason == QLatin1String("context_full"))
-        notice_->setText(tr("The context is full (%1 tokens): start a new conversation to continue.").arg(stats.contextLength));
-    notice_->setVisible(stats.stopReason == QLatin1String("context_full"));
-    emit replyFinished(stats);
-}
-
-void ChatPanel::onError(const QString& message) {
-    if (generating_ && !entries_.empty()) {
-        Entry& reply = entries_.back();
-        if (reply.content.isEmpty()) {
-            // Nothing was generated: the empty reply row would only clutter the history.
-            check(store_->deleteMessagesFrom(conversationId_, reply.rowId));
-            entries_.pop_back();
-            view_->removeFrom(static_cast<int>(entries_.size()));
-        } else {
-            check(store_->updateMessage(reply.rowId, reply.content, true));
+bool ChatPanel::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == input_ && event->type() == QEvent::KeyPress) {
+        const auto* key = static_cast<QKeyEvent*>(event);
+        if ((key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) && (key->modifiers() & Qt::ControlModifier)) {
+            if (send_->isEnabled()) submit();
+            return true;
         }
     }
-    setGenerating(false);
-    notice_->setText(message);
-    notice_->show();
-    emit replyFailed(message);
+    return QWidget::eventFilter(watched, event);
 }
 
-void ChatPanel::setGenerating(bool on) {
-    generating_ = on;
-    send_->setEnabled(!on && modelReady_);
-    stop_->setEnabled(on);
-    regenerate_->setEnabled(!on && modelReady_);
-}
-
-void ChatPanel::updateContextLabel(int used, int max) {
-    context_->setText(max > 0 ? tr("Context: %1 / %2 tokens").arg(used).arg(max) : tr("Context: no model"));
-}
-
+bool ChatPanel::send(const QString& text) { return controller_->send(text); }
+void ChatPanel::stop() { controller_->stop(); }
+bool ChatPanel::regenerate() { return controller_->regenerate(); }
+bool ChatPanel::editAndResend(int index, const QString& newText) { return controller_->editAndResend(index, newText); }
+void ChatPanel::newConversation() { controller_->newConversation(); }
+bool ChatPanel::openConversation(qint64 id) { return controller_->openConversation(id); }
+qint64 ChatPanel::conversationId() const { return controller_->conversationId(); }
+bool ChatPanel::isGenerating() const { return controller_->isGenerating(); }
+bool ChatPanel::modelReady() const { return controller_->modelReady(); }
+const RenderedPrompt& ChatPanel::lastPrompt() const { return controller_->lastSentPrompt(); }
 QString ChatPanel::contextText() const { return context_->text(); }
+
+QString ChatPanel::noticeText() const {
+    QStringList lines;
+    for (const QLabel* label : {systemNote_, info_, notice_, editBanner_})
+        if (!label->isHidden()) lines << QTextDocumentFragment::fromHtml(label->text()).toPlainText();
+    return lines.join(u'\n');
+}
+
+void ChatPanel::submit() {
+    const QString text = input_->toPlainText().trimmed();
+    const bool sent = editingIndex_ >= 0 ? controller_->editAndResend(editingIndex_, text) : controller_->send(text);
+    if (!sent) return;
+    input_->clear();
+    cancelEdit();
+}
+
+void ChatPanel::beginEdit(int index) {
+    const auto& entries = controller_->entries();
+    if (controller_->isGenerating() || index < 0 || index >= static_cast<int>(entries.size()) ||
+        entries[static_cast<size_t>(index)].role != QLatin1String("user"))
+        return;
+    editingIndex_ = index;
+    input_->setPlainText(entries[static_cast<size_t>(index)].content);
+    input_->setFocus();
+    const int later = static_cast<int>(entries.size()) - index - 1;
+    editBanner_->setText(later > 0 ? tr("<b>Editing message %1.</b> Sending replaces it and deletes the %n later "
+                                        "message(s).", nullptr, later)
+                                         .arg(index + 1)
+                                   : tr("<b>Editing message %1.</b> Sending replaces it.").arg(index + 1));
+    editBanner_->show();
+    cancelEdit_->show();
+    send_->setText(tr("Send edit"));
+}
+
+void ChatPanel::cancelEdit() {
+    if (editingIndex_ < 0) return;
+    editingIndex_ = -1;
+    editBanner_->hide();
+    cancelEdit_->hide();
+    send_->setText(tr("Send"));
+}
+
+void ChatPanel::rebuild() {
+    cancelEdit();
+    error_.clear();
+    view_->clearMessages();
+    const auto& entries = controller_->entries();
+    for (size_t i = 0; i < entries.size(); ++i) {
+        view_->addMessage(entries[i].role, entries[i].content);
+        syncEntry(static_cast<int>(i));
+    }
+    updateNotices();
+    updateButtons();
+}
+
+void ChatPanel::syncEntry(int index) {
+    const auto& entries = controller_->entries();
+    if (index < 0 || index >= static_cast<int>(entries.size()) || index >= view_->count()) return;
+    const ChatEntry& e = entries[static_cast<size_t>(index)];
+    if (view_->card(index)->text() != e.content) view_->setMessageText(index, e.content);
+}
+
+void ChatPanel::updateButtons() {
+    const bool generating = controller_->isGenerating();
+    const bool ready = controller_->modelReady() && !controller_->switchPending();
+    send_->setEnabled(!generating && ready);
+    stop_->setEnabled(generating);
+    const auto& entries = controller_->entries();
+    regenerate_->setEnabled(!generating && ready && !entries.empty() && entries.back().role == QLatin1String("assistant"));
+}
+
+void ChatPanel::updateNotices() {
+    const RenderedPrompt& prompt = controller_->visiblePrompt();
+    systemNote_->setText(tr("The chat template ignores the system prompt: this model never sees it."));
+    systemNote_->setVisible(prompt.systemIgnored && controller_->setup().mode == PromptMode::Chat);
+
+    QStringList info;
+    const QString other = controller_->otherModelPath();
+    if (!other.isEmpty())
+        info << tr("This conversation was made with <b>%1</b>; the replies now come from %2. "
+                   "<a href=\"load-model\">Load %1</a>")
+                    .arg(QFileInfo(other).fileName().toHtmlEscaped(),
+                         QFileInfo(controller_->model().path).fileName().toHtmlEscaped());
+    if (prompt.droppedMessages > 0)
+        info << tr("The %n oldest message(s) no longer fit in the context and are left out.", nullptr,
+                   prompt.droppedMessages);
+    else if (prompt.droppedTokens > 0)
+        info << tr("Sliding window: the oldest %1 tokens no longer fit in the context and are left out.")
+                    .arg(prompt.droppedTokens);
+    info_->setText(info.join(QStringLiteral("<br>")));
+    info_->setVisible(!info.isEmpty());
+
+    notice_->setText(error_.toHtmlEscaped());
+    notice_->setVisible(!error_.isEmpty());
+}
 
 void ChatPanel::showRawPrompt() {
     auto* dialog = new QDialog(this);
     dialog->setObjectName(QStringLiteral("rawPromptDialog"));
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     dialog->setWindowTitle(tr("Raw prompt"));
+    const RenderedPrompt& prompt = controller_->visiblePrompt();
+    QString source;
+    if (prompt.completion) source = tr("Completion mode: the texts joined as they are, no template.");
+    else if (prompt.kind == TemplateKind::Model) source = tr("Rendered with the chat template.");
+    else source = tr("Rendered with the fallback template: %1").arg(prompt.templateNote);
+    auto* label = new QLabel(prompt.text.isEmpty()
+                                 ? tr("The conversation is empty.")
+                                 : source + tr(" %1 tokens, %2 already in the cache.").arg(prompt.promptTokens).arg(prompt.reusedTokens),
+                             dialog);
+    label->setObjectName(QStringLiteral("rawPromptSummary"));
+    label->setWordWrap(true);
     auto* layout = new QVBoxLayout(dialog);
-    const QString source = lastPrompt_.kind == TemplateKind::Model
-                               ? tr("Rendered with the model's chat template.")
-                               : tr("Rendered with the fallback template: %1").arg(lastPrompt_.templateNote);
-    layout->addWidget(new QLabel(lastPrompt_.text.isEmpty() ? tr("No prompt sent yet.")
-                                                            : source + tr(" %1 tokens, %2 reused from the cache.")
-                                                                           .arg(lastPrompt_.promptTokens)
-                                                                           .arg(lastPrompt_.reusedTokens),
-                                 dialog));
-    auto* text = new QPlainTextEdit(lastPrompt_.text, dialog);
+    layout->addWidget(label);
+    auto* text = new QPlainTextEdit(prompt.text, dialog);
     text->setReadOnly(true);
     text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     layout->addWidget(text);

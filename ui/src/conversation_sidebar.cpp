@@ -94,7 +94,7 @@ void ConversationSidebar::askDelete() {
     if (QMessageBox::question(this, tr("Delete conversation"),
                               tr("Delete \"%1\" and all its messages?").arg(list_->currentItem()->text())) ==
         QMessageBox::Yes)
-        deleteConversation(id);
+        emit deleteRequested(id);  // the chat controller deletes it (after stopping a reply into it)
 }
 
 } // namespace cflow::ui

@@ -5,6 +5,8 @@
 #include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
 #include <QSqlDatabase>
 #include <QSqlError>
 #include <QSqlQuery>
@@ -39,6 +41,18 @@ constexpr const char* kSchema[] = {
     " created_ms INTEGER NOT NULL,"
     " complete INTEGER NOT NULL DEFAULT 1)",
     "CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id)",
+};
+
+// Columns added after the first release: a database made by an older build gets them on open.
+struct AddedColumn {
+    const char* name;
+    const char* definition;
+};
+constexpr AddedColumn kAddedMessageColumns[] = {
+    {"model_path", "TEXT NOT NULL DEFAULT ''"},  // the model that wrote an assistant reply
+    {"stopped", "INTEGER NOT NULL DEFAULT 0"},   // the user stopped the reply before it ended
+    {"versions", "TEXT NOT NULL DEFAULT '[]'"},  // JSON array of every regenerated text of the reply
+    {"version", "INTEGER NOT NULL DEFAULT 0"},   // which of versions content shows
 };
 
 ConversationInfo read_conversation(const QSqlQuery& q) {
@@ -97,6 +111,16 @@ Result<std::unique_ptr<ConversationStore>> ConversationStore::open(const QString
     for (const char* statement : kSchema)
         if (!q.exec(QString::fromLatin1(statement)))
             return sql_error(path, QStringLiteral("cannot create the schema"), q.lastError());
+    QStringList present;
+    if (!q.exec(QStringLiteral("PRAGMA table_info(messages)")))
+        return sql_error(path, QStringLiteral("cannot read the schema"), q.lastError());
+    while (q.next()) present << q.value(1).toString();
+    for (const AddedColumn& column : kAddedMessageColumns) {
+        if (present.contains(QLatin1String(column.name))) continue;
+        if (!q.exec(QStringLiteral("ALTER TABLE messages ADD COLUMN %1 %2")
+                        .arg(QLatin1String(column.name), QLatin1String(column.definition))))
+            return sql_error(path, QStringLiteral("cannot upgrade the schema"), q.lastError());
+    }
     return store;
 }
 
@@ -204,6 +228,22 @@ Status ConversationStore::updateMessage(qint64 messageId, const QString& content
                        {text_value(content), complete ? 1 : 0, messageId}, QStringLiteral("cannot update the message"), messageId);
 }
 
+Status ConversationStore::setReplyDetails(qint64 messageId, const QString& modelPath, bool stopped) {
+    return exec_update(connection_, path_, QStringLiteral("UPDATE messages SET model_path = ?, stopped = ? WHERE id = ?"),
+                       {text_value(modelPath), stopped ? 1 : 0, messageId}, QStringLiteral("cannot update the reply"),
+                       messageId);
+}
+
+Status ConversationStore::setVersions(qint64 messageId, const QStringList& versions, int shown) {
+    if (shown < 0 || shown >= versions.size())
+        return make_error(QStringLiteral("version %1 of %2 does not exist").arg(shown).arg(versions.size()).toStdString());
+    const QString json = QString::fromUtf8(QJsonDocument(QJsonArray::fromStringList(versions)).toJson(QJsonDocument::Compact));
+    return exec_update(connection_, path_,
+                       QStringLiteral("UPDATE messages SET versions = ?, version = ?, content = ? WHERE id = ?"),
+                       {json, shown, text_value(versions[shown]), messageId},
+                       QStringLiteral("cannot store the reply's versions"), messageId);
+}
+
 Status ConversationStore::deleteMessagesFrom(qint64 conversationId, qint64 messageId) {
     QSqlQuery q(QSqlDatabase::database(connection_));
     q.prepare(QStringLiteral("DELETE FROM messages WHERE conversation_id = ? AND id >= ?"));
@@ -215,7 +255,8 @@ Status ConversationStore::deleteMessagesFrom(qint64 conversationId, qint64 messa
 
 Result<std::vector<StoredMessage>> ConversationStore::messages(qint64 conversationId) const {
     QSqlQuery q(QSqlDatabase::database(connection_));
-    q.prepare(QStringLiteral("SELECT id, conversation_id, role, content, created_ms, complete FROM messages "
+    q.prepare(QStringLiteral("SELECT id, conversation_id, role, content, created_ms, complete, model_path, stopped, "
+                             "versions, version FROM messages "
                              "WHERE conversation_id = ? ORDER BY id"));
     q.addBindValue(conversationId);
     if (!q.exec()) return sql_error(path_, QStringLiteral("cannot read messages"), q.lastError());
@@ -228,6 +269,17 @@ Result<std::vector<StoredMessage>> ConversationStore::messages(qint64 conversati
         m.content = q.value(3).toString();
         m.createdMs = q.value(4).toLongLong();
         m.complete = q.value(5).toInt() != 0;
+        m.modelPath = q.value(6).toString();
+        m.stopped = q.value(7).toInt() != 0;
+        for (const QJsonValue& v : QJsonDocument::fromJson(q.value(8).toString().toUtf8()).array())
+            m.versions << v.toString();
+        m.version = q.value(9).toInt();
+        // A row whose versions do not include its content (older rows, a crash mid-regenerate)
+        // shows its content as the only version.
+        if (m.version < 0 || m.version >= m.versions.size() || m.versions[m.version] != m.content) {
+            m.versions = QStringList{m.content};
+            m.version = 0;
+        }
         out.push_back(std::move(m));
     }
     return out;

@@ -48,26 +48,31 @@ void EngineWorker::shutdown() {
 
 void EngineWorker::loadModel(const QString& path, unsigned threads) {
     if (shutDown_.load()) return;
-    chat_.reset();
-    model_.reset();
-    hasLast_ = false;
+    // The loaded model stays until the new one is ready: a file that fails to load costs nothing.
     auto loaded = Model::load(path.toStdString());
     if (!loaded) {
         spdlog::warn("engine: cannot load '{}': {}", path.toStdString(), loaded.error());
         emit loadFailed(path, QString::fromStdString(loaded.error()));
         return;
     }
+    auto previousModel = std::move(model_);
+    auto previousChat = std::move(chat_);
+    const QString previousPath = modelPath_;
     model_ = std::move(loaded).value();
     modelPath_ = path;
     if (!ensureSession(threads)) {
-        model_.reset();
+        model_ = std::move(previousModel);
+        chat_ = std::move(previousChat);
+        modelPath_ = previousPath;
         return;
     }
+    hasLast_ = false;
     ModelInfo info;
     info.path = path;
     info.name = QString::fromStdString(model_->name());
     info.contextLength = static_cast<int>(chat_->session().context_length());
-    info.hasChatTemplate = !model_->chat_template().empty();
+    info.hasChatTemplate = chat_->has_model_template();
+    info.templateNote = QString::fromStdString(chat_->template_note());
     info.fileBytes = model_->file().file_bytes();
     info.model = model_;
     spdlog::info("engine: loaded '{}' (context {} tokens, {} threads)", path.toStdString(), info.contextLength,
@@ -101,6 +106,39 @@ std::vector<ChatMessage> to_messages(const Conversation& conversation) {
 
 } // namespace
 
+Result<PreparedTurn> EngineWorker::prepareTurn(const Conversation& conversation, const GenerationSettings& settings) {
+    if (!(chat_->template_choice().kind == settings.templateChoice.kind &&
+          chat_->template_choice().value == settings.templateChoice.value))
+        if (Status s = chat_->set_template(settings.templateChoice); !s) return s.take_error();
+    PrepareOptions options;
+    options.policy = settings.contextPolicy;
+    options.reserve_tokens =
+        static_cast<uint32_t>(resolved_max_tokens(settings, static_cast<int>(chat_->session().context_length())));
+    if (settings.mode == PromptMode::Completion) {
+        // The texts as one document, as `cflow generate` continues a prompt (no system prompt).
+        std::string text;
+        for (const ChatTurn& turn : conversation)
+            if (turn.role != QLatin1String("system")) text += turn.content.toStdString();
+        return chat_->prepare_raw(text, options);
+    }
+    return chat_->prepare(to_messages(conversation), options);
+}
+
+RenderedPrompt EngineWorker::describe(const PreparedTurn& turn, const GenerationSettings& settings) const {
+    RenderedPrompt prompt;
+    prompt.text = QString::fromStdString(turn.text);
+    prompt.kind = turn.source == PromptSource::Fallback ? TemplateKind::Fallback : TemplateKind::Model;
+    prompt.templateNote = QString::fromStdString(turn.note);
+    prompt.promptTokens = static_cast<int>(turn.ids.size());
+    prompt.reusedTokens = static_cast<int>(turn.reused_tokens);
+    prompt.contextLength = static_cast<int>(turn.context_length);
+    prompt.droppedMessages = static_cast<int>(turn.dropped_messages);
+    prompt.droppedTokens = static_cast<int>(turn.dropped_tokens);
+    prompt.systemIgnored = turn.system_ignored;
+    prompt.completion = settings.mode == PromptMode::Completion;
+    return prompt;
+}
+
 void EngineWorker::generate(const Conversation& conversation, const GenerationSettings& settings, uint64_t stopsAtPost) {
     if (shutDown_.load()) return;
     if (!model_) {
@@ -111,7 +149,20 @@ void EngineWorker::generate(const Conversation& conversation, const GenerationSe
     lastSettings_ = settings;
     hasLast_ = true;
     if (!ensureSession(settings.threads)) return;
-    run(chat_->prepare(to_messages(conversation)), settings, stopsAtPost);
+    run(prepareTurn(conversation, settings), settings, stopsAtPost);
+}
+
+void EngineWorker::measure(quint64 serial, const Conversation& conversation, const GenerationSettings& settings) {
+    if (shutDown_.load() || !model_ || !chat_) return;
+    auto turn = prepareTurn(conversation, settings);
+    RenderedPrompt prompt;
+    if (turn) {
+        prompt = describe(*turn, settings);
+    } else {
+        prompt.templateNote = QString::fromStdString(turn.error());
+        prompt.contextLength = static_cast<int>(chat_->session().context_length());
+    }
+    emit measured(serial, prompt);
 }
 
 void EngineWorker::generatePrompt(const QString& promptText, const GenerationSettings& settings) {
@@ -132,7 +183,7 @@ void EngineWorker::regenerate() {
     }
     lastSettings_.sampling.seed += 1;
     if (!ensureSession(lastSettings_.threads)) return;
-    run(chat_->prepare(to_messages(lastConversation_)), lastSettings_);
+    run(prepareTurn(lastConversation_, lastSettings_), lastSettings_);
 }
 
 void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& settings, uint64_t stopsAtPost) {
@@ -146,14 +197,7 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
         return;
     }
     const PreparedTurn& turn = *prepared;
-    RenderedPrompt prompt;
-    prompt.text = QString::fromStdString(turn.text);
-    prompt.kind = turn.source == PromptSource::ModelTemplate ? TemplateKind::Model : TemplateKind::Fallback;
-    prompt.templateNote = QString::fromStdString(turn.note);
-    prompt.promptTokens = static_cast<int>(turn.ids.size());
-    prompt.reusedTokens = static_cast<int>(turn.reused_tokens);
-    prompt.contextLength = static_cast<int>(turn.context_length);
-    emit promptReady(prompt);
+    emit promptReady(describe(turn, settings));
     if (!turn.fits()) {
         emit error(tr("The context is full: the conversation needs %1 tokens and the model's context holds %2. "
                       "Start a new conversation or shorten the messages.")
@@ -164,12 +208,29 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
 
     ReplyOptions options;
     options.sampling = settings.sampling;
-    options.max_tokens = std::max(1, settings.maxTokens);
+    options.max_tokens = resolved_max_tokens(settings, static_cast<int>(turn.context_length));
     options.ignore_end_of_turn = settings.ignoreEos;
+    TelemetrySink sink;
     {
         std::lock_guard lock(sinkMutex_);
-        options.on_step = sink_;
+        sink = sink_;
     }
+    // Prompt progress comes from the steps' telemetry: each prefill chunk records its tokens.
+    const int promptToFeed = static_cast<int>(turn.ids.size() - std::min(turn.ids.size(), turn.reused_tokens));
+    int promptFed = 0;
+    bool promptDone = false;
+    QElapsedTimer sinceProgress;
+    sinceProgress.start();
+    options.on_step = [&](const TokenTelemetry& t) {
+        if (sink) sink(t);
+        if (promptDone) return;
+        promptFed = std::min(promptToFeed, promptFed + static_cast<int>(std::max<uint32_t>(1, t.tokens)));
+        promptDone = promptFed >= promptToFeed;
+        if (promptDone || sinceProgress.elapsed() >= kBatchIntervalMs) {
+            emit promptProgress(promptFed, promptToFeed);
+            sinceProgress.restart();
+        }
+    };
 
     QString pending;                 // text not yet sent to the GUI
     int pendingTokens = 0;

@@ -15,6 +15,8 @@
 #include <QMessageBox>
 #include <QMetaObject>
 #include <QPlainTextEdit>
+#include <QScrollArea>
+#include <QCloseEvent>
 #include <QPointer>
 #include <QSettings>
 #include <QStatusBar>
@@ -26,6 +28,7 @@
 
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/model_path_kind.h"
+#include "cflow/ui/chat_controller.h"
 #include "cflow/ui/chat_panel.h"
 #include "cflow/ui/chat_view.h"
 #include "cflow/ui/conversation_sidebar.h"
@@ -36,7 +39,9 @@
 #include "cflow/ui/model_header_view.h"
 #include "cflow/ui/model_library.h"
 #include "cflow/ui/model_loader.h"
+#include "cflow/ui/prompt_panel.h"
 #include "cflow/ui/sampling_panel.h"
+#include "cflow/ui/status_area.h"
 #include "cflow/ui/telemetry_ring.h"
 
 namespace cflow::ui {
@@ -45,6 +50,8 @@ namespace {
 constexpr int kMaxRecentModels = 8;
 constexpr qint64 kMaxLogBytesShown = 1 << 20;
 const QString kRecentKey = QStringLiteral("recentModels");
+const QString kGeometryKey = QStringLiteral("mainWindow/geometry");
+const QString kStateKey = QStringLiteral("mainWindow/state");
 
 std::unique_ptr<ConversationStore> open_store_or_memory(QString& warning) {
     const QString path = default_database_path();
@@ -61,7 +68,8 @@ QString data_size(uint64_t bytes) { return QLocale().formattedDataSize(static_ca
 
 } // namespace
 
-MainWindow::MainWindow(QWidget* parent, MainWindowOptions options) : QMainWindow(parent) {
+MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
+    : QMainWindow(parent), rememberLayout_(options.rememberLayout) {
     setWindowTitle(tr("cflow studio"));
     QString storeWarning;
     store_ = open_store_or_memory(storeWarning);
@@ -69,57 +77,106 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options) : QMainWindow
     engine_ = std::make_unique<EngineThread>();
     // The engine thread is the ring's only producer; the inspector dock its only consumer.
     engine_->worker()->setTelemetrySink([ring = ring_.get()](const TokenTelemetry& t) { ring->push(t); });
+    controller_ = new ChatController(engine_->worker(), store_.get(), this);
     sampling_ = new SamplingPanel(this);
-    chat_ = new ChatPanel(engine_->worker(), store_.get(), sampling_, this);
+    controller_->setSettingsSource([sampling = sampling_] { return sampling->settings(); });
+    chat_ = new ChatPanel(controller_, this);
     setCentralWidget(chat_);
     headerView_ = new ModelHeaderView(this);
     sidebar_ = new ConversationSidebar(store_.get(), this);
+    prompt_ = new PromptPanel(controller_, this);
     createDocks(options);
     createMenus();
     // Clicking a token of a reply streamed in this session marks its column in the routing strip.
     connect(chat_->view(), &ChatView::tokenClicked, inspector_, &InspectorDock::highlightToken);
 
-    metrics_ = new QLabel(this);
-    metrics_->setObjectName(QStringLiteral("metrics"));
-    statusBar()->addPermanentWidget(metrics_);
-    statusBar()->showMessage(storeWarning.isEmpty()
-                                 ? tr("No model open. File > Open model… to load a .cflow file.")
-                                 : tr("Conversations are not saved: %1").arg(storeWarning));
+    status_ = new StatusArea(this);
+    statusBar()->addWidget(status_, 1);
+    statusBar()->setSizeGripEnabled(true);
+    if (storeWarning.isEmpty()) status_->showInfo(tr("No model open. File > Open model… to load a .cflow file."));
+    else status_->showError(tr("Conversations are not saved: %1").arg(storeWarning));
+    wireController();
 
-    connect(engine_->worker(), &EngineWorker::modelLoaded, this, [this](const ModelInfo& info) {
-        statusBar()->showMessage(tr("%1 ready: context %2 tokens%3")
-                                     .arg(info.name)
-                                     .arg(info.contextLength)
-                                     .arg(info.hasChatTemplate ? QString() : tr(", no chat template (fallback in use)")));
+    setMinimumSize(kMinimumWidth, kMinimumHeight);
+    resize(1200, 800);
+    defaultState_ = saveState();
+    if (rememberLayout_) {
+        QSettings settings;
+        restoreGeometry(settings.value(kGeometryKey).toByteArray());
+        restoreState(settings.value(kStateKey).toByteArray());
+    }
+}
+
+void MainWindow::wireController() {
+    connect(controller_, &ChatController::modelLoading, this, [this](const QString& path) {
+        status_->showInfo(tr("Loading %1…").arg(QDir::toNativeSeparators(path)));
+    });
+    connect(controller_, &ChatController::modelChanged, this, [this](const ModelInfo& info) {
+        // Title, header, inspector and status change together, when the engine has the model.
+        setWindowTitle(tr("%1 — cflow studio").arg(QFileInfo(info.path).fileName()));
+        if (auto found = summaries_.find(info.path); found != summaries_.end()) {
+            headerView_->showSummary(found->second);
+            summaries_.erase(found);
+        }
         inspector_->setModel(info.model);
+        status_->showInfo(tr("%1 ready: context %2 tokens%3")
+                              .arg(info.name)
+                              .arg(info.contextLength)
+                              .arg(info.hasChatTemplate ? QString() : tr(", no chat template (completion mode)")));
+        rememberRecent(info.path);
+        lastError_.clear();
         emit engineReady(info);
     });
-    connect(engine_->worker(), &EngineWorker::loadFailed, this,
+    connect(controller_, &ChatController::modelFailed, this,
             [this](const QString& path, const QString& message) { reportError(path, message); });
-    connect(chat_, &ChatPanel::replyFinished, this, &MainWindow::showStats);
-    connect(chat_, &ChatPanel::replyFailed, this,
-            [this](const QString& message) { statusBar()->showMessage(tr("Generation failed: %1").arg(message)); });
-    connect(chat_, &ChatPanel::storeError, this, [this](const QString& message) {
-        spdlog::warn("conversation store: {}", message.toStdString());
-        statusBar()->showMessage(tr("Could not save: %1").arg(message));
-    });
-    connect(chat_, &ChatPanel::conversationChanged, this, [this](qint64 id) {
+    connect(controller_, &ChatController::conversationChanged, this, [this](qint64 id) {
         sidebar_->refresh(id);
         inspector_->clearTelemetry();
     });
-    connect(sidebar_, &ConversationSidebar::newConversationRequested, chat_, &ChatPanel::newConversation);
+    connect(controller_, &ChatController::conversationListChanged, this,
+            [this] { sidebar_->refresh(controller_->conversationId()); });
+    connect(controller_, &ChatController::switchQueued, this, [this](const QString& what) {
+        sidebar_->refresh(controller_->conversationId());  // the list shows what the transcript shows
+        status_->showInfo(tr("Stopping the reply before %1…").arg(what));
+    });
+    connect(controller_, &ChatController::samplingRestored, sampling_, &SamplingPanel::setSettings);
+    connect(controller_, &ChatController::storeError, this, [this](const QString& message) {
+        spdlog::warn("conversation store: {}", message.toStdString());
+        status_->showError(tr("Could not save: %1").arg(message));
+    });
+    connect(controller_, &ChatController::replyStarted, this, [this] {
+        replyTokens_ = 0;
+        status_->showInfo(tr("Processing the prompt…"));
+    });
+    connect(controller_, &ChatController::promptProgress, status_, &StatusArea::showPromptProgress);
+    connect(controller_, &ChatController::replyStreamed, this, [this](int, const QString&, int tokens, const TokenPieces&) {
+        if (replyTokens_ == 0) {
+            replyClock_.start();
+            status_->showInfo(tr("Generating…"));
+        }
+        replyTokens_ += tokens;
+        const double seconds = double(replyClock_.nsecsElapsed()) / 1e9;
+        // The first batch starts the clock: the rate counts the tokens after it.
+        status_->showDecoding(replyTokens_, seconds > 0.05 ? double(replyTokens_ - 1) / seconds : 0.0);
+    });
+    connect(controller_, &ChatController::replyFinished, this, [this](const ReplyStats& stats) {
+        status_->clearActivity();
+        status_->showInfo(stats.stopReason == QLatin1String("cancelled") ? tr("Reply stopped.") : tr("Reply done."));
+        showStats(stats);
+    });
+    connect(controller_, &ChatController::replyFailed, this, [this](const QString& message) {
+        status_->clearActivity();
+        status_->showError(tr("Generation failed: %1").arg(message));
+    });
+    connect(sidebar_, &ConversationSidebar::newConversationRequested, controller_, &ChatController::newConversation);
     connect(sidebar_, &ConversationSidebar::conversationActivated, this, [this](qint64 id) {
-        if (!chat_->openConversation(id)) return;
-        // Each conversation remembers its model: reopen it when another one is loaded.
-        auto info = store_->conversation(id);
-        if (info && !info->modelPath.isEmpty() && QFileInfo::exists(info->modelPath) &&
-            (!model_ || QString::fromStdString(model_->path()) != info->modelPath))
-            openModel(info->modelPath);
+        controller_->openConversation(id);
+        sidebar_->refresh(controller_->conversationId());
     });
+    connect(sidebar_, &ConversationSidebar::deleteRequested, controller_, &ChatController::deleteConversation);
     connect(sidebar_, &ConversationSidebar::conversationDeleted, this, [this](qint64 id) {
-        if (chat_->conversationId() == id) chat_->newConversation();
+        if (controller_->conversationId() == id) controller_->newConversation();
     });
-    resize(1200, 800);
 }
 
 MainWindow::~MainWindow() {
@@ -138,21 +195,50 @@ void MainWindow::createDocks(const MainWindowOptions& options) {
     left->setWidget(sidebar_);
     addDockWidget(Qt::LeftDockWidgetArea, left);
 
-    auto* sampling = new QDockWidget(tr("Sampling"), this);
-    sampling->setObjectName(QStringLiteral("samplingDock"));
-    sampling->setWidget(sampling_);
-    addDockWidget(Qt::RightDockWidgetArea, sampling);
-
-    auto* header = new QDockWidget(tr("Model"), this);
-    header->setObjectName(QStringLiteral("modelDock"));
-    header->setWidget(headerView_);
-    addDockWidget(Qt::RightDockWidgetArea, header);
+    // Settings share one tabbed column on the right: the transcript keeps the middle.
+    QDockWidget* previous = nullptr;
+    const std::pair<QString, QWidget*> tabs[] = {
+        {tr("Prompt"), prompt_}, {tr("Sampling"), sampling_}, {tr("Model"), headerView_}};
+    const char* names[] = {"promptDock", "samplingDock", "modelDock"};
+    for (size_t i = 0; i < std::size(tabs); ++i) {
+        auto* dock = new QDockWidget(tabs[i].first, this);
+        dock->setObjectName(QString::fromLatin1(names[i]));
+        auto* scroll = new QScrollArea(dock);  // a short window scrolls the panel instead of growing
+        scroll->setWidget(tabs[i].second);
+        scroll->setWidgetResizable(true);
+        scroll->setFrameShape(QFrame::NoFrame);
+        dock->setWidget(scroll);
+        addDockWidget(Qt::RightDockWidgetArea, dock);
+        if (previous) tabifyDockWidget(previous, dock);
+        previous = dock;
+    }
+    if (auto* first = findChild<QDockWidget*>(QStringLiteral("promptDock"))) first->raise();
 
     InspectorOptions inspectorOptions;
     inspectorOptions.measureBandwidthAtStart = options.measureReadBandwidth;
     inspector_ = new InspectorDock(ring_.get(), this, inspectorOptions);
     inspector_->setObjectName(QStringLiteral("inspectorDock"));
     addDockWidget(Qt::BottomDockWidgetArea, inspector_);
+    // The inspector starts at a quarter of the height: the transcript is what people read.
+    resizeDocks({inspector_}, {200}, Qt::Vertical);
+    resizeDocks({left}, {220}, Qt::Horizontal);
+}
+
+void MainWindow::resetLayout() {
+    restoreState(defaultState_);
+    for (QDockWidget* dock : findChildren<QDockWidget*>()) dock->show();
+    if (auto* first = findChild<QDockWidget*>(QStringLiteral("promptDock"))) first->raise();
+}
+
+void MainWindow::saveLayout() const {
+    QSettings settings;
+    settings.setValue(kGeometryKey, saveGeometry());
+    settings.setValue(kStateKey, saveState());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (rememberLayout_) saveLayout();
+    QMainWindow::closeEvent(event);
 }
 
 void MainWindow::createMenus() {
@@ -171,10 +257,17 @@ void MainWindow::createMenus() {
     quit->setShortcut(QKeySequence::Quit);
 
     QMenu* chat = menuBar()->addMenu(tr("&Chat"));
-    chat->addAction(tr("&New conversation"), chat_, &ChatPanel::newConversation)->setShortcut(QKeySequence::New);
-    chat->addAction(tr("&Stop"), chat_, &ChatPanel::stop)->setShortcut(Qt::Key_Escape);
-    chat->addAction(tr("&Regenerate"), chat_, &ChatPanel::regenerate);
+    chat->addAction(tr("&New conversation"), controller_, &ChatController::newConversation)->setShortcut(QKeySequence::New);
+    chat->addAction(tr("&Stop"), controller_, &ChatController::stop)->setShortcut(Qt::Key_Escape);
+    chat->addAction(tr("&Regenerate"), controller_, &ChatController::regenerate)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
     chat->addAction(tr("Show raw &prompt"), chat_, &ChatPanel::showRawPrompt);
+
+    viewMenu_ = menuBar()->addMenu(tr("&View"));
+    viewMenu_->setObjectName(QStringLiteral("viewMenu"));
+    for (const char* name : {"conversationsDock", "promptDock", "samplingDock", "modelDock", "inspectorDock"})
+        if (auto* dock = findChild<QDockWidget*>(QString::fromLatin1(name))) viewMenu_->addAction(dock->toggleViewAction());
+    viewMenu_->addSeparator();
+    viewMenu_->addAction(tr("&Reset layout"), this, &MainWindow::resetLayout);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("View &log"), this, &MainWindow::showLog);
@@ -267,15 +360,15 @@ void MainWindow::showLog() {
 void MainWindow::exportConversation(bool asJson) {
     const qint64 id = chat_->conversationId();
     if (id == 0) {
-        statusBar()->showMessage(tr("No conversation to export."));
+        status_->showInfo(tr("No conversation to export."));
         return;
     }
     const QString path = QFileDialog::getSaveFileName(this, tr("Export conversation"), QString(),
                                                       asJson ? tr("JSON (*.json)") : tr("Markdown (*.md)"));
     if (path.isEmpty()) return;
     const Status status = asJson ? store_->exportJson(id, path) : store_->exportMarkdown(id, path);
-    statusBar()->showMessage(status ? tr("Exported to %1").arg(QDir::toNativeSeparators(path))
-                                    : QString::fromStdString(status.error()));
+    if (status) status_->showInfo(tr("Exported to %1").arg(QDir::toNativeSeparators(path)));
+    else status_->showError(QString::fromStdString(status.error()));
 }
 
 void MainWindow::rememberRecent(const QString& path) {
@@ -297,7 +390,7 @@ void MainWindow::rebuildRecentMenu() {
 }
 
 void MainWindow::showStats(const ReplyStats& stats) {
-    metrics_->setText(tr("TTFT %1 ms · prompt %2 tok/s · decode %3 tok/s · %4 tokens (%5) · mapped %6, resident %7")
+    status_->showMetrics(tr("TTFT %1 ms · prompt %2 tok/s · decode %3 tok/s · %4 tokens (%5) · mapped %6, resident %7")
                           .arg(stats.timeToFirstTokenMs, 0, 'f', 0)
                           .arg(stats.promptTokensPerS, 0, 'f', 1)
                           .arg(stats.decodeTokensPerS, 0, 'f', 1)
@@ -306,12 +399,12 @@ void MainWindow::showStats(const ReplyStats& stats) {
                           .arg(data_size(stats.mappedBytes), data_size(stats.residentBytes)));
 }
 
-QString MainWindow::metricsText() const { return metrics_->text(); }
+QString MainWindow::metricsText() const { return status_->metrics(); }
 
 QCoro::Task<bool> MainWindow::openModel(QString path) {
     const uint64_t request = ++openRequest_;
     QPointer<MainWindow> self(this);
-    statusBar()->showMessage(tr("Opening %1…").arg(QDir::toNativeSeparators(path)));
+    status_->showInfo(tr("Opening %1…").arg(QDir::toNativeSeparators(path)));
     spdlog::info("opening model '{}'", path.toStdString());
 
     // The future is a named local and no lambda is involved on purpose: with GCC 12, a
@@ -328,28 +421,20 @@ QCoro::Task<bool> MainWindow::openModel(QString path) {
         reportError(path, loaded.error);
         co_return false;
     }
+    // Nothing shown changes yet: the header, the title and the inspector follow the engine
+    // (modelChanged), which first stops a streaming reply of the current model.
     model_ = std::move(loaded.file);
     lastError_.clear();
-    headerView_->showSummary(loaded.summary);
-    setWindowTitle(tr("%1 — cflow studio").arg(QFileInfo(path).fileName()));
-    statusBar()->showMessage(tr("Opened %1: %2 layers, %3")
-                                 .arg(QDir::toNativeSeparators(path))
-                                 .arg(model_->header().n_layers)
-                                 .arg(QLocale().formattedDataSize(static_cast<qint64>(model_->file_bytes()))));
-    spdlog::info("opened model '{}' ({} bytes)", path.toStdString(), model_->file_bytes());
-    rememberRecent(path);
-    chat_->setModelPath(path);
-    // The engine loads its own Model on its thread; the chat enables once modelLoaded arrives.
-    EngineWorker* worker = engine_->worker();
-    const unsigned threads = sampling_->settings().threads;
-    QMetaObject::invokeMethod(worker, [worker, path, threads] { worker->loadModel(path, threads); });
+    summaries_[path] = loaded.summary;
+    spdlog::info("read the header of '{}' ({} bytes)", path.toStdString(), model_->file_bytes());
+    controller_->loadModel(path, sampling_->settings().threads);
     emit modelOpened(path);
     co_return true;
 }
 
 void MainWindow::reportError(const QString& path, const QString& message) {
     lastError_ = message;
-    statusBar()->showMessage(tr("Could not open %1").arg(QDir::toNativeSeparators(path)));
+    status_->showError(tr("Could not open %1: %2").arg(QDir::toNativeSeparators(path), message));
     spdlog::warn("cannot open model '{}': {}", path.toStdString(), message.toStdString());
 
     // open() rather than exec(): window-modal without a nested event loop, so nothing

@@ -86,7 +86,8 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     minP_ = real_box(0, 1, 0.01, 2, this);
     repeatPenalty_ = real_box(0.5, 3, 0.01, 2, this);
     seed_ = int_box(0, std::numeric_limits<int>::max(), this);  // the UI offers 31-bit seeds
-    maxTokens_ = int_box(1, 1 << 20, this);
+    maxTokens_ = int_box(0, 1 << 20, this);
+    maxTokens_->setSpecialValueText(tr("auto (¼ of context)"));
     threads_ = int_box(0, 1024, this);
     threads_->setSpecialValueText(tr("auto (%1)").arg(QThread::idealThreadCount()));
     form->addRow(tr("Temperature"), temperature_);

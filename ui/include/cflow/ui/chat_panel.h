@@ -1,14 +1,13 @@
 #pragma once
-// The chat itself: message view, input, Send / Stop / Regenerate, system prompt, the raw
-// prompt viewer and the context gauge. It drives the EngineWorker through queued calls
-// and persists every message through the ConversationStore as it completes (the reply
-// row is inserted when it starts and updated as it streams).
+// The chat as the user sees it: the transcript, the input, Send / Stop / Regenerate, the
+// system prompt, the context gauge and the notices (context full, a template that ignores
+// the system prompt, turns left out of the context, a conversation made with another model,
+// the message being edited). Everything it shows comes from the ChatController; everything
+// the user does goes to it.
 #include <QString>
 #include <QWidget>
 
-#include "cflow/base/result.h"
 #include "cflow/ui/chat_types.h"
-#include "cflow/ui/token_spans.h"
 
 class QLabel;
 class QLineEdit;
@@ -17,82 +16,68 @@ class QPushButton;
 
 namespace cflow::ui {
 
+class ChatController;
 class ChatView;
-class ConversationStore;
-class EngineWorker;
-class SamplingPanel;
 
 class ChatPanel : public QWidget {
     Q_OBJECT
 public:
-    ChatPanel(EngineWorker* worker, ConversationStore* store, SamplingPanel* sampling, QWidget* parent = nullptr);
+    ChatPanel(ChatController* controller, QWidget* parent = nullptr);
 
-    // Sends text as the next user message (starting a conversation when none is open).
-    // False when no model is ready, a reply is streaming or text is empty.
+    // Shorthands for the controller's own calls (tests and the self-test drive the panel).
     bool send(const QString& text);
     void stop();
-    bool regenerate();  // replaces the last reply, sampling with the next seed
-    // Drops user message `index` and everything after it, then sends newText in its place.
+    bool regenerate();
     bool editAndResend(int index, const QString& newText);
-
     void newConversation();
     bool openConversation(qint64 id);
-    qint64 conversationId() const { return conversationId_; }
+    qint64 conversationId() const;
+    bool isGenerating() const;
+    bool modelReady() const;
+    const RenderedPrompt& lastPrompt() const;
 
-    void setModelPath(const QString& path) { modelPath_ = path; }
-    bool isGenerating() const { return generating_; }
-    bool modelReady() const { return modelReady_; }
-    const RenderedPrompt& lastPrompt() const { return lastPrompt_; }
+    // The input box's edit mode: the next Send replaces user message index and drops what follows.
+    void beginEdit(int index);
+    void cancelEdit();
+    int editingIndex() const { return editingIndex_; }
+
     ChatView* view() const { return view_; }
     QLineEdit* systemPromptField() const { return systemPrompt_; }
+    QPlainTextEdit* input() const { return input_; }
+    QPushButton* sendButton() const { return send_; }
     QString contextText() const;
+    QString noticeText() const;        // the visible notices, one per line ("" when none)
     void showRawPrompt();
 
 signals:
-    void conversationChanged(qint64 id);  // created, opened or cleared (0)
     void replyFinished(const cflow::ui::ReplyStats& stats);
     void replyFailed(const QString& message);
-    void storeError(const QString& message);
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
-    void onModelLoaded(const ModelInfo& info);
-    void onPrompt(const RenderedPrompt& prompt);
-    void onTokens(const QString& text, const TokenPieces& pieces);
-    void onFinished(const ReplyStats& stats);
-    void onError(const QString& message);
-    void startReply(int seedOffset);
-    Conversation history() const;
-    void setGenerating(bool on);
-    void updateContextLabel(int used, int max);
-    bool check(const Status& status);
-    QString settingsJson() const;
+    void rebuild();
+    void syncEntry(int index);
+    void updateButtons();
+    void updateNotices();
+    void submit();
 
-    EngineWorker* worker_;
-    ConversationStore* store_;
-    SamplingPanel* sampling_;
+    ChatController* controller_;
     ChatView* view_;
     QPlainTextEdit* input_;
     QLineEdit* systemPrompt_;
+    QLabel* systemNote_;
     QPushButton* send_;
     QPushButton* stop_;
     QPushButton* regenerate_;
     QLabel* context_;
-    QLabel* notice_;
-
-    struct Entry {
-        QString role;
-        QString content;
-        qint64 rowId = 0;
-    };
-    std::vector<Entry> entries_;  // the open conversation, mirrored by view_
-    qint64 conversationId_ = 0;
-    QString modelPath_;
-    bool modelReady_ = false;
-    bool generating_ = false;
-    int editingIndex_ = -1;  // user message being edited through the input box
-    int regenerations_ = 0;
-    int contextLength_ = 0;
-    RenderedPrompt lastPrompt_;
+    QLabel* notice_;       // errors and context full, cleared by the next reply
+    QLabel* info_;         // other model, dropped turns: follows the conversation
+    QLabel* editBanner_;
+    QPushButton* cancelEdit_;
+    QString error_;
+    int editingIndex_ = -1;
 };
 
 } // namespace cflow::ui

@@ -2,6 +2,7 @@
 // Plain values that cross from the GUI thread to the engine worker and back through
 // queued signals: the conversation to continue, the generation settings and the
 // outcome of one reply. Registered as Qt metatypes so they can travel by value.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <QMetaType>
 #include <QString>
 
+#include "cflow/engine/chat/chat_session.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/generation/sampler.h"
 
@@ -20,12 +22,25 @@ struct ChatTurn {
 };
 using Conversation = std::vector<ChatTurn>;
 
+// Chat: the conversation through a chat template. Completion: the messages' texts joined
+// verbatim and continued (base models, models without a template), as `cflow generate` does.
+enum class PromptMode : uint8_t { Chat, Completion };
+
 struct GenerationSettings {
     SamplingParams sampling;
-    int32_t maxTokens = 512;  // generated tokens per reply
+    // Generated tokens per reply; 0 = a quarter of the model's context (resolved by the worker).
+    int32_t maxTokens = 0;
     unsigned threads = 0;     // engine threads; 0 = hardware concurrency
     bool ignoreEos = false;   // keep going past end-of-generation (benchmarks, tests)
+    PromptMode mode = PromptMode::Chat;
+    TemplateChoice templateChoice;                       // Chat mode: which template renders
+    ContextPolicy contextPolicy = ContextPolicy::DropOldest;
 };
+
+// maxTokens as the worker applies it to a model with this context.
+inline int32_t resolved_max_tokens(const GenerationSettings& s, int contextLength) {
+    return s.maxTokens > 0 ? s.maxTokens : std::max(1, contextLength / 4);
+}
 
 // Which chat template rendered the prompt: the model's own, or the explicit
 // "role: content" fallback used when the model has none (or its template failed).
@@ -38,6 +53,10 @@ struct RenderedPrompt {
     int promptTokens = 0;                  // tokens of the whole rendered prompt
     int reusedTokens = 0;                  // of those, already in the KV cache (not recomputed)
     int contextLength = 0;                 // the session's context size in tokens
+    int droppedMessages = 0;               // left out by the context policy (oldest turns)
+    int droppedTokens = 0;                 // left out by the context policy
+    bool systemIgnored = false;            // the template does not write the system prompt
+    bool completion = false;               // rendered in completion mode (texts joined, no template)
 };
 
 struct ReplyStats {
@@ -58,6 +77,7 @@ struct ModelInfo {
     QString name;
     int contextLength = 0;
     bool hasChatTemplate = false;
+    QString templateNote;                // why the model's template is not used ("" when it is)
     uint64_t fileBytes = 0;
     std::shared_ptr<const Model> model;  // immutable, shareable with the GUI (the inspector reads its geometry)
 };

@@ -27,6 +27,7 @@ signals:
     void conversationActivated(qint64 id);
     void newConversationRequested();
     void conversationDeleted(qint64 id);
+    void deleteRequested(qint64 id);  // the user confirmed deleting it
     void storeError(const QString& message);
 
 private:

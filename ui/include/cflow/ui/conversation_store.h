@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <QString>
+#include <QStringList>
 #include <QtGlobal>
 
 #include "cflow/base/result.h"
@@ -30,6 +31,10 @@ struct StoredMessage {
     QString content;
     qint64 createdMs = 0;
     bool complete = true;   // false while (or if a crash happened while) the reply streamed
+    QString modelPath;      // assistant replies: the model that wrote it ("" for older rows)
+    bool stopped = false;   // the user stopped the reply
+    QStringList versions;   // every regenerated text of this reply, oldest first; always holds content
+    int version = 0;        // versions[version] == content
 };
 
 // CFLOW_STUDIO_DB when set, else AppDataLocation/cflow-studio.sqlite (folder created).
@@ -58,6 +63,9 @@ public:
 
     Result<qint64> addMessage(qint64 conversationId, const QString& role, const QString& content, bool complete = true);
     Status updateMessage(qint64 messageId, const QString& content, bool complete);
+    Status setReplyDetails(qint64 messageId, const QString& modelPath, bool stopped);
+    // Keeps every regenerated text of a reply; content becomes versions[shown].
+    Status setVersions(qint64 messageId, const QStringList& versions, int shown);
     // Removes messageId and every later message of its conversation (edit and resend, regenerate).
     Status deleteMessagesFrom(qint64 conversationId, qint64 messageId);
     Result<std::vector<StoredMessage>> messages(qint64 conversationId) const;

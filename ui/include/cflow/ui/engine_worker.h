@@ -62,11 +62,20 @@ public slots:
     void generatePrompt(const QString& promptText, const cflow::ui::GenerationSettings& settings);
     // Runs the last generate() request again with the next seed, so the reply differs.
     void regenerate();
+    // Renders and encodes the conversation as generate() would (template, mode, context
+    // policy, KV reuse plan) without running anything: the context gauge and the raw-prompt
+    // view of a conversation that is not being generated. Answers with measured(serial, ...).
+    void measure(quint64 serial, const cflow::ui::Conversation& conversation,
+                 const cflow::ui::GenerationSettings& settings);
 
 signals:
     void modelLoaded(const cflow::ui::ModelInfo& info);
     void loadFailed(const QString& path, const QString& message);
     void promptReady(const cflow::ui::RenderedPrompt& prompt);
+    void measured(quint64 serial, const cflow::ui::RenderedPrompt& prompt);
+    // Prompt tokens computed so far of this turn's `total` to feed (after KV reuse); sent at
+    // most every kBatchIntervalMs while the prompt is processed, and once when it is done.
+    void promptProgress(int processed, int total);
     // Newly decoded text since the previous batch, how many tokens it holds, and which part of
     // it each token wrote: one piece per token in order (plus one for the decoder's flushed
     // tail, credited to the last token), whose UTF-16 lengths add up to text.size().
@@ -79,6 +88,9 @@ private:
     // its turn to queued signals and batched text.
     void run(Result<PreparedTurn> prepared, const GenerationSettings& settings, uint64_t stopsAtPost = kNoStopCheck);
     bool ensureSession(unsigned threads);
+    // The turn generate() would run: template applied, completion text joined, policy planned.
+    Result<PreparedTurn> prepareTurn(const Conversation& conversation, const GenerationSettings& settings);
+    RenderedPrompt describe(const PreparedTurn& turn, const GenerationSettings& settings) const;
 
     std::shared_ptr<const Model> model_;
     std::unique_ptr<ChatSession> chat_;

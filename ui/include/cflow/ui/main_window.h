@@ -4,14 +4,17 @@
 // header on a worker thread (QCoro task) and loads it into the engine thread; the window
 // never blocks on either.
 #include <cstdint>
+#include <map>
 #include <memory>
 
+#include <QElapsedTimer>
 #include <QMainWindow>
 #include <QString>
 
 #include <QCoro/QCoroTask>
 
 #include "cflow/ui/chat_types.h"
+#include "cflow/ui/model_summary.h"
 
 class QLabel;
 class QMenu;
@@ -22,7 +25,10 @@ class CflowFile;
 
 namespace cflow::ui {
 
+class ChatController;
 class ChatPanel;
+class PromptPanel;
+class StatusArea;
 class ConversationSidebar;
 class ConversationStore;
 class EngineThread;
@@ -36,6 +42,9 @@ struct MainWindowOptions {
     // Measure the machine's read bandwidth for the inspector at the first start. The app
     // turns it on; tests and the self-test leave it off (the probe saturates memory).
     bool measureReadBandwidth = false;
+    // Restore the window's size, docks and their sizes from QSettings and save them on close.
+    // The app turns it on; tests and the self-test start from the default layout.
+    bool rememberLayout = false;
 };
 
 class MainWindow : public QMainWindow {
@@ -54,6 +63,9 @@ public:
     const QString& lastError() const { return lastError_; }
     ModelHeaderView* headerView() const { return headerView_; }
     ChatPanel* chatPanel() const { return chat_; }
+    ChatController* controller() const { return controller_; }
+    PromptPanel* promptPanel() const { return prompt_; }
+    StatusArea* statusArea() const { return status_; }
     ConversationSidebar* sidebar() const { return sidebar_; }
     SamplingPanel* samplingPanel() const { return sampling_; }
     InspectorDock* inspector() const { return inspector_; }
@@ -61,6 +73,10 @@ public:
     ConversationStore* store() const { return store_.get(); }
     QString metricsText() const;
     void setLogPath(const QString& path) { logPath_ = path; }
+    // Docks back where a first start puts them (View > Reset layout).
+    void resetLayout();
+    static constexpr int kMinimumWidth = 800;  // the window stays usable down to 800 x 600
+    static constexpr int kMinimumHeight = 600;
 
 signals:
     void modelOpened(const QString& path);
@@ -77,8 +93,13 @@ private slots:
     void showLog();
     void exportConversation(bool asJson);
 
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
 private:
     void createMenus();
+    void wireController();
+    void saveLayout() const;
     void createDocks(const MainWindowOptions& options);
     void reportError(const QString& path, const QString& message);
     void rememberRecent(const QString& path);
@@ -88,12 +109,20 @@ private:
     std::unique_ptr<ConversationStore> store_;
     std::unique_ptr<TelemetryRing> ring_;      // engine thread -> inspector; outlives both
     std::unique_ptr<EngineThread> engine_;
+    ChatController* controller_ = nullptr;
+    PromptPanel* prompt_ = nullptr;
+    StatusArea* status_ = nullptr;
+    QMenu* viewMenu_ = nullptr;
+    QByteArray defaultState_;        // the docks as first laid out, for Reset layout
+    bool rememberLayout_ = false;
+    std::map<QString, ModelSummary> summaries_;  // read headers waiting for the engine to load them
+    QElapsedTimer replyClock_;        // from the first streamed batch of the current reply
+    int replyTokens_ = 0;
     InspectorDock* inspector_ = nullptr;
     ModelHeaderView* headerView_ = nullptr;
     ChatPanel* chat_ = nullptr;
     ConversationSidebar* sidebar_ = nullptr;
     SamplingPanel* sampling_ = nullptr;
-    QLabel* metrics_ = nullptr;
     QMenu* recentMenu_ = nullptr;
     std::shared_ptr<const CflowFile> model_;
     QString lastError_;

@@ -60,6 +60,7 @@ public:
     QTimer* refreshTimer() const { return timer_; }
     ReadBandwidthProbe* readBandwidthProbe() const { return probe_; }
     uint64_t redraws() const { return redraws_; }  // panel refreshes so far
+    QString statusText() const;                    // the header line: model name and token counts
 
 public slots:
     void setModel(std::shared_ptr<const cflow::Model> model);

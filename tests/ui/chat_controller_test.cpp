@@ -1,0 +1,386 @@
+// One source of truth for the desktop app: the races and disagreements a user hit on the
+// real window (switching while a reply streams, the context gauge, the raw prompt, the
+// inspector and the title after a model switch, a conversation made with another model), and
+// the prompt and context controls (completion mode, template choice, the ignored system
+// prompt, max tokens from the context, dropped turns, regenerate with versions, stop, edit).
+#include <QComboBox>
+#include <QDialog>
+#include <QLineEdit>
+#include <QLabel>
+#include <QListWidget>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTest>
+#include <QThread>
+
+#include <gtest/gtest.h>
+
+#include "cflow/engine/chat/chat_session.h"
+#include "cflow/ui/chat_controller.h"
+#include "cflow/ui/chat_panel.h"
+#include "cflow/ui/chat_view.h"
+#include "cflow/ui/conversation_sidebar.h"
+#include "cflow/ui/conversation_store.h"
+#include "cflow/ui/engine_worker.h"
+#include "cflow/ui/inspector/inspector_dock.h"
+#include "cflow/ui/main_window.h"
+#include "cflow/ui/prompt_panel.h"
+#include "cflow/ui/sampling_panel.h"
+#include "cflow/ui/status_area.h"
+#include "ui_test_models.h"
+
+namespace {
+
+using cflow::ui::ChatController;
+using cflow::ui::MainWindow;
+using cflow::ui::test::qpath;
+using cflow::ui::test::ScopedDb;
+
+constexpr int kTimeoutMs = 60000;
+
+bool open_model(MainWindow& window, const std::filesystem::path& path) {
+    window.openModel(qpath(path));
+    return QTest::qWaitFor(
+        [&] { return window.controller()->modelReady() && window.controller()->model().path == qpath(path); }, kTimeoutMs);
+}
+
+void settings(MainWindow& window, int maxTokens, bool ignoreEos = true) {
+    cflow::ui::GenerationSettings s;
+    s.sampling.temperature = 0;
+    s.maxTokens = maxTokens;
+    s.threads = 1;
+    s.ignoreEos = ignoreEos;
+    window.samplingPanel()->setSettings(s);
+}
+
+bool idle(MainWindow& window) {
+    return QTest::qWaitFor([&] { return !window.controller()->isGenerating() && !window.controller()->switchPending(); },
+                           kTimeoutMs);
+}
+
+// A reply slow enough to act while it streams.
+struct SlowSteps {
+    MainWindow& window;
+    explicit SlowSteps(MainWindow& w) : window(w) {
+        window.engine()->setTelemetrySink([](const cflow::TokenTelemetry&) { QThread::msleep(3); });
+    }
+    ~SlowSteps() { window.engine()->setTelemetrySink({}); }
+};
+
+qint64 chat_once(MainWindow& window, const QString& text) {
+    window.controller()->newConversation();
+    EXPECT_TRUE(window.controller()->send(text));
+    EXPECT_TRUE(idle(window));
+    return window.controller()->conversationId();
+}
+
+void click_conversation(MainWindow& window, qint64 id) {
+    QListWidget* list = window.sidebar()->list();
+    for (int i = 0; i < list->count(); ++i) {
+        if (list->item(i)->data(Qt::UserRole).toLongLong() != id) continue;
+        QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, list->visualItemRect(list->item(i)).center());
+        return;
+    }
+    ADD_FAILURE() << "conversation " << id << " is not in the list";
+}
+
+// Every view shows the controller's conversation.
+void expect_consistent(MainWindow& window) {
+    ChatController* c = window.controller();
+    EXPECT_EQ(window.sidebar()->selectedId(), c->conversationId()) << "the list highlights another conversation";
+    ASSERT_EQ(window.chatPanel()->view()->count(), int(c->entries().size()));
+    for (size_t i = 0; i < c->entries().size(); ++i)
+        EXPECT_EQ(window.chatPanel()->view()->card(int(i))->text(), c->entries()[i].content);
+    if (c->conversationId() == 0) return;
+    auto stored = window.store()->messages(c->conversationId());
+    ASSERT_TRUE(stored);
+    ASSERT_EQ(stored->size(), c->entries().size());
+    for (size_t i = 0; i < stored->size(); ++i) EXPECT_EQ((*stored)[i].content, c->entries()[i].content);
+}
+
+TEST(ChatControllerTest, ClickingAnotherConversationWhileRegeneratingSwitchesOnlyWhenTheReplyStopped) {
+    ScopedDb db("controller_regenerate_switch");
+    MainWindow window;
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    settings(window, 6);
+    const qint64 a = chat_once(window, QStringLiteral("first chat"));
+    const qint64 b = chat_once(window, QStringLiteral("second chat"));
+    ASSERT_NE(a, b);
+    settings(window, 600);
+    SlowSteps slow(window);
+    ASSERT_TRUE(window.chatPanel()->regenerate());
+    QTest::qWait(100);
+    click_conversation(window, a);
+    // Until the reply has stopped, everything still shows B.
+    EXPECT_EQ(window.controller()->conversationId(), b);
+    expect_consistent(window);
+    ASSERT_TRUE(idle(window));
+    EXPECT_EQ(window.controller()->conversationId(), a);
+    expect_consistent(window);
+
+    // The next message lands in the shown conversation, and Delete targets it too.
+    settings(window, 4);
+    ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("third message")));
+    ASSERT_TRUE(idle(window));
+    EXPECT_EQ(window.store()->messages(a)->size(), 4u);
+    EXPECT_EQ(window.store()->messages(a)->at(2).content, QStringLiteral("third message"));
+    auto inB = window.store()->messages(b);
+    ASSERT_EQ(inB->size(), 2u) << "nothing was added to the regenerated conversation";
+    EXPECT_TRUE(inB->at(1).stopped) << "the interrupted version is marked stopped";
+    EXPECT_EQ(inB->at(1).versions.size(), 2) << "the first reply stays as a version";
+    EXPECT_EQ(window.sidebar()->selectedId(), a);
+}
+
+TEST(ChatControllerTest, MessageSentFromANewChatStaysThereWhenAnotherIsClickedRightAway) {
+    ScopedDb db("controller_new_send_click");
+    MainWindow window;
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    settings(window, 4);
+    const qint64 a = chat_once(window, QStringLiteral("older chat"));
+    settings(window, 400);
+    SlowSteps slow(window);
+    QTest::keyClick(&window, Qt::Key_N, Qt::ControlModifier);
+    EXPECT_EQ(window.controller()->conversationId(), 0);
+    QPlainTextEdit* input = window.chatPanel()->input();
+    input->setFocus();
+    QTest::keyClicks(input, QStringLiteral("typed in the new chat"));
+    QTest::keyClick(input, Qt::Key_Return, Qt::ControlModifier);
+    ASSERT_TRUE(window.controller()->isGenerating())
+        << "Ctrl+Enter sends; input: '" << input->toPlainText().toStdString() << "' send enabled "
+        << window.chatPanel()->sendButton()->isEnabled();
+    const qint64 created = window.controller()->conversationId();
+    ASSERT_NE(created, 0);
+    click_conversation(window, a);
+    ASSERT_TRUE(idle(window));
+    EXPECT_EQ(window.controller()->conversationId(), a);
+    expect_consistent(window);
+    auto inNew = window.store()->messages(created);
+    ASSERT_GE(inNew->size(), 1u);
+    EXPECT_EQ(inNew->at(0).content, QStringLiteral("typed in the new chat"));
+    EXPECT_EQ(window.store()->messages(a)->size(), 2u) << "the other chat got nothing";
+}
+
+int tokens_of(const std::filesystem::path& model, const std::vector<cflow::ChatMessage>& messages) {
+    auto loaded = cflow::Model::load(model.string());
+    auto session = cflow::Session::create(*loaded, {});
+    cflow::ChatSession chat(*loaded, std::move(session).value());
+    return int(chat.prepare(messages)->ids.size());
+}
+
+TEST(ChatControllerTest, ContextGaugeAndRawPromptFollowTheShownConversationAndModel) {
+    ScopedDb db("controller_context_gauge");
+    MainWindow window;
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    settings(window, 40);
+    const qint64 a = chat_once(window, QStringLiteral("the cat sat on the mat"));
+    const QString replyA = window.controller()->entries()[1].content;
+    chat_once(window, QStringLiteral("dogs"));
+
+    window.controller()->newConversation();
+    EXPECT_TRUE(QTest::qWaitFor([&] { return window.chatPanel()->contextText() == QStringLiteral("Context: 0 / 1024 tokens"); }, 5000))
+        << window.chatPanel()->contextText().toStdString();
+
+    ASSERT_TRUE(window.controller()->openConversation(a));
+    const int expected = tokens_of(cflow::ui::test::chatml_model(),
+                                   {{"user", "the cat sat on the mat", ""}, {"assistant", replyA.toStdString(), ""}});
+    EXPECT_TRUE(QTest::qWaitFor([&] { return window.controller()->contextUsed() == expected; }, 5000))
+        << window.controller()->contextUsed() << " vs " << expected;
+    EXPECT_EQ(window.chatPanel()->contextText(), QStringLiteral("Context: %1 / 1024 tokens").arg(expected));
+
+    window.chatPanel()->showRawPrompt();
+    auto* dialog = window.chatPanel()->findChild<QDialog*>(QStringLiteral("rawPromptDialog"));
+    ASSERT_NE(dialog, nullptr);
+    const QString raw = dialog->findChild<QPlainTextEdit*>()->toPlainText();
+    EXPECT_TRUE(raw.contains(QStringLiteral("the cat sat on the mat"))) << raw.toStdString();
+    EXPECT_FALSE(raw.contains(QStringLiteral("dogs"))) << "the raw prompt is the shown conversation's";
+    dialog->close();
+
+    // Another model: the gauge is measured again, not reset to 0.
+    ASSERT_TRUE(open_model(window, cflow::ui::test::moe_chatml_model()));
+    EXPECT_TRUE(QTest::qWaitFor([&] { return window.controller()->contextUsed() == expected; }, 5000))
+        << window.chatPanel()->contextText().toStdString();
+}
+
+TEST(ChatControllerTest, OpeningAModelWhileGeneratingWaitsForTheReplyAndEveryViewFollows) {
+    ScopedDb db("controller_model_switch");
+    MainWindow window;
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    EXPECT_TRUE(window.inspector()->statusText().startsWith(QString::fromStdString(
+        cflow::Model::load(cflow::ui::test::chatml_model().string()).value()->name())));
+    settings(window, 600);
+    {
+        SlowSteps slow(window);
+        ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("go on")));
+        QTest::qWait(50);
+        window.openModel(qpath(cflow::ui::test::moe_chatml_model()));
+        QTest::qWait(50);
+        if (window.controller()->isGenerating()) {
+            EXPECT_TRUE(window.windowTitle().startsWith(QStringLiteral("chatml.cflow"))) << "renamed while the old model ran";
+        }
+        ASSERT_TRUE(QTest::qWaitFor([&] { return window.controller()->model().path == qpath(cflow::ui::test::moe_chatml_model()); },
+                                    kTimeoutMs));
+    }
+    EXPECT_TRUE(window.windowTitle().startsWith(QStringLiteral("moe_chatml.cflow"))) << window.windowTitle().toStdString();
+    EXPECT_EQ(window.inspector()->inspectorGeometry().experts, 4u);
+    const std::string moeName = cflow::Model::load(cflow::ui::test::moe_chatml_model().string()).value()->name();
+    EXPECT_TRUE(window.inspector()->statusText().startsWith(QString::fromStdString(moeName)))
+        << window.inspector()->statusText().toStdString();
+    EXPECT_TRUE(window.controller()->entries().back().stopped);
+}
+
+TEST(ChatControllerTest, AConversationMadeWithAnotherModelSaysSoInsteadOfReloadingIt) {
+    ScopedDb db("controller_other_model");
+    MainWindow window;
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    settings(window, 4);
+    const qint64 a = chat_once(window, QStringLiteral("hello"));
+    ASSERT_TRUE(open_model(window, cflow::ui::test::moe_chatml_model()));
+    window.controller()->newConversation();
+    click_conversation(window, a);
+    ASSERT_EQ(window.controller()->conversationId(), a);
+    QTest::qWait(200);
+    EXPECT_EQ(window.controller()->model().path, qpath(cflow::ui::test::moe_chatml_model())) << "no silent reload";
+    EXPECT_TRUE(window.chatPanel()->noticeText().contains(QStringLiteral("chatml.cflow")))
+        << window.chatPanel()->noticeText().toStdString();
+
+    // Going on with the loaded model records it, per reply and for the conversation.
+    ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("again")));
+    ASSERT_TRUE(idle(window));
+    auto messages = window.store()->messages(a);
+    EXPECT_EQ(messages->at(1).modelPath, qpath(cflow::ui::test::chatml_model()));
+    EXPECT_EQ(messages->at(3).modelPath, qpath(cflow::ui::test::moe_chatml_model()));
+    EXPECT_EQ(window.store()->conversation(a)->modelPath, qpath(cflow::ui::test::moe_chatml_model()));
+    EXPECT_FALSE(window.chatPanel()->noticeText().contains(QStringLiteral("was made with")));
+}
+
+TEST(ChatControllerTest, BaseModelsContinueTextAndTemplatesAreChosenWithTheirEffectShown) {
+    ScopedDb db("controller_prompt_control");
+    MainWindow window;
+    ASSERT_TRUE(open_model(window, cflow::ui::test::model_with_template("no_template", "")));
+    EXPECT_EQ(window.controller()->setup().mode, cflow::ui::PromptMode::Completion) << "a base model continues text";
+    settings(window, 4);
+    ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("Once upon a time")));
+    ASSERT_TRUE(idle(window));
+    EXPECT_EQ(window.chatPanel()->lastPrompt().text, QStringLiteral("Once upon a time")) << "no \"user:\" wrapping";
+    const QString continuation = window.controller()->entries()[1].content;
+    ASSERT_TRUE(window.chatPanel()->send(QStringLiteral(" and then")));
+    ASSERT_TRUE(idle(window));
+    EXPECT_EQ(window.chatPanel()->lastPrompt().text, QStringLiteral("Once upon a time") + continuation + QStringLiteral(" and then"));
+    EXPECT_GT(window.chatPanel()->lastPrompt().reusedTokens, 0) << "the continuation is in the cache";
+
+    // Chat mode with a built-in template chosen in the Prompt panel.
+    cflow::ui::PromptPanel* prompt = window.promptPanel();
+    prompt->modeBox()->setCurrentIndex(0);
+    emit prompt->modeBox()->activated(0);
+    const int chatml = prompt->templateBox()->findData(QStringLiteral("chatml"));
+    ASSERT_GT(chatml, 0);
+    emit prompt->templateBox()->activated(chatml);
+    EXPECT_TRUE(QTest::qWaitFor([&] { return window.controller()->visiblePrompt().text.contains(QStringLiteral("<|im_start|>user\nOnce")); }, 5000))
+        << window.controller()->visiblePrompt().text.toStdString();
+
+    // A template that drops the system prompt says so.
+    ASSERT_TRUE(open_model(window, cflow::ui::test::model_with_template(
+                                       "drops_system", "{% for m in messages %}{% if m['role'] != 'system' %}{{ m['content'] }}"
+                                                       "\n{% endif %}{% endfor %}")));
+    window.controller()->newConversation();
+    window.chatPanel()->systemPromptField()->setText(QStringLiteral("You are terse."));
+    EXPECT_TRUE(QTest::qWaitFor([&] { return window.chatPanel()->noticeText().contains(QStringLiteral("ignores the system prompt")); }, 5000))
+        << window.chatPanel()->noticeText().toStdString();
+}
+
+TEST(ChatControllerTest, MaxTokensDefaultsToAQuarterOfTheContextAndOldTurnsAreDropped) {
+    ScopedDb db("controller_context_policy");
+    MainWindow window;
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    settings(window, 0);  // auto
+    QSignalSpy finished(window.controller(), &ChatController::replyFinished);
+    window.controller()->newConversation();
+    ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("one")));
+    ASSERT_TRUE(idle(window));
+    ASSERT_EQ(finished.count(), 1);
+    const auto stats = finished.takeFirst().at(0).value<cflow::ui::ReplyStats>();
+    EXPECT_EQ(stats.generatedTokens, 1024 / 4);
+    // Turns keep coming past the context: the oldest are left out, nothing stops.
+    for (int turn = 0; turn < 4; ++turn) {
+        ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("next %1").arg(turn)));
+        ASSERT_TRUE(idle(window));
+        const auto s = finished.takeLast().at(0).value<cflow::ui::ReplyStats>();
+        EXPECT_NE(s.stopReason, QStringLiteral("context_full")) << "turn " << turn;
+    }
+    EXPECT_GT(window.chatPanel()->lastPrompt().droppedMessages, 0);
+    EXPECT_TRUE(window.chatPanel()->noticeText().contains(QStringLiteral("left out")))
+        << window.chatPanel()->noticeText().toStdString();
+}
+
+TEST(ChatControllerTest, RegenerateReusesTheCacheKeepsVersionsAndStopAndEditAreVisible) {
+    ScopedDb db("controller_versions");
+    MainWindow window;
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    cflow::ui::GenerationSettings s;
+    s.maxTokens = 8;
+    s.threads = 1;
+    s.ignoreEos = true;
+    window.samplingPanel()->setSettings(s);
+    window.controller()->newConversation();
+    ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("Hello there")));
+    ASSERT_TRUE(idle(window));
+    const QString first = window.controller()->entries()[1].content;
+    ASSERT_TRUE(window.chatPanel()->regenerate());
+    ASSERT_TRUE(idle(window));
+    const auto& sent = window.chatPanel()->lastPrompt();
+    EXPECT_EQ(sent.reusedTokens, sent.promptTokens - 1) << "only the last prompt token is fed again";
+    const QString second = window.controller()->entries()[1].content;
+    EXPECT_EQ(window.controller()->entries()[1].versions, (QStringList{first, second}));
+    ASSERT_TRUE(window.controller()->showVersion(1, 0));
+    EXPECT_EQ(window.chatPanel()->view()->card(1)->text(), first);
+    EXPECT_EQ(window.store()->messages(window.controller()->conversationId())->at(1).content, first);
+
+    // Stop marks the reply.
+    s.maxTokens = 600;
+    window.samplingPanel()->setSettings(s);
+    {
+        SlowSteps slow(window);
+        ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("tell me more")));
+        ASSERT_TRUE(QTest::qWaitFor([&] { return window.engine()->tokensGenerated() >= 3; }, kTimeoutMs));
+        window.chatPanel()->stop();
+        ASSERT_TRUE(idle(window));
+    }
+    EXPECT_TRUE(window.controller()->entries()[3].stopped);
+    EXPECT_TRUE(window.store()->messages(window.controller()->conversationId())->at(3).stopped);
+
+    // Edit says what it drops before it does.
+    window.chatPanel()->beginEdit(0);
+    EXPECT_TRUE(window.chatPanel()->noticeText().contains(QStringLiteral("deletes the 3 later")))
+        << window.chatPanel()->noticeText().toStdString();
+    window.chatPanel()->cancelEdit();
+    EXPECT_FALSE(window.chatPanel()->noticeText().contains(QStringLiteral("Editing")));
+    EXPECT_EQ(window.controller()->entries().size(), 4u);
+}
+
+TEST(ChatControllerTest, StatusClearsOldErrorsAndShowsPromptProgress) {
+    ScopedDb db("controller_status");
+    MainWindow window;
+    window.openModel(QStringLiteral("/nonexistent/model.cflow"));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return window.statusArea()->showsError(); }, kTimeoutMs));
+    for (QWidget* box : window.findChildren<QDialog*>()) box->close();
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    EXPECT_FALSE(window.statusArea()->showsError()) << window.statusArea()->message().toStdString();
+
+    settings(window, 2);
+    QSignalSpy progress(window.controller(), &ChatController::promptProgress);
+    SlowSteps slow(window);
+    QString longPrompt;
+    for (int i = 0; i < 20; ++i) longPrompt += QStringLiteral("the cat and the dog ");
+    window.controller()->newConversation();
+    ASSERT_TRUE(window.chatPanel()->send(longPrompt));
+    ASSERT_TRUE(idle(window));
+    ASSERT_GE(progress.count(), 1);
+    const int total = progress.last().at(1).toInt();
+    EXPECT_GT(total, 100);
+    EXPECT_EQ(progress.last().at(0).toInt(), total) << "the last report is the whole prompt";
+}
+
+} // namespace

@@ -1,0 +1,174 @@
+#pragma once
+// The one owner of "the current conversation and model" in the desktop app. Every view — the
+// conversation list, the transcript, the context gauge, the raw prompt, the inspector, the
+// window title and the status area — shows what this object says and changes it only through
+// its methods, so they cannot disagree.
+//
+// Switching (another conversation, a new one, another model, deleting the shown one) while a
+// reply streams is queued: the reply is stopped (it ends within one token and is kept, marked
+// stopped) and the switch runs when the engine reports the end. Until then every view keeps
+// showing the conversation the reply belongs to.
+//
+// Lives on the GUI thread; talks to the EngineWorker only through queued calls and signals.
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+#include "cflow/base/result.h"
+#include "cflow/ui/chat_types.h"
+#include "cflow/ui/token_spans.h"
+
+namespace cflow::ui {
+
+class ConversationStore;
+class EngineWorker;
+
+struct ChatEntry {
+    QString role;          // "user" or "assistant"
+    QString content;       // the shown text (for a reply: versions[version])
+    qint64 rowId = 0;
+    QString modelPath;     // replies: the model that wrote it
+    bool stopped = false;  // replies: the user stopped it
+    bool complete = true;  // false: cut by a crash while it streamed
+    QStringList versions;  // replies: every regenerated text, oldest first
+    int version = 0;
+};
+
+// What a conversation is set up with besides sampling; stored with it.
+struct ConversationSetup {
+    QString systemPrompt;
+    PromptMode mode = PromptMode::Chat;
+    TemplateChoice templateChoice;
+    ContextPolicy contextPolicy = ContextPolicy::DropOldest;
+};
+
+class ChatController : public QObject {
+    Q_OBJECT
+public:
+    using SettingsSource = std::function<GenerationSettings()>;
+
+    ChatController(EngineWorker* worker, ConversationStore* store, QObject* parent = nullptr);
+
+    // Sampling, max tokens and threads come from here when a reply starts (the sampling panel).
+    void setSettingsSource(SettingsSource source) { settingsSource_ = std::move(source); }
+
+    // --- model
+    // Loads path into the engine (after stopping a streaming reply). The current model stays
+    // until the new one is ready; modelChanged or modelFailed follows.
+    void loadModel(const QString& path, unsigned threads);
+    bool modelReady() const { return model_.model != nullptr && !loadingPath_; }
+    bool isModelLoading() const { return loadingPath_.has_value(); }
+    const ModelInfo& model() const { return model_; }
+
+    // --- conversation
+    qint64 conversationId() const { return conversationId_; }
+    const std::vector<ChatEntry>& entries() const { return entries_; }
+    const ConversationSetup& setup() const { return setup_; }
+    // The model the shown conversation was last used with, when it is not the loaded one.
+    QString otherModelPath() const;
+
+    bool openConversation(qint64 id);  // false: no such conversation (storeError says why)
+    void newConversation();
+    bool deleteConversation(qint64 id);
+    // False when no model is ready, a reply is streaming or a switch waits, or text is empty.
+    bool send(const QString& text);
+    bool regenerate();  // a new version of the last reply; the old ones stay browsable
+    // Replaces user message index with text, dropping every later message, and replies.
+    bool editAndResend(int index, const QString& text);
+    void stop();
+    bool showVersion(int index, int version);  // which regenerated text of reply index is shown
+
+    void setSystemPrompt(const QString& text);
+    void setMode(PromptMode mode);
+    void setTemplateChoice(const TemplateChoice& choice);
+    void setContextPolicy(ContextPolicy policy);
+
+    // --- state
+    bool isGenerating() const { return generating_; }
+    bool switchPending() const { return pending_.has_value(); }
+    int contextUsed() const { return contextUsed_; }
+    int contextLength() const { return model_.contextLength; }
+    // The shown conversation rendered as the next reply would see it (re-measured on every
+    // change); while a reply streams, the prompt it was started with.
+    const RenderedPrompt& visiblePrompt() const { return visiblePrompt_; }
+    // The prompt of the reply streaming or last streamed.
+    const RenderedPrompt& lastSentPrompt() const { return sentPrompt_; }
+
+signals:
+    void modelLoading(const QString& path);
+    void modelChanged(const cflow::ui::ModelInfo& info);
+    void modelFailed(const QString& path, const QString& message);
+    void conversationChanged(qint64 id);  // the shown conversation is another one (entries reset)
+    void entryAdded(int index);
+    void entryChanged(int index);          // content, versions or the stopped mark
+    void entriesRemoved(int from);         // entries from index `from` on are gone
+    void replyStreamed(int index, const QString& text, int tokens, const cflow::ui::TokenPieces& pieces);
+    void generatingChanged(bool generating);
+    void contextChanged(int used, int length);
+    void promptMeasured(const cflow::ui::RenderedPrompt& prompt);
+    void promptProgress(int processed, int total);
+    void replyStarted();
+    void replyFinished(const cflow::ui::ReplyStats& stats);
+    void replyFailed(const QString& message);
+    void switchQueued(const QString& what);  // a switch waits for the streaming reply to stop
+    void setupChanged();
+    // An opened conversation brings back the sampling settings it was last used with.
+    void samplingRestored(const cflow::ui::GenerationSettings& settings);
+    void conversationListChanged();  // created, deleted or reordered (a reply moved it to the top)
+    void storeError(const QString& message);
+
+private:
+    struct Pending {
+        enum class Kind { Open, New, Delete, LoadModel } kind;
+        qint64 id = 0;
+        QString path;
+        unsigned threads = 0;
+    };
+    bool queueIfBusy(Pending pending, const QString& what);
+    void runPending();
+    void resetEntries();
+    void startReply(int entryIndex, int seedOffset);
+    Conversation history(size_t upTo) const;
+    GenerationSettings requestSettings(int seedOffset) const;
+    void remeasure();
+    void setContext(int used);
+    void saveSetup();
+    bool check(const Status& status);
+
+    void onModelLoaded(const ModelInfo& info);
+    void onLoadFailed(const QString& path, const QString& message);
+    void onPrompt(const RenderedPrompt& prompt);
+    void onMeasured(quint64 serial, const RenderedPrompt& prompt);
+    void onTokens(const QString& text, int tokens, const TokenPieces& pieces);
+    void onFinished(const ReplyStats& stats);
+    void onError(const QString& message);
+    void endReply(bool stopped);
+    QString settingsJson() const;
+
+    EngineWorker* worker_;
+    ConversationStore* store_;
+    SettingsSource settingsSource_;
+    ModelInfo model_;
+    std::optional<QString> loadingPath_;
+    qint64 conversationId_ = 0;
+    std::vector<ChatEntry> entries_;
+    ConversationSetup setup_;
+    bool generating_ = false;
+    int replyIndex_ = -1;            // entry the streaming reply writes into
+    QString replyPrevious_;          // regenerate: the shown version before, restored if nothing came
+    std::optional<Pending> pending_;
+    quint64 measureSerial_ = 0;
+    int contextUsed_ = 0;
+    RenderedPrompt visiblePrompt_;
+    RenderedPrompt sentPrompt_;
+};
+
+// The conversation's stored settings JSON <-> its setup (other keys are left alone).
+ConversationSetup setup_from_json(const QString& json);
+QString setup_into_json(const ConversationSetup& setup, const QString& json);
+
+} // namespace cflow::ui

@@ -1,0 +1,41 @@
+#pragma once
+// The status bar's content: a message (an error stays red until the next message replaces
+// it), the prompt's progress while it is processed, the live decode rate, and the last
+// reply's metrics. Every text is painted elided inside its own box, so nothing overlaps at
+// any window width; the full text is the tooltip.
+#include <QString>
+#include <QWidget>
+
+class QProgressBar;
+
+namespace cflow::ui {
+
+class ElidedText;
+
+class StatusArea : public QWidget {
+    Q_OBJECT
+public:
+    explicit StatusArea(QWidget* parent = nullptr);
+
+    void showInfo(const QString& text);
+    void showError(const QString& text);
+    void showPromptProgress(int processed, int total);  // hidden once processed == total
+    void showDecoding(int tokens, double tokensPerS);
+    void showMetrics(const QString& text);
+    void clearActivity();  // the reply ended: no progress, no live rate
+
+    QString message() const;
+    bool showsError() const { return error_; }
+    QString activity() const;  // progress or live rate text ("" when idle)
+    QString metrics() const;
+    QProgressBar* progressBar() const { return progress_; }
+
+private:
+    ElidedText* message_;
+    QProgressBar* progress_;
+    ElidedText* activity_;
+    ElidedText* metrics_;
+    bool error_ = false;
+};
+
+} // namespace cflow::ui

@@ -1,0 +1,458 @@
+#include "cflow/ui/chat_controller.h"
+
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QMetaObject>
+
+#include "cflow/ui/conversation_store.h"
+#include "cflow/ui/engine_worker.h"
+#include "cflow/ui/sampling_panel.h"
+
+namespace cflow::ui {
+namespace {
+
+constexpr int kTitleChars = 48;
+const QString kCancelled = QStringLiteral("cancelled");
+
+QString title_from(const QString& text) {
+    QString title = text.simplified();
+    if (title.size() > kTitleChars) title = title.left(kTitleChars - 1) + QChar(0x2026);
+    return title;
+}
+
+QString template_kind_name(TemplateChoice::Kind kind) {
+    switch (kind) {
+    case TemplateChoice::Kind::Builtin: return QStringLiteral("builtin");
+    case TemplateChoice::Kind::Custom: return QStringLiteral("custom");
+    case TemplateChoice::Kind::Model: break;
+    }
+    return QStringLiteral("model");
+}
+
+} // namespace
+
+ConversationSetup setup_from_json(const QString& json) {
+    const QJsonObject o = QJsonDocument::fromJson(json.toUtf8()).object();
+    ConversationSetup setup;
+    setup.systemPrompt = o.value(QStringLiteral("system_prompt")).toString();
+    setup.mode = o.value(QStringLiteral("mode")).toString() == QLatin1String("completion") ? PromptMode::Completion
+                                                                                          : PromptMode::Chat;
+    const QString kind = o.value(QStringLiteral("template_kind")).toString();
+    setup.templateChoice.kind = kind == QLatin1String("builtin")  ? TemplateChoice::Kind::Builtin
+                                : kind == QLatin1String("custom") ? TemplateChoice::Kind::Custom
+                                                                  : TemplateChoice::Kind::Model;
+    if (setup.templateChoice.kind != TemplateChoice::Kind::Model)
+        setup.templateChoice.value = o.value(QStringLiteral("template")).toString().toStdString();
+    const QString policy = o.value(QStringLiteral("context_policy")).toString();
+    for (ContextPolicy p : {ContextPolicy::Stop, ContextPolicy::DropOldest, ContextPolicy::SlidingWindow})
+        if (policy == QLatin1String(context_policy_name(p).data(), qsizetype(context_policy_name(p).size())))
+            setup.contextPolicy = p;
+    return setup;
+}
+
+QString setup_into_json(const ConversationSetup& setup, const QString& json) {
+    QJsonObject o = QJsonDocument::fromJson(json.toUtf8()).object();
+    o.insert(QStringLiteral("system_prompt"), setup.systemPrompt);
+    o.insert(QStringLiteral("mode"), setup.mode == PromptMode::Completion ? QStringLiteral("completion") : QStringLiteral("chat"));
+    o.insert(QStringLiteral("template_kind"), template_kind_name(setup.templateChoice.kind));
+    o.insert(QStringLiteral("template"), QString::fromStdString(setup.templateChoice.value));
+    const std::string_view policy = context_policy_name(setup.contextPolicy);
+    o.insert(QStringLiteral("context_policy"), QString::fromLatin1(policy.data(), qsizetype(policy.size())));
+    return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
+}
+
+ChatController::ChatController(EngineWorker* worker, ConversationStore* store, QObject* parent)
+    : QObject(parent), worker_(worker), store_(store) {
+    connect(worker_, &EngineWorker::modelLoaded, this, &ChatController::onModelLoaded);
+    connect(worker_, &EngineWorker::loadFailed, this, &ChatController::onLoadFailed);
+    connect(worker_, &EngineWorker::promptReady, this, &ChatController::onPrompt);
+    connect(worker_, &EngineWorker::measured, this, &ChatController::onMeasured);
+    connect(worker_, &EngineWorker::promptProgress, this, &ChatController::promptProgress);
+    connect(worker_, &EngineWorker::tokensReady, this, [this](const QString& text, int tokens, const TokenPieces& pieces) {
+        if (!generating_) return;
+        setContext(contextUsed_ + tokens);
+        onTokens(text, tokens, pieces);
+    });
+    connect(worker_, &EngineWorker::finished, this, &ChatController::onFinished);
+    connect(worker_, &EngineWorker::error, this, &ChatController::onError);
+}
+
+bool ChatController::check(const Status& status) {
+    if (status) return true;
+    emit storeError(QString::fromStdString(status.error()));
+    return false;
+}
+
+QString ChatController::otherModelPath() const {
+    if (conversationId_ == 0) return {};
+    QString last;
+    for (const ChatEntry& e : entries_)
+        if (!e.modelPath.isEmpty()) last = e.modelPath;
+    if (last.isEmpty()) {
+        auto info = store_->conversation(conversationId_);
+        if (info) last = info->modelPath;
+    }
+    return !last.isEmpty() && last != model_.path ? last : QString();
+}
+
+// --- switching -----------------------------------------------------------------------------
+
+bool ChatController::queueIfBusy(Pending pending, const QString& what) {
+    if (!generating_) return false;
+    pending_ = std::move(pending);  // the newest wish wins
+    worker_->stop();
+    emit switchQueued(what);
+    return true;
+}
+
+void ChatController::runPending() {
+    if (!pending_ || generating_) return;
+    const Pending p = *pending_;
+    pending_.reset();
+    switch (p.kind) {
+    case Pending::Kind::Open: openConversation(p.id); break;
+    case Pending::Kind::New: newConversation(); break;
+    case Pending::Kind::Delete: deleteConversation(p.id); break;
+    case Pending::Kind::LoadModel: loadModel(p.path, p.threads); break;
+    }
+}
+
+void ChatController::loadModel(const QString& path, unsigned threads) {
+    if (queueIfBusy({Pending::Kind::LoadModel, 0, path, threads}, tr("opening %1").arg(QFileInfo(path).fileName())))
+        return;
+    loadingPath_ = path;
+    emit modelLoading(path);
+    EngineWorker* worker = worker_;
+    QMetaObject::invokeMethod(worker, [worker, path, threads] { worker->loadModel(path, threads); });
+}
+
+void ChatController::onModelLoaded(const ModelInfo& info) {
+    loadingPath_.reset();
+    model_ = info;
+    // A fresh conversation starts in the mode the model is made for: a model without a chat
+    // template is a base model, which continues text rather than answering turns.
+    if (conversationId_ == 0 && entries_.empty()) {
+        const PromptMode mode = info.hasChatTemplate ? PromptMode::Chat : PromptMode::Completion;
+        if (setup_.mode != mode) {
+            setup_.mode = mode;
+            emit setupChanged();
+        }
+    }
+    emit modelChanged(info);
+    remeasure();
+}
+
+void ChatController::onLoadFailed(const QString& path, const QString& message) {
+    loadingPath_.reset();  // the engine keeps the model it had
+    emit modelFailed(path, message);
+}
+
+bool ChatController::openConversation(qint64 id) {
+    if (pending_ && pending_->kind == Pending::Kind::Open && pending_->id == id) return true;
+    if (id == conversationId_ && !pending_) return true;
+    auto info = store_->conversation(id);
+    if (!info) return check(info.take_error());
+    if (queueIfBusy({Pending::Kind::Open, id, {}, 0}, tr("opening \"%1\"").arg(info->title))) return true;
+    auto messages = store_->messages(id);
+    if (!messages) return check(messages.take_error());
+    conversationId_ = id;
+    entries_.clear();
+    for (const StoredMessage& m : *messages) {
+        if (m.role == QLatin1String("system")) continue;  // the system prompt lives in the setup
+        ChatEntry e;
+        e.role = m.role;
+        e.content = m.content;
+        e.rowId = m.id;
+        e.modelPath = m.modelPath;
+        e.stopped = m.stopped;
+        e.complete = m.complete;
+        if (m.role == QLatin1String("assistant")) {
+            e.versions = m.versions;
+            e.version = m.version;
+        }
+        entries_.push_back(std::move(e));
+    }
+    setup_ = setup_from_json(info->settingsJson);
+    if (settingsSource_) emit samplingRestored(settings_from_json(info->settingsJson, settingsSource_()));
+    emit conversationChanged(id);
+    emit setupChanged();
+    remeasure();
+    return true;
+}
+
+void ChatController::newConversation() {
+    if (queueIfBusy({Pending::Kind::New, 0, {}, 0}, tr("starting a new conversation"))) return;
+    conversationId_ = 0;
+    entries_.clear();
+    // A template belongs to a model: a new conversation starts with the model's own, in the
+    // mode the model is made for. The system prompt and the context policy carry over.
+    setup_.templateChoice = {};
+    if (model_.model) setup_.mode = model_.hasChatTemplate ? PromptMode::Chat : PromptMode::Completion;
+    emit conversationChanged(0);
+    emit setupChanged();
+    remeasure();
+}
+
+bool ChatController::deleteConversation(qint64 id) {
+    if (id == conversationId_ && queueIfBusy({Pending::Kind::Delete, id, {}, 0}, tr("deleting the conversation")))
+        return true;
+    if (!check(store_->deleteConversation(id))) return false;
+    emit conversationListChanged();
+    if (id == conversationId_) newConversation();
+    return true;
+}
+
+// --- turns ---------------------------------------------------------------------------------
+
+QString ChatController::settingsJson() const {
+    const GenerationSettings sampling = settingsSource_ ? settingsSource_() : GenerationSettings{};
+    return setup_into_json(setup_, settings_to_json(sampling));
+}
+
+void ChatController::saveSetup() {
+    if (conversationId_ != 0) check(store_->setSettings(conversationId_, settingsJson()));
+}
+
+GenerationSettings ChatController::requestSettings(int seedOffset) const {
+    GenerationSettings s = settingsSource_ ? settingsSource_() : GenerationSettings{};
+    s.sampling.seed += static_cast<uint64_t>(seedOffset);
+    s.mode = setup_.mode;
+    s.templateChoice = setup_.templateChoice;
+    s.contextPolicy = setup_.contextPolicy;
+    return s;
+}
+
+Conversation ChatController::history(size_t upTo) const {
+    Conversation conversation;
+    const QString system = setup_.systemPrompt.trimmed();
+    if (!system.isEmpty() && setup_.mode == PromptMode::Chat) conversation.push_back({QStringLiteral("system"), system});
+    for (size_t i = 0; i < std::min(upTo, entries_.size()); ++i) conversation.push_back({entries_[i].role, entries_[i].content});
+    return conversation;
+}
+
+bool ChatController::send(const QString& text) {
+    if (!modelReady() || generating_ || pending_ || text.trimmed().isEmpty()) return false;
+    if (conversationId_ == 0) {
+        auto created = store_->createConversation(title_from(text), model_.path, settingsJson());
+        if (!created) return check(created.take_error());
+        conversationId_ = *created;
+        emit conversationChanged(conversationId_);
+        emit conversationListChanged();
+    } else {
+        check(store_->setSettings(conversationId_, settingsJson()));
+        check(store_->setModel(conversationId_, model_.path));  // the conversation goes on with this model
+    }
+    auto row = store_->addMessage(conversationId_, QStringLiteral("user"), text);
+    if (!row) return check(row.take_error());
+    ChatEntry user;
+    user.role = QStringLiteral("user");
+    user.content = text;
+    user.rowId = *row;
+    entries_.push_back(std::move(user));
+    emit entryAdded(static_cast<int>(entries_.size()) - 1);
+
+    // The reply row exists before the first token: a crash leaves it with complete = 0.
+    auto reply = store_->addMessage(conversationId_, QStringLiteral("assistant"), QString(), false);
+    if (!reply) return check(reply.take_error());
+    ChatEntry assistant;
+    assistant.role = QStringLiteral("assistant");
+    assistant.rowId = *reply;
+    assistant.modelPath = model_.path;
+    entries_.push_back(std::move(assistant));
+    emit entryAdded(static_cast<int>(entries_.size()) - 1);
+    startReply(static_cast<int>(entries_.size()) - 1, 0);
+    return true;
+}
+
+void ChatController::startReply(int entryIndex, int seedOffset) {
+    replyIndex_ = entryIndex;
+    generating_ = true;
+    emit generatingChanged(true);
+    emit replyStarted();
+    const Conversation conversation = history(static_cast<size_t>(entryIndex));
+    const GenerationSettings settings = requestSettings(seedOffset);
+    EngineWorker* worker = worker_;
+    // The stops seen so far travel with the request: a Stop pressed while it waits in the
+    // worker's queue then cancels it when it starts.
+    const uint64_t stops = worker_->stopRequests();
+    QMetaObject::invokeMethod(worker, [worker, conversation, settings, stops] { worker->generate(conversation, settings, stops); });
+}
+
+bool ChatController::regenerate() {
+    if (!modelReady() || generating_ || pending_ || entries_.empty() ||
+        entries_.back().role != QLatin1String("assistant"))
+        return false;
+    const int index = static_cast<int>(entries_.size()) - 1;
+    ChatEntry& reply = entries_.back();
+    replyPrevious_ = reply.content;
+    reply.content.clear();
+    reply.stopped = false;
+    reply.modelPath = model_.path;
+    if (!check(store_->updateMessage(reply.rowId, QString(), false))) return false;
+    emit entryChanged(index);
+    // Each version samples with its own seed, so the alternatives differ.
+    startReply(index, static_cast<int>(std::max<qsizetype>(1, reply.versions.size())));
+    return true;
+}
+
+bool ChatController::editAndResend(int index, const QString& text) {
+    if (!modelReady() || generating_ || pending_ || text.trimmed().isEmpty()) return false;
+    if (index < 0 || index >= static_cast<int>(entries_.size()) ||
+        entries_[static_cast<size_t>(index)].role != QLatin1String("user"))
+        return false;
+    if (!check(store_->deleteMessagesFrom(conversationId_, entries_[static_cast<size_t>(index)].rowId))) return false;
+    entries_.resize(static_cast<size_t>(index));
+    emit entriesRemoved(index);
+    return send(text);
+}
+
+void ChatController::stop() {
+    if (generating_) worker_->stop();
+}
+
+bool ChatController::showVersion(int index, int version) {
+    if (index < 0 || index >= static_cast<int>(entries_.size()) || (generating_ && index == replyIndex_)) return false;
+    ChatEntry& e = entries_[static_cast<size_t>(index)];
+    if (version < 0 || version >= e.versions.size() || version == e.version) return false;
+    if (!check(store_->setVersions(e.rowId, e.versions, version))) return false;
+    e.version = version;
+    e.content = e.versions[version];
+    emit entryChanged(index);
+    remeasure();
+    return true;
+}
+
+void ChatController::onPrompt(const RenderedPrompt& prompt) {
+    if (!generating_) return;
+    sentPrompt_ = prompt;
+    visiblePrompt_ = prompt;
+    setContext(prompt.promptTokens);
+    emit promptMeasured(prompt);
+}
+
+void ChatController::onTokens(const QString& text, int tokens, const TokenPieces& pieces) {
+    if (replyIndex_ < 0 || replyIndex_ >= static_cast<int>(entries_.size())) return;
+    ChatEntry& reply = entries_[static_cast<size_t>(replyIndex_)];
+    reply.content += text;
+    check(store_->updateMessage(reply.rowId, reply.content, false));
+    emit replyStreamed(replyIndex_, text, tokens, pieces);
+}
+
+void ChatController::endReply(bool stopped) {
+    ChatEntry& reply = entries_[static_cast<size_t>(replyIndex_)];
+    reply.stopped = stopped;
+    reply.complete = true;
+    reply.versions.push_back(reply.content);
+    reply.version = static_cast<int>(reply.versions.size()) - 1;
+    check(store_->updateMessage(reply.rowId, reply.content, true));
+    check(store_->setVersions(reply.rowId, reply.versions, reply.version));
+    check(store_->setReplyDetails(reply.rowId, reply.modelPath, stopped));
+    emit entryChanged(replyIndex_);
+}
+
+void ChatController::onFinished(const ReplyStats& stats) {
+    if (!generating_) return;
+    if (replyIndex_ >= 0 && replyIndex_ < static_cast<int>(entries_.size())) endReply(stats.stopReason == kCancelled);
+    generating_ = false;
+    replyIndex_ = -1;
+    emit generatingChanged(false);
+    setContext(stats.contextUsed);
+    emit replyFinished(stats);
+    emit conversationListChanged();
+    if (pending_) runPending();
+    else remeasure();
+}
+
+void ChatController::onError(const QString& message) {
+    if (!generating_) {
+        emit replyFailed(message);
+        return;
+    }
+    if (replyIndex_ >= 0 && replyIndex_ < static_cast<int>(entries_.size())) {
+        ChatEntry& reply = entries_[static_cast<size_t>(replyIndex_)];
+        if (!reply.content.isEmpty()) {
+            endReply(false);
+        } else if (!reply.versions.isEmpty()) {
+            // A regenerate that produced nothing: the version shown before comes back.
+            reply.content = replyPrevious_;
+            check(store_->updateMessage(reply.rowId, reply.content, true));
+            emit entryChanged(replyIndex_);
+        } else {
+            // Nothing was generated: the empty reply row would only clutter the history.
+            check(store_->deleteMessagesFrom(conversationId_, reply.rowId));
+            entries_.resize(static_cast<size_t>(replyIndex_));
+            emit entriesRemoved(replyIndex_);
+        }
+    }
+    generating_ = false;
+    replyIndex_ = -1;
+    emit generatingChanged(false);
+    emit replyFailed(message);
+    if (pending_) runPending();
+    else remeasure();
+}
+
+// --- setup and context ---------------------------------------------------------------------
+
+void ChatController::setSystemPrompt(const QString& text) {
+    if (setup_.systemPrompt == text) return;
+    setup_.systemPrompt = text;
+    saveSetup();
+    emit setupChanged();
+    remeasure();
+}
+
+void ChatController::setMode(PromptMode mode) {
+    if (setup_.mode == mode) return;
+    setup_.mode = mode;
+    saveSetup();
+    emit setupChanged();
+    remeasure();
+}
+
+void ChatController::setTemplateChoice(const TemplateChoice& choice) {
+    if (setup_.templateChoice.kind == choice.kind && setup_.templateChoice.value == choice.value) return;
+    setup_.templateChoice = choice;
+    saveSetup();
+    emit setupChanged();
+    remeasure();
+}
+
+void ChatController::setContextPolicy(ContextPolicy policy) {
+    if (setup_.contextPolicy == policy) return;
+    setup_.contextPolicy = policy;
+    saveSetup();
+    emit setupChanged();
+    remeasure();
+}
+
+void ChatController::setContext(int used) {
+    contextUsed_ = used;
+    emit contextChanged(used, model_.contextLength);
+}
+
+void ChatController::remeasure() {
+    const quint64 serial = ++measureSerial_;
+    if (generating_) return;  // the streaming reply's prompt is what the views show
+    if (!model_.model || (entries_.empty() && (setup_.systemPrompt.trimmed().isEmpty() || setup_.mode != PromptMode::Chat))) {
+        visiblePrompt_ = RenderedPrompt{};
+        visiblePrompt_.contextLength = model_.contextLength;
+        setContext(0);
+        emit promptMeasured(visiblePrompt_);
+        return;
+    }
+    const Conversation conversation = history(entries_.size());
+    const GenerationSettings settings = requestSettings(0);
+    EngineWorker* worker = worker_;
+    QMetaObject::invokeMethod(worker, [worker, serial, conversation, settings] { worker->measure(serial, conversation, settings); });
+}
+
+void ChatController::onMeasured(quint64 serial, const RenderedPrompt& prompt) {
+    if (serial != measureSerial_ || generating_) return;  // the conversation changed since it was asked
+    visiblePrompt_ = prompt;
+    setContext(prompt.promptTokens);
+    emit promptMeasured(prompt);
+}
+
+} // namespace cflow::ui

@@ -1,0 +1,200 @@
+#include "cflow/ui/prompt_panel.h"
+
+#include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QFontDatabase>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+#include "cflow/engine/chat/builtin_templates.h"
+#include "cflow/engine/chat/chat_template.h"
+#include "cflow/ui/chat_controller.h"
+
+namespace cflow::ui {
+namespace {
+
+constexpr int kModelTemplate = 0;  // template box: 0 = the model's own, then the built-ins, then Custom
+const QString kCustomData = QStringLiteral("custom");
+
+int builtin_count() { return static_cast<int>(builtin_chat_templates().size()); }
+
+} // namespace
+
+QString render_template_preview(const QString& source, bool& ok) {
+    ok = false;
+    auto compiled = ChatTemplate::compile(source.toStdString());
+    if (!compiled) return QString::fromStdString(compiled.error());
+    const std::vector<ChatMessage> sample = {{"system", "You are a helpful assistant.", ""},
+                                             {"user", "Hello!", ""},
+                                             {"assistant", "Hi! How can I help?", ""},
+                                             {"user", "Tell me a story.", ""}};
+    TemplateOptions options;
+    options.bos_token = "<s>";
+    options.eos_token = "</s>";
+    auto rendered = compiled->render(sample, options);
+    if (!rendered) return QString::fromStdString(rendered.error());
+    ok = true;
+    return QString::fromStdString(*rendered);
+}
+
+PromptPanel::PromptPanel(ChatController* controller, QWidget* parent) : QWidget(parent), controller_(controller) {
+    auto* form = new QFormLayout(this);
+    form->setRowWrapPolicy(QFormLayout::WrapLongRows);
+    mode_ = new QComboBox(this);
+    mode_->setObjectName(QStringLiteral("promptMode"));
+    mode_->setAccessibleName(tr("Prompt mode"));
+    mode_->addItem(tr("Chat (turns through a template)"));
+    mode_->addItem(tr("Completion (continue the text)"));
+    form->addRow(tr("Mode"), mode_);
+
+    template_ = new QComboBox(this);
+    template_->setObjectName(QStringLiteral("chatTemplate"));
+    template_->setAccessibleName(tr("Chat template"));
+    template_->addItem(tr("The model's own"));
+    for (const BuiltinTemplate& t : builtin_chat_templates())
+        template_->addItem(QString::fromUtf8(t.label.data(), qsizetype(t.label.size())),
+                           QString::fromUtf8(t.name.data(), qsizetype(t.name.size())));
+    template_->addItem(tr("Custom Jinja…"), kCustomData);
+    template_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    template_->setMinimumContentsLength(12);
+    preview_ = new QPushButton(tr("Preview…"), this);
+    preview_->setAccessibleName(tr("Preview or edit the chat template"));
+    auto* templateRow = new QHBoxLayout;
+    templateRow->addWidget(template_, 1);
+    templateRow->addWidget(preview_);
+    form->addRow(tr("Template"), templateRow);
+
+    policy_ = new QComboBox(this);
+    policy_->setObjectName(QStringLiteral("contextPolicy"));
+    policy_->setAccessibleName(tr("When the context is full"));
+    policy_->addItem(tr("Stop"), int(ContextPolicy::Stop));
+    policy_->addItem(tr("Drop oldest turns"), int(ContextPolicy::DropOldest));
+    policy_->addItem(tr("Sliding window"), int(ContextPolicy::SlidingWindow));
+    policy_->setToolTip(tr("Stop: the reply ends when the context is full. Drop oldest turns: the oldest messages "
+                           "(never the system prompt) are left out. Sliding window: the oldest tokens are cut."));
+    form->addRow(tr("Context full"), policy_);
+    note_ = new QLabel(this);
+    note_->setObjectName(QStringLiteral("templateNote"));
+    note_->setWordWrap(true);
+    form->addRow(note_);
+
+    connect(mode_, &QComboBox::activated, this, [this](int index) {
+        controller_->setMode(index == 1 ? PromptMode::Completion : PromptMode::Chat);
+    });
+    connect(template_, &QComboBox::activated, this, &PromptPanel::applyTemplateIndex);
+    connect(policy_, &QComboBox::activated, this, [this](int index) {
+        controller_->setContextPolicy(static_cast<ContextPolicy>(policy_->itemData(index).toInt()));
+    });
+    connect(preview_, &QPushButton::clicked, this, &PromptPanel::showTemplateDialog);
+    connect(controller_, &ChatController::setupChanged, this, &PromptPanel::sync);
+    connect(controller_, &ChatController::modelChanged, this, &PromptPanel::sync);
+    connect(controller_, &ChatController::promptMeasured, this, &PromptPanel::sync);
+    sync();
+}
+
+void PromptPanel::applyTemplateIndex(int index) {
+    if (template_->itemData(index).toString() == kCustomData) {
+        showTemplateDialog();  // a custom template is chosen by writing one
+        sync();
+        return;
+    }
+    if (index == kModelTemplate) controller_->setTemplateChoice({});
+    else controller_->setTemplateChoice({TemplateChoice::Kind::Builtin, template_->itemData(index).toString().toStdString()});
+}
+
+QString PromptPanel::sourceOf(int index) const {
+    if (index == kModelTemplate)
+        return controller_->model().model ? QString::fromStdString(controller_->model().model->chat_template()) : QString();
+    if (index >= 1 && index <= builtin_count()) {
+        const std::string_view source = builtin_chat_templates()[static_cast<size_t>(index - 1)].source;
+        return QString::fromUtf8(source.data(), qsizetype(source.size()));
+    }
+    return QString::fromStdString(controller_->setup().templateChoice.kind == TemplateChoice::Kind::Custom
+                                      ? controller_->setup().templateChoice.value
+                                      : std::string());
+}
+
+void PromptPanel::sync() {
+    const ConversationSetup& setup = controller_->setup();
+    mode_->setCurrentIndex(setup.mode == PromptMode::Completion ? 1 : 0);
+    int index = kModelTemplate;
+    if (setup.templateChoice.kind == TemplateChoice::Kind::Custom) {
+        index = template_->count() - 1;
+    } else if (setup.templateChoice.kind == TemplateChoice::Kind::Builtin) {
+        const int found = template_->findData(QString::fromStdString(setup.templateChoice.value));
+        if (found > 0) index = found;
+    }
+    template_->setCurrentIndex(index);
+    policy_->setCurrentIndex(policy_->findData(int(setup.contextPolicy)));
+    const bool chat = setup.mode == PromptMode::Chat;
+    template_->setEnabled(chat);
+    QString note;
+    if (!chat) note = tr("Completion: the messages are joined as one text and continued; no template, no system prompt.");
+    else if (index == kModelTemplate && controller_->model().model && !controller_->model().hasChatTemplate)
+        note = tr("This model has no chat template (%1): replies use the plain \"role: content\" fallback. Choose a "
+                  "built-in template or Completion mode.")
+                   .arg(controller_->model().templateNote);
+    else if (controller_->visiblePrompt().systemIgnored)
+        note = tr("This template ignores the system prompt.");
+    note_->setText(note);
+    note_->setVisible(!note.isEmpty());
+}
+
+void PromptPanel::showTemplateDialog() {
+    const int index = template_->currentIndex();
+    const bool custom = template_->itemData(template_->currentIndex()).toString() == kCustomData ||
+                        template_->itemData(index).toString() == kCustomData;
+    auto* dialog = new QDialog(this);
+    dialog->setObjectName(QStringLiteral("templateDialog"));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowTitle(custom ? tr("Custom chat template") : tr("Chat template: %1").arg(template_->currentText()));
+    auto* layout = new QVBoxLayout(dialog);
+    auto* source = new QPlainTextEdit(dialog);
+    source->setObjectName(QStringLiteral("templateSource"));
+    source->setAccessibleName(tr("Template source (Jinja)"));
+    source->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    QString text = sourceOf(custom ? template_->count() - 1 : index);
+    if (custom && text.isEmpty()) text = sourceOf(1);  // start from ChatML
+    source->setPlainText(text);
+    source->setReadOnly(!custom);
+    auto* preview = new QPlainTextEdit(dialog);
+    preview->setObjectName(QStringLiteral("templatePreview"));
+    preview->setAccessibleName(tr("Rendered sample conversation"));
+    preview->setReadOnly(true);
+    preview->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    auto* status = new QLabel(dialog);
+    status->setObjectName(QStringLiteral("templateStatus"));
+    status->setWordWrap(true);
+    layout->addWidget(new QLabel(tr("Template (Jinja):"), dialog));
+    layout->addWidget(source, 1);
+    layout->addWidget(new QLabel(tr("A sample conversation rendered with it:"), dialog));
+    layout->addWidget(preview, 1);
+    layout->addWidget(status);
+    auto* buttons = new QDialogButtonBox(custom ? QDialogButtonBox::Ok | QDialogButtonBox::Cancel : QDialogButtonBox::Close,
+                                         dialog);
+    layout->addWidget(buttons);
+    const auto refresh = [source, preview, status, buttons] {
+        bool ok = false;
+        const QString rendered = source->toPlainText().isEmpty() ? tr("(the model has no template)")
+                                                                 : render_template_preview(source->toPlainText(), ok);
+        preview->setPlainText(ok ? rendered : QString());
+        status->setText(ok ? QString() : rendered);
+        if (QPushButton* okButton = buttons->button(QDialogButtonBox::Ok)) okButton->setEnabled(ok);
+    };
+    connect(source, &QPlainTextEdit::textChanged, dialog, refresh);
+    connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::reject);
+    connect(buttons, &QDialogButtonBox::accepted, dialog, [this, dialog, source] {
+        controller_->setTemplateChoice({TemplateChoice::Kind::Custom, source->toPlainText().toStdString()});
+        dialog->accept();
+    });
+    refresh();
+    dialog->resize(640, 520);
+    dialog->show();
+}
+
+} // namespace cflow::ui
