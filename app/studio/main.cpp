@@ -1,11 +1,12 @@
 // cflow-studio entry point: names the application (for AppDataLocation), sets up logging,
 // shows the main window and opens the model given on the command line, if any.
-// --self-test MODEL --screenshot OUT.png runs one chat turn and exits (see self_test.h).
+// --self-test MODEL [--size WxH] --screenshot OUT.png runs one chat turn and exits (see self_test.h).
 #include <cstdio>
 
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QSize>
 
 #include <spdlog/spdlog.h>
 
@@ -33,12 +34,32 @@ int main(int argc, char** argv) {
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                         QStringLiteral("Where --self-test saves the window (PNG)."),
                                         QStringLiteral("OUT.png"));
+    const QCommandLineOption size(QStringLiteral("size"),
+                                  QStringLiteral("With --self-test: the window's exact size (the screenshot's), "
+                                                 "at least 800x600."),
+                                  QStringLiteral("WxH"));
     parser.addOption(selfTest);
     parser.addOption(screenshot);
+    parser.addOption(size);
     parser.process(app);
     if (parser.isSet(selfTest) && !parser.isSet(screenshot)) {
         std::fprintf(stderr, "cflow-studio: --self-test needs --screenshot OUT.png\n");
         return 2;
+    }
+
+    QSize windowSize;
+    if (parser.isSet(size)) {
+        const QStringList parts = parser.value(size).split(u'x');
+        bool okW = false, okH = false;
+        if (parts.size() == 2) windowSize = QSize(parts[0].toInt(&okW), parts[1].toInt(&okH));
+        if (!okW || !okH || windowSize.width() < cflow::ui::MainWindow::kMinimumWidth ||
+            windowSize.height() < cflow::ui::MainWindow::kMinimumHeight || windowSize.width() > 16384 ||
+            windowSize.height() > 16384) {
+            std::fprintf(stderr, "cflow-studio: --size wants WIDTHxHEIGHT from %dx%d to 16384x16384, got '%s'\n",
+                         cflow::ui::MainWindow::kMinimumWidth, cflow::ui::MainWindow::kMinimumHeight,
+                         parser.value(size).toLocal8Bit().constData());
+            return 2;
+        }
     }
 
     const QString logPath = cflow::studio::install_app_logger();
@@ -47,13 +68,16 @@ int main(int argc, char** argv) {
 
     cflow::ui::MainWindowOptions windowOptions;
     windowOptions.measureReadBandwidth = !parser.isSet(selfTest);  // the self-test measures nothing it does not need
+    windowOptions.rememberLayout = !parser.isSet(selfTest);        // and always starts from the default layout
     cflow::ui::MainWindow window(nullptr, windowOptions);
     window.setLogPath(logPath);
+    if (windowSize.isValid()) window.resize(windowSize);  // before show: the docks are sized for it
     window.show();
 
     std::unique_ptr<cflow::studio::SelfTest> test;
     if (parser.isSet(selfTest)) {
-        test = std::make_unique<cflow::studio::SelfTest>(window, parser.value(selfTest), parser.value(screenshot));
+        test = std::make_unique<cflow::studio::SelfTest>(window, parser.value(selfTest), parser.value(screenshot),
+                                                         windowSize);
         test->start();
     } else {
         const QStringList positional = parser.positionalArguments();

@@ -10,12 +10,13 @@
 
 #include "cflow/ui/chat_panel.h"
 #include "cflow/ui/inspector/inspector_dock.h"
+#include "cflow/ui/layout_audit.h"
 #include "cflow/ui/main_window.h"
 
 namespace cflow::studio {
 
-SelfTest::SelfTest(cflow::ui::MainWindow& window, QString modelPath, QString screenshotPath)
-    : window_(window), modelPath_(std::move(modelPath)), screenshotPath_(std::move(screenshotPath)) {
+SelfTest::SelfTest(cflow::ui::MainWindow& window, QString modelPath, QString screenshotPath, QSize size)
+    : window_(window), modelPath_(std::move(modelPath)), screenshotPath_(std::move(screenshotPath)), size_(size) {
     timeout_.setSingleShot(true);
     connect(&timeout_, &QTimer::timeout, this,
             [this] { fail(QStringLiteral("timed out after %1 s").arg(kTimeoutMs / 1000)); });
@@ -33,6 +34,7 @@ SelfTest::SelfTest(cflow::ui::MainWindow& window, QString modelPath, QString scr
 }
 
 void SelfTest::start() {
+    if (size_.isValid()) window_.resize(size_);
     timeout_.start(kTimeoutMs);
     window_.openModel(QDir::current().absoluteFilePath(modelPath_));
 }
@@ -51,6 +53,22 @@ void SelfTest::succeed() {
     window_.inspector()->drainNow();
     if (window_.inspector()->history().session().empty()) {
         fail(QStringLiteral("the inspector received no telemetry"));
+        return;
+    }
+    if (size_.isValid() && window_.size() != size_) {
+        fail(QStringLiteral("the window is %1x%2, not the %3x%4 asked for")
+                 .arg(window_.width())
+                 .arg(window_.height())
+                 .arg(size_.width())
+                 .arg(size_.height()));
+        return;
+    }
+    const QStringList problems = cflow::ui::layout_problems(&window_);
+    if (!problems.isEmpty()) {
+        fail(QStringLiteral("the layout at %1x%2 has problems:\n  %3")
+                 .arg(window_.width())
+                 .arg(window_.height())
+                 .arg(problems.join(QStringLiteral("\n  "))));
         return;
     }
     const QPixmap shot = window_.grab();

@@ -235,3 +235,48 @@ TEST(StudioSelfTest, ChatsOneTurnAndSavesANonTrivialScreenshot) {
 #endif
 
 } // namespace
+
+#ifdef CFLOW_STUDIO_PATH
+// `--size WxH` gives a window and a screenshot of exactly that size, whose layout the app
+// itself checked (it fails on clipped or overlapping text).
+class StudioSelfTestSizes : public ::testing::TestWithParam<QSize> {};
+
+TEST_P(StudioSelfTestSizes, ScreenshotHasExactlyTheAskedSize) {
+    const QSize size = GetParam();
+    const auto dir = cflow::test::temp_dir("studio_self_test_size");
+    const QString png = qpath(dir / QStringLiteral("shot-%1x%2.png").arg(size.width()).arg(size.height()).toStdString());
+    QProcess studio;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    env.insert(QStringLiteral("CFLOW_STUDIO_DB"), qpath(dir / "studio.sqlite"));
+    env.insert(QStringLiteral("HOME"), qpath(dir));
+    env.insert(QStringLiteral("XDG_DATA_HOME"), qpath(dir / "data"));
+    env.insert(QStringLiteral("XDG_CONFIG_HOME"), qpath(dir / "config"));
+    studio.setProcessEnvironment(env);
+    studio.start(QStringLiteral(CFLOW_STUDIO_PATH),
+                 {QStringLiteral("--self-test"), qpath(cflow::ui::test::moe_chatml_model()), QStringLiteral("--size"),
+                  QStringLiteral("%1x%2").arg(size.width()).arg(size.height()), QStringLiteral("--screenshot"), png});
+    ASSERT_TRUE(studio.waitForFinished(90000));
+    const QString output = QString::fromLocal8Bit(studio.readAllStandardOutput() + studio.readAllStandardError());
+    ASSERT_EQ(studio.exitCode(), 0) << output.toStdString();
+    EXPECT_EQ(QImage(png).size(), size);
+}
+
+INSTANTIATE_TEST_SUITE_P(CommonScreens, StudioSelfTestSizes,
+                         ::testing::Values(QSize(800, 600), QSize(1366, 768), QSize(1920, 1080)));
+
+TEST(StudioSelfTest, RejectsASizeBelowTheMinimumOrMalformed) {
+    for (const QString& bad : {QStringLiteral("640x480"), QStringLiteral("wide"), QStringLiteral("800x")}) {
+        QProcess studio;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        studio.setProcessEnvironment(env);
+        studio.start(QStringLiteral(CFLOW_STUDIO_PATH), {QStringLiteral("--self-test"), QStringLiteral("x.cflow"),
+                                                         QStringLiteral("--size"), bad, QStringLiteral("--screenshot"),
+                                                         QStringLiteral("/dev/null")});
+        ASSERT_TRUE(studio.waitForFinished(30000));
+        EXPECT_EQ(studio.exitCode(), 2) << bad.toStdString();
+        EXPECT_TRUE(studio.readAllStandardError().contains("--size")) << bad.toStdString();
+    }
+}
+#endif

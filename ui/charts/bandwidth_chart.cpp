@@ -138,7 +138,7 @@ void BandwidthChart::updateAxes() {
 }
 
 QSize BandwidthChart::sizeHint() const { return QSize(640, 260); }
-QSize BandwidthChart::minimumSizeHint() const { return QSize(240, 10 * fontMetrics().height()); }
+QSize BandwidthChart::minimumSizeHint() const { return QSize(240, 6 * fontMetrics().height()); }
 
 // Title above; tick labels and a rotated axis title on both sides; layer labels, the axis title
 // and the legend rows below. Measuring text shapes it, so the margins are kept until the font,

@@ -24,7 +24,7 @@ QString mib(double bytes) { return QString::number(bytes / kBytesPerMiB, 'f', 3)
 
 BandwidthPanel::BandwidthPanel(QWidget* parent) : QWidget(parent) {
     chart_ = new BandwidthChart(this);
-    chart_->setMinimumHeight(220);
+    chart_->setMinimumHeight(110);  // a 600-pixel window still shows the transcript
 
     criticalPath_ = new QLabel(this);
     criticalPath_->setWordWrap(true);

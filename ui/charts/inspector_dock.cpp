@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QTabWidget>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -45,7 +46,13 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(tabs_, 1);
     layout->addLayout(bottom);
-    setWidget(body);
+    // Below the charts' own minimum (a 600-pixel window's strip) the dock scrolls rather than
+    // taking the transcript's height.
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(body);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    setWidget(scroll);
 
     probe_ = new ReadBandwidthProbe(this);
     bandwidth_->setReadBandwidth(probe_->bytesPerSecond());

@@ -202,7 +202,7 @@ StallPanel::StallPanel(QWidget* parent) : QWidget(parent) {
     auto* summaryBox = new detail::LabelBox(summary_, content_);
 
     totals_ = new StallTotalsChart(int(kTotalsTokens), content_);
-    totals_->setMinimumHeight(180);
+    totals_->setMinimumHeight(96);
 
     auto* layout = new QVBoxLayout(content_);
     layout->addWidget(title);

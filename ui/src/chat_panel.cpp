@@ -70,15 +70,14 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     input_->setPlaceholderText(tr("Message (Ctrl+Enter to send)"));
     input_->setAccessibleName(tr("Message"));
     input_->setTabChangesFocus(true);  // Tab moves on to the buttons, as in every other field
-    input_->setMinimumHeight(48);
-    input_->setMaximumHeight(110);
+    // Three lines: enough to write in, and the transcript keeps the height (it scrolls beyond).
+    input_->setFixedHeight(input_->fontMetrics().lineSpacing() * 3 + 2 * input_->frameWidth() + 8);
     input_->installEventFilter(this);  // Ctrl+Enter sends from inside the box (it would insert a line break)
     layout->addWidget(input_);
 
     auto* row = new QHBoxLayout;
     context_ = new QLabel(this);
     context_->setObjectName(QStringLiteral("context"));
-    context_->setMinimumWidth(0);
     row->addWidget(context_, 1);
     auto* raw = action_button(tr("Raw prompt"), tr("Show the prompt exactly as the model reads it"), this);
     raw->setObjectName(QStringLiteral("rawPromptButton"));

@@ -17,6 +17,7 @@
 #include <QPlainTextEdit>
 #include <QScrollArea>
 #include <QCloseEvent>
+#include <QShowEvent>
 #include <QPointer>
 #include <QSettings>
 #include <QStatusBar>
@@ -103,7 +104,7 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
     if (rememberLayout_) {
         QSettings settings;
         restoreGeometry(settings.value(kGeometryKey).toByteArray());
-        restoreState(settings.value(kStateKey).toByteArray());
+        restoredState_ = restoreState(settings.value(kStateKey).toByteArray());
     }
 }
 
@@ -195,39 +196,50 @@ void MainWindow::createDocks(const MainWindowOptions& options) {
     left->setWidget(sidebar_);
     addDockWidget(Qt::LeftDockWidgetArea, left);
 
-    // Settings share one tabbed column on the right: the transcript keeps the middle.
-    QDockWidget* previous = nullptr;
+    // Chat first: the transcript keeps the whole width beside the conversation list; the
+    // inspector and the settings share one tabbed strip below it (a 800-pixel window has no
+    // room for a third column).
+    InspectorOptions inspectorOptions;
+    inspectorOptions.measureBandwidthAtStart = options.measureReadBandwidth;
+    inspector_ = new InspectorDock(ring_.get(), this, inspectorOptions);
+    inspector_->setObjectName(QStringLiteral("inspectorDock"));
+    addDockWidget(Qt::BottomDockWidgetArea, inspector_);
+    QDockWidget* previous = inspector_;
     const std::pair<QString, QWidget*> tabs[] = {
         {tr("Prompt"), prompt_}, {tr("Sampling"), sampling_}, {tr("Model"), headerView_}};
     const char* names[] = {"promptDock", "samplingDock", "modelDock"};
     for (size_t i = 0; i < std::size(tabs); ++i) {
         auto* dock = new QDockWidget(tabs[i].first, this);
         dock->setObjectName(QString::fromLatin1(names[i]));
-        auto* scroll = new QScrollArea(dock);  // a short window scrolls the panel instead of growing
+        auto* scroll = new QScrollArea(dock);  // a short strip scrolls the panel instead of growing
         scroll->setWidget(tabs[i].second);
         scroll->setWidgetResizable(true);
         scroll->setFrameShape(QFrame::NoFrame);
         dock->setWidget(scroll);
-        addDockWidget(Qt::RightDockWidgetArea, dock);
-        if (previous) tabifyDockWidget(previous, dock);
+        addDockWidget(Qt::BottomDockWidgetArea, dock);
+        tabifyDockWidget(previous, dock);
         previous = dock;
     }
-    if (auto* first = findChild<QDockWidget*>(QStringLiteral("promptDock"))) first->raise();
+    inspector_->raise();
+}
 
-    InspectorOptions inspectorOptions;
-    inspectorOptions.measureBandwidthAtStart = options.measureReadBandwidth;
-    inspector_ = new InspectorDock(ring_.get(), this, inspectorOptions);
-    inspector_->setObjectName(QStringLiteral("inspectorDock"));
-    addDockWidget(Qt::BottomDockWidgetArea, inspector_);
-    // The inspector starts at a quarter of the height: the transcript is what people read.
-    resizeDocks({inspector_}, {200}, Qt::Vertical);
-    resizeDocks({left}, {220}, Qt::Horizontal);
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    if (dockSizesApplied_) return;
+    dockSizesApplied_ = true;
+    if (restoredState_) return;
+    // Sized once the window has its size: the strip below gets a quarter of the height, the
+    // conversation list a fifth of the width (at most 260 px).
+    resizeDocks({inspector_}, {height() / 4}, Qt::Vertical);
+    if (auto* list = findChild<QDockWidget*>(QStringLiteral("conversationsDock")))
+        resizeDocks({list}, {std::min(260, width() / 5)}, Qt::Horizontal);
 }
 
 void MainWindow::resetLayout() {
     restoreState(defaultState_);
     for (QDockWidget* dock : findChildren<QDockWidget*>()) dock->show();
-    if (auto* first = findChild<QDockWidget*>(QStringLiteral("promptDock"))) first->raise();
+    inspector_->raise();
+    resizeDocks({inspector_}, {height() / 4}, Qt::Vertical);
 }
 
 void MainWindow::saveLayout() const {

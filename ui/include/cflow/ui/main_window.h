@@ -95,6 +95,7 @@ private slots:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
     void createMenus();
@@ -115,6 +116,8 @@ private:
     QMenu* viewMenu_ = nullptr;
     QByteArray defaultState_;        // the docks as first laid out, for Reset layout
     bool rememberLayout_ = false;
+    bool restoredState_ = false;     // docks came from QSettings: keep their sizes
+    bool dockSizesApplied_ = false;
     std::map<QString, ModelSummary> summaries_;  // read headers waiting for the engine to load them
     QElapsedTimer replyClock_;        // from the first streamed batch of the current reply
     int replyTokens_ = 0;
