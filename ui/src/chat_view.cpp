@@ -5,6 +5,7 @@
 #include <QAbstractTextDocumentLayout>
 #include <QApplication>
 #include <QClipboard>
+#include <QDesktopServices>
 #include <QFontDatabase>
 #include <QGuiApplication>
 #include <QHBoxLayout>
@@ -15,35 +16,85 @@
 #include <QTextBlock>
 #include <QTextBrowser>
 #include <QTimer>
+#include <QToolButton>
+#include <QUrl>
 #include <QVBoxLayout>
+
+#include "cflow/ui/chat_markdown.h"
 
 namespace cflow::ui {
 
+namespace {
+
+// A header button: named for screen readers, explained by its tooltip, reachable by Tab.
+template <class Button>
+Button* header_button(const QString& text, const QString& objectName, const QString& accessibleName,
+                      const QString& toolTip, QWidget* parent) {
+    auto* button = new Button(parent);
+    button->setText(text);
+    button->setObjectName(objectName);
+    button->setAccessibleName(accessibleName);
+    button->setToolTip(toolTip);
+    button->setFocusPolicy(Qt::StrongFocus);
+    return button;
+}
+
+} // namespace
+
 ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidget* parent)
-    : QWidget(parent), role_(role), browser_(new QTextBrowser(this)), highlightTimer_(new QTimer(this)) {
+    : QFrame(parent), role_(role), browser_(new QTextBrowser(this)), highlightTimer_(new QTimer(this)) {
+    setFrameShape(QFrame::NoFrame);
+    // A Plain Box is drawn in the foreground role's colour: the highlight while editing.
+    setFrameShadow(QFrame::Plain);
+    setForegroundRole(QPalette::Highlight);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     auto* header = new QHBoxLayout;
     auto* label = new QLabel(QStringLiteral("<b>%1</b>").arg(role.toHtmlEscaped()), this);
     header->addWidget(label);
+    stoppedMarker_ = new QLabel(tr("stopped"), this);
+    stoppedMarker_->setObjectName(QStringLiteral("stoppedMarker"));
+    stoppedMarker_->setAccessibleName(tr("Reply stopped before its end"));
+    stoppedMarker_->setToolTip(tr("This reply was stopped before it finished."));
+    QFont markerFont = stoppedMarker_->font();
+    markerFont.setItalic(true);
+    stoppedMarker_->setFont(markerFont);
+    stoppedMarker_->hide();
+    header->addWidget(stoppedMarker_);
     header->addStretch();
+
+    previousAlternative_ = header_button<QToolButton>(QStringLiteral("\u2039"), QStringLiteral("previousAlternative"),
+                                                      tr("Previous alternative reply"),
+                                                      tr("Show the previous alternative reply"), this);
+    alternativeLabel_ = new QLabel(this);
+    alternativeLabel_->setObjectName(QStringLiteral("alternativeLabel"));
+    nextAlternative_ = header_button<QToolButton>(QStringLiteral("\u203A"), QStringLiteral("nextAlternative"),
+                                                  tr("Next alternative reply"), tr("Show the next alternative reply"),
+                                                  this);
+    connect(previousAlternative_, &QToolButton::clicked, this, [this] { emit alternativeRequested(-1); });
+    connect(nextAlternative_, &QToolButton::clicked, this, [this] { emit alternativeRequested(+1); });
+    header->addWidget(previousAlternative_);
+    header->addWidget(alternativeLabel_);
+    header->addWidget(nextAlternative_);
+    setAlternatives(0, 1);
+
     if (role == QLatin1String("user")) {
-        auto* edit = new QPushButton(tr("Edit"), this);
-        edit->setObjectName(QStringLiteral("editButton"));
+        auto* edit = header_button<QPushButton>(tr("Edit"), QStringLiteral("editButton"), tr("Edit message"),
+                                                tr("Edit this message and send it again"), this);
         connect(edit, &QPushButton::clicked, this, &ChatMessageCard::editRequested);
         header->addWidget(edit);
     }
-    auto* copy = new QPushButton(tr("Copy"), this);
-    copy->setObjectName(QStringLiteral("copyButton"));
+    auto* copy = header_button<QPushButton>(tr("Copy"), QStringLiteral("copyButton"), tr("Copy message"),
+                                            tr("Copy this message's text (Markdown) to the clipboard"), this);
     connect(copy, &QPushButton::clicked, this, [this] { QGuiApplication::clipboard()->setText(text_); });
     header->addWidget(copy);
     layout->addLayout(header);
 
-    browser_->setOpenExternalLinks(true);
+    // Links are handled here: "Copy code" ones copy their block, others open outside.
+    browser_->setOpenLinks(false);
+    connect(browser_, &QTextBrowser::anchorClicked, this, &ChatMessageCard::onAnchorClicked);
     browser_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     browser_->setFrameShape(QFrame::NoFrame);
-    // Markdown code spans and blocks use the document's fixed-pitch font.
-    browser_->document()->setDefaultStyleSheet(QStringLiteral("pre, code { font-family: monospace; }"));
     connect(browser_->document()->documentLayout(), &QAbstractTextDocumentLayout::documentSizeChanged, this,
             [this] { fitHeight(); });
     layout->addWidget(browser_);
@@ -79,14 +130,56 @@ void ChatMessageCard::render() {
     // stale. Appending keeps the raw offsets, so a highlight still showing is drawn again.
     map_.reset();
     browser_->setExtraSelections({});
-    browser_->setMarkdown(text_);
+    browser_->setMarkdown(chat_markdown(text_, tr("Copy code"), tr("Copy this code block to the clipboard")));
+    apply_code_font(*browser_->document(), QFontDatabase::systemFont(QFontDatabase::FixedFont));
     fitHeight();
     if (flashed_) showHighlight();
 }
 
 const RenderedTextMap& ChatMessageCard::renderedMap() const {
-    if (!map_) map_.emplace(browser_->document()->toPlainText(), text_);
+    if (!map_) map_.emplace(mapping_text(*browser_->document()), text_);
     return *map_;
+}
+
+QStringList ChatMessageCard::codeBlocks() const { return code_blocks(*browser_->document()); }
+
+bool ChatMessageCard::copyCodeBlock(int index) const {
+    const QStringList blocks = codeBlocks();
+    if (index < 0 || index >= blocks.size()) return false;
+    QGuiApplication::clipboard()->setText(blocks[index]);
+    return true;
+}
+
+void ChatMessageCard::onAnchorClicked(const QUrl& url) {
+    if (const std::optional<int> block = copy_code_index(url)) {
+        copyCodeBlock(*block);
+        return;
+    }
+    QDesktopServices::openUrl(url);
+}
+
+void ChatMessageCard::setStopped(bool stopped) {
+    stopped_ = stopped;
+    stoppedMarker_->setVisible(stopped);
+}
+
+void ChatMessageCard::setAlternatives(int current, int count) {
+    const bool shown = count > 1;
+    current = std::clamp(current, 0, std::max(count - 1, 0));
+    previousAlternative_->setVisible(shown);
+    alternativeLabel_->setVisible(shown);
+    nextAlternative_->setVisible(shown);
+    previousAlternative_->setEnabled(current > 0);
+    nextAlternative_->setEnabled(current < count - 1);
+    alternativeLabel_->setText(QStringLiteral("%1 / %2").arg(current + 1).arg(count));
+    alternativeLabel_->setAccessibleName(tr("Alternative %1 of %2").arg(current + 1).arg(count));
+}
+
+void ChatMessageCard::setEditing(bool editing) {
+    editing_ = editing;
+    setFrameShape(editing ? QFrame::Box : QFrame::NoFrame);
+    setLineWidth(editing ? 2 : 1);
+    setAccessibleDescription(editing ? tr("Being edited") : QString());
 }
 
 std::optional<int> ChatMessageCard::characterAt(QPoint viewportPos) const {
@@ -159,7 +252,7 @@ bool ChatMessageCard::eventFilter(QObject* watched, QEvent* event) {
                 onViewportClick(pos);
         }
     }
-    return QWidget::eventFilter(watched, event);  // the browser still handles the event
+    return QFrame::eventFilter(watched, event);  // the browser still handles the event
 }
 
 void ChatMessageCard::fitHeight() {
@@ -183,8 +276,10 @@ int ChatView::addMessage(const QString& role, const QString& text) {
     column_->insertWidget(column_->count() - 1, card);  // before the trailing stretch
     cards_.push_back(card);
     connect(card, &ChatMessageCard::editRequested, this, [this, card] {
-        for (int i = 0; i < count(); ++i)
-            if (cards_[static_cast<size_t>(i)] == card) emit editRequested(i);
+        if (const int i = indexOf(card); i >= 0) emit editRequested(i);
+    });
+    connect(card, &ChatMessageCard::alternativeRequested, this, [this, card](int delta) {
+        if (const int i = indexOf(card); i >= 0) emit alternativeRequested(i, delta);
     });
     connect(card, &ChatMessageCard::tokenClicked, this, &ChatView::tokenClicked);
     QTimer::singleShot(0, this, [this] { verticalScrollBar()->setValue(verticalScrollBar()->maximum()); });
@@ -212,5 +307,22 @@ void ChatView::removeFrom(int index) {
 }
 
 void ChatView::clearMessages() { removeFrom(0); }
+
+int ChatView::indexOf(const ChatMessageCard* card) const {
+    const auto it = std::find(cards_.begin(), cards_.end(), card);
+    return it == cards_.end() ? -1 : static_cast<int>(it - cards_.begin());
+}
+
+void ChatView::setStopped(int index, bool stopped) {
+    if (index >= 0 && index < count()) card(index)->setStopped(stopped);
+}
+
+void ChatView::setAlternatives(int index, int current, int alternatives) {
+    if (index >= 0 && index < count()) card(index)->setAlternatives(current, alternatives);
+}
+
+void ChatView::setEditing(int index, bool editing) {
+    if (index >= 0 && index < count()) card(index)->setEditing(editing);
+}
 
 } // namespace cflow::ui

@@ -1,13 +1,18 @@
-// Markdown and JSON exports of one conversation. QSaveFile writes a temporary file and
-// renames it over the target on commit, so a failed export never leaves a partial file.
+// Markdown and JSON exports of one conversation, and the file names offered for them.
+// QSaveFile writes a temporary file and renames it over the target on commit, so a failed
+// export never leaves a partial file.
+#include "cflow/ui/conversation_export.h"
+
 #include <QDateTime>
 #include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QSaveFile>
 
 #include "cflow/ui/conversation_store.h"
+#include "cflow/ui/conversation_title.h"
 
 namespace cflow::ui {
 namespace {
@@ -28,7 +33,40 @@ QString role_heading(const QString& role) {
     return role.left(1).toUpper() + role.mid(1);
 }
 
+QString export_extension(bool asJson) { return asJson ? QStringLiteral(".json") : QStringLiteral(".md"); }
+
+// Characters Windows, macOS or Linux refuse in a file name, control characters and invisible
+// format characters (a right-to-left override would disguise the extension).
+bool is_unsafe_in_file_name(QChar c) {
+    return c.category() == QChar::Other_Control || c.category() == QChar::Other_Format ||
+           QStringView(u"/\\:*?\"<>|").contains(c);
+}
+
+// Trailing dots and spaces are dropped by Windows; a leading dot hides the file.
+QString trim_dots_and_spaces(QString name) {
+    static const QRegularExpression ends(QStringLiteral("^[. ]+|[. ]+$"));
+    return name.remove(ends);
+}
+
 } // namespace
+
+QString suggested_export_file_name(const QString& title, bool asJson) {
+    QString name = plain_title(title, 0);
+    for (QChar& c : name)
+        if (is_unsafe_in_file_name(c)) c = u' ';
+    name = trim_dots_and_spaces(name.simplified().left(kMaxExportBaseChars));
+    // Device names Windows reserves, with or without an extension.
+    static const QRegularExpression reserved(QStringLiteral("^(CON|PRN|AUX|NUL|COM[1-9]|LPT[1-9])$"),
+                                             QRegularExpression::CaseInsensitiveOption);
+    if (reserved.match(name).hasMatch()) name += QStringLiteral(" conversation");
+    if (name.isEmpty()) name = QStringLiteral("conversation");
+    return name + export_extension(asJson);
+}
+
+QString with_export_extension(const QString& path, bool asJson) {
+    if (path.isEmpty() || path.endsWith(export_extension(asJson), Qt::CaseInsensitive)) return path;
+    return path + export_extension(asJson);
+}
 
 Status ConversationStore::exportMarkdown(qint64 conversationId, const QString& path) const {
     auto info = conversation(conversationId);

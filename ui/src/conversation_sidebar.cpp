@@ -1,5 +1,8 @@
 #include "cflow/ui/conversation_sidebar.h"
 
+#include <algorithm>
+
+#include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QInputDialog>
 #include <QLineEdit>
@@ -9,20 +12,47 @@
 #include <QVBoxLayout>
 
 #include "cflow/ui/conversation_store.h"
+#include "cflow/ui/conversation_title.h"
 
 namespace cflow::ui {
+namespace {
+
+// Past this a title is cut in the list text (the view also elides to its width); the
+// tooltip keeps all of it.
+constexpr int kListTitleChars = 120;
+// Room beside the text of the rename dialog's title for the title bar's icon and buttons.
+constexpr int kTitleBarMarginPx = 160;
+
+QPushButton* sidebar_button(const QString& text, const QString& objectName, const QString& accessibleName,
+                            const QString& toolTip, QWidget* parent) {
+    auto* button = new QPushButton(text, parent);
+    button->setObjectName(objectName);
+    button->setAccessibleName(accessibleName);
+    button->setToolTip(toolTip);
+    return button;
+}
+
+} // namespace
 
 ConversationSidebar::ConversationSidebar(ConversationStore* store, QWidget* parent)
     : QWidget(parent), store_(store), search_(new QLineEdit(this)), list_(new QListWidget(this)) {
     auto* layout = new QVBoxLayout(this);
     search_->setPlaceholderText(tr("Search conversations…"));
     search_->setClearButtonEnabled(true);
+    search_->setAccessibleName(tr("Search conversations"));
+    list_->setAccessibleName(tr("Conversations"));
+    list_->setTextElideMode(Qt::ElideRight);
+    list_->setWordWrap(false);
     layout->addWidget(search_);
     layout->addWidget(list_, 1);
     auto* buttons = new QHBoxLayout;
-    auto* add = new QPushButton(tr("New"), this);
-    auto* rename = new QPushButton(tr("Rename"), this);
-    auto* remove = new QPushButton(tr("Delete"), this);
+    auto* add = sidebar_button(tr("New"), QStringLiteral("newConversationButton"), tr("New conversation"),
+                               tr("Start a new conversation"), this);
+    auto* rename = sidebar_button(tr("Rename"), QStringLiteral("renameConversationButton"),
+                                  tr("Rename conversation"), tr("Rename the selected conversation"), this);
+    auto* remove = sidebar_button(tr("Delete"), QStringLiteral("deleteConversationButton"),
+                                  tr("Delete conversation"), tr("Delete the selected conversation and its messages"),
+                                  this);
     buttons->addWidget(add);
     buttons->addWidget(rename);
     buttons->addWidget(remove);
@@ -48,9 +78,11 @@ void ConversationSidebar::refresh(qint64 selectId) {
     const QSignalBlocker blocker(list_);
     list_->clear();
     for (const ConversationInfo& info : *listed) {
-        auto* item = new QListWidgetItem(info.title, list_);
+        // Titles are stored as typed (often Markdown); the list shows them plain.
+        auto* item = new QListWidgetItem(plain_title(info.title, kListTitleChars), list_);
         item->setData(Qt::UserRole, info.id);
-        item->setToolTip(info.modelPath);
+        const QString fullTitle = plain_title(info.title, 0);
+        item->setToolTip(info.modelPath.isEmpty() ? fullTitle : fullTitle + u'\n' + info.modelPath);
         if (info.id == selectId) list_->setCurrentItem(item);
     }
 }
@@ -82,10 +114,25 @@ bool ConversationSidebar::deleteConversation(qint64 id) {
 void ConversationSidebar::askRename() {
     const qint64 id = selectedId();
     if (id == 0) return;
-    bool ok = false;
-    const QString title = QInputDialog::getText(this, tr("Rename conversation"), tr("Title:"), QLineEdit::Normal,
-                                                list_->currentItem()->text(), &ok);
-    if (ok && !title.trimmed().isEmpty()) renameConversation(id, title.trimmed());
+    // An object rather than QInputDialog::getText: its width can be made to fit its title,
+    // and open() does not block (a test can find the dialog among the top-level widgets).
+    auto* dialog = new QInputDialog(this);
+    dialog->setObjectName(QStringLiteral("renameDialog"));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowTitle(tr("Rename conversation"));
+    dialog->setLabelText(tr("Title:"));
+    const auto info = store_->conversation(id);
+    dialog->setTextValue(info ? plain_title(info->title, 0) : list_->currentItem()->text());
+    // QInputDialog's layout sets the dialog's minimum size itself (SetMinAndMaxSize), so the
+    // width goes on its text field.
+    const QFontMetrics metrics = dialog->fontMetrics();
+    const int titleWidthPx =
+        std::max(metrics.horizontalAdvance(dialog->windowTitle()), metrics.horizontalAdvance(dialog->labelText()));
+    if (auto* field = dialog->findChild<QLineEdit*>()) field->setMinimumWidth(titleWidthPx + kTitleBarMarginPx);
+    connect(dialog, &QInputDialog::textValueSelected, this, [this, id](const QString& title) {
+        if (!title.trimmed().isEmpty()) renameConversation(id, title.trimmed());
+    });
+    dialog->open();
 }
 
 void ConversationSidebar::askDelete() {

@@ -11,14 +11,16 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
 #include <QThread>
+#include <QVBoxLayout>
+
+#include "cflow/ui/sampling_presets.h"
 
 namespace cflow::ui {
 namespace {
-
-const QString kPresetGroup = QStringLiteral("samplingPresets");
 
 QDoubleSpinBox* real_box(double lo, double hi, double step, int decimals, QWidget* parent) {
     auto* box = new QDoubleSpinBox(parent);
@@ -32,6 +34,14 @@ QSpinBox* int_box(int lo, int hi, QWidget* parent) {
     auto* box = new QSpinBox(parent);
     box->setRange(lo, hi);
     return box;
+}
+
+QPushButton* preset_button(const QString& text, const QString& objectName, const QString& toolTip, QWidget* parent) {
+    auto* button = new QPushButton(text, parent);
+    button->setObjectName(objectName);
+    button->setToolTip(toolTip);
+    button->setAccessibleName(toolTip);
+    return button;
 }
 
 } // namespace
@@ -71,24 +81,49 @@ GenerationSettings settings_from_json(const QString& json, const GenerationSetti
 }
 
 SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
-    auto* form = new QFormLayout(this);
-    presets_ = new QComboBox(this);
+    // The form scrolls inside the dock: the panel's own minimum height stays small, so the
+    // main window fits 800 x 600 with the dock open.
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    auto* scroll = new QScrollArea(this);
+    scroll->setObjectName(QStringLiteral("samplingScroll"));
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    outer->addWidget(scroll);
+    auto* content = new QWidget(scroll);
+    scroll->setWidget(content);
+    auto* form = new QFormLayout(content);
+
+    presets_ = new QComboBox(content);
     presets_->setObjectName(QStringLiteral("presets"));
-    auto* savePresetButton = new QPushButton(tr("Save…"), this);
+    presets_->setAccessibleName(tr("Sampling preset"));
+    presets_->setPlaceholderText(tr("Choose a preset"));
+    auto* savePresetButton =
+        preset_button(tr("Save…"), QStringLiteral("savePreset"), tr("Save the current values as a preset"), content);
+    deletePreset_ = preset_button(tr("Delete"), QStringLiteral("deletePreset"), tr("Delete the chosen preset"), content);
+    auto* resetPresetsButton = preset_button(tr("Reset presets"), QStringLiteral("resetPresets"),
+                                             tr("Restore the built-in presets Precise, Balanced and Creative"), content);
     auto* presetRow = new QHBoxLayout;
     presetRow->addWidget(presets_, 1);
     presetRow->addWidget(savePresetButton);
+    auto* presetActions = new QHBoxLayout;
+    presetActions->addWidget(deletePreset_);
+    presetActions->addWidget(resetPresetsButton);
+    presetActions->addStretch();
     form->addRow(tr("Preset"), presetRow);
+    form->addRow(QString(), presetActions);
 
-    temperature_ = real_box(0, 5, 0.05, 2, this);
-    topK_ = int_box(0, 1000, this);
-    topP_ = real_box(0, 1, 0.01, 2, this);
-    minP_ = real_box(0, 1, 0.01, 2, this);
-    repeatPenalty_ = real_box(0.5, 3, 0.01, 2, this);
-    seed_ = int_box(0, std::numeric_limits<int>::max(), this);  // the UI offers 31-bit seeds
-    maxTokens_ = int_box(0, 1 << 20, this);
-    maxTokens_->setSpecialValueText(tr("auto (¼ of context)"));
-    threads_ = int_box(0, 1024, this);
+    temperature_ = real_box(0, 5, 0.05, 2, content);
+    topK_ = int_box(0, 1000, content);
+    topP_ = real_box(0, 1, 0.01, 2, content);
+    minP_ = real_box(0, 1, 0.01, 2, content);
+    repeatPenalty_ = real_box(0.5, 3, 0.01, 2, content);
+    seed_ = int_box(0, std::numeric_limits<int>::max(), content);  // the UI offers 31-bit seeds
+    maxTokens_ = int_box(0, 1 << 20, content);
+    maxTokens_->setObjectName(QStringLiteral("maxTokens"));
+    maxTokens_->setSpecialValueText(tr("auto (¼ of context)"));  // 0: the engine resolves it
+    threads_ = int_box(0, 1024, content);
     threads_->setSpecialValueText(tr("auto (%1)").arg(QThread::idealThreadCount()));
     form->addRow(tr("Temperature"), temperature_);
     form->addRow(tr("Top-k"), topK_);
@@ -111,6 +146,14 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
         if (ok && !name.trimmed().isEmpty()) savePreset(name.trimmed());
     });
     connect(presets_, &QComboBox::textActivated, this, [this](const QString& name) { loadPreset(name); });
+    connect(presets_, &QComboBox::currentTextChanged, this,
+            [this](const QString& name) { deletePreset_->setEnabled(!name.isEmpty()); });
+    connect(deletePreset_, &QPushButton::clicked, this, [this] { deletePreset(presets_->currentText()); });
+    connect(resetPresetsButton, &QPushButton::clicked, this, &SamplingPanel::resetPresets);
+    {
+        QSettings settings;
+        seed_builtin_presets(settings);
+    }
     refreshPresets();
 }
 
@@ -140,30 +183,53 @@ void SamplingPanel::setSettings(const GenerationSettings& s) {
 
 void SamplingPanel::savePreset(const QString& name) {
     QSettings settings;
-    settings.setValue(kPresetGroup + u'/' + name, settings_to_json(this->settings()));
+    settings.setValue(preset_group() + u'/' + name, settings_to_json(this->settings()));
     refreshPresets();
     presets_->setCurrentText(name);
 }
 
 bool SamplingPanel::loadPreset(const QString& name) {
     QSettings settings;
-    const QVariant json = settings.value(kPresetGroup + u'/' + name);
+    const QVariant json = settings.value(preset_group() + u'/' + name);
     if (!json.isValid()) return false;
     setSettings(settings_from_json(json.toString(), this->settings()));
     return true;
 }
 
+bool SamplingPanel::deletePreset(const QString& name) {
+    QSettings settings;
+    const QString key = preset_group() + u'/' + name;
+    if (name.isEmpty() || !settings.contains(key)) return false;
+    settings.remove(key);
+    refreshPresets();
+    return true;
+}
+
+void SamplingPanel::resetPresets() {
+    QSettings settings;
+    reset_builtin_presets(settings);
+    refreshPresets();
+}
+
 QStringList SamplingPanel::presetNames() const {
     QSettings settings;
-    settings.beginGroup(kPresetGroup);
-    return settings.childKeys();
+    settings.beginGroup(preset_group());
+    QStringList user = settings.childKeys();
+    QStringList names;
+    for (const BuiltinPreset& p : builtin_presets())
+        if (user.removeAll(p.name) > 0) names << p.name;
+    user.sort(Qt::CaseInsensitive);
+    return names + user;
 }
 
 void SamplingPanel::refreshPresets() {
     const QString current = presets_->currentText();
+    const QSignalBlocker blocker(presets_);
     presets_->clear();
     presets_->addItems(presetNames());
-    presets_->setCurrentText(current);
+    // A preset no longer listed is not shown as chosen: the placeholder is.
+    presets_->setCurrentIndex(presets_->findText(current));
+    deletePreset_->setEnabled(presets_->currentIndex() >= 0);
 }
 
 } // namespace cflow::ui

@@ -1,7 +1,12 @@
 #pragma once
 // The conversation as a column of message cards. Each card renders its text as Markdown
-// (code blocks in the fixed-pitch font) and has a Copy button; user cards also have Edit.
-// Streaming appends go to the last card and re-render it.
+// (chat_markdown.h: line breaks kept, code in the system fixed-pitch font, a "Copy code" link
+// under each fenced code block) and has a Copy button; user cards also have Edit. Streaming
+// appends go to the last card and re-render it.
+//
+// The chat controller marks card state: a reply stopped before its end (setStopped), which
+// of several alternative replies is shown with ‹ › to switch (setAlternatives, answered by
+// alternativeRequested), and the message being edited (setEditing).
 //
 // A reply streamed in this session also keeps which characters each generated token wrote
 // (TokenSpans): clicking such a character briefly highlights the token's text and emits
@@ -11,20 +16,25 @@
 #include <optional>
 #include <vector>
 
+#include <QFrame>
 #include <QPoint>
 #include <QScrollArea>
+#include <QStringList>
 #include <QString>
 
 #include "cflow/ui/rendered_text_map.h"
 #include "cflow/ui/token_spans.h"
 
+class QLabel;
 class QTextBrowser;
 class QTimer;
+class QToolButton;
+class QUrl;
 class QVBoxLayout;
 
 namespace cflow::ui {
 
-class ChatMessageCard : public QWidget {
+class ChatMessageCard : public QFrame {
     Q_OBJECT
 public:
     ChatMessageCard(const QString& role, const QString& text, QWidget* parent = nullptr);
@@ -35,6 +45,21 @@ public:
     void appendText(const QString& more, const TokenPieces& pieces);
     QTextBrowser* browser() const { return browser_; }
     const TokenSpans& tokenSpans() const { return spans_; }
+
+    // The code of each fenced code block as rendered, in order; copyCodeBlock(i) puts block
+    // i on the clipboard (what its "Copy code" link does). False when there is no block i.
+    QStringList codeBlocks() const;
+    bool copyCodeBlock(int index) const;
+
+    // A reply that ended before its natural end (the user stopped it) shows a marker.
+    void setStopped(bool stopped);
+    bool isStopped() const { return stopped_; }
+    // Alternative number current (0-based) of count is shown; ‹ › step through them.
+    // Hidden for count <= 1.
+    void setAlternatives(int current, int count);
+    // The message being edited in the input box is framed in the highlight colour.
+    void setEditing(bool editing);
+    bool isEditing() const { return editing_; }
 
     // The document position of the character drawn at a point of the browser's viewport;
     // nullopt when the point is not on a character.
@@ -49,6 +74,7 @@ public:
 signals:
     void editRequested();
     void tokenClicked(uint32_t position);
+    void alternativeRequested(int delta);  // -1: the previous alternative, +1: the next
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
@@ -59,9 +85,16 @@ private:
     void fitHeight();
     const RenderedTextMap& renderedMap() const;
     void onViewportClick(QPoint viewportPos);
+    void onAnchorClicked(const QUrl& url);
     QString role_;
     QString text_;
     QTextBrowser* browser_;
+    QLabel* stoppedMarker_;
+    QToolButton* previousAlternative_;
+    QLabel* alternativeLabel_;
+    QToolButton* nextAlternative_;
+    bool stopped_ = false;
+    bool editing_ = false;
     QTimer* highlightTimer_;
     TokenSpans spans_;
     std::optional<TokenSpan> flashed_;            // the highlighted token while highlightTimer_ runs
@@ -83,12 +116,20 @@ public:
     int count() const { return static_cast<int>(cards_.size()); }
     ChatMessageCard* card(int index) const { return cards_.at(static_cast<size_t>(index)); }
 
+    // Card state for the chat controller; out-of-range indices are ignored.
+    void setStopped(int index, bool stopped);
+    void setAlternatives(int index, int current, int count);
+    void setEditing(int index, bool editing);
+
 signals:
     void editRequested(int index);
     // A character a generated token wrote was clicked: position is that token's KV-cache position.
     void tokenClicked(uint32_t position);
+    // The ‹ (delta -1) or › (delta +1) of message index was pressed.
+    void alternativeRequested(int index, int delta);
 
 private:
+    int indexOf(const ChatMessageCard* card) const;  // -1 when not listed
     QVBoxLayout* column_;
     std::vector<ChatMessageCard*> cards_;
 };

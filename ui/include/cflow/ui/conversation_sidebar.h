@@ -1,6 +1,7 @@
 #pragma once
 // The conversation list beside the chat: search filter, New, Rename, Delete. Reads and
-// writes through the ConversationStore it is given (not owned).
+// writes through the ConversationStore it is given (not owned). Titles are listed as plain
+// text (plain_title), elided at the right, with the full title as the tooltip.
 #include <QWidget>
 
 class QLineEdit;

@@ -1,6 +1,9 @@
 #pragma once
 // Sampling controls (temperature, top-k, top-p, min-p, repeat penalty, seed, max tokens,
-// threads) with named presets stored in QSettings under "samplingPresets/<name>".
+// threads) with named presets stored in QSettings under "samplingPresets/<name>": the
+// built-ins (sampling_presets.h; written on the first run, restored by Reset presets) and the
+// user's own, which can be deleted. Max tokens 0 means "auto" (the engine side takes a quarter
+// of the model's context). The form scrolls, so the panel fits a small window.
 // Settings also round-trip through JSON for the per-conversation record in the store.
 #include <QString>
 #include <QWidget>
@@ -8,6 +11,7 @@
 #include "cflow/ui/chat_types.h"
 
 class QComboBox;
+class QPushButton;
 class QDoubleSpinBox;
 class QSpinBox;
 
@@ -27,6 +31,10 @@ public:
 
     void savePreset(const QString& name);   // current values under name
     bool loadPreset(const QString& name);   // false when no such preset
+    bool deletePreset(const QString& name);  // false when no such preset
+    // Writes the built-in presets again (over changes saved under their names); user presets stay.
+    void resetPresets();
+    // Built-ins first, in their order, then the user's presets by name.
     QStringList presetNames() const;
 
 signals:
@@ -44,6 +52,7 @@ private:
     QSpinBox* maxTokens_;
     QSpinBox* threads_;
     QComboBox* presets_;
+    QPushButton* deletePreset_;
 };
 
 } // namespace cflow::ui
