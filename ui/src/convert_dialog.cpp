@@ -15,6 +15,8 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
+#include <QStandardPaths>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -36,7 +38,39 @@ constexpr QuantChoice kQuantChoices[] = {
 // The progress bar counts tensors; its range is int, tensor counts stay far below that.
 int clamp_int(qint64 v) { return static_cast<int>(std::min<qint64>(v, std::numeric_limits<int>::max())); }
 
+constexpr int kStatusLines = 3;    // reserved for the status line ("Reading <path>" wraps)
+constexpr int kPathFieldChars = 48;  // a path field's minimum width, in average characters
+
+QPushButton* browse_button(const QString& text, const QString& objectName, const QString& toolTip, QWidget* parent) {
+    auto* button = new QPushButton(text, parent);
+    button->setObjectName(objectName);
+    button->setToolTip(toolTip);
+    button->setAccessibleName(toolTip);
+    return button;
+}
+
 } // namespace
+
+QString default_convert_output_path(const QString& sourcePath, const QString& fallbackDir) {
+    const QFileInfo info(sourcePath);
+    // A folder source names its output after the folder, beside it.
+    const QString name = (info.isDir() ? QDir(info.absoluteFilePath()).dirName() : info.completeBaseName()) +
+                         QStringLiteral(".cflow");
+    const QString besideDir = info.isDir() ? QFileInfo(QDir(info.absoluteFilePath()).absolutePath()).absolutePath()
+                                           : info.absolutePath();
+    const QFileInfo beside(besideDir);
+    if (beside.isDir() && beside.isWritable()) return QDir(besideDir).filePath(name);
+    const QString fallback =
+        fallbackDir.isEmpty()
+            ? QDir(QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation)).filePath(QStringLiteral("models"))
+            : fallbackDir;
+    return QDir(fallback).filePath(name);
+}
+
+QString user_facing_convert_error(const QString& error, const QString& outputPath) {
+    const QRegularExpression temp(QRegularExpression::escape(outputPath) + QStringLiteral("\\.tmp-\\d+"));
+    return QString(error).replace(temp, outputPath);
+}
 
 ConvertDialog::ConvertDialog(const QString& sourcePath, QWidget* parent) : QDialog(parent) {
     setWindowTitle(tr("Convert to .cflow"));
@@ -57,24 +91,42 @@ ConvertDialog::ConvertDialog(const QString& sourcePath, QWidget* parent) : QDial
     status_->setObjectName(QStringLiteral("convertStatus"));
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    status_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    statusHeightPx_ = status_->fontMetrics().lineSpacing() * kStatusLines + 2 * status_->margin();
+    status_->setMinimumHeight(statusHeightPx_);
+    progress_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
 
-    auto* browseSourceButton = new QPushButton(tr("Browse…"), this);
-    auto* browseOutputButton = new QPushButton(tr("Browse…"), this);
+    auto* browseSourceButton =
+        browse_button(tr("File…"), QStringLiteral("browseSource"), tr("Choose the checkpoint file to convert"), this);
+    auto* browseSourceFolderButton = browse_button(tr("Folder…"), QStringLiteral("browseSourceFolder"),
+                                                   tr("Choose a Hugging Face model folder to convert"), this);
+    auto* browseTokenizerButton = browse_button(tr("Browse…"), QStringLiteral("browseTokenizer"),
+                                                tr("Choose the llama2.c tokenizer file"), this);
+    auto* browseOutputButton =
+        browse_button(tr("Browse…"), QStringLiteral("browseOutput"), tr("Choose where the .cflow file goes"), this);
     connect(browseSourceButton, &QPushButton::clicked, this, &ConvertDialog::browseSource);
+    connect(browseSourceFolderButton, &QPushButton::clicked, this, &ConvertDialog::browseSourceFolder);
+    connect(browseTokenizerButton, &QPushButton::clicked, this, &ConvertDialog::browseTokenizer);
     connect(browseOutputButton, &QPushButton::clicked, this, &ConvertDialog::browseOutput);
-    auto row = [this](QWidget* field, QWidget* button) {
+    const int pathFieldPx = fontMetrics().averageCharWidth() * kPathFieldChars;
+    for (QLineEdit* field : {source_, tokenizer_, output_}) field->setMinimumWidth(pathFieldPx);
+    auto row = [this](QWidget* field, std::initializer_list<QWidget*> buttons) {
         auto* box = new QWidget(this);
         auto* layout = new QHBoxLayout(box);
         layout->setContentsMargins(0, 0, 0, 0);
         layout->addWidget(field, 1);
-        if (button) layout->addWidget(button);
+        for (QWidget* button : buttons) layout->addWidget(button);
         return box;
     };
     auto* form = new QFormLayout;
-    form->addRow(tr("Source (.gguf, HF folder, llama2.c .bin)"), row(source_, browseSourceButton));
-    form->addRow(tr("Tokenizer"), tokenizer_);
+    // The rows are plain QWidgets (field + buttons), Preferred in width: without this they
+    // would stay at their size hint however wide the dialog is.
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->addRow(tr("Source (.gguf, HF folder, llama2.c .bin)"),
+                 row(source_, {browseSourceButton, browseSourceFolderButton}));
+    form->addRow(tr("Tokenizer"), row(tokenizer_, {browseTokenizerButton}));
     form->addRow(tr("Quantization"), quant_);
-    form->addRow(tr("Output"), row(output_, browseOutputButton));
+    form->addRow(tr("Output"), row(output_, {browseOutputButton}));
 
     auto* buttons = new QDialogButtonBox(this);
     convertButton_ = buttons->addButton(tr("Convert"), QDialogButtonBox::AcceptRole);
@@ -111,9 +163,7 @@ ConvertDialog::~ConvertDialog() {
 void ConvertDialog::setSourcePath(const QString& path) {
     source_->setText(path);
     const QFileInfo info(path);
-    const QString base = info.isDir() ? QDir(info.absoluteFilePath()).absolutePath()
-                                      : info.absolutePath() + QLatin1Char('/') + info.completeBaseName();
-    output_->setText(base + QStringLiteral(".cflow"));
+    output_->setText(default_convert_output_path(path));
     // A llama2.c checkpoint carries no vocabulary: its exporter writes tokenizer.bin beside it.
     if (sniff_model_path(path.toStdString()) == ModelPathKind::Llama2c && tokenizer_->text().isEmpty()) {
         const QString guess = info.absolutePath() + QStringLiteral("/tokenizer.bin");
@@ -142,6 +192,23 @@ void ConvertDialog::browseSource() {
     setSourcePath(inHfFolder ? QFileInfo(path).absolutePath() : path);
 }
 
+void ConvertDialog::browseSourceFolder() {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Hugging Face model folder"), source_->text());
+    if (!dir.isEmpty()) setSourcePath(dir);
+}
+
+void ConvertDialog::browseTokenizer() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("llama2.c tokenizer"), QFileInfo(source_->text()).absolutePath(),
+                                                      tr("Tokenizers (*.bin);;All files (*)"));
+    if (!path.isEmpty()) tokenizer_->setText(path);
+}
+
+void ConvertDialog::holdStatusHeight(bool hold) {
+    // While converting, messages of different lengths must not resize the dialog; an error
+    // afterwards may need more lines than were reserved.
+    status_->setMaximumHeight(hold ? statusHeightPx_ : QWIDGETSIZE_MAX);
+}
+
 void ConvertDialog::browseOutput() {
     const QString path = QFileDialog::getSaveFileName(this, tr("Output"), output_->text(), tr("cflow models (*.cflow)"));
     if (!path.isEmpty()) output_->setText(path);
@@ -159,7 +226,11 @@ void ConvertDialog::start() {
     for (const QuantChoice& c : kQuantChoices)
         if (quant_->currentText() == QLatin1String(c.name)) dtype = c.dtype;
 
+    // The default output folder (Documents/models) may not exist yet; a failure here shows as
+    // the converter's error about the output path.
+    QDir().mkpath(QFileInfo(output).absolutePath());
     running_ = true;
+    holdStatusHeight(true);
     lastError_.clear();
     token_ = std::make_shared<CancelToken>();
     convertButton_->setEnabled(false);
@@ -208,13 +279,14 @@ void ConvertDialog::cancel() {
 
 void ConvertDialog::finish(const Outcome& outcome, const QString& output) {
     running_ = false;
+    holdStatusHeight(false);
     convertButton_->setEnabled(true);
     cancelButton_->setEnabled(true);
     progress_->setRange(0, 1);
     progress_->setValue(outcome.ok ? 1 : 0);
-    lastError_ = outcome.error;
+    lastError_ = user_facing_convert_error(outcome.error, output);
     status_->setText(outcome.ok ? tr("Converted to %1").arg(QDir::toNativeSeparators(output))
-                                : tr("Conversion failed: %1").arg(outcome.error));
+                                : tr("Conversion failed: %1").arg(lastError_));
     emit finished(outcome.ok, output);
 }
 

@@ -2,7 +2,9 @@
 // Converts a checkpoint (.gguf, Hugging Face folder, llama2.c .bin + tokenizer) to .cflow.
 // The conversion runs on a worker; the converter's progress callback reaches the progress bar
 // through a queued signal, and Cancel sets the CancelToken (the converter then removes its
-// temporary file, so no half-written output is left). Errors stay in the dialog.
+// temporary file, so no half-written output is left). Errors stay in the dialog and name the
+// user's output path. The status line keeps its height while converting, so the dialog does
+// not jump as the messages change.
 #include <memory>
 
 #include <QDialog>
@@ -20,6 +22,14 @@ struct CancelToken;
 }
 
 namespace cflow::ui {
+
+// Where a conversion of sourcePath goes by default: <source base name>.cflow beside the source
+// (a folder source: <folder>.cflow beside the folder) when that folder is writable, else in
+// fallbackDir (default: Documents/models).
+QString default_convert_output_path(const QString& sourcePath, const QString& fallbackDir = QString());
+// A converter error as the user should read it: the converter writes to "<output>.tmp-<n>"
+// and renames on success, so mentions of that temporary file name the output instead.
+QString user_facing_convert_error(const QString& error, const QString& outputPath);
 
 class ConvertDialog : public QDialog {
     Q_OBJECT
@@ -56,7 +66,10 @@ private:
     };
     void finish(const Outcome& outcome, const QString& output);
     void browseSource();
+    void browseSourceFolder();
+    void browseTokenizer();
     void browseOutput();
+    void holdStatusHeight(bool hold);  // fixed while converting, may grow for an error after
 
     QLineEdit* source_ = nullptr;
     QLineEdit* tokenizer_ = nullptr;
@@ -64,6 +77,7 @@ private:
     QComboBox* quant_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QLabel* status_ = nullptr;
+    int statusHeightPx_ = 0;  // reserved for kStatusLines lines
     QPushButton* convertButton_ = nullptr;
     QPushButton* cancelButton_ = nullptr;
     std::shared_ptr<CancelToken> token_;  // shared with the worker
