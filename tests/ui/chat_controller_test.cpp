@@ -10,6 +10,7 @@
 #include <QListWidget>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QToolButton>
 #include <QSignalSpy>
 #include <QTest>
 #include <QThread>
@@ -334,7 +335,14 @@ TEST(ChatControllerTest, RegenerateReusesTheCacheKeepsVersionsAndStopAndEditAreV
     EXPECT_EQ(sent.reusedTokens, sent.promptTokens - 1) << "only the last prompt token is fed again";
     const QString second = window.controller()->entries()[1].content;
     EXPECT_EQ(window.controller()->entries()[1].versions, (QStringList{first, second}));
-    ASSERT_TRUE(window.controller()->showVersion(1, 0));
+    // The card offers both versions; ‹ shows the first again, in the store too.
+    cflow::ui::ChatMessageCard* card = window.chatPanel()->view()->card(1);
+    auto* previous = card->findChild<QToolButton*>(QStringLiteral("previousAlternative"));
+    ASSERT_NE(previous, nullptr);
+    EXPECT_TRUE(previous->isVisibleTo(card));
+    EXPECT_TRUE(card->findChild<QLabel*>(QStringLiteral("alternativeLabel"))->text().contains(QStringLiteral("2")));
+    previous->click();
+    EXPECT_EQ(window.controller()->entries()[1].version, 0);
     EXPECT_EQ(window.chatPanel()->view()->card(1)->text(), first);
     EXPECT_EQ(window.store()->messages(window.controller()->conversationId())->at(1).content, first);
 
@@ -349,6 +357,7 @@ TEST(ChatControllerTest, RegenerateReusesTheCacheKeepsVersionsAndStopAndEditAreV
         ASSERT_TRUE(idle(window));
     }
     EXPECT_TRUE(window.controller()->entries()[3].stopped);
+    EXPECT_TRUE(window.chatPanel()->view()->card(3)->isStopped()) << "the card is marked stopped";
     EXPECT_TRUE(window.store()->messages(window.controller()->conversationId())->at(3).stopped);
 
     // Edit says what it drops before it does.

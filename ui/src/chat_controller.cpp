@@ -6,6 +6,7 @@
 #include <QMetaObject>
 
 #include "cflow/ui/conversation_store.h"
+#include "cflow/ui/conversation_title.h"
 #include "cflow/ui/engine_worker.h"
 #include "cflow/ui/sampling_panel.h"
 
@@ -15,11 +16,7 @@ namespace {
 constexpr int kTitleChars = 48;
 const QString kCancelled = QStringLiteral("cancelled");
 
-QString title_from(const QString& text) {
-    QString title = text.simplified();
-    if (title.size() > kTitleChars) title = title.left(kTitleChars - 1) + QChar(0x2026);
-    return title;
-}
+QString title_from(const QString& text) { return plain_title(text, kTitleChars); }
 
 QString template_kind_name(TemplateChoice::Kind kind) {
     switch (kind) {

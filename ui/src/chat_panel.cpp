@@ -102,6 +102,11 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     connect(raw, &QPushButton::clicked, this, &ChatPanel::showRawPrompt);
     connect(cancelEdit_, &QPushButton::clicked, this, &ChatPanel::cancelEdit);
     connect(view_, &ChatView::editRequested, this, &ChatPanel::beginEdit);
+    connect(view_, &ChatView::alternativeRequested, this, [this](int index, int delta) {
+        const auto& entries = controller_->entries();
+        if (index < 0 || index >= static_cast<int>(entries.size())) return;
+        controller_->showVersion(index, entries[static_cast<size_t>(index)].version + delta);
+    });
     connect(systemPrompt_, &QLineEdit::textChanged, controller_, &ChatController::setSystemPrompt);
     connect(info_, &QLabel::linkActivated, this, [this](const QString& link) {
         if (link == QLatin1String("load-model")) {
@@ -205,7 +210,9 @@ void ChatPanel::beginEdit(int index) {
     if (controller_->isGenerating() || index < 0 || index >= static_cast<int>(entries.size()) ||
         entries[static_cast<size_t>(index)].role != QLatin1String("user"))
         return;
+    if (editingIndex_ >= 0 && editingIndex_ < view_->count()) view_->setEditing(editingIndex_, false);
     editingIndex_ = index;
+    view_->setEditing(index, true);
     input_->setPlainText(entries[static_cast<size_t>(index)].content);
     input_->setFocus();
     const int later = static_cast<int>(entries.size()) - index - 1;
@@ -220,6 +227,7 @@ void ChatPanel::beginEdit(int index) {
 
 void ChatPanel::cancelEdit() {
     if (editingIndex_ < 0) return;
+    if (editingIndex_ < view_->count()) view_->setEditing(editingIndex_, false);
     editingIndex_ = -1;
     editBanner_->hide();
     cancelEdit_->hide();
@@ -244,6 +252,9 @@ void ChatPanel::syncEntry(int index) {
     if (index < 0 || index >= static_cast<int>(entries.size()) || index >= view_->count()) return;
     const ChatEntry& e = entries[static_cast<size_t>(index)];
     if (view_->card(index)->text() != e.content) view_->setMessageText(index, e.content);
+    view_->setStopped(index, e.stopped);
+    view_->setAlternatives(index, e.version, static_cast<int>(e.versions.size()));
+    view_->setEditing(index, index == editingIndex_);
 }
 
 void ChatPanel::updateButtons() {

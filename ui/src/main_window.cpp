@@ -18,6 +18,7 @@
 #include <QScrollArea>
 #include <QCloseEvent>
 #include <QShowEvent>
+#include <QStandardPaths>
 #include <QPointer>
 #include <QSettings>
 #include <QStatusBar>
@@ -34,6 +35,7 @@
 #include "cflow/ui/chat_view.h"
 #include "cflow/ui/conversation_sidebar.h"
 #include "cflow/ui/convert_dialog.h"
+#include "cflow/ui/conversation_export.h"
 #include "cflow/ui/conversation_store.h"
 #include "cflow/ui/engine_worker.h"
 #include "cflow/ui/inspector/inspector_dock.h"
@@ -375,9 +377,14 @@ void MainWindow::exportConversation(bool asJson) {
         status_->showInfo(tr("No conversation to export."));
         return;
     }
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export conversation"), QString(),
-                                                      asJson ? tr("JSON (*.json)") : tr("Markdown (*.md)"));
-    if (path.isEmpty()) return;
+    auto info = store_->conversation(id);
+    const QString suggested = suggested_export_file_name(info ? info->title : QString(), asJson);
+    const QString chosen = QFileDialog::getSaveFileName(
+        this, tr("Export conversation"),
+        QDir(QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation)).filePath(suggested),
+        asJson ? tr("JSON (*.json)") : tr("Markdown (*.md)"));
+    if (chosen.isEmpty()) return;
+    const QString path = with_export_extension(chosen, asJson);
     const Status status = asJson ? store_->exportJson(id, path) : store_->exportMarkdown(id, path);
     if (status) status_->showInfo(tr("Exported to %1").arg(QDir::toNativeSeparators(path)));
     else status_->showError(QString::fromStdString(status.error()));
