@@ -120,6 +120,7 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
         const ChatEntry& e = controller_->entries()[static_cast<size_t>(index)];
         view_->addMessage(e.role, e.content);
         syncEntry(index);
+        if (index == 0) updateNotices();  // the model's "about" line is for the empty chat
     });
     connect(controller_, &ChatController::entryChanged, this, &ChatPanel::syncEntry);
     connect(controller_, &ChatController::entriesRemoved, this, [this](int from) {
@@ -272,6 +273,8 @@ void ChatPanel::updateNotices() {
     systemNote_->setVisible(prompt.systemIgnored && controller_->setup().mode == PromptMode::Chat);
 
     QStringList info;
+    if (controller_->entries().empty() && !modelPurpose_.isEmpty())
+        info << tr("<b>About this model:</b> %1").arg(modelPurpose_.toHtmlEscaped());
     const QString other = controller_->otherModelPath();
     if (!other.isEmpty())
         info << tr("This conversation was made with <b>%1</b>; the replies now come from %2. "
@@ -289,6 +292,11 @@ void ChatPanel::updateNotices() {
 
     notice_->setText(error_.toHtmlEscaped());
     notice_->setVisible(!error_.isEmpty());
+}
+
+void ChatPanel::setModelPurpose(const QString& purpose) {
+    modelPurpose_ = purpose;
+    updateNotices();
 }
 
 void ChatPanel::showRawPrompt() {

@@ -42,6 +42,7 @@
 #include "cflow/ui/model_header_view.h"
 #include "cflow/ui/model_library.h"
 #include "cflow/ui/model_loader.h"
+#include "cflow/ui/model_panel.h"
 #include "cflow/ui/prompt_panel.h"
 #include "cflow/ui/sampling_panel.h"
 #include "cflow/ui/status_area.h"
@@ -85,7 +86,8 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
     controller_->setSettingsSource([sampling = sampling_] { return sampling->settings(); });
     chat_ = new ChatPanel(controller_, this);
     setCentralWidget(chat_);
-    headerView_ = new ModelHeaderView(this);
+    modelPanel_ = new ModelPanel(this);
+    headerView_ = modelPanel_->headerView();
     sidebar_ = new ConversationSidebar(store_.get(), this);
     prompt_ = new PromptPanel(controller_, this);
     createDocks(options);
@@ -117,9 +119,10 @@ void MainWindow::wireController() {
     connect(controller_, &ChatController::modelChanged, this, [this](const ModelInfo& info) {
         // Title, header, inspector and status change together, when the engine has the model.
         setWindowTitle(tr("%1 — cflow studio").arg(QFileInfo(info.path).fileName()));
-        if (auto found = summaries_.find(info.path); found != summaries_.end()) {
-            headerView_->showSummary(found->second);
-            summaries_.erase(found);
+        if (auto found = pendingModels_.find(info.path); found != pendingModels_.end()) {
+            modelPanel_->showModel(found->second.first, found->second.second);
+            chat_->setModelPurpose(found->second.first.purpose);
+            pendingModels_.erase(found);
         }
         inspector_->setModel(info.model);
         status_->showInfo(tr("%1 ready: context %2 tokens%3")
@@ -208,7 +211,7 @@ void MainWindow::createDocks(const MainWindowOptions& options) {
     addDockWidget(Qt::BottomDockWidgetArea, inspector_);
     QDockWidget* previous = inspector_;
     const std::pair<QString, QWidget*> tabs[] = {
-        {tr("Prompt"), prompt_}, {tr("Sampling"), sampling_}, {tr("Model"), headerView_}};
+        {tr("Prompt"), prompt_}, {tr("Sampling"), sampling_}, {tr("Model"), modelPanel_}};
     const char* names[] = {"promptDock", "samplingDock", "modelDock"};
     for (size_t i = 0; i < std::size(tabs); ++i) {
         auto* dock = new QDockWidget(tabs[i].first, this);
@@ -444,7 +447,7 @@ QCoro::Task<bool> MainWindow::openModel(QString path) {
     // (modelChanged), which first stops a streaming reply of the current model.
     model_ = std::move(loaded.file);
     lastError_.clear();
-    summaries_[path] = loaded.summary;
+    pendingModels_[path] = {loaded.card, loaded.summary};
     spdlog::info("read the header of '{}' ({} bytes)", path.toStdString(), model_->file_bytes());
     controller_->loadModel(path, sampling_->settings().threads);
     emit modelOpened(path);

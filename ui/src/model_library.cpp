@@ -12,40 +12,14 @@
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/dtype.h"
 #include "cflow/formats/model_path_kind.h"
+#include "cflow/ui/model_card.h"
 
 namespace cflow::ui {
 namespace {
 
-// Elements of every weight tensor implied by the header geometry (the tiles carry padding,
-// so counting stored bytes would overstate small models).
-uint64_t estimate_parameters(const GlobalHeader& h, const ModelParams& p) {
-    const uint64_t d = h.d_model;
-    const uint64_t q = uint64_t{h.n_heads} * h.head_dim;
-    const uint64_t kv = uint64_t{h.n_kv_heads} * h.head_dim;
-    uint64_t perLayer = d * q + 2 * d * kv + q * d + 2 * d;  // QKV, O, two norms
-    if (h.feature_flags & kFeatureQkvBias) perLayer += q + 2 * kv;
-    if (h.feature_flags & kFeatureQkNorm) perLayer += 2 * uint64_t{h.head_dim};
-    perLayer += 3 * d * h.d_ff;                                // gate, up, down
-    if (h.n_experts > 0) {
-        perLayer += uint64_t{h.n_experts} * (3 * d * h.expert_d_ff + d);  // experts + router row
-        perLayer += 3 * d * p.shared_expert_d_ff;
-    }
-    uint64_t total = perLayer * h.n_layers + d;                // + final norm
-    total += uint64_t{h.vocab_size} * d;                       // embedding
-    if (!(h.feature_flags & kFeatureTiedEmbeddings)) total += uint64_t{h.vocab_size} * d;
-    return total;
-}
-
 QString meta_string(const CflowFile& file, const char* key) {
     auto value = file.metadata().get_string(key);
     return value ? QString::fromStdString(*value) : QString();
-}
-
-QString human_count(uint64_t n) {
-    if (n >= 1000000000ull) return QString::number(double(n) / 1e9, 'f', 2) + QStringLiteral(" B");
-    if (n >= 1000000ull) return QString::number(double(n) / 1e6, 'f', 2) + QStringLiteral(" M");
-    if (n >= 1000ull) return QString::number(double(n) / 1e3, 'f', 1) + QStringLiteral(" K");
-    return QString::number(n);
 }
 
 // One row: the model's header geometry and metadata, or the reader's message when it does not open.
@@ -71,7 +45,8 @@ LibraryEntry library_entry(const QFileInfo& info) {
             .experts = h.n_experts,
             .topK = h.top_k,
             .denseDelay = h.dense_delay,
-            .expertDelay = h.expert_delay};
+            .expertDelay = h.expert_delay,
+            .purpose = read_model_card(file, path).purpose};
 }
 
 } // namespace
@@ -95,8 +70,9 @@ ModelLibrary::ModelLibrary(QWidget* parent) : QWidget(parent) {
     tree_->setSortingEnabled(true);
     tree_->setHeaderLabels({tr("File"), tr("Name"), tr("Architecture"), tr("Layers"), tr("Parameters"),
                             tr("Quantization"), tr("Size"), tr("Context"), tr("MoE (E/top-k)"),
-                            tr("Delays (dense/expert)"), tr("Status")});
+                            tr("Delays (dense/expert)"), tr("Status"), tr("About")});
     tree_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    tree_->header()->setSectionResizeMode(About, QHeaderView::Stretch);  // long card text elides
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(tree_);
@@ -150,6 +126,8 @@ void ModelLibrary::showEntries(std::vector<LibraryEntry> entries) {
         item->setText(Moe, e.experts == 0 ? tr("dense") : QStringLiteral("%1/%2").arg(e.experts).arg(e.topK));
         item->setText(Delays, QStringLiteral("%1/%2").arg(e.denseDelay).arg(e.expertDelay));
         item->setText(Status, tr("ok"));
+        item->setText(About, e.purpose);
+        item->setToolTip(About, e.purpose);
     }
     tree_->setSortingEnabled(true);
     emit scanFinished(static_cast<int>(entries_.size()));

@@ -21,6 +21,7 @@ LoadedModel load_model(const QString& path, LoadMode mode) {
             return loaded;
         }
         loaded.summary = summarize_model(**opened);
+        loaded.card = read_model_card(**opened, path);
         loaded.file = std::move(opened).value();
     } catch (const std::bad_alloc&) {
         // A hostile header can make the summary's containers huge; report instead of crashing the app.

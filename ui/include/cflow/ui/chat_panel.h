@@ -48,6 +48,8 @@ public:
     QString contextText() const;
     QString noticeText() const;        // the visible notices, one per line ("" when none)
     void showRawPrompt();
+    // What the loaded model is for (its card's first paragraph): shown while the chat is empty.
+    void setModelPurpose(const QString& purpose);
 
 signals:
     void replyFinished(const cflow::ui::ReplyStats& stats);
@@ -77,6 +79,7 @@ private:
     QLabel* editBanner_;
     QPushButton* cancelEdit_;
     QString error_;
+    QString modelPurpose_;
     int editingIndex_ = -1;
 };
 

@@ -14,6 +14,7 @@
 #include <QCoro/QCoroTask>
 
 #include "cflow/ui/chat_types.h"
+#include "cflow/ui/model_card.h"
 #include "cflow/ui/model_summary.h"
 
 class QLabel;
@@ -27,6 +28,7 @@ namespace cflow::ui {
 
 class ChatController;
 class ChatPanel;
+class ModelPanel;
 class PromptPanel;
 class StatusArea;
 class ConversationSidebar;
@@ -118,7 +120,9 @@ private:
     bool rememberLayout_ = false;
     bool restoredState_ = false;     // docks came from QSettings: keep their sizes
     bool dockSizesApplied_ = false;
-    std::map<QString, ModelSummary> summaries_;  // read headers waiting for the engine to load them
+    // Read headers and cards waiting for the engine to load their model.
+    std::map<QString, std::pair<ModelCard, ModelSummary>> pendingModels_;
+    ModelPanel* modelPanel_ = nullptr;
     QElapsedTimer replyClock_;        // from the first streamed batch of the current reply
     int replyTokens_ = 0;
     InspectorDock* inspector_ = nullptr;

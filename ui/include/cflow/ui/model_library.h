@@ -30,6 +30,7 @@ struct LibraryEntry {
     uint32_t denseDelay = 0;
     uint32_t expertDelay = 0;
     QString error;           // the reader's message; empty when the file opened
+    QString purpose;         // the model card's first paragraph (model_card.h), "" without a card
 };
 
 // Lists the .cflow and .vflow models directly in folder (non-recursive; sniff_model_path decides,
@@ -39,7 +40,7 @@ std::vector<LibraryEntry> scan_model_folder(const QString& folder);
 class ModelLibrary : public QWidget {
     Q_OBJECT
 public:
-    enum Column { File, Name, Architecture, Layers, Parameters, Quantization, Size, Context, Moe, Delays, Status, ColumnCount };
+    enum Column { File, Name, Architecture, Layers, Parameters, Quantization, Size, Context, Moe, Delays, Status, About, ColumnCount };
 
     explicit ModelLibrary(QWidget* parent = nullptr);
     ~ModelLibrary() override;

@@ -6,6 +6,7 @@
 #include <QString>
 
 #include "cflow/formats/mapped_file.h"
+#include "cflow/ui/model_card.h"
 #include "cflow/ui/model_summary.h"
 
 namespace cflow {
@@ -17,6 +18,7 @@ namespace cflow::ui {
 struct LoadedModel {
     std::shared_ptr<const CflowFile> file;  // null when opening failed
     ModelSummary summary;                   // empty when opening failed
+    ModelCard card;
     QString error;                          // the reader's message when opening failed
 
     bool ok() const { return file != nullptr; }
