@@ -11,12 +11,16 @@
 #include <spdlog/spdlog.h>
 
 #include "app_logging.h"
+#include "cflow/ui/app_icon.h"
 #include "cflow/ui/default_model.h"
 #include "cflow/ui/main_window.h"
 #include "self_test.h"
 
 int main(int argc, char** argv) {
+    // Fractional scale factors (125%, 150%) as the desktop sets them, not rounded to 1x or 2x.
+    QGuiApplication::setHighDpiScaleFactorRoundingPolicy(Qt::HighDpiScaleFactorRoundingPolicy::PassThrough);
     QApplication app(argc, argv);
+    QApplication::setWindowIcon(cflow::ui::app_icon());
     QApplication::setOrganizationName(QStringLiteral("cflow"));
     QApplication::setApplicationName(QStringLiteral("cflow-studio"));
     QApplication::setApplicationVersion(QStringLiteral(CFLOW_VERSION));

@@ -30,6 +30,7 @@
 
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/model_path_kind.h"
+#include "cflow/ui/app_icon.h"
 #include "cflow/ui/chat_controller.h"
 #include "cflow/ui/chat_panel.h"
 #include "cflow/ui/chat_view.h"
@@ -75,6 +76,7 @@ QString data_size(uint64_t bytes) { return QLocale().formattedDataSize(static_ca
 MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
     : QMainWindow(parent), rememberLayout_(options.rememberLayout) {
     setWindowTitle(tr("cflow studio"));
+    setWindowIcon(app_icon());
     QString storeWarning;
     store_ = open_store_or_memory(storeWarning);
     ring_ = std::make_unique<TelemetryRing>();
