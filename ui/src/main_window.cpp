@@ -235,18 +235,23 @@ void MainWindow::showEvent(QShowEvent* event) {
     if (dockSizesApplied_) return;
     dockSizesApplied_ = true;
     if (restoredState_) return;
-    // Sized once the window has its size: the strip below gets a quarter of the height, the
+    // Sized once the window has its size: the strip below gets a quarter to a third of the height, the
     // conversation list a fifth of the width (at most 260 px).
-    resizeDocks({inspector_}, {height() / 4}, Qt::Vertical);
+    resizeDocks({inspector_}, {stripHeight()}, Qt::Vertical);
     if (auto* list = findChild<QDockWidget*>(QStringLiteral("conversationsDock")))
         resizeDocks({list}, {std::min(260, width() / 5)}, Qt::Horizontal);
+}
+
+int MainWindow::stripHeight() const {
+    // A short window keeps its height for the transcript; a tall one gives the charts room.
+    return height() < 700 ? height() / 4 : height() / 3;
 }
 
 void MainWindow::resetLayout() {
     restoreState(defaultState_);
     for (QDockWidget* dock : findChildren<QDockWidget*>()) dock->show();
     inspector_->raise();
-    resizeDocks({inspector_}, {height() / 4}, Qt::Vertical);
+    resizeDocks({inspector_}, {stripHeight()}, Qt::Vertical);
 }
 
 void MainWindow::saveLayout() const {

@@ -103,6 +103,7 @@ private:
     void createMenus();
     void wireController();
     void saveLayout() const;
+    int stripHeight() const;
     void createDocks(const MainWindowOptions& options);
     void reportError(const QString& path, const QString& message);
     void rememberRecent(const QString& path);
