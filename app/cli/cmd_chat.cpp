@@ -2,6 +2,7 @@
 // template. Each turn renders the whole conversation; when the new prompt extends what the KV
 // cache already holds (previous prompt + reply), only the new tokens are prefilled.
 // Reads stdin line by line, so it works from a pipe as well as from a terminal.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -11,6 +12,7 @@
 #include "cflow/engine/generation/generate.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
+#include "chat_args.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "default_model.h"
@@ -106,8 +108,17 @@ private:
     Status turn(const std::string& user_text) {
         ++turn_index_;
         conversation_.turns.push_back({"user", user_text, ""});
-        auto prepared = chat_.prepare(conversation_.messages());
+        PrepareOptions prepare;
+        prepare.policy = policy_;
+        prepare.reserve_tokens = uint32_t(std::max(0, sampling_.max_tokens));
+        auto prepared = chat_.prepare(conversation_.messages(), prepare);
         if (!prepared) return prepared.take_error();
+        if (prepared->dropped_messages > 0)
+            std::fprintf(stderr, "[cflow] the %zu oldest messages no longer fit the context: left out of this turn\n",
+                         prepared->dropped_messages);
+        else if (prepared->dropped_tokens > 0)
+            std::fprintf(stderr, "[cflow] sliding window: the oldest %zu tokens are left out of this turn\n",
+                         prepared->dropped_tokens);
         if (!prepared->fits()) {
             conversation_.turns.pop_back();
             std::fprintf(stderr, "[cflow] the conversation (%zu tokens) no longer fits the context of %u tokens; "
@@ -145,8 +156,13 @@ private:
         return {};
     }
 
+public:
+    void set_context_policy(ContextPolicy policy) { policy_ = policy; }
+
+private:
     ChatSession chat_;
     SamplingArgs sampling_;
+    ContextPolicy policy_ = ContextPolicy::Stop;
     bool show_prompt_;
     Conversation conversation_;
     unsigned turn_index_ = 0;
@@ -155,7 +171,8 @@ private:
 } // namespace
 
 int run_chat(const std::vector<std::string>& argv) {
-    ArgSpec spec{{"--system", "--threads", "--ctx", "--load", "--kv-cache"}, {"--show-prompt"}};
+    ArgSpec spec{{"--system", "--threads", "--ctx", "--load", "--kv-cache", kTemplateOption, kContextPolicyOption},
+                 {"--show-prompt"}};
     for (const auto& name : sampling_option_names()) spec.valued.insert(name);
     auto args = Args::parse(argv, spec);
     if (!args) return fail("chat", args.error());
@@ -175,18 +192,24 @@ int run_chat(const std::vector<std::string>& argv) {
     session_options.kv_cache = *kv_cache;
     auto load = parse_load_args(*args);
     if (!load) return fail("chat", load.error());
+    auto chosen_template = parse_template_arg(*args);
+    if (!chosen_template) return fail("chat", chosen_template.error());
+    auto policy = parse_context_policy_arg(*args, ContextPolicy::Stop);
+    if (!policy) return fail("chat", policy.error());
 
     auto model = Model::load(*model_path, *load);
     if (!model) return fail("chat", model.error());
     auto session = Session::create(model.value(), session_options);
     if (!session) return fail("chat", session.error());
     ChatSession chat(model.value(), std::move(session.value()));
+    if (Status chosen = chat.set_template(*chosen_template); !chosen) return fail("chat", chosen.error());
     if (!chat.has_model_template())
         std::fprintf(stderr, "cflow chat: %s; using the plain 'role: content' fallback\n",
                      one_line(chat.template_note()).c_str());
 
     ChatLoop loop(std::move(chat), *sampling, args->flag("--show-prompt"));
     if (auto system = args->value("--system")) loop.set_system_prompt(*system);
+    loop.set_context_policy(*policy);
     return loop.run();
 }
 

@@ -213,6 +213,38 @@ TEST(ChatCli, ModelWithoutTemplateUsesTheFallback) {
     EXPECT_FALSE(r.out.empty());
 }
 
+TEST(ChatCli, TemplateAndContextPolicyOptionsDriveTheChatCore) {
+    const auto dir = temp_dir("chat-template-policy");
+    const std::string plain = chat_model(dir, false);
+    auto chatml = run_cflow_with_input(chat_args(plain, 2, {"--show-prompt", "--template", "chatml"}), "hello\n");
+    ASSERT_EQ(chatml.exit_code, 0) << chatml.err;
+    EXPECT_NE(chatml.err.find("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n"), std::string::npos) << chatml.err;
+    EXPECT_EQ(chatml.err.find("fallback"), std::string::npos) << "a chosen template is not the fallback";
+    {
+        std::ofstream(dir / "mine.jinja") << "{% for m in messages %}[{{ m['content'] }}]{% endfor %}";
+    }
+    auto custom = run_cflow_with_input(chat_args(plain, 2, {"--show-prompt", "--template", (dir / "mine.jinja").string()}), "hi\n");
+    ASSERT_EQ(custom.exit_code, 0) << custom.err;
+    EXPECT_NE(custom.err.find("[hi]"), std::string::npos) << custom.err;
+    auto unknown = run_cflow_with_input(chat_args(plain, 2, {"--template", "nosuch"}), "hi\n");
+    EXPECT_NE(unknown.exit_code, 0);
+    EXPECT_NE(unknown.err.find("--template nosuch: neither a built-in template (model, chatml"), std::string::npos) << unknown.err;
+    auto policy = run_cflow_with_input(chat_args(plain, 2, {"--context-policy", "oldest"}), "hi\n");
+    EXPECT_NE(policy.exit_code, 0);
+    EXPECT_NE(policy.err.find("--context-policy 'oldest'"), std::string::npos) << policy.err;
+
+    // A 96-token context: with stop the later turns are refused, with drop-oldest they go on.
+    std::string turns;
+    for (int i = 0; i < 6; ++i) turns += "the cat and the dog went to the park number " + std::to_string(i) + "\n";
+    auto stop = run_cflow_with_input(chat_args(plain, 4, {"--ctx", "96"}), turns);
+    ASSERT_EQ(stop.exit_code, 0) << stop.err;
+    EXPECT_NE(stop.err.find("no longer fits"), std::string::npos) << stop.err;
+    auto dropped = run_cflow_with_input(chat_args(plain, 4, {"--ctx", "96", "--context-policy", "drop-oldest"}), turns);
+    ASSERT_EQ(dropped.exit_code, 0) << dropped.err;
+    EXPECT_EQ(dropped.err.find("no longer fits the context of"), std::string::npos) << dropped.err;
+    EXPECT_NE(dropped.err.find("oldest messages no longer fit the context: left out"), std::string::npos) << dropped.err;
+}
+
 TEST(ChatCli, BadInputsFailWithOneLine) {
     auto missing = run_cflow_with_input({"chat", "/nonexistent/model.cflow"}, "hello\n");
     EXPECT_NE(missing.exit_code, 0);
