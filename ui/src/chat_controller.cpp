@@ -392,37 +392,19 @@ void ChatController::onError(const QString& message) {
 
 // --- setup and context ---------------------------------------------------------------------
 
-void ChatController::setSystemPrompt(const QString& text) {
-    if (setup_.systemPrompt == text) return;
-    setup_.systemPrompt = text;
+template <class T>
+void ChatController::changeSetup(T ConversationSetup::*field, const T& value) {
+    if (setup_.*field == value) return;
+    setup_.*field = value;
     saveSetup();
     emit setupChanged();
     remeasure();
 }
 
-void ChatController::setMode(PromptMode mode) {
-    if (setup_.mode == mode) return;
-    setup_.mode = mode;
-    saveSetup();
-    emit setupChanged();
-    remeasure();
-}
-
-void ChatController::setTemplateChoice(const TemplateChoice& choice) {
-    if (setup_.templateChoice.kind == choice.kind && setup_.templateChoice.value == choice.value) return;
-    setup_.templateChoice = choice;
-    saveSetup();
-    emit setupChanged();
-    remeasure();
-}
-
-void ChatController::setContextPolicy(ContextPolicy policy) {
-    if (setup_.contextPolicy == policy) return;
-    setup_.contextPolicy = policy;
-    saveSetup();
-    emit setupChanged();
-    remeasure();
-}
+void ChatController::setSystemPrompt(const QString& text) { changeSetup(&ConversationSetup::systemPrompt, text); }
+void ChatController::setMode(PromptMode mode) { changeSetup(&ConversationSetup::mode, mode); }
+void ChatController::setTemplateChoice(const TemplateChoice& choice) { changeSetup(&ConversationSetup::templateChoice, choice); }
+void ChatController::setContextPolicy(ContextPolicy policy) { changeSetup(&ConversationSetup::contextPolicy, policy); }
 
 void ChatController::setContext(int used) {
     contextUsed_ = used;

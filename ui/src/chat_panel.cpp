@@ -16,6 +16,7 @@
 
 #include "cflow/ui/chat_controller.h"
 #include "cflow/ui/chat_view.h"
+#include "labelled_button.h"
 
 namespace cflow::ui {
 namespace {
@@ -30,12 +31,6 @@ QLabel* notice_label(const QString& name, const QString& style, QWidget* parent)
     return label;
 }
 
-QPushButton* action_button(const QString& text, const QString& accessible, QWidget* parent) {
-    auto* button = new QPushButton(text, parent);
-    button->setAccessibleName(accessible);
-    button->setToolTip(accessible);
-    return button;
-}
 
 } // namespace
 
@@ -59,7 +54,7 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
 
     auto* editRow = new QHBoxLayout;
     editBanner_ = notice_label(QStringLiteral("editBanner"), QStringLiteral("color: #8a5a00;"), this);
-    cancelEdit_ = action_button(tr("Cancel edit"), tr("Cancel editing the message"), this);
+    cancelEdit_ = labelled_button(tr("Cancel edit"), QStringLiteral("cancelEditButton"), tr("Cancel editing the message"), this);
     cancelEdit_->hide();
     editRow->addWidget(editBanner_, 1);
     editRow->addWidget(cancelEdit_);
@@ -79,11 +74,12 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     context_ = new QLabel(this);
     context_->setObjectName(QStringLiteral("context"));
     row->addWidget(context_, 1);
-    auto* raw = action_button(tr("Raw prompt"), tr("Show the prompt exactly as the model reads it"), this);
-    raw->setObjectName(QStringLiteral("rawPromptButton"));
-    regenerate_ = action_button(tr("Regenerate"), tr("Write the last reply again (the old one is kept)"), this);
-    stop_ = action_button(tr("Stop"), tr("Stop the reply"), this);
-    send_ = action_button(tr("Send"), tr("Send the message (Ctrl+Enter)"), this);
+    auto* raw = labelled_button(tr("Raw prompt"), QStringLiteral("rawPromptButton"),
+                                tr("Show the prompt exactly as the model reads it"), this);
+    regenerate_ = labelled_button(tr("Regenerate"), QStringLiteral("regenerateButton"),
+                                  tr("Write the last reply again (the old one is kept)"), this);
+    stop_ = labelled_button(tr("Stop"), QStringLiteral("stopButton"), tr("Stop the reply"), this);
+    send_ = labelled_button(tr("Send"), QStringLiteral("sendButton"), tr("Send the message (Ctrl+Enter)"), this);
     // A QShortcut, not the button's: a button shortcut clicks 100 ms later (animateClick), by
     // when another conversation may be shown, and the message would land there.
     for (const QKeySequence& keys : {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)}) {

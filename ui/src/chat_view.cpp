@@ -21,23 +21,12 @@
 #include <QVBoxLayout>
 
 #include "cflow/ui/chat_markdown.h"
+#include "labelled_button.h"
 
 namespace cflow::ui {
 
 namespace {
 
-// A header button: named for screen readers, explained by its tooltip, reachable by Tab.
-template <class Button>
-Button* header_button(const QString& text, const QString& objectName, const QString& accessibleName,
-                      const QString& toolTip, QWidget* parent) {
-    auto* button = new Button(parent);
-    button->setText(text);
-    button->setObjectName(objectName);
-    button->setAccessibleName(accessibleName);
-    button->setToolTip(toolTip);
-    button->setFocusPolicy(Qt::StrongFocus);
-    return button;
-}
 
 } // namespace
 
@@ -63,14 +52,13 @@ ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidg
     header->addWidget(stoppedMarker_);
     header->addStretch();
 
-    previousAlternative_ = header_button<QToolButton>(QStringLiteral("\u2039"), QStringLiteral("previousAlternative"),
-                                                      tr("Previous alternative reply"),
-                                                      tr("Show the previous alternative reply"), this);
+    previousAlternative_ = labelled_button<QToolButton>(QStringLiteral("\u2039"), QStringLiteral("previousAlternative"),
+                                                        tr("Previous alternative reply"), this,
+                                                        tr("Show the previous alternative reply"));
     alternativeLabel_ = new QLabel(this);
     alternativeLabel_->setObjectName(QStringLiteral("alternativeLabel"));
-    nextAlternative_ = header_button<QToolButton>(QStringLiteral("\u203A"), QStringLiteral("nextAlternative"),
-                                                  tr("Next alternative reply"), tr("Show the next alternative reply"),
-                                                  this);
+    nextAlternative_ = labelled_button<QToolButton>(QStringLiteral("\u203A"), QStringLiteral("nextAlternative"),
+                                                    tr("Next alternative reply"), this, tr("Show the next alternative reply"));
     connect(previousAlternative_, &QToolButton::clicked, this, [this] { emit alternativeRequested(-1); });
     connect(nextAlternative_, &QToolButton::clicked, this, [this] { emit alternativeRequested(+1); });
     header->addWidget(previousAlternative_);
@@ -79,13 +67,13 @@ ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidg
     setAlternatives(0, 1);
 
     if (role == QLatin1String("user")) {
-        auto* edit = header_button<QPushButton>(tr("Edit"), QStringLiteral("editButton"), tr("Edit message"),
-                                                tr("Edit this message and send it again"), this);
+        auto* edit = labelled_button(tr("Edit"), QStringLiteral("editButton"), tr("Edit message"), this,
+                                     tr("Edit this message and send it again"));
         connect(edit, &QPushButton::clicked, this, &ChatMessageCard::editRequested);
         header->addWidget(edit);
     }
-    auto* copy = header_button<QPushButton>(tr("Copy"), QStringLiteral("copyButton"), tr("Copy message"),
-                                            tr("Copy this message's text (Markdown) to the clipboard"), this);
+    auto* copy = labelled_button(tr("Copy"), QStringLiteral("copyButton"), tr("Copy message"), this,
+                                 tr("Copy this message's text (Markdown) to the clipboard"));
     connect(copy, &QPushButton::clicked, this, [this] { QGuiApplication::clipboard()->setText(text_); });
     header->addWidget(copy);
     layout->addLayout(header);

@@ -12,6 +12,7 @@
 #include <QVBoxLayout>
 
 #include "cflow/ui/conversation_store.h"
+#include "labelled_button.h"
 #include "cflow/ui/conversation_title.h"
 
 namespace cflow::ui {
@@ -23,14 +24,6 @@ constexpr int kListTitleChars = 120;
 // Room beside the text of the rename dialog's title for the title bar's icon and buttons.
 constexpr int kTitleBarMarginPx = 160;
 
-QPushButton* sidebar_button(const QString& text, const QString& objectName, const QString& accessibleName,
-                            const QString& toolTip, QWidget* parent) {
-    auto* button = new QPushButton(text, parent);
-    button->setObjectName(objectName);
-    button->setAccessibleName(accessibleName);
-    button->setToolTip(toolTip);
-    return button;
-}
 
 } // namespace
 
@@ -46,13 +39,12 @@ ConversationSidebar::ConversationSidebar(ConversationStore* store, QWidget* pare
     layout->addWidget(search_);
     layout->addWidget(list_, 1);
     auto* buttons = new QHBoxLayout;
-    auto* add = sidebar_button(tr("New"), QStringLiteral("newConversationButton"), tr("New conversation"),
-                               tr("Start a new conversation"), this);
-    auto* rename = sidebar_button(tr("Rename"), QStringLiteral("renameConversationButton"),
-                                  tr("Rename conversation"), tr("Rename the selected conversation"), this);
-    auto* remove = sidebar_button(tr("Delete"), QStringLiteral("deleteConversationButton"),
-                                  tr("Delete conversation"), tr("Delete the selected conversation and its messages"),
-                                  this);
+    auto* add = labelled_button(tr("New"), QStringLiteral("newConversationButton"), tr("New conversation"), this,
+                                tr("Start a new conversation"));
+    auto* rename = labelled_button(tr("Rename"), QStringLiteral("renameConversationButton"), tr("Rename conversation"),
+                                   this, tr("Rename the selected conversation"));
+    auto* remove = labelled_button(tr("Delete"), QStringLiteral("deleteConversationButton"), tr("Delete conversation"),
+                                   this, tr("Delete the selected conversation and its messages"));
     buttons->addWidget(add);
     buttons->addWidget(rename);
     buttons->addWidget(remove);

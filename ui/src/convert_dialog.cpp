@@ -1,4 +1,5 @@
 #include "cflow/ui/convert_dialog.h"
+#include "labelled_button.h"
 
 #include <algorithm>
 #include <limits>
@@ -41,13 +42,6 @@ int clamp_int(qint64 v) { return static_cast<int>(std::min<qint64>(v, std::numer
 constexpr int kStatusLines = 3;    // reserved for the status line ("Reading <path>" wraps)
 constexpr int kPathFieldChars = 48;  // a path field's minimum width, in average characters
 
-QPushButton* browse_button(const QString& text, const QString& objectName, const QString& toolTip, QWidget* parent) {
-    auto* button = new QPushButton(text, parent);
-    button->setObjectName(objectName);
-    button->setToolTip(toolTip);
-    button->setAccessibleName(toolTip);
-    return button;
-}
 
 } // namespace
 
@@ -97,13 +91,13 @@ ConvertDialog::ConvertDialog(const QString& sourcePath, QWidget* parent) : QDial
     progress_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
 
     auto* browseSourceButton =
-        browse_button(tr("File…"), QStringLiteral("browseSource"), tr("Choose the checkpoint file to convert"), this);
-    auto* browseSourceFolderButton = browse_button(tr("Folder…"), QStringLiteral("browseSourceFolder"),
+        labelled_button(tr("File…"), QStringLiteral("browseSource"), tr("Choose the checkpoint file to convert"), this);
+    auto* browseSourceFolderButton = labelled_button(tr("Folder…"), QStringLiteral("browseSourceFolder"),
                                                    tr("Choose a Hugging Face model folder to convert"), this);
-    auto* browseTokenizerButton = browse_button(tr("Browse…"), QStringLiteral("browseTokenizer"),
+    auto* browseTokenizerButton = labelled_button(tr("Browse…"), QStringLiteral("browseTokenizer"),
                                                 tr("Choose the llama2.c tokenizer file"), this);
     auto* browseOutputButton =
-        browse_button(tr("Browse…"), QStringLiteral("browseOutput"), tr("Choose where the .cflow file goes"), this);
+        labelled_button(tr("Browse…"), QStringLiteral("browseOutput"), tr("Choose where the .cflow file goes"), this);
     connect(browseSourceButton, &QPushButton::clicked, this, &ConvertDialog::browseSource);
     connect(browseSourceFolderButton, &QPushButton::clicked, this, &ConvertDialog::browseSourceFolder);
     connect(browseTokenizerButton, &QPushButton::clicked, this, &ConvertDialog::browseTokenizer);

@@ -107,8 +107,7 @@ std::vector<ChatMessage> to_messages(const Conversation& conversation) {
 } // namespace
 
 Result<PreparedTurn> EngineWorker::prepareTurn(const Conversation& conversation, const GenerationSettings& settings) {
-    if (!(chat_->template_choice().kind == settings.templateChoice.kind &&
-          chat_->template_choice().value == settings.templateChoice.value))
+    if (!(chat_->template_choice() == settings.templateChoice))
         if (Status s = chat_->set_template(settings.templateChoice); !s) return s.take_error();
     PrepareOptions options;
     options.policy = settings.contextPolicy;

@@ -1,4 +1,5 @@
 #include "cflow/ui/sampling_panel.h"
+#include "labelled_button.h"
 
 #include <algorithm>
 #include <limits>
@@ -36,13 +37,6 @@ QSpinBox* int_box(int lo, int hi, QWidget* parent) {
     return box;
 }
 
-QPushButton* preset_button(const QString& text, const QString& objectName, const QString& toolTip, QWidget* parent) {
-    auto* button = new QPushButton(text, parent);
-    button->setObjectName(objectName);
-    button->setToolTip(toolTip);
-    button->setAccessibleName(toolTip);
-    return button;
-}
 
 } // namespace
 
@@ -100,9 +94,9 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     presets_->setAccessibleName(tr("Sampling preset"));
     presets_->setPlaceholderText(tr("Choose a preset"));
     auto* savePresetButton =
-        preset_button(tr("Save…"), QStringLiteral("savePreset"), tr("Save the current values as a preset"), content);
-    deletePreset_ = preset_button(tr("Delete"), QStringLiteral("deletePreset"), tr("Delete the chosen preset"), content);
-    auto* resetPresetsButton = preset_button(tr("Reset presets"), QStringLiteral("resetPresets"),
+        labelled_button(tr("Save…"), QStringLiteral("savePreset"), tr("Save the current values as a preset"), content);
+    deletePreset_ = labelled_button(tr("Delete"), QStringLiteral("deletePreset"), tr("Delete the chosen preset"), content);
+    auto* resetPresetsButton = labelled_button(tr("Reset presets"), QStringLiteral("resetPresets"),
                                              tr("Restore the built-in presets Precise, Balanced and Creative"), content);
     auto* presetRow = new QHBoxLayout;
     presetRow->addWidget(presets_, 1);

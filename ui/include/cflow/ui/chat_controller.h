@@ -137,6 +137,8 @@ private:
     void remeasure();
     void setContext(int used);
     void saveSetup();
+    template <class T>
+    void changeSetup(T ConversationSetup::*field, const T& value);
     bool check(const Status& status);
 
     void onModelLoaded(const ModelInfo& info);

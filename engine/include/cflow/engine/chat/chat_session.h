@@ -59,6 +59,7 @@ struct PrepareOptions {
 struct TemplateChoice {
     enum class Kind : uint8_t { Model, Builtin, Custom } kind = Kind::Model;
     std::string value;  // Builtin: its name (builtin_templates.h); Custom: the Jinja source
+    bool operator==(const TemplateChoice&) const = default;
 };
 
 // A prompt ready to be fed: what was rendered, its ids and how much of the KV cache it keeps.
