@@ -385,7 +385,10 @@ TEST(ChatControllerTest, StatusClearsOldErrorsAndShowsPromptProgress) {
     for (int i = 0; i < 20; ++i) longPrompt += QStringLiteral("the cat and the dog ");
     window.controller()->newConversation();
     ASSERT_TRUE(window.chatPanel()->send(longPrompt));
+    // The empty reply is not a blank bubble: it says the prompt is being read.
+    EXPECT_TRUE(window.chatPanel()->view()->card(1)->activity().startsWith(QStringLiteral("reading the prompt")));
     ASSERT_TRUE(idle(window));
+    EXPECT_TRUE(window.chatPanel()->view()->card(1)->activity().isEmpty());
     ASSERT_GE(progress.count(), 1);
     const int total = progress.last().at(1).toInt();
     EXPECT_GT(total, 100);

@@ -61,6 +61,10 @@ QString setup_into_json(const ConversationSetup& setup, const QString& json) {
 
 ChatController::ChatController(EngineWorker* worker, ConversationStore* store, QObject* parent)
     : QObject(parent), worker_(worker), store_(store) {
+    // Typing a system prompt asks for a measurement per key: one render and encode per pause is enough.
+    measureTimer_.setSingleShot(true);
+    measureTimer_.setInterval(kMeasureDelayMs);
+    connect(&measureTimer_, &QTimer::timeout, this, &ChatController::measureNow);
     connect(worker_, &EngineWorker::modelLoaded, this, &ChatController::onModelLoaded);
     connect(worker_, &EngineWorker::loadFailed, this, &ChatController::onLoadFailed);
     connect(worker_, &EngineWorker::promptReady, this, &ChatController::onPrompt);
@@ -412,6 +416,11 @@ void ChatController::setContext(int used) {
 }
 
 void ChatController::remeasure() {
+    ++measureSerial_;  // what is in flight is stale from now on
+    measureTimer_.start();
+}
+
+void ChatController::measureNow() {
     const quint64 serial = ++measureSerial_;
     if (generating_) return;  // the streaming reply's prompt is what the views show
     if (!model_.model || (entries_.empty() && (setup_.systemPrompt.trimmed().isEmpty() || setup_.mode != PromptMode::Chat))) {

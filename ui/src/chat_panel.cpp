@@ -124,8 +124,20 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
         if (editingIndex_ >= from) cancelEdit();
     });
     connect(controller_, &ChatController::replyStreamed, this,
-            [this](int, const QString& text, int, const TokenPieces& pieces) { view_->appendToLast(text, pieces); });
-    connect(controller_, &ChatController::generatingChanged, this, &ChatPanel::updateButtons);
+            [this](int index, const QString& text, int, const TokenPieces& pieces) {
+                view_->setActivity(index, QString());
+                view_->appendToLast(text, pieces);
+            });
+    // The empty reply says what is happening until its first token: the prompt is being read.
+    connect(controller_, &ChatController::promptProgress, this, [this](int processed, int total) {
+        if (controller_->isGenerating() && processed < total)
+            view_->setActivity(view_->count() - 1, tr("reading the prompt: %1 / %2 tokens…").arg(processed).arg(total));
+    });
+    connect(controller_, &ChatController::generatingChanged, this, [this](bool generating) {
+        if (!generating)
+            for (int i = 0; i < view_->count(); ++i) view_->setActivity(i, QString());
+        updateButtons();
+    });
     connect(controller_, &ChatController::modelChanged, this, [this] {
         updateButtons();
         updateNotices();
@@ -144,6 +156,7 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
         updateNotices();
     });
     connect(controller_, &ChatController::replyStarted, this, [this] {
+        view_->setActivity(view_->count() - 1, tr("reading the prompt…"));
         error_.clear();  // a new reply is the answer to an old error
         updateNotices();
     });

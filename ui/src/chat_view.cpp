@@ -49,6 +49,11 @@ ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidg
     markerFont.setItalic(true);
     stoppedMarker_->setFont(markerFont);
     stoppedMarker_->hide();
+    activityMarker_ = new QLabel(this);
+    activityMarker_->setObjectName(QStringLiteral("activityMarker"));
+    activityMarker_->setFont(markerFont);
+    activityMarker_->hide();
+    header->addWidget(activityMarker_);
     header->addWidget(stoppedMarker_);
     header->addStretch();
 
@@ -299,6 +304,18 @@ void ChatView::clearMessages() { removeFrom(0); }
 int ChatView::indexOf(const ChatMessageCard* card) const {
     const auto it = std::find(cards_.begin(), cards_.end(), card);
     return it == cards_.end() ? -1 : static_cast<int>(it - cards_.begin());
+}
+
+void ChatMessageCard::setActivity(const QString& text) {
+    activityMarker_->setText(text);
+    activityMarker_->setAccessibleName(text);
+    activityMarker_->setVisible(!text.isEmpty());
+}
+
+QString ChatMessageCard::activity() const { return activityMarker_->isHidden() ? QString() : activityMarker_->text(); }
+
+void ChatView::setActivity(int index, const QString& text) {
+    if (index >= 0 && index < count()) card(index)->setActivity(text);
 }
 
 void ChatView::setStopped(int index, bool stopped) {

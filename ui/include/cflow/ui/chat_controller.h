@@ -17,6 +17,7 @@
 #include <QObject>
 #include <QString>
 #include <QStringList>
+#include <QTimer>
 
 #include "cflow/base/result.h"
 #include "cflow/ui/chat_types.h"
@@ -134,7 +135,8 @@ private:
     void startReply(int entryIndex, int seedOffset);
     Conversation history(size_t upTo) const;
     GenerationSettings requestSettings(int seedOffset) const;
-    void remeasure();
+    void remeasure();   // soon (coalesced)
+    void measureNow();
     void setContext(int used);
     void saveSetup();
     template <class T>
@@ -164,6 +166,8 @@ private:
     QString replyPrevious_;          // regenerate: the shown version before, restored if nothing came
     std::optional<Pending> pending_;
     quint64 measureSerial_ = 0;
+    QTimer measureTimer_;
+    static constexpr int kMeasureDelayMs = 120;
     int contextUsed_ = 0;
     RenderedPrompt visiblePrompt_;
     RenderedPrompt sentPrompt_;

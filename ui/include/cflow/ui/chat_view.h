@@ -53,6 +53,10 @@ public:
 
     // A reply that ended before its natural end (the user stopped it) shows a marker.
     void setStopped(bool stopped);
+    // What the engine is doing for this reply before its first token ("reading the prompt:
+    // 128 / 1095 tokens"); "" hides it.
+    void setActivity(const QString& text);
+    QString activity() const;
     bool isStopped() const { return stopped_; }
     // Alternative number current (0-based) of count is shown; ‹ › step through them.
     // Hidden for count <= 1.
@@ -90,6 +94,7 @@ private:
     QString text_;
     QTextBrowser* browser_;
     QLabel* stoppedMarker_;
+    QLabel* activityMarker_;
     QToolButton* previousAlternative_;
     QLabel* alternativeLabel_;
     QToolButton* nextAlternative_;
@@ -118,6 +123,7 @@ public:
 
     // Card state for the chat controller; out-of-range indices are ignored.
     void setStopped(int index, bool stopped);
+    void setActivity(int index, const QString& text);
     void setAlternatives(int index, int current, int count);
     void setEditing(int index, bool editing);
 
