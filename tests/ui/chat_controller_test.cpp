@@ -395,4 +395,33 @@ TEST(ChatControllerTest, StatusClearsOldErrorsAndShowsPromptProgress) {
     EXPECT_EQ(progress.last().at(0).toInt(), total) << "the last report is the whole prompt";
 }
 
+TEST(ChatControllerTest, TheKvCacheSettingReachesTheEngine) {
+    ScopedDb db("controller_kv_cache");
+    MainWindow window;
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    cflow::ui::GenerationSettings s;
+    s.sampling.temperature = 0;
+    s.maxTokens = 4;
+    s.threads = 1;
+    s.kvCache = cflow::KvCacheType::F16;
+    window.samplingPanel()->setSettings(s);
+    EXPECT_EQ(window.samplingPanel()->settings().kvCache, cflow::KvCacheType::F16);
+    QSignalSpy finished(window.controller(), &ChatController::replyFinished);
+    window.controller()->newConversation();
+    ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("hello")));
+    ASSERT_TRUE(idle(window));
+    EXPECT_EQ(finished.last().at(0).value<cflow::ui::ReplyStats>().kvCache, QStringLiteral("f16"));
+    EXPECT_TRUE(window.metricsText().contains(QStringLiteral("KV f16"))) << window.metricsText().toStdString();
+    ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("again")));
+    ASSERT_TRUE(idle(window));
+    EXPECT_GT(window.chatPanel()->lastPrompt().reusedTokens, 0) << "the same cache type keeps the cache";
+    s.kvCache = cflow::KvCacheType::F32;
+    window.samplingPanel()->setSettings(s);
+    ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("and f32")));
+    ASSERT_TRUE(idle(window));
+    EXPECT_EQ(finished.last().at(0).value<cflow::ui::ReplyStats>().kvCache, QStringLiteral("f32"));
+    EXPECT_EQ(window.chatPanel()->lastPrompt().reusedTokens, 0) << "a new cache type starts from an empty cache";
+    EXPECT_TRUE(window.store()->conversation(window.controller()->conversationId())->settingsJson.contains(QStringLiteral("\"kv_cache\":\"f32\"")));
+}
+
 } // namespace

@@ -80,17 +80,22 @@ void EngineWorker::loadModel(const QString& path, unsigned threads) {
     emit modelLoaded(info);
 }
 
-bool EngineWorker::ensureSession(unsigned threads) {
-    if (chat_ && (threads == 0 || chat_->session().threads() == threads)) return true;
+bool EngineWorker::ensureSession(unsigned threads, KvCacheType kvCache) {
+    if (chat_ && (threads == 0 || chat_->session().threads() == threads) && chat_->session().kv_cache_type() == kvCache)
+        return true;
+    // A new session has an empty cache: the next turn is prefilled in full.
+    const TemplateChoice choice = chat_ ? chat_->template_choice() : TemplateChoice{};
     chat_.reset();
     SessionOptions options;
     options.threads = threads;
+    options.kv_cache = kvCache;
     auto created = Session::create(model_, options);
     if (!created) {
         emit loadFailed(modelPath_, QString::fromStdString(created.error()));
         return false;
     }
     chat_ = std::make_unique<ChatSession>(model_, std::move(created).value());
+    (void)chat_->set_template(choice);  // it compiled before; prepareTurn sets it again if not
     return true;
 }
 
@@ -147,7 +152,7 @@ void EngineWorker::generate(const Conversation& conversation, const GenerationSe
     lastConversation_ = conversation;
     lastSettings_ = settings;
     hasLast_ = true;
-    if (!ensureSession(settings.threads)) return;
+    if (!ensureSession(settings.threads, settings.kvCache)) return;
     run(prepareTurn(conversation, settings), settings, stopsAtPost);
 }
 
@@ -170,7 +175,7 @@ void EngineWorker::generatePrompt(const QString& promptText, const GenerationSet
         emit error(tr("No model is loaded."));
         return;
     }
-    if (!ensureSession(settings.threads)) return;
+    if (!ensureSession(settings.threads, settings.kvCache)) return;
     run(chat_->prepare_raw(promptText.toStdString()), settings);
 }
 
@@ -181,7 +186,7 @@ void EngineWorker::regenerate() {
         return;
     }
     lastSettings_.sampling.seed += 1;
-    if (!ensureSession(lastSettings_.threads)) return;
+    if (!ensureSession(lastSettings_.threads, lastSettings_.kvCache)) return;
     run(prepareTurn(lastConversation_, lastSettings_), lastSettings_);
 }
 
@@ -282,6 +287,8 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
     stats.stopReason = QString::fromLatin1(reason.data(), static_cast<qsizetype>(reason.size()));
     stats.contextUsed = static_cast<int>(outcome.context_used);
     stats.contextLength = static_cast<int>(turn.context_length);
+    const std::string_view kv = kv_cache_type_name(chat_->session().kv_cache_type());
+    stats.kvCache = QString::fromLatin1(kv.data(), static_cast<qsizetype>(kv.size()));
     stats.mappedBytes = model_->file().file().size();
     stats.residentBytes = model_->file().file().resident_bytes();
     emit finished(stats);

@@ -419,13 +419,13 @@ void MainWindow::rebuildRecentMenu() {
 }
 
 void MainWindow::showStats(const ReplyStats& stats) {
-    status_->showMetrics(tr("TTFT %1 ms · prompt %2 tok/s · decode %3 tok/s · %4 tokens (%5) · mapped %6, resident %7")
+    status_->showMetrics(tr("TTFT %1 ms · prompt %2 tok/s · decode %3 tok/s · %4 tokens (%5) · KV %8 · mapped %6, resident %7")
                           .arg(stats.timeToFirstTokenMs, 0, 'f', 0)
                           .arg(stats.promptTokensPerS, 0, 'f', 1)
                           .arg(stats.decodeTokensPerS, 0, 'f', 1)
                           .arg(stats.generatedTokens)
                           .arg(stats.stopReason)
-                          .arg(data_size(stats.mappedBytes), data_size(stats.residentBytes)));
+                          .arg(data_size(stats.mappedBytes), data_size(stats.residentBytes), stats.kvCache));
 }
 
 QString MainWindow::metricsText() const { return status_->metrics(); }

@@ -48,7 +48,8 @@ QString settings_to_json(const GenerationSettings& s) {
                         {QStringLiteral("repeat_penalty"), double(s.sampling.repeat_penalty)},
                         {QStringLiteral("seed"), QString::number(s.sampling.seed)},  // 64-bit: as text
                         {QStringLiteral("max_tokens"), s.maxTokens},
-                        {QStringLiteral("threads"), static_cast<int>(s.threads)}};
+                        {QStringLiteral("threads"), static_cast<int>(s.threads)},
+                        {QStringLiteral("kv_cache"), s.kvCache == KvCacheType::F16 ? QStringLiteral("f16") : QStringLiteral("f32")}};
     return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
@@ -69,6 +70,8 @@ GenerationSettings settings_from_json(const QString& json, const GenerationSetti
         if (ok) s.sampling.seed = seed;
     }
     if (o.contains(QLatin1String("max_tokens"))) s.maxTokens = o.value(QLatin1String("max_tokens")).toInt(s.maxTokens);
+    if (o.contains(QLatin1String("kv_cache")))
+        s.kvCache = o.value(QLatin1String("kv_cache")).toString() == QLatin1String("f16") ? KvCacheType::F16 : KvCacheType::F32;
     if (o.contains(QLatin1String("threads")))
         s.threads = static_cast<unsigned>(std::max(0, o.value(QLatin1String("threads")).toInt(int(s.threads))));
     return s;
@@ -127,6 +130,14 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Seed"), seed_);
     form->addRow(tr("Max tokens"), maxTokens_);
     form->addRow(tr("Threads"), threads_);
+    kvCache_ = new QComboBox(content);
+    kvCache_->setObjectName(QStringLiteral("kvCache"));
+    kvCache_->addItem(tr("f32 (exact)"), int(KvCacheType::F32));
+    kvCache_->addItem(tr("f16 (half the memory)"), int(KvCacheType::F16));
+    kvCache_->setToolTip(tr("How the KV cache stores keys and values. f16 halves its memory for long contexts; "
+                            "changing it starts the next reply with an empty cache."));
+    form->addRow(tr("KV cache"), kvCache_);
+    connect(kvCache_, &QComboBox::currentIndexChanged, this, &SamplingPanel::settingsChanged);
     setSettings(GenerationSettings{});
 
     for (QDoubleSpinBox* box : {temperature_, topP_, minP_, repeatPenalty_})
@@ -161,6 +172,7 @@ GenerationSettings SamplingPanel::settings() const {
     s.sampling.seed = static_cast<uint64_t>(seed_->value());
     s.maxTokens = maxTokens_->value();
     s.threads = static_cast<unsigned>(threads_->value());
+    s.kvCache = static_cast<KvCacheType>(kvCache_->currentData().toInt());
     return s;
 }
 
@@ -173,6 +185,7 @@ void SamplingPanel::setSettings(const GenerationSettings& s) {
     seed_->setValue(static_cast<int>(s.sampling.seed & 0x7fffffffu));
     maxTokens_->setValue(s.maxTokens);
     threads_->setValue(static_cast<int>(s.threads));
+    kvCache_->setCurrentIndex(kvCache_->findData(int(s.kvCache)));
 }
 
 void SamplingPanel::savePreset(const QString& name) {

@@ -31,6 +31,7 @@ struct GenerationSettings {
     // Generated tokens per reply; 0 = a quarter of the model's context (resolved by the worker).
     int32_t maxTokens = 0;
     unsigned threads = 0;     // engine threads; 0 = hardware concurrency
+    KvCacheType kvCache = KvCacheType::F32;  // f16 halves the cache's memory for long contexts
     bool ignoreEos = false;   // keep going past end-of-generation (benchmarks, tests)
     PromptMode mode = PromptMode::Chat;
     TemplateChoice templateChoice;                       // Chat mode: which template renders
@@ -66,6 +67,7 @@ struct ReplyStats {
     double promptTokensPerS = 0;
     double decodeTokensPerS = 0;
     QString stopReason;            // stop_reason_name() ("max_tokens", "context_full", ...) or "cancelled"
+    QString kvCache;               // how the session's KV cache stores keys and values ("f32", "f16")
     int contextUsed = 0;           // tokens in the KV cache after the reply
     int contextLength = 0;
     uint64_t mappedBytes = 0;      // size of the model's file mapping

@@ -51,6 +51,7 @@ private:
     QSpinBox* seed_;
     QSpinBox* maxTokens_;
     QSpinBox* threads_;
+    QComboBox* kvCache_;
     QComboBox* presets_;
     QPushButton* deletePreset_;
 };
