@@ -295,16 +295,31 @@ Status ChatSession::reply(const PreparedTurn& turn, const ReplyOptions& options,
     request.on_step = options.on_step;
 
     Session& session = *session_;
-    const TokenCallback on_token = [&](int32_t token, std::string_view text) {
-        if (token >= 0) outcome.tokens.push_back(token);
+    StopSequenceMatcher stops(options.stop_sequences);
+    const auto emit = [&](int32_t token, std::string_view text) {
         outcome.text.append(text);
         // generate() feeds the token right after this callback, at the current position.
         if (on_piece) on_piece(ChatPiece{token, text, session.position()});
-        return true;
+    };
+    const TokenCallback on_token = [&](int32_t token, std::string_view text) {
+        if (token >= 0) outcome.tokens.push_back(token);
+        if (stops.empty()) {
+            emit(token, text);
+            return true;
+        }
+        const std::string released = stops.feed(text);
+        if (!released.empty() || !stops.matched()) emit(token, released);
+        return !stops.matched();
     };
     // generate() catches bad_alloc itself and reports it as OutOfMemory.
     const Result<GenerateStats> result = generate(session, request, on_token, cancel, &outcome.stats);
     outcome.context_used = session.position();
+    if (stops.matched()) {
+        outcome.stats.stop_reason = StopReason::StopSequence;
+        outcome.stop_sequence = stops.matched_sequence();
+    } else if (std::string tail = stops.flush(); !tail.empty()) {
+        emit(-1, tail);  // the held-back text that never became a stop string
+    }
     if (!result && result.kind() != ErrorKind::Cancelled) {
         forget();  // the cache's state is unknown after a failed step
         outcome.context_used = 0;

@@ -13,6 +13,7 @@ std::string_view stop_reason_name(StopReason reason) {
     case StopReason::StopToken: return "stop_token";
     case StopReason::ContextFull: return "context_full";
     case StopReason::CallbackStopped: return "callback_stopped";
+    case StopReason::StopSequence: return "stop_sequence";
     }
     return "unknown";
 }

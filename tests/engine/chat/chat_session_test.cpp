@@ -154,6 +154,49 @@ TEST(ChatSession, PiecesCarryTokenAndPosition) {
     EXPECT_EQ(streamed, outcome.text);
 }
 
+TEST(ChatSession, AStopSequenceEndsTheReplyBeforeItIsStreamed) {
+    auto model = model_with("stop_sequence", kChatMl);
+    ASSERT_TRUE(model);
+    ChatSession free_run = chat_for(model);
+    auto turn = free_run.prepare({{"user", "hello", ""}});
+    ASSERT_TRUE(turn.ok());
+    ChatTurnOutcome whole;
+    ASSERT_TRUE(free_run.reply(*turn, greedy(24), {}, nullptr, whole).ok());
+    ASSERT_GE(whole.text.size(), 8u);
+    // A stop string from the middle of the free reply, starting at a character boundary.
+    size_t at = whole.text.size() / 2;
+    while (at > 0 && (static_cast<unsigned char>(whole.text[at]) & 0xC0) == 0x80) --at;
+    size_t end = at + 1;
+    while (end < whole.text.size() && (static_cast<unsigned char>(whole.text[end]) & 0xC0) == 0x80) ++end;
+    const std::string stop = whole.text.substr(at, end - at);
+    const std::string expected = whole.text.substr(0, whole.text.find(stop));
+
+    ChatSession chat = chat_for(model);
+    auto again = chat.prepare({{"user", "hello", ""}});
+    ASSERT_TRUE(again.ok());
+    ReplyOptions options = greedy(24);
+    options.stop_sequences = {"never appears \x01", stop};
+    std::string streamed;
+    ChatTurnOutcome outcome;
+    ASSERT_TRUE(chat.reply(*again, options, [&](const ChatPiece& p) { streamed.append(p.text); }, nullptr, outcome).ok());
+    EXPECT_EQ(outcome.stats.stop_reason, StopReason::StopSequence);
+    EXPECT_EQ(outcome.stop_sequence, stop);
+    EXPECT_EQ(outcome.text, expected);
+    EXPECT_EQ(streamed, expected) << "no byte of the stop string is streamed";
+    EXPECT_EQ(chat.cached_tokens().size(), chat.session().position());
+
+    ChatSession unmatched = chat_for(model);
+    auto third = unmatched.prepare({{"user", "hello", ""}});
+    ASSERT_TRUE(third.ok());
+    options.stop_sequences = {"never appears \x01"};
+    std::string streamed_all;
+    ChatTurnOutcome all;
+    ASSERT_TRUE(unmatched.reply(*third, options, [&](const ChatPiece& p) { streamed_all.append(p.text); }, nullptr, all).ok());
+    EXPECT_EQ(all.text, whole.text) << "a stop string that never matches changes nothing";
+    EXPECT_EQ(streamed_all, whole.text) << "held-back text is flushed at the end";
+    EXPECT_EQ(all.stats.stop_reason, StopReason::MaxTokens);
+}
+
 TEST(ChatSession, ContextFullIsAKindAndFeedsNothing) {
     auto model = model_with("full", kChatMl);
     ASSERT_TRUE(model);

@@ -30,6 +30,7 @@
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
 #include "cflow/engine/generation/generate.h"
+#include "cflow/engine/generation/stop_sequences.h"
 #include "cflow/engine/tokenizer/tokenizer.h"
 
 namespace cflow {
@@ -80,6 +81,10 @@ struct ReplyOptions {
     SamplingParams sampling;
     int32_t max_tokens = 512;         // 0: only feed the prompt
     bool ignore_end_of_turn = false;  // run past EOS and end-of-turn tokens (benchmarks, tests)
+    // Strings that end the reply (generation/stop_sequences.h): never streamed, not in outcome.text;
+    // the reply then ends with StopReason::StopSequence. Text that could begin one is held back
+    // until it cannot (or the reply ends).
+    std::vector<std::string> stop_sequences;
     std::function<void(const TokenTelemetry&)> on_step;  // every forward step, on the replying thread
 };
 
@@ -95,6 +100,7 @@ using PieceCallback = std::function<void(const ChatPiece& piece)>;
 // What a reply did; filled on every return of reply(), including errors and cancellation.
 struct ChatTurnOutcome {
     std::string text;                 // the reply as streamed (valid UTF-8)
+    std::string stop_sequence;        // the stop string that ended it (StopReason::StopSequence)
     std::vector<int32_t> tokens;      // [generated tokens] ids emitted
     GenerateStats stats;              // counts and timings of whatever ran
     uint32_t context_used = 0;        // tokens in the KV cache afterwards

@@ -17,7 +17,8 @@ namespace cflow {
 
 // Why a generation that succeeded ended. Cancellation is not a stop reason: like every job,
 // a cancelled generation returns ErrorKind::Cancelled (its tokens were already streamed).
-enum class StopReason : uint8_t { MaxTokens, EndOfGeneration, StopToken, ContextFull, CallbackStopped };
+// StopSequence: a stop string of ReplyOptions matched (set by the chat core, never by generate()).
+enum class StopReason : uint8_t { MaxTokens, EndOfGeneration, StopToken, ContextFull, CallbackStopped, StopSequence };
 std::string_view stop_reason_name(StopReason reason);
 
 struct GenerateRequest {
