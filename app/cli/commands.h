@@ -17,6 +17,7 @@ int run_template(const std::vector<std::string>& args);
 int run_chat(const std::vector<std::string>& args);
 int run_perplexity(const std::vector<std::string>& args);
 int run_synth(const std::vector<std::string>& args);
+int run_serve(const std::vector<std::string>& args);
 
 int fail(const std::string& command, const std::string& message);  // prints and returns 1
 

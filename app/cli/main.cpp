@@ -1,4 +1,4 @@
-// cflow: the headless command-line interface (convert, generate, chat, inspect, critical-path,
+// cflow: the headless command-line interface (convert, generate, chat, serve, inspect, critical-path,
 // tokenize, detokenize, template, synth).
 #include <cstdio>
 #include <cstring>
@@ -40,6 +40,11 @@ constexpr const char* kUsage =
     "      Ctrl-C stops a reply, Ctrl-D exits; --show-prompt prints each turn's rendered prompt on stderr;\n"
     "      --template picks another template, --context-policy what a conversation too long for the context\n"
     "      loses (stop: the message is refused; drop-oldest: the oldest turns; sliding-window: the oldest tokens)\n"
+    "  serve [MODEL.cflow] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--threads T] [--ctx N] [--parallel N]\n"
+    "        [--queue N] [--kv-cache f32|f16] [--template ...] [--context-policy ...] [--max-body-mib N]\n"
+    "      a local OpenAI-compatible server: GET /v1/models, POST /v1/chat/completions, POST /v1/completions\n"
+    "      (stream: true as server-sent events); --parallel sessions answer at once, --queue more wait;\n"
+    "      binds 127.0.0.1 unless --host says otherwise; without MODEL: the bundled default model\n"
     "  inspect MODEL.cflow [--json]\n"
     "      header, geometry, segments, metadata and file layout summary\n"
     "  critical-path MODEL.cflow [--json]\n"
@@ -78,6 +83,7 @@ std::optional<int> dispatch(const std::string& command, const std::vector<std::s
     if (command == "detokenize") return cflow::cli::run_detokenize(args);
     if (command == "template") return cflow::cli::run_template(args);
     if (command == "synth") return cflow::cli::run_synth(args);
+    if (command == "serve") return cflow::cli::run_serve(args);
     return std::nullopt;
 }
 

@@ -185,6 +185,25 @@ Result<PreparedTurn> ChatSession::prepare_raw(const std::string& text, const Pre
     return turn;
 }
 
+Result<PreparedTurn> ChatSession::prepare_ids(std::vector<int32_t> ids, const PrepareOptions& options) const {
+    if (ids.empty()) return make_error("the prompt holds no tokens");
+    const size_t vocab = model_->tokenizer().vocab_size();
+    for (size_t i = 0; i < ids.size(); ++i)
+        if (ids[i] < 0 || static_cast<size_t>(ids[i]) >= vocab)
+            return make_error("prompt token " + std::to_string(i) + " is id " + std::to_string(ids[i]) +
+                              ", outside the vocabulary of " + std::to_string(vocab) + " tokens");
+    PreparedTurn turn;
+    turn.source = PromptSource::Raw;
+    turn.note = "raw prompt given as token ids: no chat template applied";
+    turn.ids = std::move(ids);
+    turn.text = model_->tokenizer().decode(turn.ids);
+    turn.context_length = session_->context_length();
+    if (turn.ids.size() > prompt_budget(options) && options.policy != ContextPolicy::Stop)
+        slide_window({}, turn, prompt_budget(options));
+    plan_reuse(turn);
+    return turn;
+}
+
 Result<PreparedTurn> ChatSession::drop_oldest(const std::vector<ChatMessage>& messages, PreparedTurn whole,
                                               uint32_t budget) const {
     size_t first = 0;  // the leading system messages always stay

@@ -118,6 +118,9 @@ public:
     // Raw mode: `text` verbatim, control tokens parsed, the same BOS rule. Both truncating
     // policies keep BOS and the newest tokens (there are no turns to drop).
     Result<PreparedTurn> prepare_raw(const std::string& text, const PrepareOptions& options = {}) const;
+    // Raw mode from token ids (no BOS added): InvalidInput names the first id outside the
+    // vocabulary; the same truncation rule as prepare_raw.
+    Result<PreparedTurn> prepare_ids(std::vector<int32_t> ids, const PrepareOptions& options = {}) const;
 
     // Renders with another template from now on (end-of-turn tokens follow it). A Custom or
     // Builtin choice that does not compile is refused (the current one stays) with the

@@ -1,0 +1,60 @@
+#pragma once
+// The request bodies of POST /v1/chat/completions and POST /v1/completions, parsed and
+// validated into one GenerationRequest, or refused with the OpenAI error that names the field.
+//
+// What a field absent from the request means: the chat core's sampling defaults (SamplingParams);
+// a random seed; for chat, a reply until end of turn or a full context; for completions, 16
+// tokens (the OpenAI default). Fields OpenAI defines that change nothing here are accepted
+// (user, metadata, store, presence_penalty, frequency_penalty, ...); fields asking for what the
+// server cannot do (n > 1, logprobs, tools, non-text content, echo, suffix, JSON mode) are
+// refused rather than silently ignored. Extensions, as llama.cpp's server names them: top_k,
+// min_p, repeat_penalty.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cflow/engine/chat/chat_template.h"
+#include "cflow/engine/generation/sampler.h"
+#include "cflow/server/api_error.h"
+
+namespace cflow::server {
+
+struct RequestLimits {
+    size_t max_nesting_depth = 64;     // JSON arrays/objects inside each other
+    size_t max_messages = 10000;
+    size_t max_stop_sequences = 16;    // OpenAI allows 4
+    size_t max_stop_bytes = 512;       // per stop string
+};
+
+struct GenerationRequest {
+    enum class Kind : uint8_t { Chat, Completion };
+    Kind kind = Kind::Chat;
+    std::string model;                          // "" when absent
+    std::vector<ChatMessage> messages;          // Chat: in order, roles system/user/assistant/tool
+    std::string prompt;                         // Completion, given as text
+    std::optional<std::vector<int32_t>> prompt_ids;  // Completion, given as token ids (checked against the vocabulary later)
+    SamplingParams sampling;                    // seed: see `seed`
+    std::optional<uint64_t> seed;               // absent: a fresh random seed per request
+    std::optional<int32_t> max_tokens;          // >= 1
+    std::vector<std::string> stop;              // non-empty, valid UTF-8
+    bool stream = false;
+    bool include_usage = false;                 // stream_options.include_usage: a last chunk with the usage
+};
+
+struct ParsedRequest {
+    std::optional<GenerationRequest> request;
+    ApiError error;                             // when !request
+    bool ok() const { return request.has_value(); }
+};
+
+ParsedRequest parse_chat_completion_request(std::string_view body, const RequestLimits& limits = {});
+ParsedRequest parse_completion_request(std::string_view body, const RequestLimits& limits = {});
+
+// The deepest nesting of arrays/objects in `text`, brackets inside strings not counted; checked
+// before parsing so a hostile body cannot make any recursive JSON walk overflow the stack.
+size_t json_nesting_depth(std::string_view text);
+
+} // namespace cflow::server

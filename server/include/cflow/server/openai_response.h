@@ -1,0 +1,45 @@
+#pragma once
+// The response bodies and stream chunks of the OpenAI API, as one line of JSON each:
+// chat.completion / chat.completion.chunk, text_completion (whole and streamed), the model list.
+// Invalid UTF-8 never reaches a client: such bytes are replaced (the chat core streams valid
+// UTF-8; the replacement only guards against a model whose vocabulary holds broken bytes).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cflow::server {
+
+struct Usage {
+    uint32_t prompt_tokens = 0;
+    uint32_t completion_tokens = 0;
+};
+
+// Identifies one response (and all its chunks): the id, the creation time and the model.
+struct ResponseHeader {
+    std::string id;        // "chatcmpl-..." / "cmpl-..."
+    int64_t created = 0;   // Unix seconds
+    std::string model;
+};
+
+// "chatcmpl-" or "cmpl-" + 24 random hex digits.
+std::string new_response_id(std::string_view prefix);
+
+std::string chat_completion_body(const ResponseHeader& header, std::string_view content, std::string_view finish_reason,
+                                 const Usage& usage);
+// A streamed delta: the first chunk carries the role, the others content; the last one an empty
+// delta and the finish reason. `content` nullopt: no content key in the delta.
+std::string chat_chunk(const ResponseHeader& header, std::optional<std::string_view> content, bool with_role,
+                       std::optional<std::string_view> finish_reason);
+// stream_options.include_usage: the chunk after the last one, with no choices and the usage.
+std::string usage_chunk(const ResponseHeader& header, std::string_view object, const Usage& usage);
+
+std::string text_completion_body(const ResponseHeader& header, std::string_view text, std::string_view finish_reason,
+                                 const Usage& usage);
+std::string text_chunk(const ResponseHeader& header, std::string_view text, std::optional<std::string_view> finish_reason);
+
+// GET /v1/models: one model.
+std::string models_body(std::string_view model_id, int64_t created);
+std::string model_body(std::string_view model_id, int64_t created);
+
+} // namespace cflow::server

@@ -1,0 +1,91 @@
+#include "cflow/server/openai_response.h"
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace cflow::server {
+namespace {
+
+using nlohmann::json;
+
+std::string line(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json usage_json(const Usage& usage) {
+    return {{"prompt_tokens", usage.prompt_tokens},
+            {"completion_tokens", usage.completion_tokens},
+            {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+}
+
+json head(const ResponseHeader& header, const char* object) {
+    return {{"id", header.id}, {"object", object}, {"created", header.created}, {"model", header.model},
+            {"system_fingerprint", "cflow"}};
+}
+
+json or_null(std::optional<std::string_view> value) {
+    return value ? json(std::string(*value)) : json(nullptr);
+}
+
+} // namespace
+
+std::string new_response_id(std::string_view prefix) {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string id(prefix);
+    for (int i = 0; i < 24; ++i) id += kHex[rng() & 15];
+    return id;
+}
+
+std::string chat_completion_body(const ResponseHeader& header, std::string_view content, std::string_view finish_reason,
+                                 const Usage& usage) {
+    json body = head(header, "chat.completion");
+    body["choices"] = json::array({{{"index", 0},
+                                    {"message", {{"role", "assistant"}, {"content", std::string(content)}}},
+                                    {"logprobs", nullptr},
+                                    {"finish_reason", std::string(finish_reason)}}});
+    body["usage"] = usage_json(usage);
+    return line(body);
+}
+
+std::string chat_chunk(const ResponseHeader& header, std::optional<std::string_view> content, bool with_role,
+                       std::optional<std::string_view> finish_reason) {
+    json delta = json::object();
+    if (with_role) delta["role"] = "assistant";
+    if (content) delta["content"] = std::string(*content);
+    json body = head(header, "chat.completion.chunk");
+    body["choices"] = json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", or_null(finish_reason)}}});
+    return line(body);
+}
+
+std::string usage_chunk(const ResponseHeader& header, std::string_view object, const Usage& usage) {
+    json body = head(header, std::string(object).c_str());
+    body["choices"] = json::array();
+    body["usage"] = usage_json(usage);
+    return line(body);
+}
+
+std::string text_completion_body(const ResponseHeader& header, std::string_view text, std::string_view finish_reason,
+                                 const Usage& usage) {
+    json body = head(header, "text_completion");
+    body["choices"] = json::array({{{"index", 0}, {"text", std::string(text)}, {"logprobs", nullptr},
+                                    {"finish_reason", std::string(finish_reason)}}});
+    body["usage"] = usage_json(usage);
+    return line(body);
+}
+
+std::string text_chunk(const ResponseHeader& header, std::string_view text, std::optional<std::string_view> finish_reason) {
+    json body = head(header, "text_completion");
+    body["choices"] = json::array({{{"index", 0}, {"text", std::string(text)}, {"logprobs", nullptr},
+                                    {"finish_reason", or_null(finish_reason)}}});
+    return line(body);
+}
+
+std::string model_body(std::string_view model_id, int64_t created) {
+    return line(json{{"id", std::string(model_id)}, {"object", "model"}, {"created", created}, {"owned_by", "cflow"}});
+}
+
+std::string models_body(std::string_view model_id, int64_t created) {
+    return line(json{{"object", "list"},
+                     {"data", json::array({json::parse(model_body(model_id, created))})}});
+}
+
+} // namespace cflow::server

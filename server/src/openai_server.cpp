@@ -1,0 +1,425 @@
+#include "cflow/server/openai_server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "cflow/server/api_error.h"
+#include "cflow/server/openai_response.h"
+#include "cflow/server/slot_pool.h"
+#include "cflow/server/sse.h"
+
+namespace cflow::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+int64_t unix_seconds() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void send_error(httplib::Response& res, const ApiError& error) {
+    res.status = error.status;
+    res.set_content(error_body(error), "application/json");
+}
+
+std::string_view finish_reason_of(StopReason reason) {
+    switch (reason) {
+    case StopReason::MaxTokens:
+    case StopReason::ContextFull: return "length";
+    case StopReason::EndOfGeneration:
+    case StopReason::StopToken:
+    case StopReason::StopSequence:
+    case StopReason::CallbackStopped: return "stop";
+    }
+    return "stop";
+}
+
+// Constant-time comparison: the key's bytes do not leak through the answer's timing.
+bool same_secret(std::string_view a, std::string_view b) {
+    unsigned char diff = a.size() == b.size() ? 0 : 1;
+    for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+    return diff == 0;
+}
+
+uint64_t random_seed() {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    return rng();
+}
+
+} // namespace
+
+struct OpenAiServer::Impl {
+    std::shared_ptr<const Model> model;
+    ServerOptions options;
+    ServerObserver observer;
+    std::unique_ptr<SlotPool> pool;
+    httplib::Server http;
+    std::thread serving;
+    std::atomic<bool> stopping{false};
+    std::atomic<bool> started{false};
+    std::atomic<bool> listen_returned{false};
+    std::atomic<int> bound_port{0};
+    std::atomic<uint64_t> served{0};
+    std::atomic<unsigned> active{0};
+    int64_t created = unix_seconds();
+    std::mutex stop_mutex;
+
+    void install_routes();
+    void handle_generation(const httplib::Request& req, httplib::Response& res, GenerationRequest::Kind kind);
+};
+
+namespace {
+
+// Everything one generation needs once the headers are sent; shared with the content provider.
+struct Job {
+    OpenAiServer::Impl* server = nullptr;
+    SlotPool::Lease lease;
+    GenerationRequest request;
+    PreparedTurn turn;
+    std::string key;             // the conversation's key, before the reply
+    std::string endpoint;
+    ResponseHeader header;
+    Clock::time_point arrived;
+};
+
+void report(ServedRequest& served, OpenAiServer::Impl& server) {
+    server.served.fetch_add(1);
+    if (server.observer.on_served) server.observer.on_served(served);
+}
+
+// Runs the generation and writes the whole response through `sink`. Returns when done; the
+// lease (and its slot) is released when the provider is destroyed.
+void run_job(Job& job, httplib::DataSink& sink) {
+    OpenAiServer::Impl& server = *job.server;
+    ChatSession& chat = job.lease.chat();
+    const bool chat_endpoint = job.request.kind == GenerationRequest::Kind::Chat;
+    const uint32_t context = chat.session().context_length();
+
+    ReplyOptions reply;
+    reply.sampling = job.request.sampling;
+    reply.sampling.seed = job.request.seed.value_or(random_seed());
+    const uint32_t room = context > job.turn.ids.size() ? context - uint32_t(job.turn.ids.size()) : 0;
+    reply.max_tokens = job.request.max_tokens ? *job.request.max_tokens : int32_t(room);
+    reply.stop_sequences = job.request.stop;
+
+    CancelToken cancel;
+    bool client_gone = false;
+    bool first_content = true;
+    Clock::time_point first_token_at{};
+    const auto write = [&](const std::string& bytes) {
+        if (client_gone) return;
+        if (!sink.write(bytes.data(), bytes.size())) {
+            client_gone = true;
+            cancel.cancel();
+        }
+    };
+    const unsigned slot = job.lease.index();
+    reply.on_step = [&](const TokenTelemetry& step) {
+        if (server.stopping.load()) cancel.cancel();
+        else if (!client_gone && !sink.is_writable()) {
+            client_gone = true;
+            cancel.cancel();
+        }
+        if (server.observer.on_step) server.observer.on_step(slot, step);
+    };
+    if (job.request.stream)
+        write(sse_event(chat_endpoint ? chat_chunk(job.header, std::string_view(""), true, std::nullopt)
+                                      : text_chunk(job.header, "", std::nullopt)));
+    const PieceCallback on_piece = [&](const ChatPiece& piece) {
+        if (first_content && piece.token >= 0) {
+            first_content = false;
+            first_token_at = Clock::now();
+        }
+        if (!job.request.stream || piece.text.empty()) return;
+        write(sse_event(chat_endpoint ? chat_chunk(job.header, piece.text, false, std::nullopt)
+                                      : text_chunk(job.header, piece.text, std::nullopt)));
+    };
+
+    ChatTurnOutcome outcome;
+    const Status status = chat.reply(job.turn, reply, on_piece, &cancel, outcome);
+    job.lease.remember(chat_endpoint ? job.key + conversation_key({{"assistant", outcome.text, ""}}) : job.key + outcome.text);
+
+    ServedRequest served;
+    served.endpoint = job.endpoint;
+    served.slot = slot;
+    served.stream = job.request.stream;
+    served.prompt_tokens = uint32_t(job.turn.ids.size());
+    served.reused_tokens = uint32_t(job.turn.reused_tokens);
+    served.completion_tokens = uint32_t(outcome.tokens.size());
+    served.decode_tokens_per_s = outcome.stats.decode_tokens_per_s();
+    if (!first_content) served.time_to_first_token_ms = ms_between(job.arrived, first_token_at);
+    const Usage usage{served.prompt_tokens, served.completion_tokens};
+
+    if (status.ok()) {
+        const std::string_view finish = finish_reason_of(outcome.stats.stop_reason);
+        served.finish_reason = std::string(finish);
+        served.outcome = "ok";
+        if (job.request.stream) {
+            write(sse_event(chat_endpoint ? chat_chunk(job.header, std::nullopt, false, finish)
+                                          : text_chunk(job.header, "", finish)));
+            if (job.request.include_usage)
+                write(sse_event(usage_chunk(job.header, chat_endpoint ? "chat.completion.chunk" : "text_completion", usage)));
+            write(std::string(kSseDone));
+        } else {
+            write(chat_endpoint ? chat_completion_body(job.header, outcome.text, finish, usage)
+                                : text_completion_body(job.header, outcome.text, finish, usage));
+        }
+    } else if (client_gone) {
+        served.outcome = "client disconnected";
+    } else {
+        const bool stopped = status.kind() == ErrorKind::Cancelled;
+        served.outcome = stopped ? "server stopped" : status.error();
+        const std::string body = error_body(stopped ? server_busy("the server is shutting down")
+                                                    : server_error("generation failed: " + status.error()));
+        write(job.request.stream ? sse_event(body) : body);
+    }
+    served.total_ms = ms_between(job.arrived, Clock::now());
+    if (!client_gone) sink.done();
+    report(served, server);
+}
+
+} // namespace
+
+void OpenAiServer::Impl::handle_generation(const httplib::Request& req, httplib::Response& res,
+                                           GenerationRequest::Kind kind) {
+    const Clock::time_point arrived = Clock::now();
+    const bool chat_endpoint = kind == GenerationRequest::Kind::Chat;
+    ParsedRequest parsed = chat_endpoint ? parse_chat_completion_request(req.body, options.limits)
+                                         : parse_completion_request(req.body, options.limits);
+    if (!parsed.ok()) return send_error(res, parsed.error);
+    GenerationRequest request = std::move(*parsed.request);
+    if (!request.model.empty() && request.model != options.model_id)
+        return send_error(res, not_found("the model '" + request.model + "' does not exist; this server serves '" +
+                                             options.model_id + "' (GET /v1/models)",
+                                         "model_not_found"));
+
+    std::string key;
+    if (chat_endpoint) {
+        key = conversation_key(request.messages);
+    } else if (request.prompt_ids) {
+        key = "\x02ids:";
+        for (int32_t id : *request.prompt_ids) key += std::to_string(id) + ",";
+    } else {
+        key = "\x02" + request.prompt;
+    }
+    auto acquired = pool->acquire(key, std::chrono::milliseconds(int64_t(options.max_wait_s * 1000)));
+    if (auto* refusal = std::get_if<SlotPool::Refusal>(&acquired)) {
+        switch (*refusal) {
+        case SlotPool::Refusal::Busy:
+            return send_error(res, server_busy("every generation slot is busy and " + std::to_string(options.max_waiting) +
+                                               " requests are already waiting; retry later"));
+        case SlotPool::Refusal::TimedOut:
+            return send_error(res, server_busy("no generation slot became free within " +
+                                               std::to_string(int(options.max_wait_s)) + " s; retry later"));
+        case SlotPool::Refusal::ShuttingDown: return send_error(res, server_busy("the server is shutting down"));
+        }
+    }
+    auto job = std::make_shared<Job>(Job{this, std::move(std::get<SlotPool::Lease>(acquired)), std::move(request), {},
+                                         std::move(key), req.path, {}, arrived});
+    ChatSession& chat = job->lease.chat();
+    PrepareOptions prepare;
+    prepare.policy = options.context_policy;
+    prepare.reserve_tokens = uint32_t(job->request.max_tokens.value_or(0));
+    Result<PreparedTurn> turn = chat_endpoint        ? chat.prepare(job->request.messages, prepare)
+                                : job->request.prompt_ids ? chat.prepare_ids(*job->request.prompt_ids, prepare)
+                                                      : chat.prepare_raw(job->request.prompt, prepare);
+    if (!turn) {
+        if (turn.kind() == ErrorKind::InvalidInput)
+            return send_error(res, bad_request(turn.error(), chat_endpoint ? "messages" : "prompt"));
+        return send_error(res, server_error("preparing the prompt failed: " + turn.error()));
+    }
+    if (!turn->fits())
+        return send_error(res, bad_request("this model's maximum context length is " + std::to_string(turn->context_length) +
+                                               " tokens, but the " + (chat_endpoint ? "messages" : "prompt") +
+                                               " resulted in " + std::to_string(turn->ids.size()) + " tokens",
+                                           chat_endpoint ? "messages" : "prompt", "context_length_exceeded"));
+    job->turn = std::move(turn).value();
+    job->header = {new_response_id(chat_endpoint ? "chatcmpl-" : "cmpl-"), unix_seconds(), options.model_id};
+
+    if (job->request.stream) {
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Accel-Buffering", "no");
+    }
+    active.fetch_add(1);
+    res.set_chunked_content_provider(
+        job->request.stream ? "text/event-stream" : "application/json",
+        [job](size_t, httplib::DataSink& sink) {
+            run_job(*job, sink);
+            return true;
+        },
+        [this](bool) { active.fetch_sub(1); });
+}
+
+void OpenAiServer::Impl::install_routes() {
+    http.set_payload_max_length(options.max_body_bytes);
+    // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port
+    // and take half of the first one's connections: address reuse after a restart is enough.
+    http.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const char*>(&yes), sizeof(yes));
+    });
+    const unsigned threads = options.parallel + options.max_waiting + 4;
+    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        if (options.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+        const std::string authorization = req.get_header_value("Authorization");
+        constexpr std::string_view kBearer = "Bearer ";
+        const bool has_bearer = authorization.size() > kBearer.size() && authorization.compare(0, kBearer.size(), kBearer) == 0;
+        if (has_bearer && same_secret(std::string_view(authorization).substr(kBearer.size()), options.api_key))
+            return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, unauthorized(has_bearer ? "incorrect API key provided"
+                                                : "an API key is required: send 'Authorization: Bearer KEY'"));
+        return httplib::Server::HandlerResponse::Handled;
+    });
+    http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return;
+        ApiError error = error_for_status(res.status);
+        // cpp-httplib caps form-encoded bodies at 8 KiB whatever the limit: curl -d sends that type.
+        if (res.status == 413 && req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0)
+            error.message += " (a form-encoded body is capped at 8 KiB: send 'Content-Type: application/json')";
+        send_error(res, error);
+    });
+    http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
+        std::string what = "unknown error";
+        try {
+            if (error) std::rethrow_exception(error);
+        } catch (const std::bad_alloc&) {
+            what = "out of memory";
+        } catch (const std::exception& e) {
+            what = e.what();
+        } catch (...) {
+        }
+        send_error(res, server_error("internal error: " + what));
+    });
+
+    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+        const nlohmann::json body = {{"status", "ok"}, {"model", options.model_id}, {"slots", pool->size()},
+                                     {"slots_busy", pool->busy()}, {"waiting", pool->waiting()}};
+        res.set_content(body.dump(), "application/json");
+    });
+    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+        res.set_content(models_body(options.model_id, created), "application/json");
+    });
+    http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+        if (req.matches[1] != options.model_id)
+            return send_error(res, not_found("the model '" + std::string(req.matches[1]) + "' does not exist", "model_not_found"));
+        res.set_content(model_body(options.model_id, created), "application/json");
+    });
+    http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+        handle_generation(req, res, GenerationRequest::Kind::Chat);
+    });
+    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+        handle_generation(req, res, GenerationRequest::Kind::Completion);
+    });
+}
+
+OpenAiServer::OpenAiServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+OpenAiServer::~OpenAiServer() { stop(); }
+
+Result<std::unique_ptr<OpenAiServer>> OpenAiServer::create(std::shared_ptr<const Model> model,
+                                                           const SessionOptions& session_options, ServerOptions options,
+                                                           ServerObserver observer) {
+    if (!model) return make_error(ErrorKind::Internal, "no model to serve");
+    if (options.model_id.empty()) options.model_id = "cflow";
+    options.parallel = std::max(1u, options.parallel);
+    auto impl = std::make_unique<Impl>();
+    auto pool = SlotPool::create(model, session_options, options.template_choice, options.parallel, options.max_waiting);
+    if (!pool) return pool.take_error();
+    impl->model = std::move(model);
+    impl->options = std::move(options);
+    impl->observer = std::move(observer);
+    impl->pool = std::move(pool).value();
+    impl->install_routes();
+    return std::unique_ptr<OpenAiServer>(new OpenAiServer(std::move(impl)));
+}
+
+Status OpenAiServer::start() {
+    Impl& s = *impl_;
+    if (s.started.load()) return make_error(ErrorKind::Internal, "the server is already running");
+    const std::string& host = s.options.host;
+    int port = s.options.port;
+    errno = 0;
+    if (port == 0) {
+        port = s.http.bind_to_any_port(host);
+        if (port <= 0) port = -1;
+    } else if (!s.http.bind_to_port(host, port)) {
+        port = -1;
+    }
+    if (port < 0) {
+        const int error = errno;
+        return make_error(ErrorKind::Io, "cannot listen on " + host + ":" + std::to_string(s.options.port) +
+                                             (error ? std::string(": ") + std::strerror(error) : std::string()) +
+                                             " (is another server using the port, or the address not this machine's?)");
+    }
+    s.bound_port = port;
+    s.started = true;
+    s.listen_returned = false;
+    s.serving = std::thread([&s] {
+        s.http.listen_after_bind();
+        s.listen_returned = true;
+    });
+    // httplib's stop() does nothing until its loop has started: wait for it, so a stop() right
+    // after start() cannot leave the loop running.
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (!s.http.is_running() && !s.listen_returned.load() && Clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (!s.http.is_running()) {
+        if (s.serving.joinable() && s.listen_returned.load()) s.serving.join();
+        if (!s.listen_returned.load()) return make_error(ErrorKind::Internal, "the HTTP server did not start");
+        s.started = false;
+        return make_error(ErrorKind::Io, "the HTTP server stopped right after binding " + host + ":" + std::to_string(port));
+    }
+    return {};
+}
+
+void OpenAiServer::stop() {
+    Impl& s = *impl_;
+    std::lock_guard lock(s.stop_mutex);
+    s.stopping = true;
+    s.pool->shut_down();
+    s.http.stop();
+    if (s.serving.joinable()) s.serving.join();
+    s.started = false;
+}
+
+bool OpenAiServer::running() const { return impl_->started.load() && !impl_->stopping.load(); }
+int OpenAiServer::port() const { return impl_->bound_port.load(); }
+std::string OpenAiServer::url() const {
+    const std::string& host = impl_->options.host;
+    const bool ipv6 = host.find(':') != std::string::npos;
+    return "http://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port());
+}
+const ServerOptions& OpenAiServer::options() const { return impl_->options; }
+uint64_t OpenAiServer::requests_served() const { return impl_->served.load(); }
+unsigned OpenAiServer::active_generations() const { return impl_->active.load(); }
+uint32_t OpenAiServer::context_length() const { return impl_->pool->context_length(); }
+
+bool is_loopback_host(std::string_view host) {
+    if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+    return host.rfind("127.", 0) == 0;
+}
+
+std::string model_id_for_path(std::string_view path) {
+    const size_t slash = path.find_last_of("/\\");
+    std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+    const size_t dot = name.rfind('.');
+    if (dot != std::string_view::npos && dot > 0) name = name.substr(0, dot);
+    return std::string(name.empty() ? "cflow" : name);
+}
+
+} // namespace cflow::server

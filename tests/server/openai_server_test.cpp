@@ -1,0 +1,382 @@
+// The server end to end over loopback HTTP (cpp-httplib's client) on a synthetic chat model:
+// the model list, streamed deltas equal to the whole reply for one seed, stop strings, the
+// length limit, the API key, concurrent clients, a client leaving mid-stream, a full queue,
+// and bad requests that get 4xx while the server keeps serving.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cflow/formats/converter.h"
+#include "cflow/server/openai_server.h"
+#include "cflow/server/sse.h"
+#include "synthetic_model.h"
+#include "test_support.h"
+
+namespace cflow::server {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const char* kChatMl =
+    "{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+std::shared_ptr<const Model> chat_model() {
+    static std::shared_ptr<const Model> model = [] {
+        test::SyntheticSpec spec;
+        spec.vocab = 320;
+        spec.seed = 21;
+        spec.max_seq_len = 1024;
+        SourceModel source = test::make_synthetic_model(spec);
+        source.metadata.set("tokenizer.chat_template", std::string(kChatMl));
+        const auto path = test::temp_dir("openai_server") / "chat-model.cflow";
+        ConvertOptions options;
+        options.weight_quant = DType::F32;
+        EXPECT_TRUE(convert_to_cflow(source, path.string(), options).ok());
+        auto loaded = Model::load(path.string());
+        EXPECT_TRUE(loaded.ok());
+        return loaded.ok() ? loaded.value() : nullptr;
+    }();
+    return model;
+}
+
+// Served requests as the observer reports them, for tests that wait on the server's side.
+struct ServedLog {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<ServedRequest> served;
+
+    ServedRequest wait_for(size_t count) {
+        std::unique_lock lock(mutex);
+        EXPECT_TRUE(changed.wait_for(lock, 30s, [&] { return served.size() >= count; })) << "no report";
+        return served.size() >= count ? served[count - 1] : ServedRequest{};
+    }
+};
+
+struct TestServer {
+    std::unique_ptr<OpenAiServer> server;
+    std::shared_ptr<ServedLog> log = std::make_shared<ServedLog>();
+
+    explicit TestServer(ServerOptions options = {}, std::chrono::microseconds step_delay = {}) {
+        options.port = 0;
+        options.model_id = "chat-model";
+        SessionOptions session;
+        session.threads = 1;
+        ServerObserver observer;
+        auto shared_log = log;
+        observer.on_served = [shared_log](const ServedRequest& r) {
+            std::lock_guard lock(shared_log->mutex);
+            shared_log->served.push_back(r);
+            shared_log->changed.notify_all();
+        };
+        if (step_delay.count() > 0)
+            observer.on_step = [step_delay](unsigned, const TokenTelemetry&) { std::this_thread::sleep_for(step_delay); };
+        auto created = OpenAiServer::create(chat_model(), session, options, observer);
+        EXPECT_TRUE(created.ok()) << (created.ok() ? "" : created.error());
+        if (!created.ok()) return;
+        server = std::move(created).value();
+        const Status started = server->start();
+        EXPECT_TRUE(started.ok()) << started.error();
+    }
+
+    httplib::Client client() const {
+        httplib::Client c("127.0.0.1", server->port());
+        c.set_read_timeout(60, 0);
+        return c;
+    }
+    httplib::Result post(const std::string& path, const std::string& body, const httplib::Headers& headers = {}) const {
+        return client().Post(path.c_str(), headers, body, "application/json");
+    }
+};
+
+std::string chat_body(int max_tokens, uint64_t seed, bool stream, const json& extra = json::object()) {
+    json body = {{"model", "chat-model"},
+                 {"messages", {{{"role", "system"}, {"content", "You are terse."}}, {{"role", "user"}, {"content", "Say something."}}}},
+                 {"max_tokens", max_tokens},
+                 {"seed", seed},
+                 {"temperature", 0.9},
+                 {"stream", stream}};
+    body.update(extra);
+    return body.dump();
+}
+
+// The content of a streamed chat completion, its finish reason and the usage chunk.
+struct StreamedReply {
+    std::string content;
+    std::string finish_reason;
+    json usage;
+    bool done = false;
+    size_t chunks = 0;
+};
+
+StreamedReply read_stream(const std::string& body) {
+    StreamedReply reply;
+    for (const std::string& data : parse_sse_events(body)) {
+        if (data == "[DONE]") {
+            reply.done = true;
+            continue;
+        }
+        EXPECT_FALSE(reply.done) << "nothing after [DONE]";
+        const json chunk = json::parse(data);
+        ++reply.chunks;
+        if (chunk.contains("usage")) reply.usage = chunk["usage"];
+        for (const json& choice : chunk["choices"]) {
+            if (choice["delta"].contains("content")) reply.content += choice["delta"]["content"].get<std::string>();
+            if (!choice["finish_reason"].is_null()) reply.finish_reason = choice["finish_reason"];
+        }
+    }
+    return reply;
+}
+
+TEST(OpenAiServer, ListsTheServedModelAndAnswersHealth) {
+    TestServer t;
+    ASSERT_TRUE(t.server);
+    auto models = t.client().Get("/v1/models");
+    ASSERT_TRUE(models);
+    EXPECT_EQ(models->status, 200);
+    const json list = json::parse(models->body);
+    EXPECT_EQ(list["object"], "list");
+    ASSERT_EQ(list["data"].size(), 1u);
+    EXPECT_EQ(list["data"][0]["id"], "chat-model");
+    auto one = t.client().Get("/v1/models/chat-model");
+    ASSERT_TRUE(one);
+    EXPECT_EQ(one->status, 200);
+    auto other = t.client().Get("/v1/models/gpt-4");
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->status, 404);
+    auto health = t.client().Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(json::parse(health->body)["status"], "ok");
+    auto unknown = t.client().Get("/v2/nothing");
+    ASSERT_TRUE(unknown);
+    EXPECT_EQ(unknown->status, 404);
+    EXPECT_TRUE(json::parse(unknown->body).contains("error")) << "even the library's own 404 is an OpenAI error";
+}
+
+TEST(OpenAiServer, StreamedDeltasJoinToTheWholeReplyForOneSeed) {
+    TestServer t;
+    ASSERT_TRUE(t.server);
+    auto whole = t.post("/v1/chat/completions", chat_body(24, 7, false));
+    ASSERT_TRUE(whole);
+    ASSERT_EQ(whole->status, 200) << whole->body;
+    const json reply = json::parse(whole->body);
+    EXPECT_EQ(reply["object"], "chat.completion");
+    EXPECT_EQ(reply["model"], "chat-model");
+    const std::string content = reply["choices"][0]["message"]["content"];
+    const std::string finish = reply["choices"][0]["finish_reason"];
+    const int completion_tokens = reply["usage"]["completion_tokens"];
+    EXPECT_GT(reply["usage"]["prompt_tokens"].get<int>(), 5);
+    EXPECT_EQ(finish, completion_tokens == 24 ? "length" : "stop");
+
+    auto streamed = t.post("/v1/chat/completions", chat_body(24, 7, true, {{"stream_options", {{"include_usage", true}}}}));
+    ASSERT_TRUE(streamed);
+    ASSERT_EQ(streamed->status, 200);
+    EXPECT_EQ(streamed->get_header_value("Content-Type"), "text/event-stream");
+    const StreamedReply stream = read_stream(streamed->body);
+    EXPECT_TRUE(stream.done) << "the stream ends with data: [DONE]";
+    EXPECT_EQ(stream.content, content);
+    EXPECT_EQ(stream.finish_reason, finish);
+    EXPECT_EQ(stream.usage["completion_tokens"], completion_tokens);
+    EXPECT_GT(stream.chunks, 3u);
+
+    auto other_seed = t.post("/v1/chat/completions", chat_body(24, 8, false));
+    ASSERT_TRUE(other_seed);
+    EXPECT_NE(json::parse(other_seed->body)["choices"][0]["message"]["content"], content) << "the seed matters";
+}
+
+TEST(OpenAiServer, StopStringsAndTheTokenLimitSetTheFinishReason) {
+    TestServer t;
+    ASSERT_TRUE(t.server);
+    auto free_run = t.post("/v1/completions", R"({"prompt":"Once upon a time","max_tokens":40,"seed":3})");
+    ASSERT_TRUE(free_run);
+    ASSERT_EQ(free_run->status, 200) << free_run->body;
+    const json free_json = json::parse(free_run->body);
+    EXPECT_EQ(free_json["object"], "text_completion");
+    const std::string text = free_json["choices"][0]["text"];
+    const int generated = free_json["usage"]["completion_tokens"];
+    EXPECT_EQ(free_json["choices"][0]["finish_reason"], generated == 40 ? "length" : "stop");
+    ASSERT_GE(text.size(), 6u);
+    // A stop string from the middle of the free text (ASCII: the byte vocabulary may write anything).
+    size_t at = text.size() / 2;
+    while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0x80)) ++at;
+    ASSERT_LT(at, text.size());
+    const std::string stop = text.substr(at, 1);
+    auto stopped = t.post("/v1/completions",
+                          json{{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"seed", 3}, {"stop", {stop}}}.dump());
+    ASSERT_TRUE(stopped);
+    const json stopped_json = json::parse(stopped->body);
+    EXPECT_EQ(stopped_json["choices"][0]["finish_reason"], "stop");
+    EXPECT_EQ(stopped_json["choices"][0]["text"], text.substr(0, text.find(stop)));
+
+    auto limited = t.post("/v1/completions", R"({"prompt":"Once upon a time","max_tokens":3,"seed":3})");
+    ASSERT_TRUE(limited);
+    const json limited_json = json::parse(limited->body);
+    if (limited_json["usage"]["completion_tokens"] == 3) {
+        EXPECT_EQ(limited_json["choices"][0]["finish_reason"], "length");
+    }
+    EXPECT_LE(limited_json["usage"]["completion_tokens"].get<int>(), 3);
+}
+
+TEST(OpenAiServer, TheApiKeyIsRequiredWhenOneIsSet) {
+    ServerOptions options;
+    options.api_key = "sekrit";
+    TestServer t(options);
+    ASSERT_TRUE(t.server);
+    auto none = t.client().Get("/v1/models");
+    ASSERT_TRUE(none);
+    EXPECT_EQ(none->status, 401);
+    EXPECT_EQ(json::parse(none->body)["error"]["code"], "invalid_api_key");
+    auto wrong = t.client().Get("/v1/models", {{"Authorization", "Bearer sekrit2"}});
+    ASSERT_TRUE(wrong);
+    EXPECT_EQ(wrong->status, 401);
+    auto right = t.client().Get("/v1/models", {{"Authorization", "Bearer sekrit"}});
+    ASSERT_TRUE(right);
+    EXPECT_EQ(right->status, 200);
+    auto chat = t.post("/v1/chat/completions", chat_body(4, 1, false), {{"Authorization", "Bearer nope"}});
+    ASSERT_TRUE(chat);
+    EXPECT_EQ(chat->status, 401);
+    auto health = t.client().Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200) << "the health check needs no key";
+}
+
+TEST(OpenAiServer, EightConcurrentClientsAreAllAnswered) {
+    ServerOptions options;
+    options.parallel = 2;
+    TestServer t(options);
+    ASSERT_TRUE(t.server);
+    std::vector<int> statuses(8, 0);
+    std::vector<std::string> contents(8);
+    std::vector<std::thread> clients;
+    for (int i = 0; i < 8; ++i)
+        clients.emplace_back([&, i] {
+            auto res = t.post("/v1/chat/completions", chat_body(16, 100 + uint64_t(i % 2), i % 2 == 1));
+            if (!res) return;
+            statuses[size_t(i)] = res->status;
+            contents[size_t(i)] = i % 2 ? read_stream(res->body).content
+                                        : json::parse(res->body)["choices"][0]["message"]["content"].get<std::string>();
+        });
+    for (auto& c : clients) c.join();
+    EXPECT_EQ(statuses, std::vector<int>(8, 200));
+    for (int i = 2; i < 8; ++i) EXPECT_EQ(contents[size_t(i)], contents[size_t(i % 2)]) << "client " << i;
+    EXPECT_EQ(t.server->requests_served(), 8u);
+}
+
+TEST(OpenAiServer, AClientLeavingMidStreamCancelsItsGenerationOnly) {
+    ServerOptions options;
+    options.parallel = 2;
+    TestServer t(options, 3ms);  // ~3 ms a step: a 600-token reply would take ~2 s
+    ASSERT_TRUE(t.server);
+    std::thread bystander_thread;
+    std::string bystander_body;
+    int bystander_status = 0;
+    bystander_thread = std::thread([&] {
+        auto res = t.post("/v1/chat/completions", chat_body(40, 5, true, {{"stop", json::array()}}));
+        if (!res) return;
+        bystander_status = res->status;
+        bystander_body = res->body;
+    });
+
+    httplib::Request request;
+    request.method = "POST";
+    request.path = "/v1/chat/completions";
+    request.body = chat_body(600, 9, true);
+    request.headers = {{"Content-Type", "application/json"}};
+    size_t received = 0;
+    request.content_receiver = [&](const char*, size_t length, uint64_t, uint64_t) {
+        received += length;
+        return received < 600;  // a few chunks, then hang up
+    };
+    const auto left_at = std::chrono::steady_clock::now();
+    auto client = t.client();
+    auto gone = client.send(request);
+    EXPECT_FALSE(gone) << "the client aborted the transfer";
+    client.stop();
+
+    // The report of the abandoned request names the disconnect and shows it stopped early.
+    ServedRequest abandoned;
+    for (size_t n = 1; n <= 2; ++n) {
+        const ServedRequest r = t.log->wait_for(n);
+        if (r.outcome != "ok") abandoned = r;
+    }
+    EXPECT_EQ(abandoned.outcome, "client disconnected");
+    EXPECT_LT(abandoned.completion_tokens, 200u) << "cancelled within a step of the disconnect, not run to 600";
+    EXPECT_LT(std::chrono::steady_clock::now() - left_at, 1500ms);
+    bystander_thread.join();
+    EXPECT_EQ(bystander_status, 200);
+    EXPECT_TRUE(read_stream(bystander_body).done) << "the other client's stream finished normally";
+    auto after = t.post("/v1/chat/completions", chat_body(4, 1, false));
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->status, 200) << "the server keeps serving";
+}
+
+TEST(OpenAiServer, AFullQueueAnswersBusy) {
+    ServerOptions options;
+    options.parallel = 1;
+    options.max_waiting = 0;
+    TestServer t(options, 5ms);
+    ASSERT_TRUE(t.server);
+    std::thread slow([&] { t.post("/v1/chat/completions", chat_body(60, 2, false)); });
+    while (t.server->active_generations() == 0) std::this_thread::sleep_for(1ms);
+    auto busy = t.post("/v1/chat/completions", chat_body(4, 1, false));
+    ASSERT_TRUE(busy);
+    EXPECT_EQ(busy->status, 503);
+    EXPECT_EQ(json::parse(busy->body)["error"]["type"], "server_error");
+    slow.join();
+}
+
+TEST(OpenAiServer, BadRequestsGet4xxAndTheServerLivesOn) {
+    ServerOptions options;
+    options.max_body_bytes = 64 * 1024;
+    TestServer t(options);
+    ASSERT_TRUE(t.server);
+    const auto status_of = [&](const std::string& path, const std::string& body) {
+        auto res = t.post(path, body);
+        if (!res) return 0;
+        EXPECT_TRUE(json::parse(res->body).contains("error")) << res->body;
+        return res->status;
+    };
+    EXPECT_EQ(status_of("/v1/chat/completions", "{not json"), 400);
+    EXPECT_EQ(status_of("/v1/chat/completions", R"({"messages":[{"role":"user","content":["x"]}]})"), 400);
+    EXPECT_EQ(status_of("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"max_tokens":"9"})"), 400);
+    EXPECT_EQ(status_of("/v1/chat/completions", std::string(100000, '[')), 413);
+    EXPECT_EQ(status_of("/v1/chat/completions", std::string(20000, '[')), 400);
+    EXPECT_EQ(status_of("/v1/completions", R"({"prompt":[1,2,999999]})"), 400);
+    EXPECT_EQ(status_of("/v1/chat/completions", R"({"model":"other","messages":[{"role":"user","content":"x"}]})"), 404);
+    const std::string too_long = json{{"messages", {{{"role", "user"}, {"content", std::string(60000, 'z')}}}}}.dump();
+    auto overflow = t.post("/v1/chat/completions", too_long);
+    ASSERT_TRUE(overflow);
+    EXPECT_EQ(overflow->status, 400);
+    EXPECT_EQ(json::parse(overflow->body)["error"]["code"], "context_length_exceeded");
+    auto fine = t.post("/v1/chat/completions", chat_body(4, 1, false));
+    ASSERT_TRUE(fine);
+    EXPECT_EQ(fine->status, 200);
+}
+
+TEST(OpenAiServer, AnAddressInUseIsAClearError) {
+    TestServer first;
+    ASSERT_TRUE(first.server);
+    ServerOptions options;
+    options.port = first.server->port();
+    options.model_id = "m";
+    SessionOptions session;
+    session.threads = 1;
+    auto second = OpenAiServer::create(chat_model(), session, options);
+    ASSERT_TRUE(second.ok());
+    const Status started = second.value()->start();
+    ASSERT_FALSE(started.ok()) << "two servers on one port";
+    EXPECT_NE(started.error().find(std::to_string(first.server->port())), std::string::npos) << started.error();
+}
+
+} // namespace
+} // namespace cflow::server
