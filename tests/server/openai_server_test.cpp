@@ -269,6 +269,7 @@ TEST(OpenAiServer, EightConcurrentClientsAreAllAnswered) {
     for (auto& c : clients) c.join();
     EXPECT_EQ(statuses, std::vector<int>(8, 200));
     for (int i = 2; i < 8; ++i) EXPECT_EQ(contents[size_t(i)], contents[size_t(i % 2)]) << "client " << i;
+    t.log->wait_for(8);  // the report follows the response's last byte
     EXPECT_EQ(t.server->requests_served(), 8u);
 }
 
