@@ -1,7 +1,10 @@
 #include "cflow/ui/main_window.h"
 
+#include <algorithm>
+
 #include <QAction>
 #include <QApplication>
+#include <QClipboard>
 #include <QDialog>
 #include <QDir>
 #include <QDockWidget>
@@ -46,6 +49,8 @@
 #include "cflow/ui/model_panel.h"
 #include "cflow/ui/prompt_panel.h"
 #include "cflow/ui/sampling_panel.h"
+#include "cflow/ui/server_controller.h"
+#include "cflow/ui/server_settings_dialog.h"
 #include "cflow/ui/status_area.h"
 #include "cflow/ui/telemetry_ring.h"
 
@@ -80,9 +85,22 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
     QString storeWarning;
     store_ = open_store_or_memory(storeWarning);
     ring_ = std::make_unique<TelemetryRing>();
+    producer_ = std::make_unique<SharedRingProducer>(*ring_);
     engine_ = std::make_unique<EngineThread>();
-    // The engine thread is the ring's only producer; the inspector dock its only consumer.
-    engine_->worker()->setTelemetrySink([ring = ring_.get()](const TokenTelemetry& t) { ring->push(t); });
+    // The engine thread and the local server's request threads produce (one at a time, through
+    // producer_); the inspector dock is the ring's only consumer.
+    engine_->worker()->setTelemetrySink([producer = producer_.get()](const TokenTelemetry& t) { producer->push(t); });
+    server_ = new ServerController(this);
+    server_->setTelemetrySink([producer = producer_.get()](const TokenTelemetry& t) { producer->push(t); });
+    if (rememberLayout_) {
+        QSettings stored;
+        ServerSettings s;
+        s.host = stored.value(QStringLiteral("server/host"), s.host).toString();
+        s.port = stored.value(QStringLiteral("server/port"), s.port).toInt();
+        s.apiKey = stored.value(QStringLiteral("server/apiKey"), s.apiKey).toString();
+        s.parallel = stored.value(QStringLiteral("server/parallel"), s.parallel).toInt();
+        server_->setSettings(s);
+    }
     controller_ = new ChatController(engine_->worker(), store_.get(), this);
     sampling_ = new SamplingPanel(this);
     controller_->setSettingsSource([sampling = sampling_] { return sampling->settings(); });
@@ -133,6 +151,9 @@ void MainWindow::wireController() {
                               .arg(info.hasChatTemplate ? QString() : tr(", no chat template (completion mode)")));
         rememberRecent(info.path);
         lastError_.clear();
+        currentModel_ = info;
+        serveAction_->setEnabled(ServerController::available());
+        if (server_->isRunning()) setServing(true);  // the server follows the chat to the new model
         emit engineReady(info);
     });
     connect(controller_, &ChatController::modelFailed, this,
@@ -188,8 +209,9 @@ void MainWindow::wireController() {
 }
 
 MainWindow::~MainWindow() {
-    // Join the engine thread (the ring's producer) first, then drop the dock (its consumer),
-    // both before the ring they share is destroyed with the members.
+    // Join the producers (the server's request threads, the engine thread) first, then drop the
+    // dock (the consumer), all before the ring they share is destroyed with the members.
+    server_->stop();
     engine_.reset();
     delete inspector_;
     inspector_ = nullptr;
@@ -286,6 +308,25 @@ void MainWindow::createMenus() {
     chat->addAction(tr("&Regenerate"), controller_, &ChatController::regenerate)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
     chat->addAction(tr("Show raw &prompt"), chat_, &ChatPanel::showRawPrompt);
 
+    QMenu* serverMenu = menuBar()->addMenu(tr("&Server"));
+    serveAction_ = serverMenu->addAction(tr("&Serve the loaded model (OpenAI API)"));
+    serveAction_->setObjectName(QStringLiteral("serveAction"));
+    serveAction_->setCheckable(true);
+    serveAction_->setEnabled(false);  // until a model is loaded
+    serveAction_->setToolTip(ServerController::available()
+                                 ? tr("Answers OpenAI-compatible requests (/v1/chat/completions) with the loaded model")
+                                 : tr("This build has no server (it was built without cpp-httplib)"));
+    connect(serveAction_, &QAction::triggered, this, &MainWindow::setServing);
+    serverMenu->addAction(tr("Server s&ettings…"), this, &MainWindow::editServerSettings);
+    serverMenu->addAction(tr("&Copy server URL"), this, [this] {
+        if (server_->isRunning()) QApplication::clipboard()->setText(server_->url());
+    });
+    connect(server_, &ServerController::requestServed, this, [this] { showServerStatus(); });
+    connect(server_, &ServerController::runningChanged, this, [this](bool running) {
+        serveAction_->setChecked(running);
+        showServerStatus();
+    });
+
     viewMenu_ = menuBar()->addMenu(tr("&View"));
     viewMenu_->setObjectName(QStringLiteral("viewMenu"));
     for (const char* name : {"conversationsDock", "promptDock", "samplingDock", "modelDock", "inspectorDock"})
@@ -296,6 +337,53 @@ void MainWindow::createMenus() {
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("View &log"), this, &MainWindow::showLog);
     help->addAction(tr("&About cflow studio"), this, &MainWindow::showAbout);
+}
+
+void MainWindow::setServing(bool on) {
+    if (!on) {
+        server_->stop();
+        status_->showInfo(tr("The local server stopped"));
+        return;
+    }
+    if (!currentModel_.model) {
+        serveAction_->setChecked(false);
+        status_->showError(tr("Open a model before starting the server"));
+        return;
+    }
+    if (!server_->start(currentModel_.model, currentModel_.path)) {
+        serveAction_->setChecked(false);
+        status_->showError(tr("The server did not start: %1").arg(server_->lastError()));
+        return;
+    }
+    status_->showInfo(tr("Serving %1 at %2 (OpenAI API; Server > Copy server URL)").arg(server_->modelId(), server_->url()));
+}
+
+void MainWindow::showServerStatus() {
+    if (!server_->isRunning()) {
+        status_->showServer(QString());
+        return;
+    }
+    const quint64 served = server_->requestsServed();
+    QString text = served == 1 ? tr("Server %1 · 1 request").arg(server_->url())
+                               : tr("Server %1 · %2 requests").arg(server_->url(), QString::number(served));
+    if (!server_->lastRequestSummary().isEmpty()) text += tr(" · last: %1").arg(server_->lastRequestSummary());
+    status_->showServer(text);
+}
+
+void MainWindow::editServerSettings() {
+    ServerSettingsDialog dialog(server_->settings(), this);
+    if (dialog.exec() != QDialog::Accepted) return;
+    const ServerSettings chosen = dialog.settings();
+    if (chosen == server_->settings()) return;
+    server_->setSettings(chosen);
+    if (rememberLayout_) {
+        QSettings stored;
+        stored.setValue(QStringLiteral("server/host"), chosen.host);
+        stored.setValue(QStringLiteral("server/port"), chosen.port);
+        stored.setValue(QStringLiteral("server/apiKey"), chosen.apiKey);
+        stored.setValue(QStringLiteral("server/parallel"), chosen.parallel);
+    }
+    if (server_->isRunning()) setServing(true);  // restart with the new address, key or slots
 }
 
 void MainWindow::chooseModel() {

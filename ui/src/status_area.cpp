@@ -56,11 +56,22 @@ StatusArea::StatusArea(QWidget* parent) : QWidget(parent) {
     activity_->setObjectName(QStringLiteral("statusActivity"));
     metrics_ = new ElidedText(this);
     metrics_->setObjectName(QStringLiteral("metrics"));
+    server_ = new ElidedText(this);
+    server_->setObjectName(QStringLiteral("serverStatus"));
+    server_->hide();
     layout->addWidget(message_, 3);
     layout->addWidget(progress_);
     layout->addWidget(activity_, 1);
     layout->addWidget(metrics_, 4);
+    layout->addWidget(server_, 2);
 }
+
+void StatusArea::showServer(const QString& text) {
+    server_->setText(text);
+    server_->setVisible(!text.isEmpty());
+}
+
+QString StatusArea::server() const { return server_->text(); }
 
 void StatusArea::showInfo(const QString& text) {
     error_ = false;

@@ -17,6 +17,7 @@
 #include "cflow/ui/model_card.h"
 #include "cflow/ui/model_summary.h"
 
+class QAction;
 class QLabel;
 class QMenu;
 
@@ -39,6 +40,8 @@ class InspectorDock;
 class ModelHeaderView;
 class SamplingPanel;
 class TelemetryRing;
+class SharedRingProducer;
+class ServerController;
 
 struct MainWindowOptions {
     // Measure the machine's read bandwidth for the inspector at the first start. The app
@@ -71,6 +74,8 @@ public:
     ConversationSidebar* sidebar() const { return sidebar_; }
     SamplingPanel* samplingPanel() const { return sampling_; }
     InspectorDock* inspector() const { return inspector_; }
+    ServerController* server() const { return server_; }
+    QAction* serveAction() const { return serveAction_; }
     EngineWorker* engine() const;
     ConversationStore* store() const { return store_.get(); }
     QString metricsText() const;
@@ -109,9 +114,17 @@ private:
     void rememberRecent(const QString& path);
     void rebuildRecentMenu();
     void showStats(const ReplyStats& stats);
+    // Server menu: start/stop serving the loaded model, and the settings dialog.
+    void setServing(bool on);
+    void editServerSettings();
+    void showServerStatus();
 
     std::unique_ptr<ConversationStore> store_;
     std::unique_ptr<TelemetryRing> ring_;      // engine thread -> inspector; outlives both
+    std::unique_ptr<SharedRingProducer> producer_;  // the engine thread and the server's threads push through it
+    ServerController* server_ = nullptr;
+    QAction* serveAction_ = nullptr;
+    ModelInfo currentModel_;                   // what the engine has loaded (the server serves it)
     std::unique_ptr<EngineThread> engine_;
     ChatController* controller_ = nullptr;
     PromptPanel* prompt_ = nullptr;

@@ -1,7 +1,7 @@
 #pragma once
 // The status bar's content: a message (an error stays red until the next message replaces
 // it), the prompt's progress while it is processed, the live decode rate, and the last
-// reply's metrics. Every text is painted elided inside its own box, so nothing overlaps at
+// reply's metrics, and the local server's address while it runs. Every text is painted elided inside its own box, so nothing overlaps at
 // any window width; the full text is the tooltip.
 #include <QString>
 #include <QWidget>
@@ -23,11 +23,13 @@ public:
     void showDecoding(int tokens, double tokensPerS);
     void showMetrics(const QString& text);
     void clearActivity();  // the reply ended: no progress, no live rate
+    void showServer(const QString& text);  // the local server's URL and requests ("": not serving, hidden)
 
     QString message() const;
     bool showsError() const { return error_; }
     QString activity() const;  // progress or live rate text ("" when idle)
     QString metrics() const;
+    QString server() const;
     QProgressBar* progressBar() const { return progress_; }
 
 private:
@@ -35,6 +37,7 @@ private:
     QProgressBar* progress_;
     ElidedText* activity_;
     ElidedText* metrics_;
+    ElidedText* server_;
     bool error_ = false;
 };
 

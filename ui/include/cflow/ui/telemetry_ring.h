@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "cflow/engine/forward/telemetry.h"
@@ -59,6 +60,22 @@ private:
     alignas(64) std::atomic<uint64_t> droppedTokens_{0};
     std::atomic<uint64_t> droppedRecords_{0};
     std::atomic<uint64_t> pushedTokens_{0};
+};
+
+// Several producers for one ring (the chat's engine thread and the local server's request
+// threads): pushes are serialized by a mutex, so the ring still sees one producer at a time.
+// The lock is uncontended except while the chat and the server generate at once.
+class SharedRingProducer {
+public:
+    explicit SharedRingProducer(TelemetryRing& ring) : ring_(ring) {}
+    bool push(const TokenTelemetry& t) {
+        std::lock_guard lock(mutex_);
+        return ring_.push(t);
+    }
+
+private:
+    std::mutex mutex_;
+    TelemetryRing& ring_;
 };
 
 } // namespace cflow::ui
