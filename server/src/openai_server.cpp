@@ -93,6 +93,7 @@ struct Job {
     std::string endpoint;
     ResponseHeader header;
     Clock::time_point arrived;
+    bool ran = false;
 };
 
 void report(ServedRequest& served, OpenAiServer::Impl& server) {
@@ -100,9 +101,10 @@ void report(ServedRequest& served, OpenAiServer::Impl& server) {
     if (server.observer.on_served) server.observer.on_served(served);
 }
 
-// Runs the generation and writes the whole response through `sink`. Returns when done; the
-// lease (and its slot) is released when the provider is destroyed.
-void run_job(Job& job, httplib::DataSink& sink) {
+// Runs the generation and writes the whole response through `sink`. Returns false when the
+// client is gone (httplib then drops the connection instead of asking for more); the lease (and
+// its slot) is released when the provider is destroyed.
+bool run_job(Job& job, httplib::DataSink& sink) {
     OpenAiServer::Impl& server = *job.server;
     ChatSession& chat = job.lease.chat();
     const bool chat_endpoint = job.request.kind == GenerationRequest::Kind::Chat;
@@ -189,6 +191,7 @@ void run_job(Job& job, httplib::DataSink& sink) {
     served.total_ms = ms_between(job.arrived, Clock::now());
     if (!client_gone) sink.done();
     report(served, server);
+    return !client_gone;
 }
 
 } // namespace
@@ -257,8 +260,9 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& req, httplib:
     res.set_chunked_content_provider(
         job->request.stream ? "text/event-stream" : "application/json",
         [job](size_t, httplib::DataSink& sink) {
-            run_job(*job, sink);
-            return true;
+            // Called again only if a previous call neither finished nor failed: never run twice.
+            if (std::exchange(job->ran, true)) return false;
+            return run_job(*job, sink);
         },
         [this](bool) { active.fetch_sub(1); });
 }

@@ -321,6 +321,24 @@ TEST(OpenAiServer, AClientLeavingMidStreamCancelsItsGenerationOnly) {
     EXPECT_EQ(after->status, 200) << "the server keeps serving";
 }
 
+TEST(OpenAiServer, AClientGivingUpOnAWholeReplyCancelsItOnce) {
+    TestServer t({}, 3ms);
+    ASSERT_TRUE(t.server);
+    auto client = t.client();
+    client.set_read_timeout(0, 200000);  // gives up after 0.2 s without a byte
+    auto gone = client.Post("/v1/chat/completions", chat_body(600, 9, false), "application/json");
+    EXPECT_FALSE(gone) << "the client timed out";
+    const ServedRequest abandoned = t.log->wait_for(1);
+    EXPECT_EQ(abandoned.outcome, "client disconnected");
+    EXPECT_LT(abandoned.completion_tokens, 300u) << "cancelled soon after the client left, not run to 600";
+    auto after = t.post("/v1/chat/completions", chat_body(4, 1, false));
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->status, 200);
+    t.log->wait_for(2);
+    std::lock_guard lock(t.log->mutex);
+    EXPECT_EQ(t.log->served.size(), 2u) << "the abandoned generation ran once, not again for each retry of the library";
+}
+
 TEST(OpenAiServer, AFullQueueAnswersBusy) {
     ServerOptions options;
     options.parallel = 1;
