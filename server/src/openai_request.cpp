@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+
+#include "cflow/formats/json_depth.h"
 #include <utility>
 
 namespace cflow::server {
@@ -232,7 +234,8 @@ std::optional<ApiError> read_prompt(const json& body, GenerationRequest& request
 
 ParsedRequest parse_body(std::string_view body, const RequestLimits& limits, json& out) {
     ParsedRequest parsed;
-    if (json_nesting_depth(body) > limits.max_nesting_depth) {
+    // nlohmann builds, copies and destroys values recursively: refuse deep bodies unparsed.
+    if (cflow::json_nesting_depth(body) > limits.max_nesting_depth) {
         parsed.error = bad_request("the JSON body nests deeper than " + std::to_string(limits.max_nesting_depth) + " levels");
         return parsed;
     }
@@ -257,23 +260,6 @@ ParsedRequest finish(GenerationRequest request, std::optional<ApiError> error) {
 }
 
 } // namespace
-
-size_t json_nesting_depth(std::string_view text) {
-    size_t depth = 0, deepest = 0;
-    bool in_string = false, escaped = false;
-    for (const char c : text) {
-        if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-            continue;
-        }
-        if (c == '"') in_string = true;
-        else if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
-        else if ((c == ']' || c == '}') && depth > 0) --depth;
-    }
-    return deepest;
-}
 
 ParsedRequest parse_chat_completion_request(std::string_view body, const RequestLimits& limits) {
     json parsed_json;

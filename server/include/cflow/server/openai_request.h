@@ -23,7 +23,7 @@
 namespace cflow::server {
 
 struct RequestLimits {
-    size_t max_nesting_depth = 64;     // JSON arrays/objects inside each other
+    size_t max_nesting_depth = 64;     // JSON arrays/objects inside each other (checked before parsing)
     size_t max_messages = 10000;
     size_t max_stop_sequences = 16;    // OpenAI allows 4
     size_t max_stop_bytes = 512;       // per stop string
@@ -52,9 +52,5 @@ struct ParsedRequest {
 
 ParsedRequest parse_chat_completion_request(std::string_view body, const RequestLimits& limits = {});
 ParsedRequest parse_completion_request(std::string_view body, const RequestLimits& limits = {});
-
-// The deepest nesting of arrays/objects in `text`, brackets inside strings not counted; checked
-// before parsing so a hostile body cannot make any recursive JSON walk overflow the stack.
-size_t json_nesting_depth(std::string_view text);
 
 } // namespace cflow::server
