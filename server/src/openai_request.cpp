@@ -241,7 +241,8 @@ ParsedRequest parse_body(std::string_view body, const RequestLimits& limits, jso
     }
     try {
         out = json::parse(body.begin(), body.end());
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+        // parse_error, and out_of_range for a number beyond double (found by the fuzzer).
         parsed.error = bad_request(std::string("the body is not valid JSON: ") + e.what());
         return parsed;
     }

@@ -65,6 +65,8 @@ TEST(OpenAiRequest, AbsentFieldsKeepTheChatCoreDefaults) {
 TEST(OpenAiRequest, MalformedBodiesAndWrongTypesNameTheField) {
     EXPECT_NE(chat_refused("{\"messages\": [").message.find("not valid JSON"), std::string::npos);
     EXPECT_NE(chat_refused("[1]").message.find("JSON object"), std::string::npos);
+    EXPECT_NE(chat_refused("111111111111111111111111e11511").message.find("not valid JSON"), std::string::npos)
+        << "a number beyond double is out_of_range in nlohmann, not a parse_error (found by the fuzzer)";
     EXPECT_EQ(chat_refused("{}").param, "messages");
     EXPECT_EQ(chat_refused(R"({"messages":[]})").param, "messages");
     EXPECT_EQ(chat_refused(R"({"messages":{"role":"user"}})").param, "messages");

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (the `fuzz` preset, build/fuzz) and runs each for
+# SECONDS (default 30) on a scratch copy of its seed corpus (tests/fuzz/corpus/<target>), so the
+# repository is never written. A crash, a leak, an invariant broken (abort) or a hang fails.
+#   tests/fuzz/run.sh [SECONDS]
+set -euo pipefail
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+seconds="${1:-30}"
+cd "$repo_root"
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz --target cflow_fuzzers
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+for target in openai_request sse; do
+  mkdir -p "$scratch/$target"
+  cp -r "tests/fuzz/corpus/$target/." "$scratch/$target/" 2>/dev/null || true
+  echo "::: fuzzing $target for ${seconds} s"
+  "build/fuzz/tests/fuzz/cflow_fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -max_len=65536 -print_final_stats=1 "$scratch/$target" 2>"$scratch/$target.log" || {
+    tail -40 "$scratch/$target.log" >&2
+    echo "tests/fuzz/run.sh: cflow_fuzz_$target failed (input saved by libFuzzer in $PWD: crash-*/timeout-*)" >&2
+    exit 1
+  }
+  grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' "$scratch/$target.log" | tr '\n' ' '
+  echo
+done
