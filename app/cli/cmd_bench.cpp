@@ -106,6 +106,7 @@ nlohmann::json to_json(const SpeedMeasurement& m, double bandwidth) {
 } // namespace
 
 int run_bench(const std::vector<std::string>& argv) {
+    if (!argv.empty() && argv[0] == "experts") return run_bench_experts({argv.begin() + 1, argv.end()});
     auto args = Args::parse(argv, ArgSpec{{"--threads", "--tokens", "--warmup", "--prompt-tokens", "--kv-cache"}, {"--json"}});
     if (!args) return fail("bench", args.error());
     if (args->positionals().size() != 1) return fail("bench", "expected exactly one MODEL.cflow");

@@ -38,9 +38,9 @@ int run_generate(const std::vector<std::string>& argv) {
     session_options.threads = unsigned(*threads);
     session_options.context_length = uint32_t(*ctx);
     if (auto fetch = args->value("--expert-fetch")) {
-        if (*fetch == "mapped") session_options.expert_fetch = ExpertFetch::Mapped;
-        else if (*fetch == "staged") session_options.expert_fetch = ExpertFetch::Staged;
-        else return fail("generate", "--expert-fetch must be 'mapped' or 'staged' (got '" + *fetch + "')");
+        const auto parsed = parse_expert_fetch(*fetch);
+        if (!parsed) return fail("generate", "--expert-fetch must be 'mapped', 'sync' or 'staged' (got '" + *fetch + "')");
+        session_options.expert_fetch = *parsed;
     }
     auto kv_cache = parse_kv_cache_arg(*args);
     if (!kv_cache) return fail("generate", kv_cache.error());

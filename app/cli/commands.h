@@ -10,6 +10,7 @@ int run_convert(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);
 int run_inspect(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
+int run_bench_experts(const std::vector<std::string>& args);  // `cflow bench experts`
 int run_critical_path(const std::vector<std::string>& args);
 int run_tokenize(const std::vector<std::string>& args);
 int run_detokenize(const std::vector<std::string>& args);

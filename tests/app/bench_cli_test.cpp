@@ -77,3 +77,57 @@ TEST(BenchCli, BadArgumentsFailOnOneLine) {
 
 } // namespace
 } // namespace cflow::test
+
+namespace cflow::test {
+namespace {
+
+// `cflow bench experts`: one JSON line per arm (mapped, sync, staged) with the figures the
+// issue's table needs, the prediction on the staged line, and the same greedy tokens in all
+// three arms (exit 0 only then). No timing is asserted.
+TEST(BenchExpertsCli, OneLinePerArmWithThePredictionAndIdenticalOutputs) {
+    SyntheticSpec spec;
+    spec.n_layers = 4;
+    spec.n_experts = 8;
+    spec.top_k = 2;
+    spec.expert_d_ff = 64;
+    spec.combine_style = CombineStyle::DelayedSum;
+    spec.dense_delay = 1;
+    spec.expert_delay = 2;
+    const auto model = (temp_dir("bench_experts_cli") / "moe.cflow").string();
+    ConvertOptions options;
+    options.weight_quant = DType::Q4_0;
+    ASSERT_TRUE(convert_to_cflow(make_synthetic_model(spec), model, options).ok());
+    auto r = run_cflow({"bench", "experts", model, "--threads", "1", "--tokens", "6", "--rounds", "2", "--warmup", "1", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    std::vector<nlohmann::json> lines;
+    size_t from = 0;
+    for (size_t end; (end = r.out.find('\n', from)) != std::string::npos; from = end + 1)
+        lines.push_back(nlohmann::json::parse(r.out.substr(from, end - from)));
+    ASSERT_EQ(lines.size(), 3u) << r.out;
+    const char* arms[] = {"mapped", "sync", "staged"};
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(lines[i]["arm"], arms[i]);
+        for (const char* key : {"tokens_per_second", "compute_ms_per_token", "io_ms_per_token", "stall_ms_per_token",
+                                "expert_bytes_per_token"})
+            ASSERT_TRUE(lines[i].contains(key)) << arms[i] << " " << key;
+        EXPECT_GT(lines[i]["tokens_per_second"].get<double>(), 0.0);
+        EXPECT_EQ(lines[i]["tokens"], 6);
+        EXPECT_TRUE(lines[i]["outputs_identical"].get<bool>());
+        EXPECT_EQ(lines[i]["expert_bytes_per_token"], lines[0]["expert_bytes_per_token"]) << "the same bytes in every arm";
+    }
+    EXPECT_EQ(lines[0]["stall_ms_per_token"].get<double>(), 0.0) << "the mapped arm never waits for a read";
+    ASSERT_TRUE(lines[2].contains("predicted_speedup"));
+    const double predicted = lines[2]["predicted_speedup"];
+    EXPECT_GE(predicted, 1.0);
+    EXPECT_LE(predicted, 2.0) << "(C+IO)/max(C,IO) is between 1 and 2";
+    EXPECT_TRUE(lines[2].contains("measured_speedup"));
+    EXPECT_TRUE(lines[2].contains("hidden_stall_share"));
+    EXPECT_FALSE(lines[1].contains("predicted_speedup"));
+
+    auto dense = run_cflow({"bench", "experts", bench_model()});
+    EXPECT_NE(dense.exit_code, 0);
+    EXPECT_NE(dense.err.find("no experts"), std::string::npos) << dense.err;
+}
+
+} // namespace
+} // namespace cflow::test

@@ -196,6 +196,11 @@ void Session::route(uint32_t layer, const SegmentView& norm, const float* x, Rou
             auto view = model_->expert(layer, routing.experts[i]);
             if (view) routing.tickets[i] = int32_t(fetcher_->request(view.value()->offset, view.value()->bytes));
         }
+        // The stall arm blocks here, charging the whole read to the routing layer; a failed read
+        // is reported by run_experts' own wait, which then returns at once.
+        if (wait_at_routing_)
+            for (uint32_t i = 0; i < k; ++i)
+                if (routing.tickets[i] >= 0) (void)fetcher_->wait(uint32_t(routing.tickets[i]), rec.expertWaitUs);
     }
 
     rec.nSelected = uint8_t(k);

@@ -29,13 +29,14 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
                           " MiB of KV cache; choose a shorter context");
     try {
         std::unique_ptr<ExpertFetcher> fetcher;
-        if (options.expert_fetch == ExpertFetch::Staged && h.n_experts > 0) {
+        if (options.expert_fetch != ExpertFetch::Mapped && h.n_experts > 0) {
             auto f = ExpertFetcher::create(model->file().path(), options.fetch_threads);
             if (!f) return f.take_error();
             fetcher = std::move(f.value());
         }
         auto session = std::unique_ptr<Session>(new Session(std::move(model), options, ctx));
         session->fetcher_ = std::move(fetcher);
+        session->wait_at_routing_ = options.expert_fetch == ExpertFetch::Sync;
         return session;
     } catch (const std::bad_alloc&) {
         return make_error(ErrorKind::OutOfMemory,
@@ -77,6 +78,22 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
 }
 
 Session::~Session() = default;
+
+std::string_view expert_fetch_name(ExpertFetch fetch) {
+    switch (fetch) {
+    case ExpertFetch::Mapped: return "mapped";
+    case ExpertFetch::Staged: return "staged";
+    case ExpertFetch::Sync: return "sync";
+    }
+    return "mapped";
+}
+
+std::optional<ExpertFetch> parse_expert_fetch(std::string_view name) {
+    if (name == "mapped") return ExpertFetch::Mapped;
+    if (name == "staged") return ExpertFetch::Staged;
+    if (name == "sync") return ExpertFetch::Sync;
+    return std::nullopt;
+}
 
 std::string_view kv_cache_type_name(KvCacheType type) { return type == KvCacheType::F16 ? "f16" : "f32"; }
 

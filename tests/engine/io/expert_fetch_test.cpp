@@ -1,4 +1,4 @@
-// Staged direct-I/O expert fetch gives bit-identical results to reading experts from the
+// Staged and sync direct-I/O expert fetch give bit-identical results to reading experts from the
 // mapping, records expert-wait time, and reads exactly the selected experts.
 #include <cmath>
 #include <filesystem>
@@ -42,17 +42,25 @@ TEST(ExpertFetch, StagedReadsMatchMappedBitForBit) {
         SessionOptions mapped_opts{1, 64};
         SessionOptions staged_opts{1, 64};
         staged_opts.expert_fetch = ExpertFetch::Staged;
+        SessionOptions sync_opts{1, 64};
+        sync_opts.expert_fetch = ExpertFetch::Sync;
         auto mapped = Session::create(model, mapped_opts);
         auto staged = Session::create(model, staged_opts);
-        ASSERT_TRUE(mapped.ok() && staged.ok());
+        auto sync = Session::create(model, sync_opts);
+        ASSERT_TRUE(mapped.ok() && staged.ok() && sync.ok());
         std::cout << "[expert fetch] direct I/O " << ((*staged)->staged_direct_io() ? "in use" : "refused by the file system; buffered reads")
                   << "\n";
         for (int32_t token : {1, 7, 42, 3, 99, 12, 5, 64}) {
             auto a = (*mapped)->step(token);
+            const std::vector<float> mapped_logits(a->begin(), a->end());
             auto b = (*staged)->step(token);
-            ASSERT_TRUE(a.ok() && b.ok());
+            auto c = (*sync)->step(token);
+            ASSERT_TRUE(a.ok() && b.ok() && c.ok());
             ASSERT_EQ(a->size(), b->size());
+            ASSERT_EQ(a->size(), c->size());
             for (size_t i = 0; i < a->size(); ++i) ASSERT_EQ((*a)[i], (*b)[i]) << "logit " << i;
+            for (size_t i = 0; i < a->size(); ++i) ASSERT_EQ(mapped_logits[i], (*c)[i]) << "sync arm, logit " << i;
+            EXPECT_EQ((*sync)->telemetry().bytes(Stream::Expert), (*mapped)->telemetry().bytes(Stream::Expert));
             const TokenTelemetry& ta = (*mapped)->telemetry();
             const TokenTelemetry& tb = (*staged)->telemetry();
             EXPECT_EQ(ta.bytes(Stream::Expert), tb.bytes(Stream::Expert));

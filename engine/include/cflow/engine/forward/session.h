@@ -17,9 +17,13 @@
 
 namespace cflow {
 
-// Where expert tiles come from: the model's mapping (page cache or anonymous copy), or staged
-// direct-I/O reads issued at the routing layer and consumed at the injection layer.
-enum class ExpertFetch : uint8_t { Mapped = 0, Staged = 1 };
+// Where expert tiles come from: the model's mapping (page cache or anonymous copy), or direct-I/O
+// reads issued at the routing layer and either waited for there (Sync: the stall arm, what a
+// runtime without an expert delay pays) or consumed at the injection layer (Staged: the read
+// overlaps the layers in between). Same bytes, same arithmetic: the logits are bit-identical.
+enum class ExpertFetch : uint8_t { Mapped = 0, Staged = 1, Sync = 2 };
+std::string_view expert_fetch_name(ExpertFetch fetch);           // "mapped", "staged", "sync"
+std::optional<ExpertFetch> parse_expert_fetch(std::string_view name);
 
 // How the KV cache stores keys and values: f32, or IEEE half (half the memory and the attention
 // bytes per token; each value rounded to nearest, relative error <= 2^-11).
@@ -31,7 +35,7 @@ struct SessionOptions {
     unsigned threads = 0;             // 0 = hardware concurrency
     uint32_t context_length = 0;      // 0 = the model's max_seq_len, capped at kDefaultContextCap
     ExpertFetch expert_fetch = ExpertFetch::Mapped;
-    unsigned fetch_threads = 2;       // reader threads for ExpertFetch::Staged
+    unsigned fetch_threads = 2;       // reader threads for ExpertFetch::Staged and Sync
     // Kernel path of this session; unset = selected_isa() (CFLOW_ISA or the best this CPU has).
     // Tests pin an f32-activation path (not the VNNI one, which quantizes activations to int8);
     // Session::create fails (Unsupported) when the CPU/OS does not support the requested path.
@@ -140,7 +144,8 @@ private:
     uint32_t position_ = 0;
     std::unique_ptr<Buffers> buf_;
     TokenTelemetry telemetry_;
-    std::unique_ptr<class ExpertFetcher> fetcher_;  // ExpertFetch::Staged only
+    std::unique_ptr<class ExpertFetcher> fetcher_;  // ExpertFetch::Staged and Sync
+    bool wait_at_routing_ = false;                  // ExpertFetch::Sync: block on the reads where they are issued
     std::unique_ptr<Batch> batch_;
 };
 

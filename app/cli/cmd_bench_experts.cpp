@@ -1,0 +1,160 @@
+// cflow bench experts: the three expert-fetch arms on one model (paper 3.9.4, Table 5.6):
+// mapped (page cache), sync (direct I/O waited for at the routing layer: the stall arm) and
+// staged (the same reads waited for at the injection layer, overlapping the layers between).
+// Per arm: tok/s, compute ms/token (C, layer compute without expert waits), stall ms/token, and
+// for the staged arm the model's prediction of its speedup over sync, (C + IO) / max(C, IO),
+// next to the measured one, with IO the sync arm's stall. Arms alternate token blocks over
+// --rounds so a noisy machine affects all three alike. The greedy tokens must match across arms.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
+#include "cflow/engine/kernels/kernels.h"
+#include "cli_args.h"
+#include "commands.h"
+
+namespace cflow::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct ArmTotals {
+    ExpertFetch arm = ExpertFetch::Mapped;
+    std::unique_ptr<Session> session;
+    int32_t next = 0;                 // the token to feed next
+    std::vector<int32_t> emitted;     // greedy tokens, compared across arms
+    double seconds = 0;
+    double compute_us = 0;
+    double stall_us = 0;
+    double expert_bytes = 0;
+    int tokens = 0;
+};
+
+int32_t greedy(std::span<const float> logits) {
+    int32_t best = 0;
+    for (size_t i = 1; i < logits.size(); ++i)
+        if (logits[i] > logits[size_t(best)]) best = int32_t(i);
+    return best;
+}
+
+Status run_tokens(ArmTotals& arm, int count, bool timed) {
+    for (int i = 0; i < count; ++i) {
+        const auto t0 = Clock::now();
+        auto r = arm.session->step(arm.next);
+        if (!r) return r.take_error();
+        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        arm.next = greedy(*r);
+        if (!timed) continue;
+        arm.emitted.push_back(arm.next);
+        arm.seconds += seconds;
+        const TokenTelemetry& t = arm.session->telemetry();
+        for (const LayerRecord& layer : t.layers) {
+            arm.compute_us += layer.computeUs;
+            arm.stall_us += layer.expertWaitUs;
+        }
+        arm.expert_bytes += double(t.bytes(Stream::Expert));
+        ++arm.tokens;
+    }
+    return {};
+}
+
+} // namespace
+
+int run_bench_experts(const std::vector<std::string>& argv) {
+    auto args = Args::parse(argv, ArgSpec{{"--threads", "--tokens", "--warmup", "--rounds", "--fetch-threads"}, {"--json"}});
+    if (!args) return fail("bench experts", args.error());
+    if (args->positionals().size() != 1) return fail("bench experts", "expected exactly one MODEL.cflow");
+    auto threads = args->integer("--threads", 0, 0, 1024);
+    auto tokens = args->integer("--tokens", 32, 1, 100000);
+    auto warmup = args->integer("--warmup", 4, 0, 100000);
+    auto rounds = args->integer("--rounds", 4, 1, 1000);
+    auto fetch_threads = args->integer("--fetch-threads", 2, 1, 64);
+    for (const auto* r : {&threads, &tokens, &warmup, &rounds, &fetch_threads})
+        if (!*r) return fail("bench experts", r->error());
+    const std::string path = args->positionals()[0];
+    auto model = Model::load(path);
+    if (!model) return fail("bench experts", model.error());
+    if ((*model)->header().n_experts == 0) return fail("bench experts", path + " has no experts (a dense model)");
+
+    const int per_round = std::max(1, int(*tokens / *rounds));
+    const auto ctx = uint32_t(*warmup + per_round * *rounds + 2);
+    std::vector<ArmTotals> arms(3);
+    const ExpertFetch order[3] = {ExpertFetch::Mapped, ExpertFetch::Sync, ExpertFetch::Staged};
+    bool direct = true;
+    for (size_t a = 0; a < 3; ++a) {
+        SessionOptions options{unsigned(*threads), ctx};
+        options.expert_fetch = order[a];
+        options.fetch_threads = unsigned(*fetch_threads);
+        auto session = Session::create(model.value(), options);
+        if (!session) return fail("bench experts", std::string(expert_fetch_name(order[a])) + ": " + session.error());
+        arms[a].arm = order[a];
+        arms[a].session = std::move(session).value();
+        arms[a].next = 1;  // every arm starts from the same token
+        if (order[a] != ExpertFetch::Mapped) direct = direct && arms[a].session->staged_direct_io();
+        if (Status s = run_tokens(arms[a], int(*warmup), false); !s) return fail("bench experts", s.error());
+    }
+    for (int round = 0; round < *rounds; ++round)
+        for (ArmTotals& arm : arms)
+            if (Status s = run_tokens(arm, per_round, true); !s)
+                return fail("bench experts", std::string(expert_fetch_name(arm.arm)) + ": " + s.error());
+
+    const auto per_token_ms = [](const ArmTotals& a, double us) { return us / 1000.0 / std::max(1, a.tokens); };
+    const ArmTotals& mapped = arms[0];
+    const ArmTotals& sync = arms[1];
+    const ArmTotals& staged = arms[2];
+    const double c_ms = mapped.seconds * 1000.0 / std::max(1, mapped.tokens);  // the whole step from the page cache
+    const double io_ms = per_token_ms(sync, sync.stall_us);
+    const double predicted = (c_ms + io_ms) / std::max({c_ms, io_ms, 1e-9});
+    const double sync_tps = sync.tokens / std::max(sync.seconds, 1e-9);
+    const double staged_tps = staged.tokens / std::max(staged.seconds, 1e-9);
+    const double measured = staged_tps / std::max(sync_tps, 1e-9);
+    const double hidden = sync.stall_us > 0 ? 1.0 - staged.stall_us / sync.stall_us : 0.0;
+    const bool identical = mapped.emitted == sync.emitted && mapped.emitted == staged.emitted;
+    const std::string isa(isa_name(selected_isa()));
+
+    for (const ArmTotals& arm : arms) {
+        const double tps = arm.tokens / std::max(arm.seconds, 1e-9);
+        nlohmann::json line = {{"arm", std::string(expert_fetch_name(arm.arm))},
+                               {"tokens", arm.tokens},
+                               {"tokens_per_second", tps},
+                               {"ms_per_token", 1000.0 / std::max(tps, 1e-9)},
+                               {"compute_ms_per_token", per_token_ms(arm, arm.compute_us)},
+                               {"io_ms_per_token", arm.arm == ExpertFetch::Mapped ? 0.0 : io_ms},
+                               {"stall_ms_per_token", per_token_ms(arm, arm.stall_us)},
+                               {"expert_bytes_per_token", arm.expert_bytes / std::max(1, arm.tokens)},
+                               {"isa", isa},
+                               {"threads", arm.session->threads()},
+                               {"direct_io", arm.arm != ExpertFetch::Mapped && direct},
+                               {"outputs_identical", identical}};
+        if (arm.arm == ExpertFetch::Staged) {
+            line["predicted_speedup"] = predicted;
+            line["measured_speedup"] = measured;
+            line["hidden_stall_share"] = hidden;
+            line["interference"] = predicted > 0 ? measured / predicted : 0.0;
+        }
+        if (args->flag("--json")) {
+            std::printf("%s\n", line.dump().c_str());
+        } else {
+            std::printf("%-7s %8.2f tok/s  %8.2f ms/token  compute %7.2f ms  stall %7.2f ms  experts %7.2f MiB/token\n",
+                        std::string(expert_fetch_name(arm.arm)).c_str(), tps, 1000.0 / std::max(tps, 1e-9),
+                        per_token_ms(arm, arm.compute_us), per_token_ms(arm, arm.stall_us),
+                        arm.expert_bytes / std::max(1, arm.tokens) / (1 << 20));
+        }
+    }
+    if (!args->flag("--json"))
+        std::printf("C %.2f ms/token (mapped), IO %.2f ms/token (sync stall); staged over sync: predicted (C+IO)/max(C,IO) "
+                    "= %.3f, measured %.3f (%.3f of the prediction); staged hides %.1f%% of the sync stall; %s; "
+                    "greedy tokens %s across the arms (%s, %u threads)\n",
+                    c_ms, io_ms, predicted, measured, predicted > 0 ? measured / predicted : 0.0, 100.0 * hidden,
+                    direct ? "direct I/O" : "buffered reads (the file system refused O_DIRECT)",
+                    identical ? "identical" : "DIFFER", isa.c_str(), arms[0].session->threads());
+    return identical ? 0 : 1;
+}
+
+} // namespace cflow::cli
