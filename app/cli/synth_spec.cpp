@@ -135,6 +135,11 @@ Status check_schedule(const SynthSpec& s) {
         return option_error("--dense-delay", s.dense_delay, "must be below --layers " + std::to_string(s.n_layers));
     if (s.expert_delay >= s.n_layers)
         return option_error("--expert-delay", s.expert_delay, "must be below --layers " + std::to_string(s.n_layers));
+    // The loader refuses a delay on a stream the model does not have (it wrote such files before).
+    if (s.dense_delay > 0 && s.d_ff == 0)
+        return option_error("--dense-delay", s.dense_delay, "needs a dense FFN (--d-ff N; moe-1b has none)");
+    if (s.expert_delay > 0 && s.n_experts == 0)
+        return option_error("--expert-delay", s.expert_delay, "needs experts (--experts N)");
     if (s.combine_style == CombineStyle::FixedPoint)
         return make_error("option --combine-style: FixedPoint is not supported by synth (its repeated blocks need --blocks/--iters)");
     if (s.combine_style == CombineStyle::ParallelSqrt2 && (s.dense_delay || s.expert_delay))

@@ -152,6 +152,8 @@ TEST(SynthCli, BadFlagsFailWithOneLine) {
     bad(with(kDense, {"--layers", "0"}), "--layers");
     bad(with(kDense, {"--dense-delay", "2"}), "--dense-delay");
     bad(with(kDense, {"--expert-delay", "5"}), "--expert-delay");
+    bad(with(kDense, {"--expert-delay", "1"}), "needs experts");
+    bad(with(kMoe, {"--combine-style", "DelayedSum", "--dense-delay", "1"}), "needs a dense FFN");  // the loader refused such files
     bad(with(kDense, {"--combine-style", "Bogus"}), "--combine-style");
     bad(with(kDense, {"--combine-style", "FixedPoint"}), "FixedPoint");
     bad(with(kDense, {"--combine-style", "ParallelSqrt2", "--dense-delay", "1"}), "ParallelSqrt2");
