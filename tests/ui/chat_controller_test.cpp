@@ -425,3 +425,37 @@ TEST(ChatControllerTest, TheKvCacheSettingReachesTheEngine) {
 }
 
 } // namespace
+
+namespace {
+
+// Expert reads (Sampling panel): an MoE model's reply is the same whichever way its experts are
+// read; the metrics name the arm, and the choice is stored with the conversation.
+TEST(ChatControllerTest, TheExpertFetchSettingReachesTheEngineAndChangesNothingButTheReads) {
+    ScopedDb db("controller_expert_fetch");
+    MainWindow window;
+    ASSERT_TRUE(open_model(window, cflow::ui::test::moe_chatml_model()));
+    cflow::ui::GenerationSettings s;
+    s.sampling.temperature = 0;
+    s.maxTokens = 8;
+    s.threads = 1;
+    QSignalSpy finished(window.controller(), &ChatController::replyFinished);
+    QStringList replies;
+    for (cflow::ExpertFetch fetch : {cflow::ExpertFetch::Mapped, cflow::ExpertFetch::Sync, cflow::ExpertFetch::Staged}) {
+        s.expertFetch = fetch;
+        window.samplingPanel()->setSettings(s);
+        EXPECT_EQ(window.samplingPanel()->settings().expertFetch, fetch);
+        window.controller()->newConversation();
+        ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("hello")));
+        ASSERT_TRUE(idle(window));
+        const auto stats = finished.last().at(0).value<cflow::ui::ReplyStats>();
+        EXPECT_EQ(stats.expertFetch.toStdString(), std::string(cflow::expert_fetch_name(fetch)));
+        EXPECT_TRUE(window.metricsText().contains(QStringLiteral("experts ") + stats.expertFetch)) << window.metricsText().toStdString();
+        replies << window.controller()->entries().back().content;
+        EXPECT_TRUE(window.store()->conversation(window.controller()->conversationId())->settingsJson.contains(
+            QStringLiteral("\"expert_fetch\":\"%1\"").arg(stats.expertFetch)));
+    }
+    EXPECT_EQ(replies[1], replies[0]) << "sync reads give the mapped reply";
+    EXPECT_EQ(replies[2], replies[0]) << "staged reads give the mapped reply";
+}
+
+} // namespace

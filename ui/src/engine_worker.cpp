@@ -80,8 +80,9 @@ void EngineWorker::loadModel(const QString& path, unsigned threads) {
     emit modelLoaded(info);
 }
 
-bool EngineWorker::ensureSession(unsigned threads, KvCacheType kvCache) {
-    if (chat_ && (threads == 0 || chat_->session().threads() == threads) && chat_->session().kv_cache_type() == kvCache)
+bool EngineWorker::ensureSession(unsigned threads, KvCacheType kvCache, ExpertFetch expertFetch) {
+    if (chat_ && (threads == 0 || chat_->session().threads() == threads) && chat_->session().kv_cache_type() == kvCache &&
+        chat_->session().expert_fetch() == expertFetch)
         return true;
     // A new session has an empty cache: the next turn is prefilled in full.
     const TemplateChoice choice = chat_ ? chat_->template_choice() : TemplateChoice{};
@@ -89,6 +90,7 @@ bool EngineWorker::ensureSession(unsigned threads, KvCacheType kvCache) {
     SessionOptions options;
     options.threads = threads;
     options.kv_cache = kvCache;
+    options.expert_fetch = expertFetch;
     auto created = Session::create(model_, options);
     if (!created) {
         emit loadFailed(modelPath_, QString::fromStdString(created.error()));
@@ -152,7 +154,7 @@ void EngineWorker::generate(const Conversation& conversation, const GenerationSe
     lastConversation_ = conversation;
     lastSettings_ = settings;
     hasLast_ = true;
-    if (!ensureSession(settings.threads, settings.kvCache)) return;
+    if (!ensureSession(settings.threads, settings.kvCache, settings.expertFetch)) return;
     run(prepareTurn(conversation, settings), settings, stopsAtPost);
 }
 
@@ -175,7 +177,7 @@ void EngineWorker::generatePrompt(const QString& promptText, const GenerationSet
         emit error(tr("No model is loaded."));
         return;
     }
-    if (!ensureSession(settings.threads, settings.kvCache)) return;
+    if (!ensureSession(settings.threads, settings.kvCache, settings.expertFetch)) return;
     run(chat_->prepare_raw(promptText.toStdString()), settings);
 }
 
@@ -186,7 +188,7 @@ void EngineWorker::regenerate() {
         return;
     }
     lastSettings_.sampling.seed += 1;
-    if (!ensureSession(lastSettings_.threads, lastSettings_.kvCache)) return;
+    if (!ensureSession(lastSettings_.threads, lastSettings_.kvCache, lastSettings_.expertFetch)) return;
     run(prepareTurn(lastConversation_, lastSettings_), lastSettings_);
 }
 
@@ -289,6 +291,10 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
     stats.contextLength = static_cast<int>(turn.context_length);
     const std::string_view kv = kv_cache_type_name(chat_->session().kv_cache_type());
     stats.kvCache = QString::fromLatin1(kv.data(), static_cast<qsizetype>(kv.size()));
+    if (model_->header().n_experts > 0) {
+        const std::string_view fetch = expert_fetch_name(chat_->session().expert_fetch());
+        stats.expertFetch = QString::fromLatin1(fetch.data(), static_cast<qsizetype>(fetch.size()));
+    }
     stats.mappedBytes = model_->file().file().size();
     stats.residentBytes = model_->file().file().resident_bytes();
     emit finished(stats);

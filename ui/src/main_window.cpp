@@ -513,7 +513,8 @@ void MainWindow::showStats(const ReplyStats& stats) {
                           .arg(stats.decodeTokensPerS, 0, 'f', 1)
                           .arg(stats.generatedTokens)
                           .arg(stats.stopReason)
-                          .arg(data_size(stats.mappedBytes), data_size(stats.residentBytes), stats.kvCache));
+                          .arg(data_size(stats.mappedBytes), data_size(stats.residentBytes), stats.kvCache) +
+                      (stats.expertFetch.isEmpty() ? QString() : tr(" · experts %1").arg(stats.expertFetch)));
 }
 
 QString MainWindow::metricsText() const { return status_->metrics(); }

@@ -49,7 +49,8 @@ QString settings_to_json(const GenerationSettings& s) {
                         {QStringLiteral("seed"), QString::number(s.sampling.seed)},  // 64-bit: as text
                         {QStringLiteral("max_tokens"), s.maxTokens},
                         {QStringLiteral("threads"), static_cast<int>(s.threads)},
-                        {QStringLiteral("kv_cache"), s.kvCache == KvCacheType::F16 ? QStringLiteral("f16") : QStringLiteral("f32")}};
+                        {QStringLiteral("kv_cache"), s.kvCache == KvCacheType::F16 ? QStringLiteral("f16") : QStringLiteral("f32")},
+                        {QStringLiteral("expert_fetch"), QString::fromLatin1(expert_fetch_name(s.expertFetch).data())}};
     return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
@@ -72,6 +73,8 @@ GenerationSettings settings_from_json(const QString& json, const GenerationSetti
     if (o.contains(QLatin1String("max_tokens"))) s.maxTokens = o.value(QLatin1String("max_tokens")).toInt(s.maxTokens);
     if (o.contains(QLatin1String("kv_cache")))
         s.kvCache = o.value(QLatin1String("kv_cache")).toString() == QLatin1String("f16") ? KvCacheType::F16 : KvCacheType::F32;
+    if (o.contains(QLatin1String("expert_fetch")))
+        s.expertFetch = parse_expert_fetch(o.value(QLatin1String("expert_fetch")).toString().toStdString()).value_or(s.expertFetch);
     if (o.contains(QLatin1String("threads")))
         s.threads = static_cast<unsigned>(std::max(0, o.value(QLatin1String("threads")).toInt(int(s.threads))));
     return s;
@@ -138,6 +141,18 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
                             "changing it starts the next reply with an empty cache."));
     form->addRow(tr("KV cache"), kvCache_);
     connect(kvCache_, &QComboBox::currentIndexChanged, this, &SamplingPanel::settingsChanged);
+    expertFetch_ = new QComboBox(content);
+    expertFetch_->setObjectName(QStringLiteral("expertFetch"));
+    expertFetch_->setAccessibleName(tr("Expert reads"));
+    expertFetch_->addItem(tr("mapped (page cache)"), int(ExpertFetch::Mapped));
+    expertFetch_->addItem(tr("staged (direct I/O, overlapped)"), int(ExpertFetch::Staged));
+    expertFetch_->addItem(tr("sync (direct I/O, waited for)"), int(ExpertFetch::Sync));
+    expertFetch_->setToolTip(tr("Mixture-of-experts models: read the chosen experts through the page cache, or from "
+                                "the disk with direct I/O issued at the routing layer, either overlapping the layers "
+                                "until the experts are needed (staged) or waiting at once (sync: the stall to compare "
+                                "with). Same output every way; the inspector's stall chart shows the difference."));
+    form->addRow(tr("Expert reads"), expertFetch_);
+    connect(expertFetch_, &QComboBox::currentIndexChanged, this, &SamplingPanel::settingsChanged);
     setSettings(GenerationSettings{});
 
     for (QDoubleSpinBox* box : {temperature_, topP_, minP_, repeatPenalty_})
@@ -173,6 +188,7 @@ GenerationSettings SamplingPanel::settings() const {
     s.maxTokens = maxTokens_->value();
     s.threads = static_cast<unsigned>(threads_->value());
     s.kvCache = static_cast<KvCacheType>(kvCache_->currentData().toInt());
+    s.expertFetch = static_cast<ExpertFetch>(expertFetch_->currentData().toInt());
     return s;
 }
 
@@ -186,6 +202,7 @@ void SamplingPanel::setSettings(const GenerationSettings& s) {
     maxTokens_->setValue(s.maxTokens);
     threads_->setValue(static_cast<int>(s.threads));
     kvCache_->setCurrentIndex(kvCache_->findData(int(s.kvCache)));
+    expertFetch_->setCurrentIndex(expertFetch_->findData(int(s.expertFetch)));
 }
 
 void SamplingPanel::savePreset(const QString& name) {

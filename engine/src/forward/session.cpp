@@ -37,6 +37,7 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
         auto session = std::unique_ptr<Session>(new Session(std::move(model), options, ctx));
         session->fetcher_ = std::move(fetcher);
         session->wait_at_routing_ = options.expert_fetch == ExpertFetch::Sync;
+        session->expert_fetch_ = options.expert_fetch;
         return session;
     } catch (const std::bad_alloc&) {
         return make_error(ErrorKind::OutOfMemory,

@@ -32,6 +32,7 @@ struct GenerationSettings {
     int32_t maxTokens = 0;
     unsigned threads = 0;     // engine threads; 0 = hardware concurrency
     KvCacheType kvCache = KvCacheType::F32;  // f16 halves the cache's memory for long contexts
+    ExpertFetch expertFetch = ExpertFetch::Mapped;  // MoE: experts from the mapping, or direct I/O (sync / staged)
     bool ignoreEos = false;   // keep going past end-of-generation (benchmarks, tests)
     PromptMode mode = PromptMode::Chat;
     TemplateChoice templateChoice;                       // Chat mode: which template renders
@@ -68,6 +69,7 @@ struct ReplyStats {
     double decodeTokensPerS = 0;
     QString stopReason;            // stop_reason_name() ("max_tokens", "context_full", ...) or "cancelled"
     QString kvCache;               // how the session's KV cache stores keys and values ("f32", "f16")
+    QString expertFetch;           // MoE: how expert tiles were read ("mapped", "sync", "staged"); "" for dense models
     int contextUsed = 0;           // tokens in the KV cache after the reply
     int contextLength = 0;
     uint64_t mappedBytes = 0;      // size of the model's file mapping

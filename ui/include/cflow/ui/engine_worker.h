@@ -87,7 +87,7 @@ private:
     // The chat core does the rendering, encoding, KV reuse and stop rules; this only adapts
     // its turn to queued signals and batched text.
     void run(Result<PreparedTurn> prepared, const GenerationSettings& settings, uint64_t stopsAtPost = kNoStopCheck);
-    bool ensureSession(unsigned threads, KvCacheType kvCache = KvCacheType::F32);
+    bool ensureSession(unsigned threads, KvCacheType kvCache = KvCacheType::F32, ExpertFetch expertFetch = ExpertFetch::Mapped);
     // The turn generate() would run: template applied, completion text joined, policy planned.
     Result<PreparedTurn> prepareTurn(const Conversation& conversation, const GenerationSettings& settings);
     RenderedPrompt describe(const PreparedTurn& turn, const GenerationSettings& settings) const;

@@ -52,6 +52,7 @@ private:
     QSpinBox* maxTokens_;
     QSpinBox* threads_;
     QComboBox* kvCache_;
+    QComboBox* expertFetch_;
     QComboBox* presets_;
     QPushButton* deletePreset_;
 };

@@ -84,6 +84,7 @@ public:
     unsigned threads() const { return pool_.size(); }
     Isa isa() const { return kernels_->isa; }
     KvCacheType kv_cache_type() const;
+    ExpertFetch expert_fetch() const { return expert_fetch_; }  // as asked (a dense model reads nothing either way)
     // What the last step() read and computed, per effective layer.
     const TokenTelemetry& telemetry() const { return telemetry_; }
 
@@ -145,6 +146,7 @@ private:
     std::unique_ptr<Buffers> buf_;
     TokenTelemetry telemetry_;
     std::unique_ptr<class ExpertFetcher> fetcher_;  // ExpertFetch::Staged and Sync
+    ExpertFetch expert_fetch_ = ExpertFetch::Mapped;
     bool wait_at_routing_ = false;                  // ExpertFetch::Sync: block on the reads where they are issued
     std::unique_ptr<Batch> batch_;
 };
