@@ -1,6 +1,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "cflow/engine/forward/model.h"
 #include "cflow/formats/converter.h"
 #include "cflow/formats/model_path_kind.h"
 #include "cflow/formats/source_model.h"
@@ -50,9 +51,20 @@ int run_convert(const std::vector<std::string>& argv) {
     auto source = open_source_model(args->positionals()[0], args->value("--tokenizer").value_or(""));
     if (!source) return fail("convert", source.error());
 
+    // The written file must load as `generate` would load it before it replaces the output:
+    // the converter's own checks missed files the engine refused (no FFN, vocabulary sizes).
+    options.verify_output = [out = *out](const std::string& written) -> Status {
+        auto model = Model::load(written);
+        if (model) return {};
+        std::string message = model.error();
+        for (size_t at = message.find(written); at != std::string::npos; at = message.find(written, at + out.size()))
+            message.replace(at, written.size(), out);
+        return make_error(model.kind(), "the converted file does not load, so " + out + " was not written: " + message);
+    };
+
     const bool quiet = args->flag("--quiet");
     CancelToken cancel;
-    InterruptGuard guard(cancel);
+    InterruptGuard guard(cancel, InterruptSignals::InterruptAndTermination);
     const auto t0 = std::chrono::steady_clock::now();
     auto report = convert_to_cflow(
         *source, *out, options,
