@@ -3,10 +3,13 @@
 // device, directory or FIFO given as an input file is refused before it is read (a FIFO used
 // to block in open() forever).
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <functional>
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 
 #include "cli_runner.h"
 #include "test_support.h"
@@ -100,6 +103,38 @@ TEST(HostileInputCli, AFifoAsVocabularyOrModelIsRefusedNotWaitedOn) {
     expect_quick_failure([&] { return run_cflow_with_input({"tokenize", fifo}, "hello"); }, "vocab: is not a regular file");
     const std::string fifo_model = make_fifo(dir / "model.cflow");
     expect_quick_failure([&] { return run_cflow({"generate", fifo_model, "-p", "x", "-n", "1"}); }, "is not a regular file");
+}
+
+TEST(HostileInputCli, GenerateUnderAnyAddressSpaceLimitEndsInOneLine) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "sanitizer runtimes reserve terabytes of address space: ulimit -v cannot apply";
+#else
+    // Somewhere in this sweep every allocation site fails once (the mapping, the tokenizer's
+    // tables, the engine threads' stacks, the KV cache, a step's scratch): each must come back
+    // as a one-line error, never as bad_alloc's abort.
+    const auto dir = temp_dir("ulimit");
+    int failures = 0;
+    for (int limit_kb = 8000; limit_kb <= 64000; limit_kb += 2000) {
+        const std::string err = (dir / "err").string();
+        const std::string command = "ulimit -v " + std::to_string(limit_kb) + " && exec '" + CFLOW_CLI_PATH +
+                                    "' generate '" + default_model() + "' -p 'Once upon' -n 16 --temp 0 --ctx 2048 >/dev/null 2>'" +
+                                    err + "'";
+        const int status = std::system(command.c_str());
+        ASSERT_TRUE(WIFEXITED(status)) << limit_kb << " KB";
+        const int code = WEXITSTATUS(status);
+        std::ifstream in(err);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (code == 127 && text.find("error while loading shared libraries") != std::string::npos)
+            continue;  // too tight for the dynamic loader: cflow itself never ran
+        EXPECT_TRUE(code == 0 || code == 1) << limit_kb << " KB: exit " << code << ": " << text;
+        if (code != 0) {
+            ++failures;
+            EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << limit_kb << " KB: " << text;
+            EXPECT_EQ(text.rfind("cflow generate: ", 0), 0u) << limit_kb << " KB: " << text;
+        }
+    }
+    EXPECT_GT(failures, 0) << "no limit in the sweep was tight enough to fail: the sweep tests nothing";
+#endif
 }
 
 } // namespace
