@@ -1,7 +1,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/load_check.h"
 #include "cflow/formats/converter.h"
 #include "cflow/formats/model_path_kind.h"
 #include "cflow/formats/source_model.h"
@@ -53,14 +53,7 @@ int run_convert(const std::vector<std::string>& argv) {
 
     // The written file must load as `generate` would load it before it replaces the output:
     // the converter's own checks missed files the engine refused (no FFN, vocabulary sizes).
-    options.verify_output = [out = *out](const std::string& written) -> Status {
-        auto model = Model::load(written);
-        if (model) return {};
-        std::string message = model.error();
-        for (size_t at = message.find(written); at != std::string::npos; at = message.find(written, at + out.size()))
-            message.replace(at, written.size(), out);
-        return make_error(model.kind(), "the converted file does not load, so " + out + " was not written: " + message);
-    };
+    options.verify_output = [out = *out](const std::string& written) { return check_model_loads(written, out); };
 
     const bool quiet = args->flag("--quiet");
     CancelToken cancel;
@@ -76,6 +69,11 @@ int run_convert(const std::vector<std::string>& argv) {
         &cancel);
     if (!quiet) std::fputc('\n', stderr);
     if (!report) return fail("convert", report.error());
+    for (const std::string& path : report->removed_stale_temp_files)
+        std::fprintf(stderr, "removed %s, left by an earlier conversion that was killed\n", path.c_str());
+    for (const std::string& path : report->recent_temp_files)
+        std::fprintf(stderr, "note: %s is another conversion's temporary file (running, or killed within the hour)\n",
+                     path.c_str());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "wrote %s: %llu bytes, %llu tensors, %llu tiles (%llu tensors re-tiled bit-exactly) in %.2f s\n",
                  out->c_str(), (unsigned long long)report->file_bytes, (unsigned long long)report->tensors,

@@ -57,9 +57,37 @@ Status AtomicFileWriter::open() {
         if (file) {
             handle_ = *file;
             created_ = true;
+            sweep_earlier_temp_files();
             return {};
         }
         if (!name_taken || attempt + 1 >= kCreateAttempts) return file.take_error();
+    }
+}
+
+// Only names this writer makes ("<target name>.tmp-<digits>") and only plain files are
+// touched; a failure to inspect or remove one is no reason to fail the conversion.
+void AtomicFileWriter::sweep_earlier_temp_files() {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path final_path = path_from_utf8(final_path_);
+    const std::string prefix = utf8_from_path(final_path.filename()) + ".tmp-";
+    fs::path dir = final_path.parent_path();
+    if (dir.empty()) dir = ".";
+    const auto now = fs::file_time_type::clock::now();
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const fs::path& path = it->path();
+        const std::string name = utf8_from_path(path.filename());
+        if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+        if (name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) continue;
+        std::error_code entry_ec;
+        if (!fs::is_regular_file(fs::symlink_status(path, entry_ec)) || fs::equivalent(path, path_from_utf8(temp_path_), entry_ec))
+            continue;
+        const auto written = fs::last_write_time(path, entry_ec);
+        if (entry_ec) continue;
+        if (now - written >= kStaleTempAge && fs::remove(path, entry_ec))
+            removed_stale_.push_back(utf8_from_path(path));
+        else
+            recent_temps_.push_back(utf8_from_path(path));
     }
 }
 

@@ -191,6 +191,8 @@ Result<ConvertReport> write_file(const FilePlan& plan, const std::string& out_pa
         return s.take_error();
     if (Status s = out.commit(options.verify_output); !s) return s.take_error();
     report.file_bytes = file_bytes;
+    report.removed_stale_temp_files = out.removed_stale_temp_files();
+    report.recent_temp_files = out.recent_temp_files();
     report.retiled_exact_tensors = exact_tensors.size();
     return report;
 }

@@ -152,5 +152,24 @@ TEST(AtomicFileWriter, ASymlinkedTargetIsReplacedNotWrittenThrough) {
     EXPECT_EQ(slurp(link), "converted");
 }
 
+TEST(AtomicFileWriter, TempFilesOfKilledRunsAreRemovedWhenStaleListedWhenRecent) {
+    // kill -9 (or a power cut) leaves "<target>.tmp-<n>" behind; the next write to that target
+    // removes those untouched for an hour and lists younger ones without touching them.
+    const fs::path dir = test::temp_dir("atomic_stale");
+    const fs::path stale = dir / "model.cflow.tmp-123", recent = dir / "model.cflow.tmp-456";
+    const fs::path foreign = dir / "model.cflow.tmp-notours", other = dir / "other.cflow.tmp-789";
+    for (const auto& p : {stale, recent, foreign, other}) std::ofstream(p) << "partial";
+    const auto old_time = fs::file_time_type::clock::now() - std::chrono::hours(2);
+    for (const auto& p : {stale, foreign, other}) fs::last_write_time(p, old_time);
+
+    AtomicFileWriter out((dir / "model.cflow").string());
+    ASSERT_TRUE(out.open().ok());
+    EXPECT_EQ(out.removed_stale_temp_files(), (std::vector<std::string>{stale.string()}));
+    EXPECT_EQ(out.recent_temp_files(), (std::vector<std::string>{recent.string()}));
+    ASSERT_TRUE(out.commit().ok());
+    EXPECT_EQ(names_in(dir), (std::vector<std::string>{"model.cflow", "model.cflow.tmp-456", "model.cflow.tmp-notours",
+                                                       "other.cflow.tmp-789"}));
+}
+
 } // namespace
 } // namespace cflow

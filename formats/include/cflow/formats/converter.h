@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cflow/base/cancel.h"
 #include "cflow/formats/dtype.h"
@@ -43,6 +44,10 @@ struct ConvertReport {
     uint64_t tiles = 0;
     uint64_t tensors = 0;
     uint64_t retiled_exact_tensors = 0;  // copied block-for-block from the source
+    // Temp files of this output left by earlier killed conversions (AtomicFileWriter): removed
+    // when untouched for an hour, else only listed (another conversion may still be writing).
+    std::vector<std::string> removed_stale_temp_files;
+    std::vector<std::string> recent_temp_files;
 };
 
 // Validates the config (dims, heads, known combine style, delays < layers, top_k <= E, tensor

@@ -1,10 +1,12 @@
 #pragma once
 // Read-only file mapping behind one interface; one implementation file per OS
 // (mapped_file_posix.cpp: mmap; mapped_file_win32.cpp: CreateFileMapping/MapViewOfFile).
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cflow/base/result.h"
 
@@ -56,11 +58,23 @@ public:
     Status commit(const VerifyFn& verify = {});
     const std::string& temp_path() const { return temp_path_; }
 
+    // Temp files of this target left by earlier runs that were killed (kill -9, power loss),
+    // found by open(): those untouched for kStaleTempAge are removed, younger ones (maybe a
+    // conversion still running) are only listed.
+    static constexpr std::chrono::hours kStaleTempAge{1};
+    const std::vector<std::string>& removed_stale_temp_files() const { return removed_stale_; }
+    const std::vector<std::string>& recent_temp_files() const { return recent_temps_; }
+
 private:
+    void sweep_earlier_temp_files();
+
+
     std::string final_path_;
     std::string temp_path_;
     void* handle_ = nullptr;  // FILE*
     uint64_t bytes_written_ = 0;
+    std::vector<std::string> removed_stale_;
+    std::vector<std::string> recent_temps_;
     bool created_ = false;
     bool committed_ = false;
 };
