@@ -42,6 +42,29 @@ Result<std::optional<std::string>> read_stdin_line(uint64_t max_bytes) {
     return std::optional<std::string>(std::move(line));
 }
 
+std::string terminal_safe(std::string_view text) {
+    static const char kHex[] = "0123456789abcdef";
+    auto escape = [](std::string& out, unsigned char byte) {
+        out += "\\x";
+        out += kHex[byte >> 4];
+        out += kHex[byte & 15];
+    };
+    std::string out;
+    out.reserve(text.size());
+    for (size_t i = 0; i < text.size(); ++i) {
+        const auto byte = static_cast<unsigned char>(text[i]);
+        if ((byte < 0x20 && byte != '\t') || byte == 0x7f) {
+            escape(out, byte);
+        } else if (byte == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                   static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+            escape(out, static_cast<unsigned char>(text[++i]));  // U+0080..U+009F: C1 controls (CSI is U+009B)
+        } else {
+            out += static_cast<char>(byte);
+        }
+    }
+    return out;
+}
+
 bool write_stdout(const std::string& bytes) {
     const size_t written = std::fwrite(bytes.data(), 1, bytes.size(), stdout);
     return std::fflush(stdout) == 0 && written == bytes.size();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cflow/base/result.h"
 
@@ -24,6 +25,11 @@ Result<std::string> read_all_stdin(uint64_t max_bytes);
 // One line of stdin without its '\n' (and '\r'); std::nullopt at end of input. InvalidInput
 // when a line passes max_bytes before its newline (`cflow chat < /dev/zero` has no newline).
 Result<std::optional<std::string>> read_stdin_line(uint64_t max_bytes);
+
+// text with terminal control characters (C0 but tab, DEL, UTF-8-encoded C1) written as \xNN,
+// for strings a file supplies (a model's general.name) that end up in a status line: an ESC
+// in them would otherwise drive the user's terminal.
+std::string terminal_safe(std::string_view text);
 
 // Writes bytes to stdout exactly and flushes; false when the write fails (e.g. closed pipe).
 bool write_stdout(const std::string& bytes);
