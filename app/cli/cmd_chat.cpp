@@ -4,7 +4,6 @@
 // Reads stdin line by line, so it works from a pipe as well as from a terminal.
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
 #include <string>
 #include <vector>
 
@@ -12,6 +11,7 @@
 #include "cflow/engine/generation/generate.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
+#include "cflow/formats/whole_file.h"
 #include "chat_args.h"
 #include "cli_args.h"
 #include "commands.h"
@@ -59,17 +59,18 @@ public:
     int run() {
         const bool interactive = stdin_is_terminal();
         if (interactive) std::fputs(kChatHelp, stderr);
-        std::string line;
         for (;;) {
             if (interactive) {
                 std::fputs("> ", stdout);
                 std::fflush(stdout);
             }
-            if (!std::getline(std::cin, line)) {
+            auto next = read_stdin_line(kMaxInputLineBytes);
+            if (!next) return fail("chat", next.error());
+            if (!*next) {
                 if (interactive) std::fputs("\n", stdout);
                 return 0;
             }
-            if (!line.empty() && line.back() == '\r') line.pop_back();
+            const std::string line = std::move(**next);
             if (line.empty()) continue;
             if (line == "/quit" || line == "/exit") return 0;
             if (line == "/help") {

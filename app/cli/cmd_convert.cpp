@@ -1,6 +1,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "cflow/engine/forward/load_check.h"
 #include "cflow/formats/converter.h"
 #include "cflow/formats/model_path_kind.h"
 #include "cflow/formats/source_model.h"
@@ -50,9 +51,13 @@ int run_convert(const std::vector<std::string>& argv) {
     auto source = open_source_model(args->positionals()[0], args->value("--tokenizer").value_or(""));
     if (!source) return fail("convert", source.error());
 
+    // The written file must load as `generate` would load it before it replaces the output:
+    // the converter's own checks missed files the engine refused (no FFN, vocabulary sizes).
+    options.verify_output = [out = *out](const std::string& written) { return check_model_loads(written, out); };
+
     const bool quiet = args->flag("--quiet");
     CancelToken cancel;
-    InterruptGuard guard(cancel);
+    InterruptGuard guard(cancel, InterruptSignals::InterruptAndTermination);
     const auto t0 = std::chrono::steady_clock::now();
     auto report = convert_to_cflow(
         *source, *out, options,
@@ -64,6 +69,11 @@ int run_convert(const std::vector<std::string>& argv) {
         &cancel);
     if (!quiet) std::fputc('\n', stderr);
     if (!report) return fail("convert", report.error());
+    for (const std::string& path : report->removed_stale_temp_files)
+        std::fprintf(stderr, "removed %s, left by an earlier conversion that was killed\n", path.c_str());
+    for (const std::string& path : report->recent_temp_files)
+        std::fprintf(stderr, "note: %s is another conversion's temporary file (running, or killed within the hour)\n",
+                     path.c_str());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "wrote %s: %llu bytes, %llu tensors, %llu tiles (%llu tensors re-tiled bit-exactly) in %.2f s\n",
                  out->c_str(), (unsigned long long)report->file_bytes, (unsigned long long)report->tensors,

@@ -6,6 +6,7 @@
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
 #include "cli_args.h"
+#include "console.h"
 #include "commands.h"
 #include "default_model.h"
 #include "interrupt.h"
@@ -92,7 +93,7 @@ int run_generate(const std::vector<std::string>& argv) {
         std::fprintf(stderr,
                      "\n[cflow] model %s | isa %s | threads %u | seed %llu | load %.1f ms\n"
                      "[cflow] prompt %u tokens, %.2f tok/s | generated %u tokens, %.2f tok/s | first token %.1f ms | stop: %s\n",
-                     (*model)->name().c_str(), std::string(isa_name((*session)->isa())).c_str(), (*session)->threads(),
+                     terminal_safe((*model)->name()).c_str(), std::string(isa_name((*session)->isa())).c_str(), (*session)->threads(),
                      (unsigned long long)request.sampling.seed, load_ms, stats->prompt_tokens, stats->prompt_tokens_per_s(),
                      stats->generated_tokens, stats->decode_tokens_per_s(), stats->time_to_first_token_ms,
                      std::string(stop_reason_name(stats->stop_reason)).c_str());

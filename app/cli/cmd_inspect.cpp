@@ -5,6 +5,7 @@
 
 #include "cflow/formats/cflow_reader.h"
 #include "cli_args.h"
+#include "console.h"
 #include "commands.h"
 
 namespace cflow::cli {
@@ -118,7 +119,7 @@ void print_text(const json& j) {
     for (const auto& [k, v] : j["metadata"].items()) {
         std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
         if (text.size() > 100) text = text.substr(0, 100) + "...";
-        std::printf("  %-36s %s\n", k.c_str(), text.c_str());
+        std::printf("  %-36s %s\n", terminal_safe(k).c_str(), text.c_str());  // values are JSON-escaped already
     }
 }
 

@@ -1,8 +1,5 @@
 // cflow perplexity MODEL -f TEXT [--ctx N] [--stride N] [--max-tokens N] [--threads N] [--load map|read] [--json]
 #include <cstdio>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +7,7 @@
 #include "cflow/engine/generation/perplexity.h"
 #include "cflow/engine/forward/session.h"
 #include "cflow/engine/tokenizer/tokenizer.h"
+#include "cflow/formats/whole_file.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "interrupt.h"
@@ -38,10 +36,9 @@ int run_perplexity(const std::vector<std::string>& argv) {
     auto load = parse_load_args(*args);
     if (!load) return fail("perplexity", load.error());
 
-    std::ifstream in(*text_path, std::ios::binary);
-    if (!in) return fail("perplexity", *text_path + ": cannot open the text file");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) return fail("perplexity", *text_path + ": read error");
+    auto read = read_whole_file(*text_path, kMaxTextInputBytes, "a text to score");
+    if (!read) return fail("perplexity", read.error());
+    const std::string text = std::move(read).value();
 
     auto model = Model::load(args->positionals()[0], *load);
     if (!model) return fail("perplexity", model.error());

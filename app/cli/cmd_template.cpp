@@ -1,14 +1,13 @@
 // cflow template: renders a chat template (a model's, or a .jinja file) over a messages JSON
 // file and prints exactly the prompt the model would see, for checking templates by eye or
 // against transformers' apply_chat_template.
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cflow/formats/json_depth.h"
+#include "cflow/formats/whole_file.h"
 #include "cflow/engine/chat/chat_template.h"
 #include "cli_args.h"
 #include "commands.h"
@@ -17,15 +16,6 @@
 
 namespace cflow::cli {
 namespace {
-
-Result<std::string> read_text_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error(path + ": cannot open file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) return make_error(path + ": read error");
-    return text.str();
-}
 
 // Errors go out as one stderr line even when a message (e.g. a raise_exception text) has newlines.
 std::string one_line(std::string message) {
@@ -36,7 +26,7 @@ std::string one_line(std::string message) {
 
 // Reads a JSON file and checks its top-level kind; parse errors name the file, line and column.
 Result<nlohmann::ordered_json> read_json_file(const std::string& path, bool want_array, const char* what) {
-    auto text = read_text_file(path);
+    auto text = read_whole_file(path, kMaxJsonConfigBytes, what);
     if (!text) return text.take_error();
     if (Status depth = check_json_depth(*text, path); !depth) return depth.take_error();
     try {
@@ -84,7 +74,7 @@ int run_template(const std::vector<std::string>& argv) {
     std::string source, source_label;
     bool has_template = true;
     if (template_path) {
-        auto text = read_text_file(*template_path);
+        auto text = read_whole_file(*template_path, kMaxChatTemplateBytes, "a chat template");
         if (!text) return fail("template", text.error());
         source = std::move(text.value());
         source_label = *template_path;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "cflow/formats/whole_file.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "console.h"
@@ -47,8 +48,8 @@ int run_tokenize(const std::vector<std::string>& argv) {
     set_binary_stdio();
     auto vocab = load_vocab_source(args->positionals()[0]);
     if (!vocab) return fail("tokenize", vocab.error());
-    auto text = read_all_stdin();
-    if (!text) return fail("tokenize", "cannot read stdin");
+    auto text = read_all_stdin(kMaxTextInputBytes);
+    if (!text) return fail("tokenize", text.error());
 
     const auto ids = vocab->tokenizer->encode(*text, args->flag("--add-special"), args->flag("--parse-special"));
     std::string line;
@@ -69,8 +70,8 @@ int run_detokenize(const std::vector<std::string>& argv) {
     set_binary_stdio();
     auto vocab = load_vocab_source(args->positionals()[0]);
     if (!vocab) return fail("detokenize", vocab.error());
-    auto text = read_all_stdin();
-    if (!text) return fail("detokenize", "cannot read stdin");
+    auto text = read_all_stdin(kMaxTextInputBytes);
+    if (!text) return fail("detokenize", text.error());
     auto ids = parse_ids(*text, vocab->tokenizer->vocab_size());
     if (!ids) return fail("detokenize", ids.error());
     if (!write_stdout(vocab->tokenizer->decode(*ids))) return fail("detokenize", "cannot write stdout");

@@ -110,6 +110,8 @@ int main(int argc, char** argv) {
         return cflow::cli::fail(command, "out of memory");
     } catch (const std::exception& e) {
         return cflow::cli::fail(command, std::string("internal error: ") + e.what());
+    } catch (...) {  // not derived from std::exception: still one line, not std::terminate
+        return cflow::cli::fail(command, "internal error: an unknown exception");
     }
     if (code) return *code;
     std::fprintf(stderr, "cflow: unknown command '%s' (try cflow --help)\n", command.c_str());

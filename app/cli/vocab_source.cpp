@@ -10,12 +10,15 @@
 #include "cflow/formats/gguf.h"
 #include "cflow/formats/hf_tokenizer_files.h"
 #include "cflow/formats/model_path_kind.h"
+#include "cflow/formats/whole_file.h"
 
 namespace cflow::cli {
 namespace {
 
 // A Hugging Face tokenizer.json: its first non-blank byte opens a JSON object.
+// A FIFO is never opened here (it would block); the mapping below then refuses it by name.
 bool starts_json_object(const std::string& path) {
+    if (!require_regular_file(path)) return false;
     std::ifstream in(path_from_utf8(path), std::ios::binary);
     char head[64] = {};
     in.read(head, sizeof(head));

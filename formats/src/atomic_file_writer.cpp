@@ -1,10 +1,15 @@
-// AtomicFileWriter: stdio-based, portable; the rename makes the result appear all at once.
+// AtomicFileWriter: a temporary file beside the target, created exclusively under a random
+// name, written through stdio, flushed to the disk and renamed over the target only when
+// complete (and, when asked, checked by the caller first). The OS parts are in
+// platform/atomic_file_*.cpp.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <random>
 
+#include "atomic_file_platform.h"
+#include "cflow/base/utf8_path.h"
 #include "cflow/formats/mapped_file.h"
 
 namespace cflow {
@@ -20,26 +25,70 @@ int seek64(FILE* f, uint64_t offset, int whence) {
     return fseeko(f, static_cast<off_t>(offset), whence);
 #endif
 }
+
+// 64 random bits in decimal: a name nobody can plant in advance (the old one had < 10^6
+// values). Decimal, because the desktop app's messages recognise "<output>.tmp-<digits>".
+std::string random_temp_path(const std::string& final_path) {
+    std::random_device rd;
+    const uint64_t value = (uint64_t(rd()) << 32) ^ uint64_t(rd());
+    return final_path + ".tmp-" + std::to_string(value);
+}
+
+constexpr int kCreateAttempts = 16;
 } // namespace
 
-AtomicFileWriter::AtomicFileWriter(std::string final_path) : final_path_(std::move(final_path)) {
-    std::random_device rd;
-    temp_path_ = final_path_ + ".tmp-" + std::to_string(rd() % 1000000);
-}
+AtomicFileWriter::AtomicFileWriter(std::string final_path) : final_path_(std::move(final_path)) {}
 
 AtomicFileWriter::~AtomicFileWriter() {
     if (handle_) std::fclose(as_file(handle_));
-    if (!committed_) {
+    if (created_ && !committed_) {
         std::error_code ec;
-        std::filesystem::remove(temp_path_, ec);
+        std::filesystem::remove(path_from_utf8(temp_path_), ec);
     }
 }
 
 Status AtomicFileWriter::open() {
-    handle_ = std::fopen(temp_path_.c_str(), "wb");
-    if (!handle_)
-        return make_error(ErrorKind::Io, temp_path_ + ": cannot create temporary output file: " + errno_text());
-    return {};
+    auto target = atomic_file::inspect_target(final_path_);
+    if (!target) return target.take_error();
+    for (int attempt = 0;; ++attempt) {
+        temp_path_ = random_temp_path(final_path_);
+        bool name_taken = false;
+        auto file = atomic_file::create_exclusive(temp_path_, *target, name_taken);
+        if (file) {
+            handle_ = *file;
+            created_ = true;
+            sweep_earlier_temp_files();
+            return {};
+        }
+        if (!name_taken || attempt + 1 >= kCreateAttempts) return file.take_error();
+    }
+}
+
+// Only names this writer makes ("<target name>.tmp-<digits>") and only plain files are
+// touched; a failure to inspect or remove one is no reason to fail the conversion.
+void AtomicFileWriter::sweep_earlier_temp_files() {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path final_path = path_from_utf8(final_path_);
+    const std::string prefix = utf8_from_path(final_path.filename()) + ".tmp-";
+    fs::path dir = final_path.parent_path();
+    if (dir.empty()) dir = ".";
+    const auto now = fs::file_time_type::clock::now();
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const fs::path& path = it->path();
+        const std::string name = utf8_from_path(path.filename());
+        if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+        if (name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) continue;
+        std::error_code entry_ec;
+        if (!fs::is_regular_file(fs::symlink_status(path, entry_ec)) || fs::equivalent(path, path_from_utf8(temp_path_), entry_ec))
+            continue;
+        const auto written = fs::last_write_time(path, entry_ec);
+        if (entry_ec) continue;
+        if (now - written >= kStaleTempAge && fs::remove(path, entry_ec))
+            removed_stale_.push_back(utf8_from_path(path));
+        else
+            recent_temps_.push_back(utf8_from_path(path));
+    }
 }
 
 Status AtomicFileWriter::write(const void* data, uint64_t bytes) {
@@ -65,17 +114,20 @@ Status AtomicFileWriter::write_at(uint64_t offset, const void* data, uint64_t by
     return {};
 }
 
-Status AtomicFileWriter::commit() {
+Status AtomicFileWriter::commit(const VerifyFn& verify) {
     if (!handle_) return make_error(ErrorKind::Internal, temp_path_ + ": commit of a file that is not open");
     FILE* f = as_file(handle_);
     handle_ = nullptr;
-    const bool flushed = std::fflush(f) == 0;
-    const bool closed = std::fclose(f) == 0;
-    if (!flushed || !closed)
-        return make_error(ErrorKind::Io, temp_path_ + ": flushing the output failed (disk full?): " + errno_text());
-    std::error_code ec;
-    std::filesystem::rename(temp_path_, final_path_, ec);
-    if (ec) return make_error(ErrorKind::Io, final_path_ + ": cannot move finished file into place: " + ec.message());
+    if (Status synced = atomic_file::sync_and_close(f, temp_path_); !synced) return synced;
+    // The finished bytes are checked where they lie, before anything replaces the target.
+    if (verify)
+        if (Status checked = verify(temp_path_); !checked) return checked;
+    if (Status moved = atomic_file::replace(temp_path_, final_path_); !moved) {
+        // A failed rename leaves the temp file in place; a failed folder sync does not.
+        std::error_code ec;
+        committed_ = !std::filesystem::exists(path_from_utf8(temp_path_), ec);
+        return moved;
+    }
     committed_ = true;
     return {};
 }

@@ -85,6 +85,9 @@ Status check_global_header(const FileContext& ctx) {
                        ErrorKind::Unsupported);
     if (!std::isfinite(h.final_logit_softcap) || h.final_logit_softcap < 0.0f)
         return located(ctx, CFLOW_GH(final_logit_softcap), "must be finite and >= 0");
+    // Reserved bytes only gain a meaning with a version bump (cflow-format.md, section 10):
+    // in a version-5 file anything but 0 is damage, not data to ignore.
+    if (h.reserved0 != 0) return located(ctx, CFLOW_GH(reserved0), "is " + std::to_string(h.reserved0) + ", must be 0");
     return {};
 }
 
@@ -114,6 +117,12 @@ Status check_model_params(const FileContext& ctx) {
     if (!std::isfinite(p.attn_logit_softcap) || p.attn_logit_softcap < 0.0f)
         return located(ctx, CFLOW_MP(attn_logit_softcap), "must be finite and >= 0");
     if (!std::isfinite(p.embedding_scale)) return located(ctx, CFLOW_MP(embedding_scale), "must be finite");
+    if (const auto at = reader_detail::first_nonzero(p.reserved1, sizeof p.reserved1))
+        return located(ctx, "ModelParams.reserved1", ctx.header.params_offset + offsetof(ModelParams, reserved1) + *at,
+                       "must be 0");
+    if (const auto at = reader_detail::first_nonzero(p.reserved, sizeof p.reserved))
+        return located(ctx, "ModelParams.reserved", ctx.header.params_offset + offsetof(ModelParams, reserved) + *at,
+                       "must be 0");
     return {};
 }
 

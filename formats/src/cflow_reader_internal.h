@@ -3,6 +3,7 @@
 // (cflow_reader.cpp), region/segment/tile checks (cflow_region_reader.cpp) and the
 // .vflow container checks (vflow_reader.cpp).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,13 @@ struct FileContext {
 // version or feature this build does not read passes Unsupported.
 Error located(const FileContext& ctx, const std::string& field, uint64_t offset, const std::string& problem,
               ErrorKind kind = ErrorKind::InvalidInput);
+
+// Index of the first nonzero byte of a reserved field, for "must be 0" messages at its offset.
+inline std::optional<size_t> first_nonzero(const uint8_t* bytes, size_t count) {
+    for (size_t i = 0; i < count; ++i)
+        if (bytes[i] != 0) return i;
+    return std::nullopt;
+}
 
 // Reads and validates region `index` (n_layers = vocabulary) from its LayerTable entry.
 // .cflow regions (and the .vflow vocabulary region) hold their segment data after their

@@ -105,6 +105,11 @@ Status read_segment(const FileContext& ctx, uint32_t region_index, const RegionE
                     std::string("segment role ") + role_name(role) + " does not belong in the " +
                         (vocab ? "vocabulary region" : "layer regions"));
     fail.label = where + " (" + role_name(role) + ")";
+    if (e.reserved0 != 0 || e.reserved1 != 0)
+        return e.reserved0 != 0 ? fail("reserved0", offsetof(SegmentEntry, reserved0), "must be 0")
+                                : fail("reserved1", offsetof(SegmentEntry, reserved1), "must be 0");
+    if (const auto at = first_nonzero(e.reserved2, sizeof e.reserved2))
+        return fail("reserved2", offsetof(SegmentEntry, reserved2) + *at, "must be 0");
     if (!is_tile_dtype(static_cast<DType>(e.dtype)))
         return fail("dtype", offsetof(SegmentEntry, dtype), "unknown dtype " + u(e.dtype));
     const auto dtype = static_cast<DType>(e.dtype);
@@ -260,6 +265,9 @@ Result<RegionView> read_region(const FileContext& ctx, uint32_t index) {
     if (rh.layer_index != index)
         return located(ctx, label + " RegionHeader.layer_index", entry.offset + offsetof(RegionHeader, layer_index),
                        "is " + u(rh.layer_index) + ", expected " + u(index));
+    if (rh.reserved != 0)  // reserved fields gain meaning only with a version bump
+        return located(ctx, label + " RegionHeader.reserved", entry.offset + offsetof(RegionHeader, reserved),
+                       "is " + u(rh.reserved) + ", must be 0");
     const uint64_t directory_room = (entry.bytes - sizeof(RegionHeader)) / sizeof(SegmentEntry);
     if (rh.n_segments > directory_room || rh.n_segments > static_cast<uint32_t>(SegmentRole::Count_))
         return located(ctx, label + " RegionHeader.n_segments", entry.offset + offsetof(RegionHeader, n_segments),

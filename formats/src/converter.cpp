@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "cflow/base/utf8_path.h"
 #include "converter_internal.h"
 
 namespace cflow {
@@ -188,10 +189,28 @@ Result<ConvertReport> write_file(const FilePlan& plan, const std::string& out_pa
     const uint64_t file_bytes = out.bytes_written();
     if (Status s = out.write_at(plan.header_offset + offsetof(GlobalHeader, file_bytes), &file_bytes, sizeof(file_bytes)); !s)
         return s.take_error();
-    if (Status s = out.commit(); !s) return s.take_error();
+    if (Status s = out.commit(options.verify_output); !s) return s.take_error();
     report.file_bytes = file_bytes;
+    report.removed_stale_temp_files = out.removed_stale_temp_files();
+    report.recent_temp_files = out.recent_temp_files();
     report.retiled_exact_tensors = exact_tensors.size();
     return report;
+}
+
+// `convert X -o X` replaced its own source (and an HF folder's shard is as much the source).
+Status refuse_source_as_output(const SourceModel& source, const std::string& out_path) {
+    std::error_code ec;
+    const std::filesystem::path out = path_from_utf8(out_path);
+    if (!std::filesystem::exists(out, ec)) return {};
+    auto same = [&](const std::string& path) {
+        std::error_code same_ec;
+        return !path.empty() && std::filesystem::equivalent(out, path_from_utf8(path), same_ec);
+    };
+    if (same(source.source_label)) return make_error(out_path + ": the output is the source itself; choose another -o");
+    for (const auto& file : source.files)
+        if (file && same(file->path()))
+            return make_error(out_path + ": the output is one of the source's files; choose another -o");
+    return {};
 }
 
 } // namespace
@@ -205,6 +224,7 @@ Result<ConvertReport> convert_to_cflow(const SourceModel& source, const std::str
         std::error_code ec;
         if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
             return make_error(ErrorKind::Io, out_path + ": output directory '" + parent.string() + "' does not exist");
+        if (Status s = refuse_source_as_output(source, out_path); !s) return s.take_error();
         auto plan = plan_file(source, options);
         if (!plan) return make_error(plan.kind(), source.source_label + ": " + plan.error());
         return write_file(*plan, out_path, options, progress, cancel);

@@ -6,6 +6,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -138,6 +139,8 @@ private:
         if (!cur_.read_string(key, key_len))
             return fail("metadata entry " + std::to_string(index) + " key", at,
                         "key length " + std::to_string(key_len) + " runs past the end of the file");
+        // A second entry would silently win (llama.cpp refuses the file): which value is meant is unknowable.
+        if (!keys_.insert(key).second) return fail("metadata entry " + std::to_string(index) + " key", at, "'" + key + "' appears twice");
         uint32_t type = 0;
         uint64_t type_at = cur_.pos();
         if (!cur_.read(type)) return fail("metadata '" + key + "' type", type_at, "truncated");
@@ -338,6 +341,7 @@ private:
     GgufFile& out_;
     Cursor cur_;
     uint64_t size_;
+    std::unordered_set<std::string> keys_;  // metadata keys seen so far
 };
 
 // --- read_gguf_model -------------------------------------------------------------------

@@ -136,6 +136,11 @@ public:
                               label + ": model.type '" + type + "' is not supported (BPE, WordPiece, Unigram)");
 
         if (!model.contains("vocab")) return make_error(label + ": field 'model.vocab' is missing");
+        // Every id must fall inside the id space the file's own entries can fill: one id of
+        // 16,777,215 in a 50k-token file padded the vocabulary to 16.7 M "[PADn]" tokens.
+        // Gaps stay allowed (llama.cpp pads them), but no more gap than defined tokens.
+        defined_tokens_ = model.at("vocab").size();
+        if (tok.contains("added_tokens") && tok.at("added_tokens").is_array()) defined_tokens_ += tok.at("added_tokens").size();
         std::vector<float> unigram_scores;
         if (type == "Unigram") {
             if (!model.at("vocab").is_array()) return make_error(label + ": field 'model.vocab' must be a list for Unigram");
@@ -222,11 +227,19 @@ private:
     Status put(const std::string& piece, int64_t id, const std::string& label) {
         if (id < 0 || id >= kMaxVocab)
             return make_error(label + ": token '" + piece + "' has id " + std::to_string(id) + " outside 0.." + std::to_string(kMaxVocab - 1));
+        const uint64_t id_limit = 2 * uint64_t(defined_tokens_);
+        if (uint64_t(id) >= id_limit)
+            return make_error(label + ": token '" + piece + "' has id " + std::to_string(id) + ", but the file defines only " +
+                              std::to_string(defined_tokens_) + " tokens (ids must be below " + std::to_string(id_limit) + ")");
         size_t i = static_cast<size_t>(id);
         if (i >= tokens_.size()) {
             tokens_.resize(i + 1);
             present_.resize(i + 1, false);
         }
+        // added_tokens restate vocabulary entries (same id, same text); two texts for one id is a corrupt file.
+        if (present_[i] && tokens_[i] != piece)
+            return make_error(label + ": token id " + std::to_string(id) + " is given to both '" + tokens_[i] + "' and '" +
+                              piece + "'");
         tokens_[i] = piece;
         present_[i] = true;
         ids_[piece] = static_cast<int32_t>(id);
@@ -353,6 +366,7 @@ private:
     Metadata& meta_;
     std::vector<std::string> tokens_;
     std::vector<bool> present_;
+    size_t defined_tokens_ = 0;  // entries in model.vocab and added_tokens: bounds the ids
     std::unordered_map<std::string, int32_t> ids_;
 };
 

@@ -157,7 +157,11 @@ Result<SourceModel> assemble(const fs::path& dir, const std::vector<std::string>
     if (!tok) return tok.take_error();
     if (!model.metadata.contains("general.name")) model.metadata.set("general.name", dir.filename().string());
     model.metadata.set("general.architecture", c.architecture);
-    model.metadata.set("general.source", label);
+    // Only the folder or file name: the path as typed (/home/<user>/...) travelled inside every
+    // converted model, as llama2.c's and GGUF's sources never did.
+    fs::path source = fs::path(label);
+    if (source.filename().empty()) source = source.parent_path();  // "folder/" as typed
+    model.metadata.set("general.source", source.filename().string());
     return model;
 }
 

@@ -39,9 +39,14 @@ CommandResult run_cflow(const std::vector<std::string>& args) {
 }
 
 CommandResult run_cflow_with_input(const std::vector<std::string>& args, const std::string& stdin_bytes) {
-    const auto dir = temp_dir("cli-in");
-    const auto in_path = dir / "in";
+    const auto in_path = temp_dir("cli-in-file") / "in";
     std::ofstream(in_path, std::ios::binary) << stdin_bytes;
+    return run_cflow_with_stdin_from(args, in_path.string());
+}
+
+CommandResult run_cflow_with_stdin_from(const std::vector<std::string>& args, const std::string& stdin_path) {
+    const auto dir = temp_dir("cli-in");
+    const std::filesystem::path in_path = stdin_path;
     std::string cmd = shell_quote(CFLOW_CLI_PATH);
     for (const auto& a : args) cmd.append(" ").append(shell_quote(a));
     cmd.append(" <").append(shell_quote(in_path.string()));

@@ -93,7 +93,7 @@ TEST_F(PerplexityCli, OverlappingWindowsSeeMoreHistoryAndNeverScoreWorse) {
 
 TEST_F(PerplexityCli, BadInputFailsWithOneLine) {
     expect_one_line_failure(run_cflow({"perplexity", model_}), "missing -f TEXT");
-    expect_one_line_failure(run_cflow({"perplexity", model_, "-f", (tmp_ / "absent.txt").string()}), "cannot open the text file");
+    expect_one_line_failure(run_cflow({"perplexity", model_, "-f", (tmp_ / "absent.txt").string()}), "absent.txt: cannot open: No such file or directory");
     write_text(tmp_ / "blank.txt", " \n\n \n");
     expect_one_line_failure(run_cflow({"perplexity", model_, "-f", (tmp_ / "blank.txt").string()}), "no text to score");
     expect_one_line_failure(run_cflow({"perplexity", model_, "-f", text_.string(), "--ctx", "100000"}),

@@ -207,6 +207,19 @@ std::vector<Corruption> corruptions() {
          },
          "metadata entry 0 (key 'general.architecture') at offset"},
         {"metadata bad magic", [](auto& b, auto& L) { b[L.meta] = 'X'; }, "metadata section at offset"},
+        // Reserved bytes are 0 in version 5; anything else is damage (cflow-format.md, section 10).
+        {"GlobalHeader reserved byte", [](auto& b, auto&) { b[offsetof(GlobalHeader, reserved0)] = 1; },
+         "GlobalHeader.reserved0 at offset 31: is 1, must be 0"},
+        {"ModelParams reserved1 byte", [](auto& b, auto& L) { b[L.params + offsetof(ModelParams, reserved1) + 2] = 7; },
+         "ModelParams.reserved1 at offset 111: must be 0"},
+        {"ModelParams reserved tail byte", [](auto& b, auto& L) { b[L.params + sizeof(ModelParams) - 1] = 1; },
+         "ModelParams.reserved at offset 215: must be 0"},
+        {"RegionHeader reserved", [](auto& b, auto& L) { put<uint32_t>(b, L.region0 + offsetof(RegionHeader, reserved), 9); },
+         "layer 0 RegionHeader.reserved"},
+        {"SegmentEntry reserved0", [](auto& b, auto& L) { b[L.dir0[L.qkv] + offsetof(SegmentEntry, reserved0)] = 1; },
+         "(Qkv) SegmentEntry.reserved0 at offset"},
+        {"SegmentEntry reserved2", [](auto& b, auto& L) { b[L.dir0[L.ffn_norm] + offsetof(SegmentEntry, reserved2) + 11] = 1; },
+         "(FfnNorm) SegmentEntry.reserved2 at offset"},
     };
 }
 

@@ -106,6 +106,17 @@ fs::path write_cflow_folder(const std::string& name, const json& config, const s
     return dir;
 }
 
+TEST(HfCflowArch, SourceIsTheFolderNameNotThePathAsTyped) {
+    // general.source travels inside every converted model: the user's directory layout must not.
+    CflowGeometry g;
+    const fs::path dir = write_cflow_folder("cflow-source", cflow_config(g, 3), cflow_tensors(g));
+    for (const std::string& typed : {dir.string(), dir.string() + "/"}) {
+        auto m = read_safetensors_model(typed);
+        ASSERT_TRUE(m.ok()) << m.error();
+        EXPECT_EQ(m->metadata.get_string("general.source"), dir.filename().string()) << typed;
+    }
+}
+
 TEST(HfCflowArch, ReadsEveryConfigKey) {
     CflowGeometry g;
     json cfg = cflow_config(g, 6);

@@ -120,6 +120,13 @@ TEST(SourceCorrupt, GgufArrayLengthOverflow) {
                    {"metadata 'tokenizer.ggml.token_type' array length", "run past the end of the file"});
 }
 
+TEST(SourceCorrupt, GgufDuplicateKey) {
+    // Two block counts: the last one silently won before; llama.cpp refuses such a file too.
+    GgufWriter w = valid_gguf();
+    w.u32("llama.block_count", 2);
+    expect_failure(gguf_error(w.bytes()), ErrorKind::InvalidInput, {"m.gguf: metadata entry 6 key", "'llama.block_count' appears twice"});
+}
+
 TEST(SourceCorrupt, GgufUnknownValueType) {
     GgufWriter w;
     w.raw("x.weird", 99, {0, 0, 0, 0});

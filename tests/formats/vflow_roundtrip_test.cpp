@@ -170,7 +170,7 @@ void expect_same_model(const Pair& p) {
 // The stage-major byte order of the .vflow file (vflow-format.md section 1).
 void expect_stage_major(const CflowFile& v) {
     const GlobalHeader& h = v.header();
-    const VFlowHeader& vh = v.vflow_header();
+    const VFlowHeader vh = v.vflow_header();  // a copy: the packed member sits unaligned in CflowFile, and gtest binds references to its fields
     EXPECT_EQ(std::memcmp(vh.magic, kVflowMagic, 8), 0);
     EXPECT_EQ(vh.version, kVflowVersion);
     EXPECT_EQ(vh.cflow_header_offset, 64u);
@@ -250,7 +250,7 @@ void expect_stage_major(const CflowFile& v) {
 // expert(l, e) is one table read: its offset and length are ExpertTable[e] of layer l, inside the bank.
 void expect_expert_lookup(const CflowFile& v) {
     const GlobalHeader& h = v.header();
-    const VFlowHeader& vh = v.vflow_header();
+    const VFlowHeader vh = v.vflow_header();  // a copy: the packed member sits unaligned in CflowFile, and gtest binds references to its fields
     for (uint32_t l = 0; l < h.n_layers; ++l) {
         const SegmentView* table = v.layers()[l].find(SegmentRole::ExpertTable);
         const SegmentView* bank = v.layers()[l].find(SegmentRole::ExpertBank);

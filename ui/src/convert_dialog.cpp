@@ -22,6 +22,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include "cflow/base/cancel.h"
+#include "cflow/engine/forward/load_check.h"
 #include "cflow/formats/converter.h"
 #include "cflow/formats/model_path_kind.h"
 #include "cflow/formats/source_model.h"
@@ -247,6 +248,8 @@ void ConvertDialog::start() {
         if (token->is_cancelled()) return {false, QString::fromStdString(cancelled_error("conversion").message)};
         ConvertOptions options;
         options.weight_quant = dtype;
+        // As `cflow convert`: the written file must load before it replaces the output.
+        options.verify_output = [outputPath](const std::string& written) { return check_model_loads(written, outputPath); };
         auto report = convert_to_cflow(
             *model, outputPath, options,
             [this, token](const ConvertProgress& p) {

@@ -14,10 +14,25 @@ constexpr const char* kTokensKey = "tokenizer.ggml.tokens";
 constexpr const char* kScoresKey = "tokenizer.ggml.scores";
 constexpr const char* kTypesKey = "tokenizer.ggml.token_type";
 
-// An id key that is absent, negative or past the vocabulary (GGUF writers store "none" as 0xFFFFFFFF) -> -1.
-int32_t read_id(const Metadata& metadata, const std::string& key, size_t vocab_size) {
+// "No such token" as GGUF writers store it: -1, or -1 as a u32 (0xFFFFFFFF).
+bool is_none_id(int64_t value) { return value < 0 || value == int64_t{0xFFFFFFFF}; }
+
+// An id key that is absent or "none" -> -1; a real id past the vocabulary is an error naming
+// the key and the id (it was dropped silently, so a model's BOS disappeared from every prompt).
+Result<int32_t> read_id(const Metadata& metadata, const std::string& key, size_t vocab_size) {
     auto value = metadata.get_int(key);
-    if (!value || *value < 0 || static_cast<uint64_t>(*value) >= vocab_size) return -1;
+    if (!value || is_none_id(*value)) return -1;
+    if (static_cast<uint64_t>(*value) >= vocab_size)
+        return make_error("tokenizer: '" + key + "' is " + std::to_string(*value) + ", outside the vocabulary of " +
+                          std::to_string(vocab_size) + " tokens");
+    return static_cast<int32_t>(*value);
+}
+
+// Padding is never fed to the model; files that name a pad id one past their tokens exist, so
+// an unusable pad id is left out instead of refusing the vocabulary.
+int32_t read_optional_id(const Metadata& metadata, const std::string& key, size_t vocab_size) {
+    auto value = metadata.get_int(key);
+    if (!value || is_none_id(*value) || static_cast<uint64_t>(*value) >= vocab_size) return -1;
     return static_cast<int32_t>(*value);
 }
 
@@ -103,10 +118,15 @@ Result<Vocab> load_vocab(const Metadata& metadata, const VocabDefaults& defaults
         vocab.piece_to_id.reserve(n);
         for (size_t i = 0; i < n; ++i) vocab.piece_to_id[vocab.pieces[i]] = static_cast<int32_t>(i);
 
-        vocab.bos = read_id(metadata, "tokenizer.ggml.bos_token_id", n);
-        vocab.eos = read_id(metadata, "tokenizer.ggml.eos_token_id", n);
-        vocab.unk = read_id(metadata, "tokenizer.ggml.unknown_token_id", n);
-        vocab.pad = read_id(metadata, "tokenizer.ggml.padding_token_id", n);
+        int32_t* const ids[] = {&vocab.bos, &vocab.eos, &vocab.unk};
+        const char* const keys[] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                    "tokenizer.ggml.unknown_token_id"};
+        for (size_t k = 0; k < std::size(keys); ++k) {
+            auto id = read_id(metadata, keys[k], n);
+            if (!id) return id.take_error();
+            *ids[k] = *id;
+        }
+        vocab.pad = read_optional_id(metadata, "tokenizer.ggml.padding_token_id", n);
         vocab.add_bos = metadata.get_bool("tokenizer.ggml.add_bos_token").value_or(defaults.add_bos);
         vocab.add_eos = metadata.get_bool("tokenizer.ggml.add_eos_token").value_or(defaults.add_eos);
         vocab.add_space_prefix = metadata.get_bool("tokenizer.ggml.add_space_prefix").value_or(defaults.add_space_prefix);

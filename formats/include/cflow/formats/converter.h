@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cflow/base/cancel.h"
 #include "cflow/formats/dtype.h"
@@ -23,6 +24,10 @@ struct ConvertOptions {
     bool retile_exact = true;
     // Container: per-layer regions (.cflow, cflow-format.md) or stage-major groups (.vflow, vflow-format.md).
     ContainerFormat format = ContainerFormat::Cflow;
+    // Runs on the finished temporary file before it replaces the output: a front end passes
+    // the engine's own loader here, so a conversion never ends "successfully" with a file the
+    // engine refuses (formats cannot call the engine itself). An error keeps the output as it was.
+    std::function<Status(const std::string& written_path)> verify_output;
 };
 
 struct ConvertProgress {
@@ -39,10 +44,15 @@ struct ConvertReport {
     uint64_t tiles = 0;
     uint64_t tensors = 0;
     uint64_t retiled_exact_tensors = 0;  // copied block-for-block from the source
+    // Temp files of this output left by earlier killed conversions (AtomicFileWriter): removed
+    // when untouched for an hour, else only listed (another conversion may still be writing).
+    std::vector<std::string> removed_stale_temp_files;
+    std::vector<std::string> recent_temp_files;
 };
 
 // Validates the config (dims, heads, known combine style, delays < layers, top_k <= E, tensor
-// presence and shapes) before writing anything.
+// presence and shapes) and refuses an output that is one of the source's own files before
+// writing anything.
 Result<ConvertReport> convert_to_cflow(const SourceModel& source, const std::string& out_path,
                                        const ConvertOptions& options, const ProgressFn& progress = {},
                                        const CancelToken* cancel = nullptr);

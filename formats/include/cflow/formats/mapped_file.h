@@ -1,9 +1,12 @@
 #pragma once
 // Read-only file mapping behind one interface; one implementation file per OS
 // (mapped_file_posix.cpp: mmap; mapped_file_win32.cpp: CreateFileMapping/MapViewOfFile).
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cflow/base/result.h"
 
@@ -32,9 +35,15 @@ public:
 };
 
 // Writes a file atomically: the caller writes to temp_path(), then commit() renames it
-// over the final path; destruction without commit() removes the temp file.
+// over the final path; destruction without commit() removes the temp file. The temp file is
+// created exclusively under a random name beside the target (never through a planted link),
+// takes an existing target's permission bits, and is flushed to the disk with its folder
+// around the rename. A target that is a directory, device, FIFO or socket is refused by open().
 class AtomicFileWriter {
 public:
+    // Checks the finished temp file (e.g. loads it as its reader would) before the rename.
+    using VerifyFn = std::function<Status(const std::string& temp_path)>;
+
     explicit AtomicFileWriter(std::string final_path);
     ~AtomicFileWriter();
     AtomicFileWriter(const AtomicFileWriter&) = delete;
@@ -44,14 +53,29 @@ public:
     Status write(const void* data, uint64_t bytes);  // appends; reports ENOSPC etc. with the path
     Status write_at(uint64_t offset, const void* data, uint64_t bytes);  // patches an earlier range
     uint64_t bytes_written() const { return bytes_written_; }
-    Status commit();                                 // flush, close, rename over the final path
+    // Flush, fsync, close, run verify (an error keeps the target as it was), rename over the
+    // final path, fsync the folder.
+    Status commit(const VerifyFn& verify = {});
     const std::string& temp_path() const { return temp_path_; }
 
+    // Temp files of this target left by earlier runs that were killed (kill -9, power loss),
+    // found by open(): those untouched for kStaleTempAge are removed, younger ones (maybe a
+    // conversion still running) are only listed.
+    static constexpr std::chrono::hours kStaleTempAge{1};
+    const std::vector<std::string>& removed_stale_temp_files() const { return removed_stale_; }
+    const std::vector<std::string>& recent_temp_files() const { return recent_temps_; }
+
 private:
+    void sweep_earlier_temp_files();
+
+
     std::string final_path_;
     std::string temp_path_;
     void* handle_ = nullptr;  // FILE*
     uint64_t bytes_written_ = 0;
+    std::vector<std::string> removed_stale_;
+    std::vector<std::string> recent_temps_;
+    bool created_ = false;
     bool committed_ = false;
 };
 
