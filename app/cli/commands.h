@@ -19,6 +19,7 @@ int run_chat(const std::vector<std::string>& args);
 int run_perplexity(const std::vector<std::string>& args);
 int run_synth(const std::vector<std::string>& args);
 int run_serve(const std::vector<std::string>& args);
+int run_logits(const std::vector<std::string>& args);
 
 int fail(const std::string& command, const std::string& message);  // prints and returns 1
 

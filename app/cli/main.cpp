@@ -49,6 +49,10 @@ constexpr const char* kUsage =
     "      a local OpenAI-compatible server: GET /v1/models, POST /v1/chat/completions, POST /v1/completions\n"
     "      (stream: true as server-sent events); --parallel sessions answer at once, --queue more wait;\n"
     "      binds 127.0.0.1 unless --host says otherwise; without MODEL: the bundled default model\n"
+    "  logits [MODEL.cflow] -p PROMPT [--prompt-file F] [--top N] [--json] [--out FILE.f32] [--isa NAME] [--threads T]\n"
+    "      the next-token logits after the prompt (tokenised as tokenize --add-special does): the top N ids,\n"
+    "      logits and probabilities; --out writes the whole vector as raw little-endian float32 (vocab_size\n"
+    "      values, nothing else); --isa scalar is the f32 reference path\n"
     "  inspect MODEL.cflow [--json]\n"
     "      header, geometry, segments, metadata and file layout summary\n"
     "  critical-path MODEL.cflow [--json]\n"
@@ -78,6 +82,7 @@ constexpr const char* kUsage =
 std::optional<int> dispatch(const std::string& command, const std::vector<std::string>& args) {
     if (command == "convert") return cflow::cli::run_convert(args);
     if (command == "generate") return cflow::cli::run_generate(args);
+    if (command == "logits") return cflow::cli::run_logits(args);
     if (command == "inspect") return cflow::cli::run_inspect(args);
     if (command == "bench") return cflow::cli::run_bench(args);
     if (command == "critical-path") return cflow::cli::run_critical_path(args);

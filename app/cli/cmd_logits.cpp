@@ -1,0 +1,152 @@
+// cflow logits MODEL -p PROMPT [--top N] [--json] [--out FILE.f32] [--isa NAME] [--threads T]
+// The next-token logits after a prompt: what a person needs to compare two engines or two
+// conversions of one checkpoint number by number (the whole vector with --out).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
+#include "cflow/engine/kernels/kernels.h"
+#include "cflow/engine/tokenizer/tokenizer.h"
+#include "cflow/formats/mapped_file.h"
+#include "cflow/formats/whole_file.h"
+#include "cli_args.h"
+#include "commands.h"
+#include "console.h"
+#include "default_model.h"
+#include "kv_cache_args.h"
+#include "load_args.h"
+
+namespace cflow::cli {
+namespace {
+
+// The vector as raw little-endian float32, nothing else: every x86 target of this project is
+// little-endian, so the in-memory floats are the file's bytes.
+Status write_raw_f32(const std::string& path, std::span<const float> logits /* [vocab] */) {
+    AtomicFileWriter out(path);
+    if (Status s = out.open(); !s) return s;
+    if (Status s = out.write(logits.data(), logits.size_bytes()); !s) return s;
+    return out.commit();
+}
+
+// Ids of the n largest logits, largest first; ties by the smaller id (as greedy sampling picks).
+std::vector<int32_t> top_ids(std::span<const float> logits, size_t n) {
+    std::vector<int32_t> ids(logits.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    n = std::min(n, ids.size());
+    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(), [&](int32_t a, int32_t b) {
+        return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b);
+    });
+    ids.resize(n);
+    return ids;
+}
+
+// log of the softmax denominator, computed stably (the max taken out first).
+double log_sum_exp(std::span<const float> logits) {
+    const float max_logit = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (float v : logits) sum += std::exp(double(v) - max_logit);
+    return max_logit + std::log(sum);
+}
+
+} // namespace
+
+int run_logits(const std::vector<std::string>& argv) {
+    const ArgSpec spec{{"-p", "--prompt", "--prompt-file", "--top", "--out", "--isa", "--threads", "--ctx", "--load",
+                        "--kv-cache"},
+                       {"--json"}};
+    auto args = Args::parse(argv, spec);
+    if (!args) return fail("logits", args.error());
+    auto model_path = model_argument_or_default(args->positionals());
+    if (!model_path) return fail("logits", model_path.error());
+    std::string prompt = args->value("-p").value_or(args->value("--prompt").value_or(""));
+    if (auto file = args->value("--prompt-file")) {
+        if (args->value("-p") || args->value("--prompt")) return fail("logits", "-p and --prompt-file exclude each other");
+        auto text = read_whole_file(*file, kMaxTextInputBytes, "a prompt");
+        if (!text) return fail("logits", text.error());
+        prompt = std::move(text).value();
+    }
+    auto top = args->integer("--top", 10, 0, 1 << 24);
+    if (!top) return fail("logits", top.error());
+    auto threads = args->integer("--threads", 0, 0, 1024);
+    if (!threads) return fail("logits", threads.error());
+    auto ctx = args->integer("--ctx", 0, 0, 1 << 24);
+    if (!ctx) return fail("logits", ctx.error());
+    auto kv_cache = parse_kv_cache_arg(*args);
+    if (!kv_cache) return fail("logits", kv_cache.error());
+    auto load = parse_load_args(*args);
+    if (!load) return fail("logits", load.error());
+    SessionOptions session_options;
+    session_options.threads = unsigned(*threads);
+    session_options.context_length = uint32_t(*ctx);
+    session_options.kv_cache = *kv_cache;
+    if (auto isa_text = args->value("--isa")) {
+        const auto isa = parse_isa(*isa_text);
+        if (!isa)
+            return fail("logits", "--isa must be one of scalar, avx2, avx512, avx512vnni, avx2int8, avxvnni (got '" +
+                                      *isa_text + "')");
+        if (!isa_supported(*isa))
+            return fail("logits", "--isa " + *isa_text + ": this CPU (or its operating system) lacks that instruction set");
+        session_options.isa = *isa;
+    }
+
+    auto model = Model::load(*model_path, *load);
+    if (!model) return fail("logits", model.error());
+    const auto ids = (*model)->tokenizer().encode(prompt, /*add_special=*/true);
+    if (ids.empty())
+        return fail("logits", "the prompt is empty and the model's tokenizer adds no BOS token: give a prompt with -p");
+    auto session = Session::create(model.value(), session_options);
+    if (!session) return fail("logits", session.error());
+    if (ids.size() > (*session)->context_length())
+        return fail("logits", "the prompt is " + std::to_string(ids.size()) + " tokens, longer than the context of " +
+                                  std::to_string((*session)->context_length()) + " positions (--ctx)");
+    auto logits = (*session)->prefill(ids);
+    if (!logits) return fail("logits", logits.error());
+    const std::span<const float> vector = *logits;  // [vocab]
+
+    for (size_t i = 0; i < vector.size(); ++i)
+        if (!std::isfinite(vector[i]))
+            return fail("logits", "the logit of token " + std::to_string(i) + " is not finite (" +
+                                      std::to_string(vector[i]) + "): the model's weights or the prompt overflow");
+    if (auto out = args->value("--out")) {
+        if (Status s = write_raw_f32(*out, vector); !s) return fail("logits", s.error());
+    }
+
+    const double lse = log_sum_exp(vector);
+    const auto best = top_ids(vector, size_t(*top));
+    const Tokenizer& tokenizer = (*model)->tokenizer();
+    std::string text;
+    if (args->flag("--json")) {
+        nlohmann::json top_json = nlohmann::json::array();
+        for (int32_t id : best)
+            top_json.push_back({{"id", id},
+                                {"piece", tokenizer.piece(id)},
+                                {"logit", vector[size_t(id)]},
+                                {"probability", std::exp(double(vector[size_t(id)]) - lse)}});
+        nlohmann::json j{{"model", *model_path},
+                         {"prompt_tokens", ids},
+                         {"vocab_size", vector.size()},
+                         {"position", ids.size() - 1},
+                         {"isa", std::string(isa_name((*session)->isa()))},
+                         {"log_sum_exp", lse},
+                         {"top", top_json}};
+        text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    } else {
+        text = "prompt: " + std::to_string(ids.size()) + " tokens; vocabulary " + std::to_string(vector.size()) +
+               "; kernel path " + std::string(isa_name((*session)->isa())) + "\n";
+        char line[160];
+        for (int32_t id : best) {
+            std::snprintf(line, sizeof line, "%8d  %12.6f  p=%.6f  ", id, double(vector[size_t(id)]),
+                          std::exp(double(vector[size_t(id)]) - lse));
+            text += line + terminal_safe(tokenizer.piece(id)) + "\n";
+        }
+    }
+    if (!write_stdout(text)) return fail("logits", "cannot write stdout");
+    return 0;
+}
+
+} // namespace cflow::cli
