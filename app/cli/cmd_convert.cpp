@@ -1,8 +1,15 @@
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
+#include "cflow/base/utf8_path.h"
+#include "cflow/engine/convert/conversion_preflight.h"
+#include "cflow/engine/convert/conversion_report.h"
+#include "cflow/engine/convert/conversion_validation.h"
 #include "cflow/engine/forward/load_check.h"
+#include "cflow/formats/conversion_plan.h"
 #include "cflow/formats/converter.h"
+#include "cflow/formats/whole_file.h"
 #include "cflow/formats/model_path_kind.h"
 #include "cflow/formats/source_model.h"
 #include "cli_args.h"
@@ -10,6 +17,41 @@
 #include "interrupt.h"
 
 namespace cflow::cli {
+namespace {
+
+Result<DType> parse_quant_arg(const Args& args, const std::string& option) {
+    const auto q = args.value(option);
+    auto t = parse_dtype(*q);
+    if (!t || !is_tile_dtype(*t)) return make_error(option + " must be q4_0, q8_0, f16 or f32 (got '" + *q + "')");
+    return *t;
+}
+
+// The output's folder must hold the whole new file while the old one (if any) still exists.
+Status check_free_space(const std::string& out_path, uint64_t file_bytes) {
+    std::error_code ec;
+    const std::filesystem::path out = path_from_utf8(out_path);
+    const auto space = std::filesystem::space(out.has_parent_path() ? out.parent_path() : std::filesystem::path("."), ec);
+    if (ec || space.available >= file_bytes) return {};
+    return make_error(ErrorKind::Io, out_path + ": the output needs " + std::to_string(file_bytes) + " bytes but only " +
+                                         std::to_string(space.available) + " are free there");
+}
+
+int run_preflight_only(const std::string& source, const std::string& tokenizer, const std::string& out,
+                       const ConvertOptions& options, unsigned threads, bool json) {
+    PreflightRequest request;
+    request.source_path = source;
+    request.tokenizer_path = tokenizer;
+    request.output_path = out;
+    request.options = options;
+    request.threads = threads;
+    auto report = run_preflight(request);
+    if (!report) return fail("convert", report.error());
+    const std::string text = json ? preflight_json(*report) + "\n" : preflight_text(*report);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return report->blocked() ? 2 : 0;
+}
+
+} // namespace
 
 int fail(const std::string& command, const std::string& message) {
     std::fprintf(stderr, "cflow %s: %s\n", command.c_str(), message.c_str());
@@ -17,24 +59,32 @@ int fail(const std::string& command, const std::string& message) {
 }
 
 int run_convert(const std::vector<std::string>& argv) {
-    const ArgSpec spec{{"-o", "--output", "--quant", "--embedding-quant", "--tokenizer", "--threads", "--format"}, {"--quiet"}};
+    const ArgSpec spec{{"-o", "--output", "--quant", "--embedding-quant", "--attention-quant", "--ffn-quant",
+                        "--expert-quant", "--output-quant", "--tokenizer", "--threads", "--format", "--sample"},
+                       {"--quiet", "--preflight", "--validate", "--json"}};
     auto args = Args::parse(argv, spec);
     if (!args) return fail("convert", args.error());
     if (args->positionals().size() != 1) return fail("convert", "expected exactly one source (model folder, .gguf or llama2.c .bin)");
     auto out = args->value("-o");
     if (!out) out = args->value("--output");
-    if (!out) return fail("convert", "missing -o OUT.cflow (or OUT.vflow)");
+    if (!out && !args->flag("--preflight")) return fail("convert", "missing -o OUT.cflow (or OUT.vflow)");
+    if (!out) out = std::string();
 
     ConvertOptions options;
-    if (auto q = args->value("--quant")) {
-        auto t = parse_dtype(*q);
-        if (!t || !is_tile_dtype(*t)) return fail("convert", "--quant must be q4_0, q8_0, f16 or f32 (got '" + *q + "')");
+    if (args->value("--quant")) {
+        auto t = parse_quant_arg(*args, "--quant");
+        if (!t) return fail("convert", t.error());
         options.weight_quant = *t;
     }
-    if (auto q = args->value("--embedding-quant")) {
-        auto t = parse_dtype(*q);
-        if (!t || !is_tile_dtype(*t)) return fail("convert", "--embedding-quant must be q4_0, q8_0, f16 or f32 (got '" + *q + "')");
-        options.embedding_quant = *t;
+    const std::pair<const char*, TensorClass> class_options[] = {
+        {"--embedding-quant", TensorClass::Embeddings}, {"--attention-quant", TensorClass::Attention},
+        {"--ffn-quant", TensorClass::DenseFfn}, {"--expert-quant", TensorClass::Experts},
+        {"--output-quant", TensorClass::Output}};
+    for (const auto& [option, tensor_class] : class_options) {
+        if (!args->value(option)) continue;
+        auto t = parse_quant_arg(*args, option);
+        if (!t) return fail("convert", t.error());
+        set_quant_for(options, tensor_class, *t);
     }
     // Container: --format wins; otherwise the output's extension decides (.vflow -> vflow, else cflow).
     const bool vflow_name = model_kind_from_name(*out) == ModelPathKind::Vflow;
@@ -48,8 +98,24 @@ int run_convert(const std::vector<std::string>& argv) {
     if (!threads) return fail("convert", threads.error());
     options.threads = unsigned(*threads);
 
-    auto source = open_source_model(args->positionals()[0], args->value("--tokenizer").value_or(""));
+    const std::string source_path = args->positionals()[0];
+    const std::string tokenizer_path = args->value("--tokenizer").value_or("");
+    if (args->flag("--preflight"))
+        return run_preflight_only(source_path, tokenizer_path, *out, options, options.threads, args->flag("--json"));
+    if (args->flag("--json")) return fail("convert", "--json goes with --preflight");
+    std::string sample;
+    if (auto sample_path = args->value("--sample")) {
+        if (!args->flag("--validate")) return fail("convert", "--sample goes with --validate");
+        auto text = read_whole_file(*sample_path, kMaxTextInputBytes, "a validation sample");
+        if (!text) return fail("convert", text.error());
+        sample = std::move(text).value();
+    }
+
+    auto source = open_source_model(source_path, tokenizer_path);
     if (!source) return fail("convert", source.error());
+    auto plan = plan_conversion(*source, options);
+    if (!plan) return fail("convert", plan.error());
+    if (Status s = check_free_space(*out, plan->file_bytes); !s) return fail("convert", s.error());
 
     // The written file must load as `generate` would load it before it replaces the output:
     // the converter's own checks missed files the engine refused (no FFN, vocabulary sizes).
@@ -78,7 +144,31 @@ int run_convert(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "wrote %s: %llu bytes, %llu tensors, %llu tiles (%llu tensors re-tiled bit-exactly) in %.2f s\n",
                  out->c_str(), (unsigned long long)report->file_bytes, (unsigned long long)report->tensors,
                  (unsigned long long)report->tiles, (unsigned long long)report->retiled_exact_tensors, seconds);
-    return 0;
+    if (!args->flag("--validate")) return 0;
+
+    ValidationRequest validation;
+    validation.source_path = source_path;
+    validation.tokenizer_path = tokenizer_path;
+    validation.converted_path = *out;
+    validation.sample_text = sample;
+    validation.threads = options.threads;
+    auto checked = validate_conversion(validation, [quiet](const ValidationStage& stage) {
+        if (!quiet) std::fprintf(stderr, "\rvalidating: %-10s %3.0f%%", stage.name.c_str(), 100 * stage.fraction);
+    }, &cancel);
+    if (!quiet) std::fputc('\n', stderr);
+    if (!checked) return fail("convert", "validation: " + checked.error());
+    ConversionRecord record;
+    record.source_path = source_path;
+    record.output_path = *out;
+    record.options_text = convert_options_text(options);
+    record.convert_seconds = seconds;
+    record.file_bytes = report->file_bytes;
+    record.validation = &*checked;
+    if (Status s = write_conversion_report(record); !s) return fail("convert", "the report: " + s.error());
+    const std::string text = validation_text(*checked);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fprintf(stderr, "report: %s\n", conversion_report_paths(*out).markdown.c_str());
+    return checked->verdict == "fail" ? 3 : 0;
 }
 
 } // namespace cflow::cli

@@ -189,7 +189,7 @@ private:
     // (HF checkpoints, source_model.h); validate_source has checked whichever is present.
     Result<SegmentPlan> expert_bank(const std::string& p) {
         const uint32_t d = c_.d_model, eff = c_.expert_d_ff;
-        const DType wq = options_.weight_quant;
+        const DType wq = quant_for(options_, TensorClass::Experts);
         const std::string gate = p + "ffn_gate_exps.weight", up = p + "ffn_up_exps.weight", down = p + "ffn_down_exps.weight";
         const bool stacked = t(gate) != nullptr || t(p + "ffn_gate.0.weight") == nullptr;
         auto per_expert = [&](const char* matrix_name, uint32_t e) {
@@ -226,7 +226,9 @@ private:
 
     Result<RegionPlan> layer_region(uint32_t l) {
         const std::string p = "blk." + std::to_string(l) + ".";
-        const DType wq = options_.weight_quant;
+        const DType attention_quant = quant_for(options_, TensorClass::Attention);
+        const DType ffn_quant = quant_for(options_, TensorClass::DenseFfn);
+        const DType shared_quant = quant_for(options_, TensorClass::Experts);
         const uint32_t d = c_.d_model;
         RegionPlan region;
         region.index = l;
@@ -247,7 +249,7 @@ private:
             steps.push_back(add(vector_segment(SegmentRole::QNorm, p + "attn_q_norm.weight", head_map)));
             steps.push_back(add(vector_segment(SegmentRole::KNorm, p + "attn_k_norm.weight", head_map)));
         }
-        steps.push_back(add(tiled_segment(SegmentRole::Qkv, wq,
+        steps.push_back(add(tiled_segment(SegmentRole::Qkv, attention_quant,
                                           {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {q_map, k_map})));
         if (has_bias_) {
             std::vector<std::string> names;
@@ -262,11 +264,11 @@ private:
             }
             steps.push_back(add(std::move(seg)));
         }
-        steps.push_back(add(tiled_segment(SegmentRole::AttnOut, wq, {p + "attn_output.weight"})));
+        steps.push_back(add(tiled_segment(SegmentRole::AttnOut, attention_quant, {p + "attn_output.weight"})));
         if (c_.d_ff > 0) {
             steps.push_back(add(vector_segment(SegmentRole::FfnNorm, p + "ffn_norm.weight")));
-            steps.push_back(add(tiled_segment(SegmentRole::GateUp, wq, {p + "ffn_gate.weight", p + "ffn_up.weight"})));
-            steps.push_back(add(tiled_segment(SegmentRole::Down, wq, {p + "ffn_down.weight"})));
+            steps.push_back(add(tiled_segment(SegmentRole::GateUp, ffn_quant, {p + "ffn_gate.weight", p + "ffn_up.weight"})));
+            steps.push_back(add(tiled_segment(SegmentRole::Down, ffn_quant, {p + "ffn_down.weight"})));
         }
         if (c_.n_experts > 0) {
             const std::string norm = t(p + "moe_norm.weight") ? p + "moe_norm.weight" : p + "ffn_norm.weight";
@@ -277,9 +279,9 @@ private:
             steps.push_back(add(segment(SegmentRole::ExpertTable, DType::F32, {})));  // contents set by assign_offsets
             steps.push_back(add(expert_bank(p)));
             if (c_.shared_expert_d_ff > 0) {
-                steps.push_back(add(tiled_segment(SegmentRole::SharedGateUp, wq,
+                steps.push_back(add(tiled_segment(SegmentRole::SharedGateUp, shared_quant,
                                                   {p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight"})));
-                steps.push_back(add(tiled_segment(SegmentRole::SharedDown, wq, {p + "ffn_down_shexp.weight"})));
+                steps.push_back(add(tiled_segment(SegmentRole::SharedDown, shared_quant, {p + "ffn_down_shexp.weight"})));
                 steps.push_back(add(vector_segment(SegmentRole::SharedGate, p + "ffn_gate_inp_shexp.weight")));
             }
         }
@@ -296,12 +298,13 @@ private:
     }
 
     Result<RegionPlan> vocab_region() {
-        const DType eq = options_.embedding_quant.value_or(options_.weight_quant);
+        const DType eq = quant_for(options_, TensorClass::Embeddings);
+        const DType lm_head_quant = quant_for(options_, TensorClass::Output);
         RegionPlan region;
         region.index = c_.n_layers;
         std::vector<Result<SegmentPlan>> segs;
         segs.push_back(vector_segment(SegmentRole::OutputNorm, "output_norm.weight"));
-        if (!tied_) segs.push_back(tiled_segment(SegmentRole::LmHead, eq, {"output.weight"}));
+        if (!tied_) segs.push_back(tiled_segment(SegmentRole::LmHead, lm_head_quant, {"output.weight"}));
         segs.push_back(tiled_segment(SegmentRole::TokenEmbd, eq, {"token_embd.weight"}));
         for (auto& seg : segs) {
             if (!seg) return make_error(seg.kind(), "vocabulary region " + seg.error());

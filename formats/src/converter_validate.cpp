@@ -71,9 +71,10 @@ Status check_config(const SourceModel& src, const ConvertOptions& options) {
     if (!is_tile_dtype(options.weight_quant))
         return unsupported("weight quant " + std::string(dtype_name(options.weight_quant)) +
                            " is not a tile type (f32, f16, q8_0, q4_0)");
-    if (options.embedding_quant && !is_tile_dtype(*options.embedding_quant))
-        return unsupported("embedding quant " + std::string(dtype_name(*options.embedding_quant)) +
-                           " is not a tile type");
+    for (TensorClass tc : kTensorClasses)
+        if (!is_tile_dtype(quant_for(options, tc)))
+            return unsupported(std::string(tensor_class_name(tc)) + " quant " +
+                               std::string(dtype_name(quant_for(options, tc))) + " is not a tile type (f32, f16, q8_0, q4_0)");
     if (options.format != ContainerFormat::Cflow && options.format != ContainerFormat::Vflow)
         return fail("unknown container format " + std::to_string(static_cast<unsigned>(options.format)) +
                     " (0 = .cflow, 1 = .vflow)");

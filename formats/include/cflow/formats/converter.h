@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cflow/base/cancel.h"
@@ -16,9 +17,27 @@
 
 namespace cflow {
 
+// The classes of weight matrices a quantisation can be chosen for separately.
+enum class TensorClass : uint8_t {
+    Embeddings,  // token embedding table
+    Attention,   // Q, K, V, O
+    DenseFfn,    // gate, up, down of the dense FFN
+    Experts,     // routed experts and the shared expert
+    Output,      // LM head (absent when tied to the embeddings)
+};
+inline constexpr TensorClass kTensorClasses[] = {TensorClass::Embeddings, TensorClass::Attention, TensorClass::DenseFfn,
+                                                 TensorClass::Experts, TensorClass::Output};
+std::string_view tensor_class_name(TensorClass c);  // "embeddings", "attention", "ffn", "experts", "output"
+std::optional<TensorClass> parse_tensor_class(std::string_view name);
+
 struct ConvertOptions {
     DType weight_quant = DType::Q4_0;    // F32, F16, Q8_0 or Q4_0 for the weight tiles
-    std::optional<DType> embedding_quant;  // token embedding / LM head; unset = weight_quant
+    std::optional<DType> embedding_quant;  // token embedding, and the LM head unless output_quant; unset = weight_quant
+    // Per-class overrides of weight_quant (unset = weight_quant; output: embedding_quant, else weight_quant).
+    std::optional<DType> attention_quant;
+    std::optional<DType> ffn_quant;
+    std::optional<DType> expert_quant;
+    std::optional<DType> output_quant;
     unsigned threads = 0;                // 0 = hardware concurrency
     // Block-quantized source tensors whose type equals the target are re-tiled block by block (bit-exact).
     bool retile_exact = true;
@@ -49,6 +68,11 @@ struct ConvertReport {
     std::vector<std::string> removed_stale_temp_files;
     std::vector<std::string> recent_temp_files;
 };
+
+// The tile type a class of matrices gets under these options (the fallbacks above applied).
+DType quant_for(const ConvertOptions& options, TensorClass c);
+// Sets the override of one class (Embeddings sets embedding_quant).
+void set_quant_for(ConvertOptions& options, TensorClass c, DType quant);
 
 // Validates the config (dims, heads, known combine style, delays < layers, top_k <= E, tensor
 // presence and shapes) and refuses an output that is one of the source's own files before
