@@ -20,9 +20,14 @@ using json = nlohmann::ordered_json;
 
 constexpr long long kMaxDim = 1LL << 24;  // far above any real geometry; keeps products exact in double
 
-const std::set<std::string> kGeometryOptions = {
-    "--d", "--d-ff", "--layers", "--experts", "--top-k", "--expert-hidden", "--heads", "--kv-heads",
-    "--head-dim", "--dense-delay", "--expert-delay", "--shared-expert-hidden", "--combine-style", "--blocks", "--iters"};
+// Built on first use, not at static initialisation: an allocation that fails before main()
+// aborts with bad_alloc where no handler can turn it into a one-line error (ulimit -v sweep).
+const std::set<std::string>& geometry_options() {
+    static const std::set<std::string> options = {
+        "--d", "--d-ff", "--layers", "--experts", "--top-k", "--expert-hidden", "--heads", "--kv-heads",
+        "--head-dim", "--dense-delay", "--expert-delay", "--shared-expert-hidden", "--combine-style", "--blocks", "--iters"};
+    return options;
+}
 
 // Reads one integer option into `out`; returns false (with `error` set) on a bad value.
 bool read_u32(const Args& args, const std::string& name, long long fallback, long long min, long long max,
@@ -165,14 +170,14 @@ void print_text(const CriticalPathReport& r, const std::string& source) {
 } // namespace
 
 int run_critical_path(const std::vector<std::string>& argv) {
-    auto args = Args::parse(argv, ArgSpec{kGeometryOptions, {"--json"}});
+    auto args = Args::parse(argv, ArgSpec{geometry_options(), {"--json"}});
     if (!args) return fail("critical-path", args.error());
     if (args->positionals().size() > 1) return fail("critical-path", "expected at most one MODEL.cflow");
 
     std::optional<Result<CriticalPathReport>> report;
     std::string source;
     if (args->positionals().size() == 1) {
-        for (const std::string& option : kGeometryOptions)
+        for (const std::string& option : geometry_options())
             if (args->value(option)) return fail("critical-path", "option " + option + " is not allowed with MODEL.cflow (the header gives the geometry)");
         source = args->positionals()[0];
         auto file = CflowFile::open(source);
