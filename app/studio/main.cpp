@@ -14,6 +14,7 @@
 #include "cflow/ui/app_icon.h"
 #include "cflow/ui/default_model.h"
 #include "cflow/ui/main_window.h"
+#include "convert_self_test.h"
 #include "self_test.h"
 
 int main(int argc, char** argv) {
@@ -33,7 +34,8 @@ int main(int argc, char** argv) {
     parser.addPositionalArgument(QStringLiteral("model"), QStringLiteral("A .cflow model to open at start (optional)."),
                                  QStringLiteral("[model]"));
     const QCommandLineOption selfTest(QStringLiteral("self-test"),
-                                      QStringLiteral("Load MODEL, chat one turn, save a screenshot and exit."),
+                                      QStringLiteral("Load MODEL, chat one turn, save a screenshot and exit; "
+                                                     "'convert' runs the conversion wizard instead."),
                                       QStringLiteral("MODEL"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                         QStringLiteral("Where --self-test saves the window (PNG)."),
@@ -42,10 +44,38 @@ int main(int argc, char** argv) {
                                   QStringLiteral("With --self-test: the window's exact size (the screenshot's), "
                                                  "at least 800x600."),
                                   QStringLiteral("WxH"));
+    const QCommandLineOption source(QStringLiteral("source"),
+                                    QStringLiteral("With --self-test convert: the checkpoint to convert."), QStringLiteral("SRC"));
+    const QCommandLineOption tokenizer(QStringLiteral("tokenizer"),
+                                       QStringLiteral("With --self-test convert: a llama2.c source's tokenizer.bin."),
+                                       QStringLiteral("FILE"));
+    const QCommandLineOption output(QStringLiteral("output"),
+                                    QStringLiteral("With --self-test convert: the .cflow to write."), QStringLiteral("OUT"));
+    const QCommandLineOption screenshotDir(QStringLiteral("screenshot-dir"),
+                                           QStringLiteral("With --self-test convert: where each wizard page's PNG goes."),
+                                           QStringLiteral("DIR"));
     parser.addOption(selfTest);
     parser.addOption(screenshot);
     parser.addOption(size);
+    parser.addOption(source);
+    parser.addOption(tokenizer);
+    parser.addOption(output);
+    parser.addOption(screenshotDir);
     parser.process(app);
+    // `--self-test convert`: the conversion wizard alone, page by page (convert_self_test.h).
+    if (parser.value(selfTest) == QStringLiteral("convert")) {
+        if (!parser.isSet(source) || !parser.isSet(output) || !parser.isSet(screenshotDir)) {
+            std::fprintf(stderr, "cflow-studio: --self-test convert needs --source SRC --output OUT --screenshot-dir DIR\n");
+            return 2;
+        }
+        cflow::studio::install_app_logger();
+        cflow::studio::ConvertSelfTest convertTest(parser.value(source), parser.value(tokenizer), parser.value(output),
+                                                   parser.value(screenshotDir));
+        convertTest.start();
+        const int status = app.exec();
+        spdlog::shutdown();
+        return status;
+    }
     if (parser.isSet(selfTest) && !parser.isSet(screenshot)) {
         std::fprintf(stderr, "cflow-studio: --self-test needs --screenshot OUT.png\n");
         return 2;

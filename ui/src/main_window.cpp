@@ -38,7 +38,7 @@
 #include "cflow/ui/chat_panel.h"
 #include "cflow/ui/chat_view.h"
 #include "cflow/ui/conversation_sidebar.h"
-#include "cflow/ui/convert_dialog.h"
+#include "cflow/ui/convert_wizard.h"
 #include "cflow/ui/conversation_export.h"
 #include "cflow/ui/conversation_store.h"
 #include "cflow/ui/engine_worker.h"
@@ -429,14 +429,10 @@ void MainWindow::chooseModelFolder() {
 }
 
 void MainWindow::offerConversion(const QString& sourcePath) {
-    auto* dialog = new ConvertDialog(sourcePath, this);
-    dialog->setAttribute(Qt::WA_DeleteOnClose);
-    connect(dialog, &ConvertDialog::finished, this, [this, dialog](bool ok, const QString& output) {
-        if (!ok) return;  // the dialog shows the error and stays open
-        dialog->accept();
-        openModel(output);
-    });
-    dialog->show();
+    auto* wizard = new ConvertWizard(sourcePath, this);
+    wizard->setAttribute(Qt::WA_DeleteOnClose);
+    connect(wizard, &ConvertWizard::converted, this, [this](const QString& output) { openModel(output); });
+    wizard->show();
 }
 
 void MainWindow::showAbout() {

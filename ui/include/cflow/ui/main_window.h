@@ -94,7 +94,7 @@ private slots:
     void chooseModel();
     // Shows the .cflow/.vflow files of a folder (ModelLibrary); a folder without any offers conversion.
     void chooseModelFolder();
-    // Opens ConvertDialog for a .gguf / HF folder / llama2.c .bin; the result is opened on success.
+    // Opens the ConvertWizard for a .gguf / HF folder / llama2.c .bin; the result is opened on success.
     void offerConversion(const QString& sourcePath);
     void showAbout();
     void showLog();

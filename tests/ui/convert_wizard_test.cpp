@@ -1,0 +1,165 @@
+// ConvertWizard offscreen: the stories260K GGUF through all five pages with the attention and
+// output at q8_0 (the file's segments carry them, the report beside the model holds the
+// validation figures shown), a source that cannot be converted stops at Preflight with its
+// reason and Next disabled, and the source page finds checkpoints in a Hugging Face cache.
+#include <QAbstractButton>
+#include <QComboBox>
+#include <QDir>
+#include <QLabel>
+#include <QElapsedTimer>
+#include <QPlainTextEdit>
+#include <QSignalSpy>
+#include <QTest>
+#include <QWizardPage>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "cflow/engine/forward/model.h"
+#include "cflow/ui/convert_wizard.h"
+#include "test_support.h"
+#include "ui_test_models.h"
+
+namespace {
+
+using cflow::ui::ConvertWizard;
+using cflow::ui::test::qpath;
+namespace fs = std::filesystem;
+
+// Waits until the current page may go on, or nothing runs and it still may not.
+bool wait_complete(ConvertWizard& wizard, int timeoutMs = 120000) {
+    QElapsedTimer timer;
+    timer.start();
+    int idle = 0;
+    while (timer.elapsed() < timeoutMs) {
+        QTest::qWait(20);
+        if (wizard.currentPage()->isComplete()) return true;
+        idle = wizard.isBusy() ? 0 : idle + 1;
+        if (idle > 50) return false;
+    }
+    return false;
+}
+
+QString page_text(QWizardPage* page) {
+    QString text;
+    for (auto* label : page->findChildren<QLabel*>()) text += label->text() + "\n";
+    for (auto* view : page->findChildren<QPlainTextEdit*>()) text += view->toPlainText();
+    return text;
+}
+
+TEST(ConvertWizard, ConvertsAndValidatesTheStoriesGgufWithMixedQuantisation) {
+    const auto gguf = cflow::test::shared_asset("assets/models/llama2c-stories260K/stories260K.gguf");
+    if (gguf.empty() || !fs::exists(gguf)) GTEST_SKIP() << "stories260K.gguf not found: this test needs ../shared";
+    const auto dir = cflow::test::temp_dir("convert_wizard_ok");
+    const QString output = qpath(dir / "stories.cflow");
+    ConvertWizard wizard(qpath(gguf));
+    wizard.setOutputPath(output);
+    wizard.show();
+    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), ConvertWizard::PreflightPageId);
+    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    EXPECT_TRUE(page_text(wizard.currentPage()).contains(QStringLiteral("parameters: 292.8 K total")));
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), ConvertWizard::OptionsPageId);
+    for (const char* name : {"quant_attention", "quant_output"}) {
+        auto* combo = wizard.currentPage()->findChild<QComboBox*>(QString::fromLatin1(name));
+        ASSERT_NE(combo, nullptr) << name;
+        combo->setCurrentText(QStringLiteral("q8_0"));
+    }
+    auto* estimate = wizard.currentPage()->findChild<QLabel*>(QStringLiteral("wizardEstimate"));
+    ASSERT_NE(estimate, nullptr);
+    EXPECT_TRUE(estimate->text().contains(QStringLiteral("free there"))) << estimate->text().toStdString();
+    ASSERT_TRUE(wizard.currentPage()->isComplete());
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), ConvertWizard::ProgressPageId);
+    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    ASSERT_TRUE(fs::exists(dir / "stories.cflow"));
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), ConvertWizard::ValidationPageId);
+    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    EXPECT_EQ(wizard.convertedPath(), output);
+
+    auto model = cflow::Model::load((dir / "stories.cflow").string());
+    ASSERT_TRUE(model.ok()) << model.error();
+    EXPECT_EQ((*model)->layers()[0].qkv->dtype, cflow::DType::Q8_0);
+    EXPECT_EQ((*model)->layers()[0].gate_up->dtype, cflow::DType::Q4_0);
+    EXPECT_EQ((*model)->lm_head().dtype, cflow::DType::Q8_0);
+    std::ifstream in(dir / "stories.cflow.report.json");
+    ASSERT_TRUE(in.good()) << "the report beside the model";
+    const auto report = nlohmann::json::parse(in);
+    const std::string verdict = report["validation"]["verdict"];
+    auto* verdictLabel = wizard.currentPage()->findChild<QLabel*>(QStringLiteral("validationVerdict"));
+    ASSERT_NE(verdictLabel, nullptr);
+    EXPECT_TRUE(verdictLabel->text().contains(QString::fromStdString(verdict))) << verdictLabel->text().toStdString();
+    EXPECT_TRUE(report["preflight"]["source_opened"].get<bool>());
+    EXPECT_NE(report["options"].get<std::string>().find("attention q8_0"), std::string::npos);
+    QSignalSpy converted(&wizard, &ConvertWizard::converted);
+    wizard.accept();
+    ASSERT_EQ(converted.size(), 1);
+    EXPECT_EQ(converted[0][0].toString(), output);
+}
+
+TEST(ConvertWizard, AnUnconvertibleSourceStopsAtPreflightWithItsReason) {
+    const auto dir = cflow::test::temp_dir("convert_wizard_blocked");
+    std::ofstream(dir / "noise.gguf") << std::string(2048, 'x');
+    ConvertWizard wizard(qpath(dir / "noise.gguf"));
+    wizard.show();
+    ASSERT_TRUE(wait_complete(wizard));
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), ConvertWizard::PreflightPageId);
+    EXPECT_FALSE(wait_complete(wizard, 20000));
+    const QString text = page_text(wizard.currentPage());
+    EXPECT_TRUE(text.contains(QStringLiteral("blocked: "))) << text.toStdString();
+    EXPECT_TRUE(text.contains(QStringLiteral("noise.gguf"))) << text.toStdString();
+    EXPECT_FALSE(wizard.button(QWizard::NextButton)->isEnabled());
+    EXPECT_FALSE(fs::exists(dir / "noise.cflow"));
+}
+
+TEST(ConvertWizard, CancelDuringTheConversionLeavesNoOutput) {
+    const auto dir = cflow::test::temp_dir("convert_wizard_cancel");
+    // A GGUF large enough that its F32 conversion takes a while (~100 MiB out).
+    const std::string command = std::string("'") + CFLOW_CLI_PATH + "' synth --d 1024 --layers 6 --heads 8 --d-ff 2816 -o '" +
+                                (dir / "synth.cflow").string() + "' --gguf '" + (dir / "synth.gguf").string() + "' >/dev/null";
+    ASSERT_EQ(std::system(command.c_str()), 0);
+    const QString output = qpath(dir / "out.cflow");
+    ConvertWizard wizard(qpath(dir / "synth.gguf"));
+    wizard.setOutputPath(output);
+    wizard.show();
+    ASSERT_TRUE(wait_complete(wizard));
+    wizard.next();
+    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    wizard.next();
+    for (const char* name : {"quant_embeddings", "quant_attention", "quant_ffn", "quant_experts", "quant_output"})
+        wizard.currentPage()->findChild<QComboBox*>(QString::fromLatin1(name))->setCurrentText(QStringLiteral("f32"));
+    ASSERT_TRUE(wizard.currentPage()->isComplete());
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), ConvertWizard::ProgressPageId);
+    ASSERT_TRUE(wizard.isBusy());
+    wizard.button(QWizard::CancelButton)->click();  // stops the worker within a tensor and waits for it
+    EXPECT_FALSE(wizard.isVisible());
+    EXPECT_FALSE(fs::exists(dir / "out.cflow"));
+    for (const auto& entry : fs::directory_iterator(dir))
+        EXPECT_EQ(entry.path().filename().string().find("out.cflow.tmp-"), std::string::npos) << entry.path();
+}
+
+TEST(ConvertWizard, FindsCheckpointsInAHuggingFaceCacheAndTheLibrary) {
+    const auto dir = cflow::test::temp_dir("convert_wizard_hub");
+    const auto snapshot = dir / "hub" / "models--org--tiny" / "snapshots" / "abc123";
+    fs::create_directories(snapshot);
+    std::ofstream(snapshot / "config.json") << "{}";
+    const auto other = dir / "hub" / "models--org--nothing" / "snapshots" / "def";
+    fs::create_directories(other);  // no config.json, no gguf: not a checkpoint
+    fs::create_directories(dir / "library");
+    std::ofstream(dir / "library" / "m.gguf") << "GGUF";
+    std::ofstream(dir / "library" / "notes.txt") << "x";
+    const QStringList found = cflow::ui::find_convertible_sources(qpath(dir / "hub"), {qpath(dir / "library")});
+    ASSERT_EQ(found.size(), 2) << found.join(", ").toStdString();
+    EXPECT_TRUE(found.contains(qpath(snapshot)));
+    EXPECT_TRUE(found.contains(qpath(dir / "library" / "m.gguf")));
+}
+
+} // namespace
