@@ -13,6 +13,7 @@
 
 #include "cflow/formats/cflow_layout.h"
 #include "cflow/formats/converter.h"
+#include "cflow/formats/ggml_blocks.h"
 #include "cflow/formats/source_model.h"
 #include "cflow/formats/tile_plan.h"
 #include "cflow/formats/vflow_layout.h"
@@ -23,8 +24,12 @@ namespace cflow::convert_detail {
 // Bytes of one ggml block (f16 scale + quants) for Q8_0 / Q4_0.
 inline uint64_t ggml_block_bytes(DType t) { return t == DType::Q4_0 ? 18 : 34; }
 
-// Source bytes of `elements` elements of `dtype` (block types: elements % 32 == 0).
-uint64_t source_bytes(DType dtype, uint64_t elements);
+// The block geometry of a source tensor's type (F32/F16/BF16 as 1-element blocks), or nullptr
+// for a GgmlBlock tensor whose ggml_type this project does not read.
+const GgmlBlockType* source_block_type(const TensorView& tensor);
+
+// Source bytes of `elements` elements of the tensor's type (elements a multiple of its block).
+uint64_t source_bytes(const TensorView& tensor, uint64_t elements);
 
 // A [rows x cols] matrix inside a source tensor (an expert slice of a 3-D bank or a
 // whole 2-D tensor), read through an output-row -> source-row map (RoPE permutation).

@@ -39,24 +39,21 @@ Status check_tensor(const SourceModel& src, const std::string& name, const std::
     uint64_t elements = 1;
     for (uint64_t dim : expected) elements *= dim;  // each dim < 2^32 and validated; product of <= 3 dims < 2^64 here
     const uint64_t cols = expected.back();
-    switch (t->dtype) {
-        case DType::F32:
-        case DType::F16:
-        case DType::BF16: break;
-        case DType::Q8_0:
-        case DType::Q4_0:
-            if (cols % kQuantGroup != 0)
-                return make_error(where + ": " + std::string(dtype_name(t->dtype)) + " rows of " + std::to_string(cols) +
-                                  " elements are not a whole number of 32-weight blocks");
-            break;
-        default:
-            return make_error(ErrorKind::Unsupported,
-                              where + ": unsupported source dtype " + std::to_string(static_cast<int>(t->dtype)));
-    }
-    const uint64_t bytes = source_bytes(t->dtype, elements);
+    // Every source dtype, GGUF block types included, is sized by its block (ggml_blocks.h).
+    const GgmlBlockType* block = source_block_type(*t);
+    if (!block)
+        return make_error(ErrorKind::Unsupported, where + ": unsupported source dtype " +
+                                                      std::to_string(static_cast<int>(t->dtype)) + " (ggml type " +
+                                                      std::to_string(t->ggml_type) + ")");
+    const std::string type_name(block->name);
+    if (cols % block->block_elements != 0)
+        return make_error(where + ": " + type_name + " rows of " + std::to_string(cols) +
+                          " elements are not a whole number of " + std::to_string(block->block_elements) +
+                          "-weight blocks");
+    const uint64_t bytes = source_bytes(*t, elements);
     if (t->bytes != bytes || (bytes > 0 && t->data == nullptr))
         return make_error(where + ": holds " + std::to_string(t->bytes) + " bytes, but " + shape_text(expected) + " " +
-                          std::string(dtype_name(t->dtype)) + " needs " + std::to_string(bytes));
+                          type_name + " needs " + std::to_string(bytes));
     return {};
 }
 

@@ -8,7 +8,7 @@
 namespace cflow {
 
 namespace {
-constexpr std::array<std::string_view, 5> kNames = {"f32", "f16", "q8_0", "q4_0", "bf16"};
+constexpr std::array<std::string_view, 6> kNames = {"f32", "f16", "q8_0", "q4_0", "bf16", "ggml"};
 }
 
 std::string_view dtype_name(DType t) {

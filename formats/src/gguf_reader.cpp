@@ -34,8 +34,8 @@ using gguf::Cursor;
 
 constexpr uint32_t kMaxArrayNesting = 8;
 
-// Payload bytes of a tensor of a type this project reads, or nullopt (with why) when the
-// element count overflows or the row is not a whole number of quant blocks.
+// Payload bytes of a tensor of a type this project reads (0 for other types), or nullopt
+// (with why) when the element count overflows or the row is not a whole number of blocks.
 std::optional<uint64_t> tensor_payload_bytes(uint32_t type, const std::vector<uint64_t>& ne, std::string& why) {
     uint64_t count = 1;
     for (uint64_t n : ne) {
@@ -45,29 +45,20 @@ std::optional<uint64_t> tensor_payload_bytes(uint32_t type, const std::vector<ui
         }
         count *= n;
     }
-    switch (type) {
-        case kGgmlF32:
-            if (count > std::numeric_limits<uint64_t>::max() / 4) break;
-            return count * 4;
-        case kGgmlF16:
-        case kGgmlBF16:
-            if (count > std::numeric_limits<uint64_t>::max() / 2) break;
-            return count * 2;
-        case kGgmlQ4_0:
-        case kGgmlQ8_0: {
-            if (ne.empty() || ne[0] % 32 != 0) {
-                why = "innermost dimension " + std::to_string(ne.empty() ? 0 : ne[0]) +
-                      " is not a multiple of the 32-weight quant block";
-                return std::nullopt;
-            }
-            uint64_t block_bytes = type == kGgmlQ4_0 ? 18 : 34;  // f16 scale + 16 or 32 bytes
-            return count / 32 * block_bytes;
-        }
-        default:
-            return uint64_t{0};
+    const GgmlBlockType* block = find_ggml_block_type(type);
+    if (!block) return uint64_t{0};
+    if (ne.empty() || ne[0] % block->block_elements != 0) {
+        why = "type " + std::string(block->name) + ": innermost dimension " + std::to_string(ne.empty() ? 0 : ne[0]) +
+              " is not a multiple of the " + std::to_string(block->block_elements) + "-weight " +
+              std::string(block->name) + " block";
+        return std::nullopt;
     }
-    why = "byte size overflows 64 bits";
-    return std::nullopt;
+    const uint64_t blocks = count / block->block_elements;
+    if (blocks > std::numeric_limits<uint64_t>::max() / block->block_bytes) {
+        why = "byte size overflows 64 bits";
+        return std::nullopt;
+    }
+    return blocks * block->block_bytes;
 }
 
 class GgufParser {
@@ -346,6 +337,8 @@ private:
 
 // --- read_gguf_model -------------------------------------------------------------------
 
+// Q4_0 / Q8_0 keep their own DType (they can be re-tiled block for block); every other
+// block type read_gguf sized is GgmlBlock, dequantised by the converter.
 std::optional<DType> dtype_of(uint32_t ggml_type) {
     switch (ggml_type) {
         case kGgmlF32: return DType::F32;
@@ -353,7 +346,7 @@ std::optional<DType> dtype_of(uint32_t ggml_type) {
         case kGgmlQ4_0: return DType::Q4_0;
         case kGgmlQ8_0: return DType::Q8_0;
         case kGgmlBF16: return DType::BF16;
-        default: return std::nullopt;
+        default: return find_ggml_block_type(ggml_type) ? std::optional<DType>(DType::GgmlBlock) : std::nullopt;
     }
 }
 
@@ -381,10 +374,11 @@ public:
             if (!dtype)
                 return make_error(ErrorKind::Unsupported,
                                   g_.path + ": tensor '" + t.name + "' has type " + ggml_type_name(t.ggml_type) +
-                                      ", which is not supported; supported types: F32, F16, BF16, Q8_0, Q4_0");
+                                      ", which is not supported; supported types: " + supported_ggml_type_names());
             TensorView v;
             v.name = t.name;
             v.dtype = *dtype;
+            v.ggml_type = t.ggml_type;
             v.shape.assign(t.ne.rbegin(), t.ne.rend());  // outermost first
             v.data = g_.file->data() + g_.data_offset + t.offset;
             v.bytes = t.bytes;

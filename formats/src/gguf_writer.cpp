@@ -97,25 +97,17 @@ Result<uint64_t> tensor_bytes(uint32_t type, const std::vector<uint64_t>& ne) {
     uint64_t count = 1;
     for (uint64_t n : ne)
         if (!checked::mul(count, n, &count)) return make_error("element count overflows 64 bits");
+    const GgmlBlockType* block = find_ggml_block_type(type);
+    if (!block)
+        return make_error(ErrorKind::Unsupported, "type " + ggml_type_name(type) + " is not one this writer handles (" +
+                                                      supported_ggml_type_names() + ")");
+    if (ne[0] % block->block_elements != 0)
+        return make_error("rows of " + std::to_string(ne[0]) + " elements are not a whole number of " +
+                          std::to_string(block->block_elements) + "-weight " + ggml_type_name(type) + " blocks");
     uint64_t bytes = 0;
-    switch (type) {
-        case kGgmlF32:
-            if (!checked::mul(count, 4, &bytes)) return make_error("byte size overflows 64 bits");
-            return bytes;
-        case kGgmlF16:
-        case kGgmlBF16:
-            if (!checked::mul(count, 2, &bytes)) return make_error("byte size overflows 64 bits");
-            return bytes;
-        case kGgmlQ4_0:
-        case kGgmlQ8_0:
-            if (ne[0] % kQuantGroup != 0)
-                return make_error("rows of " + std::to_string(ne[0]) + " elements are not a whole number of 32-weight " +
-                                  ggml_type_name(type) + " blocks");
-            return count / kQuantGroup * (type == kGgmlQ4_0 ? 18 : 34);  // f16 scale + 16 or 32 bytes per block
-        default:
-            return make_error(ErrorKind::Unsupported, "type " + ggml_type_name(type) +
-                                                          " is not one this writer handles (F32, F16, BF16, Q8_0, Q4_0)");
-    }
+    if (!checked::mul(count / block->block_elements, block->block_bytes, &bytes))
+        return make_error("byte size overflows 64 bits");
+    return bytes;
 }
 
 struct PlannedTensor {
@@ -283,12 +275,14 @@ uint32_t ggml_type_of(DType dtype) {
         case DType::Q8_0: return kGgmlQ8_0;
         case DType::Q4_0: return kGgmlQ4_0;
         case DType::BF16: return kGgmlBF16;
+        case DType::GgmlBlock: break;  // no single code: TensorView::ggml_type holds it
     }
-    return kGgmlF32;
+    return kGgmlNoType;
 }
 
 GgufTensorData gguf_tensor(const TensorView& view) {
-    return GgufTensorData{view.name, ggml_type_of(view.dtype), view.shape, view.data, view.bytes};
+    const uint32_t type = view.dtype == DType::GgmlBlock ? view.ggml_type : ggml_type_of(view.dtype);
+    return GgufTensorData{view.name, type, view.shape, view.data, view.bytes};
 }
 
 Metadata gguf_metadata_view(const std::vector<GgufKeyValue>& metadata) {

@@ -166,7 +166,8 @@ void encode_tile(DType dtype, const float* src, uint64_t src_stride, uint32_t ro
             }
             return;
         }
-        case DType::BF16: break;  // not a tile payload type
+        case DType::BF16:
+        case DType::GgmlBlock: break;  // not tile payload types
     }
 }
 
@@ -199,7 +200,8 @@ void decode_tile_row(DType dtype, const uint8_t* payload, uint32_t rows, uint32_
             }
             return;
         }
-        case DType::BF16: break;
+        case DType::BF16:
+        case DType::GgmlBlock: break;
     }
 }
 
@@ -213,7 +215,8 @@ void convert_to_f32(DType src, const uint8_t* data, uint64_t n, float* out) {
             for (uint64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(load_u16(data + i * 2));
             return;
         case DType::Q8_0:
-        case DType::Q4_0: break;  // block types are dequantized per block by the converter
+        case DType::Q4_0:
+        case DType::GgmlBlock: break;  // block types: dequantize_ggml_row (ggml_blocks.h)
     }
 }
 

@@ -19,7 +19,8 @@ uint64_t payload_bytes_per_row(DType dtype, uint32_t cols) {
         case DType::F16: return uint64_t{2} * cols;
         case DType::Q8_0: return groups * (2 + 32);  // f16 scale + 32 x i8 per group
         case DType::Q4_0: return groups * (2 + 16);  // f16 scale + 16 nibble bytes per group
-        case DType::BF16: break;
+        case DType::BF16:
+        case DType::GgmlBlock: break;
     }
     return 0;
 }

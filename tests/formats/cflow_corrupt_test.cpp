@@ -172,6 +172,9 @@ std::vector<Corruption> corruptions() {
          },
          "segment role OutputNorm does not belong in the layer regions"},
         {"unknown dtype", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 9; }, "SegmentEntry.dtype at offset"},
+        // the source-only dtypes (BF16 = 4, GgmlBlock = 5) are no tile payload types either
+        {"source-only dtype bf16", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 4; }, "unknown dtype 4"},
+        {"source-only dtype ggml", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 5; }, "unknown dtype 5"},
         {"raw segment not f32", [se_dtype](auto& b, auto& L) { b[L.dir0[L.attn_norm] + se_dtype] = 1; }, "raw segments must be f32"},
         {"raw segment misaligned", [se_offset](auto& b, auto& L) {
              put<uint64_t>(b, L.dir0[L.attn_norm] + se_offset, get<uint64_t>(b, L.dir0[L.attn_norm] + se_offset) + 2);

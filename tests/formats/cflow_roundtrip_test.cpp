@@ -10,6 +10,7 @@
 
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/converter.h"
+#include "cflow/formats/ggml_blocks.h"
 #include "cflow/formats/tile_codec.h"
 #include "synthetic_model.h"
 #include "test_support.h"
@@ -26,9 +27,9 @@ struct Converted {
     std::string path;
 };
 
-Converted convert(const SyntheticSpec& spec, ConvertOptions options, const std::string& name = "model.cflow") {
+Converted convert_model(SourceModel model, ConvertOptions options, const std::string& name) {
     Converted c;
-    c.model = test::make_synthetic_model(spec);
+    c.model = std::move(model);
     c.path = (test::temp_dir("rt") / name).string();
     if (options.threads == 0) options.threads = 2;
     auto report = convert_to_cflow(c.model, c.path, options);
@@ -39,6 +40,10 @@ Converted convert(const SyntheticSpec& spec, ConvertOptions options, const std::
     EXPECT_TRUE(file.ok()) << file.error();
     if (file.ok()) c.file = *file;
     return c;
+}
+
+Converted convert(const SyntheticSpec& spec, ConvertOptions options, const std::string& name = "model.cflow") {
+    return convert_model(test::make_synthetic_model(spec), options, name);
 }
 
 // Decodes every tile of a tile list into per-part [rows x cols] matrices.
@@ -484,6 +489,68 @@ TEST(CflowRoundTrip, RopeInterleavedPermutationWorksOnBlockQuantSources) {
     const Converted c = convert(spec, {.weight_quant = DType::Q4_0});
     expect_model_matches(c, spec, DType::Q4_0, DType::Q4_0);
     EXPECT_GT(c.report.retiled_exact_tensors, 0u);
+}
+
+// Where each block type keeps its f16 (Q8_K: f32) scales, so random blocks can be made finite.
+struct ScaleFields {
+    uint32_t ggml_type;
+    std::vector<uint32_t> f16_offsets;
+};
+
+// Replaces every matrix of a synthetic model (cols are multiples of 256) by random but valid
+// blocks of the GGUF types the converter dequantises (DType::GgmlBlock), one type after another.
+std::vector<std::vector<uint8_t>> make_ggml_block_matrices(SourceModel& model) {
+    const std::vector<ScaleFields> kinds = {
+        {kGgmlQ4_K, {0, 2}}, {kGgmlQ6_K, {208}}, {kGgmlQ5_K, {0, 2}}, {kGgmlQ3_K, {108}}, {kGgmlQ2_K, {80, 82}},
+        {kGgmlQ8_K, {}},     {kGgmlIQ4_NL, {0}}, {kGgmlQ4_1, {0, 2}}, {kGgmlQ5_0, {0}},   {kGgmlQ5_1, {0, 2}}};
+    std::vector<std::vector<uint8_t>> storage;
+    uint32_t s = 7, next = 0;
+    for (auto& [name, t] : model.tensors) {
+        if (t.shape.size() != 2 || t.shape[1] % 256 != 0) continue;
+        const ScaleFields& k = kinds[next++ % kinds.size()];
+        const GgmlBlockType* block = find_ggml_block_type(k.ggml_type);
+        std::vector<uint8_t> bytes(t.shape[0] * t.shape[1] / block->block_elements * block->block_bytes);
+        for (auto& b : bytes) b = static_cast<uint8_t>((s = s * 1664525u + 1013904223u) >> 24);
+        for (uint64_t at = 0; at < bytes.size(); at += block->block_bytes) {
+            for (uint32_t off : k.f16_offsets) {
+                const uint16_t h = f32_to_f16(0.002f * static_cast<float>(bytes[at + off] % 16 + 1));
+                std::memcpy(bytes.data() + at + off, &h, 2);
+            }
+            if (k.ggml_type == kGgmlQ8_K) {
+                const float d = 0.0004f;
+                std::memcpy(bytes.data() + at, &d, 4);
+            }
+        }
+        t.dtype = DType::GgmlBlock;
+        t.ggml_type = k.ggml_type;
+        t.data = bytes.data();
+        t.bytes = bytes.size();
+        storage.push_back(std::move(bytes));
+    }
+    EXPECT_GE(next, kinds.size()) << "every kind is used at least once";
+    return storage;
+}
+
+// GGUF block types beyond Q4_0/Q8_0 reach the tiles through read_rows_f32: F32 tiles equal
+// dequantize_ggml_row of the source rows (RoPE row permutation included), and quantising them
+// to Q4_0 / Q8_0 stays within the usual block tolerance; nothing is re-tiled block for block.
+TEST(CflowRoundTrip, GgmlBlockSourcesDequantizeThroughReadRows) {
+    SyntheticSpec spec;
+    spec.d_model = 256;
+    spec.n_heads = 4;
+    spec.n_kv_heads = 2;
+    spec.head_dim = 64;
+    spec.d_ff = 512;
+    spec.vocab = 300;
+    spec.rope_interleaved = true;
+    for (DType target : {DType::F32, DType::Q8_0}) {
+        SCOPED_TRACE(std::string(dtype_name(target)));
+        SourceModel model = test::make_synthetic_model(spec);
+        const auto storage = make_ggml_block_matrices(model);
+        const Converted c = convert_model(std::move(model), {.weight_quant = target}, "ggml.cflow");
+        expect_model_matches(c, spec, target, target);
+        EXPECT_EQ(c.report.retiled_exact_tensors, 0u);
+    }
 }
 
 TEST(CflowRoundTrip, FixedPointStoresUniqueBlocks) {

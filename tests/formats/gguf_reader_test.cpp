@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cflow/formats/gguf.h"
+#include "cflow/formats/gguf_writer.h"
 #include "cflow/formats/source_model.h"
 #include "source_writers.h"
 #include "test_support.h"
@@ -232,6 +233,45 @@ TEST(GgufReader, WrittenQwen2FixtureV2AndV3) {
         ASSERT_TRUE(g.ok());
         ASSERT_EQ(g->skipped_keys.size(), 1u);
         EXPECT_EQ(g->skipped_keys[0], "test.nested (nested array)");
+    }
+}
+
+// Every block type is sized from its blocks and surfaces with its exact ggml type: Q4_0 / Q8_0 as
+// their own DType (they can be re-tiled), the others as GgmlBlock.
+TEST(GgufReader, BlockTypesAreSizedAndKeepTheirGgmlType) {
+    const uint64_t d = 256, vocab = 8;
+    GgufWriter w;
+    w.str("general.architecture", "llama");
+    w.u32("llama.embedding_length", d);
+    w.u32("llama.block_count", 1);
+    w.u32("llama.feed_forward_length", 512);
+    w.u32("llama.attention.head_count", 4);
+    w.strings("tokenizer.ggml.tokens", std::vector<std::string>(vocab, "t"));
+    w.tensor("token_embd.weight", kGgmlF32, {d, vocab}, std::vector<uint8_t>(vocab * d * 4, 0));
+    std::vector<std::pair<std::string, const GgmlBlockType*>> written;
+    for (const GgmlBlockType& t : ggml_block_types()) {
+        const std::string name = "test." + std::string(t.name);
+        w.tensor(name, t.ggml_type, {d, 3}, std::vector<uint8_t>(3 * d / t.block_elements * t.block_bytes, 1));
+        written.emplace_back(name, &t);
+    }
+    auto dir = test::temp_dir("gguf-blocks");
+    test::write_bytes(dir / "b.gguf", w.bytes());
+    auto m = read_gguf_model((dir / "b.gguf").string());
+    ASSERT_TRUE(m.ok()) << m.error();
+    for (const auto& [name, t] : written) {
+        const TensorView* v = m->find(name);
+        ASSERT_NE(v, nullptr) << name;
+        EXPECT_EQ(v->ggml_type, t->ggml_type) << name;
+        EXPECT_EQ(v->bytes, 3 * d / t->block_elements * t->block_bytes) << name;
+        EXPECT_EQ(v->shape, (std::vector<uint64_t>{3, d})) << name;
+        const DType want = t->ggml_type == kGgmlF32    ? DType::F32
+                           : t->ggml_type == kGgmlF16  ? DType::F16
+                           : t->ggml_type == kGgmlBF16 ? DType::BF16
+                           : t->ggml_type == kGgmlQ4_0 ? DType::Q4_0
+                           : t->ggml_type == kGgmlQ8_0 ? DType::Q8_0
+                                                       : DType::GgmlBlock;
+        EXPECT_EQ(v->dtype, want) << name;
+        EXPECT_EQ(gguf_tensor(*v).ggml_type, t->ggml_type) << name << ": the writer keeps the exact type";
     }
 }
 

@@ -141,6 +141,31 @@ void expect_refused(const std::vector<GgufKeyValue>& metadata, const std::vector
     EXPECT_TRUE(std::filesystem::is_empty(dir)) << "a refused write left files in " << dir;
 }
 
+// Every block type of ggml_blocks.h is written with the size its blocks give and read back as is.
+TEST(GgufWriter, BlockTypesRoundTrip) {
+    const auto dir = test::temp_dir("gguf-writer-blocks");
+    const std::string path = (dir / "blocks.gguf").string();
+    std::vector<std::vector<uint8_t>> payloads;
+    std::vector<GgufTensorData> tensors;
+    for (const GgmlBlockType& t : ggml_block_types()) {
+        const uint64_t cols = 2 * 256, rows = 3;  // whole blocks of every type
+        std::vector<uint8_t> bytes(rows * cols / t.block_elements * t.block_bytes);
+        for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 37 + t.ggml_type);
+        payloads.push_back(std::move(bytes));
+        tensors.push_back({"t." + std::string(t.name), t.ggml_type, {rows, cols}, payloads.back().data(), payloads.back().size()});
+    }
+    ASSERT_TRUE(write_gguf(path, {{"general.architecture", std::string("llama")}}, tensors).ok());
+    auto g = read_gguf(path);
+    ASSERT_TRUE(g.ok()) << g.error();
+    ASSERT_EQ(g->tensors.size(), tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const GgufTensorInfo& info = g->tensors[i];
+        EXPECT_EQ(info.ggml_type, tensors[i].ggml_type) << info.name;
+        ASSERT_EQ(info.bytes, tensors[i].bytes) << info.name;
+        EXPECT_EQ(std::memcmp(g->file->data() + g->data_offset + info.offset, tensors[i].data, info.bytes), 0) << info.name;
+    }
+}
+
 TEST(GgufWriter, RefusesInvalidRequests) {
     const SmallModel m = small_model();
     auto kv = m.metadata;
@@ -161,7 +186,9 @@ TEST(GgufWriter, RefusesInvalidRequests) {
 
     const std::vector<uint8_t> block(18 * 2);
     expect_refused(m.metadata, {{"odd", kGgmlQ4_0, {2, 48}, block.data(), 0}}, ErrorKind::InvalidInput, "32-weight");
-    expect_refused(m.metadata, {{"k_quant", 12, {1, 256}, block.data(), 144}}, ErrorKind::Unsupported, "Q4_K");
+    expect_refused(m.metadata, {{"iq2", 16, {1, 256}, block.data(), 66}}, ErrorKind::Unsupported, "IQ2_XXS");
+    expect_refused(m.metadata, {{"k_quant", kGgmlQ4_K, {1, 288}, block.data(), 0}}, ErrorKind::InvalidInput,
+                   "256-weight Q4_K");
     expect_refused(m.metadata, {{std::string(64, 'n'), kGgmlF32, {1}, block.data(), 4}}, ErrorKind::InvalidInput, "63");
     expect_refused(m.metadata, {{"five_d", kGgmlF32, {1, 1, 1, 1, 1}, block.data(), 4}}, ErrorKind::InvalidInput,
                    "dimensions");

@@ -1,6 +1,7 @@
 // Corrupt source checkpoints: every reader fails with a message naming what is wrong,
 // and none crashes (run under ASan too), including on truncations and byte flips.
 #include <cstring>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -53,7 +54,7 @@ GgufWriter valid_gguf(uint32_t q_type = kGgmlF32) {
     w.strings("tokenizer.ggml.tokens", {"a", "b", "c", "d", "e", "f", "g", "h"});
     auto zeros = [](uint64_t n) { return std::vector<uint8_t>(n, 0); };
     w.tensor("token_embd.weight", kGgmlF32, {d, 8}, zeros(8 * d * 4));
-    w.tensor("blk.0.attn_q.weight", q_type, {d, d}, zeros(q_type == 12 ? d * d / 256 * 144 : d * d * 4));
+    w.tensor("blk.0.attn_q.weight", q_type, {d, d}, zeros(q_type == kGgmlF32 ? d * d * 4 : 0));
     return w;
 }
 
@@ -165,9 +166,12 @@ TEST(SourceCorrupt, GgufMisalignedTensorOffset) {
                    {"tensor 'blk.0.attn_q.weight' offset at offset", "is not a multiple of general.alignment 32"});
 }
 
+// A type read_gguf cannot size (IQ2_XXS, 16) is listed with 0 bytes and refused by name, with the list.
 TEST(SourceCorrupt, GgufUnsupportedTensorType) {
-    expect_failure(gguf_error(valid_gguf(12).bytes()), ErrorKind::Unsupported,
-                   {"tensor 'blk.0.attn_q.weight' has type Q4_K", "supported types: F32, F16, BF16, Q8_0, Q4_0"});
+    expect_failure(gguf_error(valid_gguf(16).bytes()), ErrorKind::Unsupported,
+                   {"tensor 'blk.0.attn_q.weight' has type IQ2_XXS, which is not supported",
+                    "supported types: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, BF16"});
+    expect_failure(gguf_error(valid_gguf(99).bytes()), ErrorKind::Unsupported, {"has type type 99, which is not supported"});
 }
 
 TEST(SourceCorrupt, GgufQuantRowNotWholeBlocks) {
@@ -175,7 +179,32 @@ TEST(SourceCorrupt, GgufQuantRowNotWholeBlocks) {
     w.str("general.architecture", "llama");
     w.tensor("blk.0.attn_q.weight", kGgmlQ8_0, {48, 2}, std::vector<uint8_t>(200, 0));
     expect_failure(gguf_error(w.bytes()), ErrorKind::InvalidInput,
-                   {"tensor 'blk.0.attn_q.weight' shape", "48 is not a multiple of the 32-weight quant block"});
+                   {"tensor 'blk.0.attn_q.weight' shape", "type Q8_0: innermost dimension 48 is not a multiple of the 32-weight Q8_0 block"});
+}
+
+// K-quant rows are whole 256-weight super-blocks; 32 | 288 but 256 does not.
+TEST(SourceCorrupt, GgufKQuantRowNotWholeSuperBlocks) {
+    for (uint32_t type : {kGgmlQ2_K, kGgmlQ3_K, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K, kGgmlQ8_K}) {
+        GgufWriter w;
+        w.str("general.architecture", "llama");
+        w.tensor("blk.0.ffn_down.weight", type, {288, 2}, std::vector<uint8_t>(2 * 2 * 292, 0));
+        const std::string name = ggml_type_name(type);
+        const std::string why = "type " + name + ": innermost dimension 288 is not a multiple of the 256-weight " + name + " block";
+        expect_failure(gguf_error(w.bytes()), ErrorKind::InvalidInput, {"tensor 'blk.0.ffn_down.weight' shape", why.c_str()});
+    }
+}
+
+// A Q4_K / IQ4_NL tensor whose data ends early is refused like any other.
+TEST(SourceCorrupt, GgufBlockPayloadTruncated) {
+    for (auto [type, ne0, bytes] : {std::tuple{kGgmlQ4_K, 256u, 2u * 144}, std::tuple{kGgmlIQ4_NL, 64u, 2u * 2 * 18}}) {
+        GgufWriter w;
+        w.str("general.architecture", "llama");
+        w.tensor("blk.0.attn_q.weight", type, {ne0, 2}, std::vector<uint8_t>(bytes, 0));
+        auto file = w.bytes();
+        file.resize(file.size() - 1);
+        expect_failure(gguf_error(file), ErrorKind::InvalidInput,
+                       {"tensor 'blk.0.attn_q.weight' offset at offset", "runs past the end of the file"});
+    }
 }
 
 TEST(SourceCorrupt, GgufMissingHyperparameter) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "cflow/formats/ggml_blocks.h"
 #include "cflow/formats/tile_codec.h"
 
 namespace cflow::test {
@@ -89,6 +90,7 @@ std::vector<uint8_t> encode_source(DType dtype, const std::vector<float>& values
             }
             break;
         }
+        case DType::GgmlBlock: throw std::invalid_argument("synthetic tensors are F32, F16, BF16, Q8_0 or Q4_0");
     }
     return out;
 }
@@ -292,6 +294,10 @@ std::vector<float> tensor_to_f32(const TensorView& t) {
     uint64_t n = 1;
     for (uint64_t dim : t.shape) n *= dim;
     std::vector<float> out(n);  // [product(shape)] f32
+    if (t.dtype == DType::GgmlBlock) {  // rows of whole blocks, back to back: one long row
+        dequantize_ggml_row(t.ggml_type, t.data, n, out.data());
+        return out;
+    }
     for (uint64_t i = 0; i < n; ++i) {
         uint16_t h;
         switch (t.dtype) {
@@ -320,6 +326,7 @@ std::vector<float> tensor_to_f32(const TensorView& t) {
                 }
                 break;
             }
+            case DType::GgmlBlock: break;  // handled above
         }
     }
     return out;

@@ -52,7 +52,8 @@ struct SyntheticSpec {
 SourceModel make_synthetic_model(const SyntheticSpec& spec);
 
 // Dequantizes a whole source tensor (F32/F16/BF16/Q8_0/Q4_0) to f32, row-major, with an
-// implementation independent of the converter's.
+// implementation independent of the converter's; GgmlBlock tensors go through
+// dequantize_ggml_row, which tests/parity/ggml checks against an independent decoder.
 std::vector<float> tensor_to_f32(const TensorView& tensor);
 
 // The token strings make_synthetic_model puts in tokenizer.ggml.tokens for `vocab`.

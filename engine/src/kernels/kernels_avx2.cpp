@@ -172,7 +172,8 @@ void rows_for(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t r0, u
     case DType::F16: f16_rows<R>(payload, r0, cols, x, y); break;
     case DType::Q8_0: block_rows<R, false>(payload, rows, r0, cols, x, y); break;
     case DType::Q4_0: block_rows<R, true>(payload, rows, r0, cols, x, y); break;
-    case DType::BF16: break;  // not a tile dtype; the reader rejects it (see kernels_scalar.cpp)
+    case DType::BF16:
+    case DType::GgmlBlock: break;  // not tile dtypes; the reader rejects it (see kernels_scalar.cpp)
     }
 }
 

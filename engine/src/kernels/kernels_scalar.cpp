@@ -75,14 +75,15 @@ void matvec_block(const uint8_t* payload, uint32_t rows, uint32_t cols, const fl
 
 } // namespace
 
-// Non-tile dtypes (BF16) never reach a kernel: the reader rejects such segments, so y is left as is.
+// Non-tile dtypes (BF16, GgmlBlock) never reach a kernel: the reader rejects such segments, so y is left as is.
 void tile_matvec_scalar(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
     switch (dtype) {
     case DType::F32: matvec_f32(payload, rows, cols, x, y); break;
     case DType::F16: matvec_f16(payload, rows, cols, x, y); break;
     case DType::Q8_0: matvec_block<DType::Q8_0>(payload, rows, cols, x, y); break;
     case DType::Q4_0: matvec_block<DType::Q4_0>(payload, rows, cols, x, y); break;
-    case DType::BF16: break;
+    case DType::BF16:
+    case DType::GgmlBlock: break;
     }
 }
 

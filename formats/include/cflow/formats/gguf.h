@@ -8,27 +8,19 @@
 #include <string_view>
 #include <vector>
 
+#include "cflow/formats/ggml_blocks.h"  // GgmlType codes and their block geometry
 #include "cflow/formats/mapped_file.h"
 #include "cflow/formats/metadata.h"
 #include "cflow/base/result.h"
 
 namespace cflow {
 
-// ggml tensor type codes that this project reads (gguf.md "ggml_type").
-enum GgmlType : uint32_t {
-    kGgmlF32 = 0,
-    kGgmlF16 = 1,
-    kGgmlQ4_0 = 2,
-    kGgmlQ8_0 = 8,
-    kGgmlBF16 = 30,
-};
-
 struct GgufTensorInfo {
     std::string name;
     uint32_t ggml_type = 0;
     std::vector<uint64_t> ne;   // GGUF order: ne[0] is the innermost (contiguous) dimension
     uint64_t offset = 0;        // relative to GgufFile::data_offset
-    uint64_t bytes = 0;         // payload size; 0 when the type is not one this project reads
+    uint64_t bytes = 0;         // payload size; 0 when the type is not one this project reads (not in ggml_block_types())
     uint64_t info_offset = 0;   // absolute byte offset of the tensor-info record (for messages)
 };
 
@@ -44,8 +36,9 @@ struct GgufFile {
 };
 
 // Parses header, metadata and tensor infos; every count, length and offset is checked
-// against the file size. Tensors of types outside GgmlType are listed with bytes == 0
-// and only their offset checked.
+// against the file size. Tensors of types outside ggml_block_types() are listed with
+// bytes == 0 and only their offset checked; a tensor of a listed block type whose innermost
+// dimension is not a whole number of blocks is refused, naming the tensor, type and dimension.
 Result<GgufFile> read_gguf(const std::string& path);
 
 // "F32", "Q4_K", ... for any ggml type code; "type 99" for codes gguf.md does not list.

@@ -35,7 +35,7 @@ struct GgufKeyValue {
 
 struct GgufTensorData {
     std::string name;               // at most 63 bytes (ggml's GGML_MAX_NAME includes the NUL)
-    uint32_t ggml_type = kGgmlF32;  // F32, F16, BF16, Q8_0 or Q4_0
+    uint32_t ggml_type = kGgmlF32;  // any type of ggml_block_types() (ggml_blocks.h)
     std::vector<uint64_t> shape;    // outermost first, as TensorView; written reversed as GGUF's ne
     const uint8_t* data = nullptr;  // bytes, alive for the duration of write_gguf
     uint64_t bytes = 0;             // must equal what shape and type imply
@@ -48,7 +48,7 @@ struct GgufWriteOptions {
 };
 
 // Checks everything first (keys non-empty, unique and at most 65535 bytes; tensor names unique
-// and short enough; 1..4 non-zero dims; byte sizes; quant rows whole 32-weight blocks), so a bad
+// and short enough; 1..4 non-zero dims; byte sizes; quant rows whole blocks), so a bad
 // request creates no file (ErrorKind::InvalidInput / Unsupported). OS failures (missing folder,
 // full disk, rename) are ErrorKind::Io naming the path; a set `cancel` stops between tensors
 // (ErrorKind::Cancelled). The target is never left half-written.
@@ -56,7 +56,9 @@ Status write_gguf(const std::string& path, const std::vector<GgufKeyValue>& meta
                   const std::vector<GgufTensorData>& tensors, const GgufWriteOptions& options = {},
                   const CancelToken* cancel = nullptr);
 
-// The ggml type code of a source dtype (F32 -> 0, F16 -> 1, Q4_0 -> 2, Q8_0 -> 8, BF16 -> 30).
+// The ggml type code of a source dtype (F32 -> 0, F16 -> 1, Q4_0 -> 2, Q8_0 -> 8, BF16 -> 30);
+// kGgmlNoType for GgmlBlock, whose code is in TensorView::ggml_type (write_gguf refuses it).
+inline constexpr uint32_t kGgmlNoType = 0xFFFFFFFFu;
 uint32_t ggml_type_of(DType dtype);
 
 // A TensorView as a tensor to write: same name, shape, type and bytes.

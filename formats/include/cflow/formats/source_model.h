@@ -64,7 +64,8 @@ struct ModelConfig {
 
 struct TensorView {
     std::string name;                // canonical name
-    DType dtype = DType::F32;        // F32, F16, BF16, Q8_0 or Q4_0 (GGUF)
+    DType dtype = DType::F32;        // F32, F16, BF16, Q8_0 or Q4_0; GgmlBlock (GGUF) for the other ggml types
+    uint32_t ggml_type = 0;          // ggml type code (ggml_blocks.h) of a GGUF tensor; what dtype GgmlBlock means
     std::vector<uint64_t> shape;     // outermost first: {rows, cols} for matrices, {E, rows, cols} for expert banks
     const uint8_t* data = nullptr;   // into a mapping kept alive by SourceModel::files
     uint64_t bytes = 0;

@@ -28,7 +28,7 @@ void decode_tile_row(DType dtype, const uint8_t* payload, uint32_t rows, uint32_
 void quantize_block_q4_0(const float* x, uint16_t* scale, uint8_t nibbles[16]);
 void quantize_block_q8_0(const float* x, uint16_t* scale, int8_t quants[32]);
 
-// Converts n source elements of type src (F32, F16, BF16) to f32.
+// Converts n source elements of type src (F32, F16, BF16) to f32 (block types: ggml_blocks.h).
 void convert_to_f32(DType src, const uint8_t* data, uint64_t n, float* out);
 
 } // namespace cflow

@@ -1,0 +1,214 @@
+// A Q4_K_M-like llama GGUF (tests/reference/make_ggml_fixtures.py: Q4_K matrices, Q6_K attn_v /
+// ffn_down / output, F32 norms, Q/K rows in llama.cpp's interleaved RoPE order) imported end to
+// end: read_gguf_model -> convert_to_cflow -> Model::load -> Session::step, against the logits of
+// a float64 PyTorch forward pass (cflow_reference.py) over the dequantised weights.
+//
+// F32 conversion: the .cflow holds exactly the dequantised weights (ggml_dequant_parity_test
+// shows the f32 values equal float(reference)), so what is left is the f32 arithmetic of the
+// engine, held to the reference parity suite's 1e-4 relative L2 of the logits, at every position.
+// Q4_0 conversion re-quantises every matrix; it is held only to loading, generating, and top-1
+// agreement with the F32 conversion on most teacher-forced positions (the floor below is measured).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
+#include "cflow/engine/generation/generate.h"
+#include "cflow/formats/converter.h"
+#include "cflow/formats/ggml_blocks.h"
+#include "cflow/formats/source_model.h"
+#include "ggml_fixtures.h"
+#include "test_support.h"
+
+namespace cflow {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kLogitRelTolerance = 1e-4;  // as tests/parity/reference_parity_test.cpp
+constexpr const char* kGguf = "llama_kquant/model.gguf";
+constexpr const char* kReference = "llama_kquant/reference.json";
+
+struct Reference {
+    std::vector<int32_t> tokens;
+    std::vector<std::vector<double>> logits;  // [positions x vocab]
+    std::map<std::string, std::string> tensor_types;
+};
+
+Reference load_reference() {
+    std::ifstream in(test::ggml_fixtures_dir() / kReference);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    Reference r;
+    r.tokens = j.at("tokens").get<std::vector<int32_t>>();
+    r.logits = j.at("logits").get<std::vector<std::vector<double>>>();
+    r.tensor_types = j.at("tensor_types").get<std::map<std::string, std::string>>();
+    return r;
+}
+
+Result<std::shared_ptr<const Model>> convert_and_load(DType weights, std::optional<DType> embeddings, const fs::path& out) {
+    auto source = open_source_model((test::ggml_fixtures_dir() / kGguf).string());
+    if (!source) return source.take_error();
+    ConvertOptions options;
+    options.weight_quant = weights;
+    options.embedding_quant = embeddings;
+    options.threads = 2;
+    auto report = convert_to_cflow(*source, out.string(), options);
+    if (!report) return report.take_error();
+    return Model::load(out.string());
+}
+
+std::unique_ptr<Session> f32_session(std::shared_ptr<const Model> model) {
+    SessionOptions options;
+    options.threads = 2;
+    options.isa = Isa::Scalar;  // the f32 reference path (no int8 activations)
+    auto session = Session::create(std::move(model), options);
+    if (!session) {
+        ADD_FAILURE() << session.error();
+        return nullptr;
+    }
+    return std::move(session.value());
+}
+
+double relative_l2(std::span<const float> got, const std::vector<double>& want) {
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        err += (got[i] - want[i]) * (got[i] - want[i]);
+        ref += want[i] * want[i];
+    }
+    return std::sqrt(err) / std::sqrt(ref);
+}
+
+size_t argmax(std::span<const float> v) {
+    size_t best = 0;
+    for (size_t i = 1; i < v.size(); ++i)
+        if (v[i] > v[best]) best = i;
+    return best;
+}
+
+TEST(GgufKQuantModel, ReaderSeesTheExactGgmlTypes) {
+    CFLOW_REQUIRE_GGML_FIXTURE(kGguf);
+    CFLOW_REQUIRE_GGML_FIXTURE(kReference);
+    const Reference ref = load_reference();
+    auto source = read_gguf_model((test::ggml_fixtures_dir() / kGguf).string());
+    ASSERT_TRUE(source.ok()) << source.error();
+    EXPECT_TRUE(source->config.rope_interleaved);
+    EXPECT_EQ(source->config.d_model, 256u);
+    EXPECT_EQ(source->config.n_kv_heads, 2u);
+    ASSERT_EQ(source->tensors.size(), ref.tensor_types.size());
+    for (const auto& [name, type] : ref.tensor_types) {
+        const TensorView* t = source->find(name);
+        ASSERT_NE(t, nullptr) << name;
+        const GgmlBlockType* block = find_ggml_block_type(t->ggml_type);
+        ASSERT_NE(block, nullptr) << name;
+        EXPECT_EQ(block->name, type) << name;
+        EXPECT_EQ(t->dtype, type == "F32" ? DType::F32 : DType::GgmlBlock) << name;
+    }
+}
+
+TEST(GgufKQuantModel, F32ConversionMatchesTheFloat64ReferenceLogits) {
+    CFLOW_REQUIRE_GGML_FIXTURE(kGguf);
+    CFLOW_REQUIRE_GGML_FIXTURE(kReference);
+    const Reference ref = load_reference();
+    auto model = convert_and_load(DType::F32, DType::F32, test::temp_dir("kquant-f32") / "m.cflow");
+    ASSERT_TRUE(model.ok()) << model.error();
+    auto session = f32_session(*model);
+    ASSERT_NE(session, nullptr);
+    double max_err = 0, last_err = 0;
+    for (size_t p = 0; p < ref.tokens.size(); ++p) {
+        auto logits = session->step(ref.tokens[p]);
+        ASSERT_TRUE(logits.ok()) << "position " << p << ": " << logits.error();
+        ASSERT_EQ(logits->size(), ref.logits[p].size());
+        last_err = relative_l2(*logits, ref.logits[p]);
+        max_err = std::max(max_err, last_err);
+        EXPECT_LE(last_err, kLogitRelTolerance) << "logits at position " << p;
+    }
+    std::printf("[kquant] F32 conversion: logits rel L2 at the last position %.2e, max over %zu positions %.2e\n",
+                last_err, ref.tokens.size(), max_err);
+}
+
+// Teacher-forced top-1 agreement of a conversion with the F32 one, and its largest logits error
+// against the reference.
+struct Agreement {
+    size_t agree = 0;
+    double max_rel_l2 = 0;
+};
+
+Agreement agreement_with_f32(Session& f32, Session& other, const Reference& ref) {
+    Agreement a;
+    for (size_t p = 0; p < ref.tokens.size(); ++p) {
+        auto want = f32.step(ref.tokens[p]);
+        EXPECT_TRUE(want.ok()) << want.error();
+        if (!want.ok()) return a;
+        const size_t top = argmax(*want);
+        auto got = other.step(ref.tokens[p]);
+        EXPECT_TRUE(got.ok()) << got.error();
+        if (!got.ok()) return a;
+        a.agree += argmax(*got) == top;
+        a.max_rel_l2 = std::max(a.max_rel_l2, relative_l2(*got, ref.logits[p]));
+    }
+    return a;
+}
+
+// Re-quantising the Q4_K / Q6_K weights to Q4_0 moves the logits by 0.344 relative L2 (max over
+// positions) on this random model, whose top-1 logit leads the runner-up by little (min 2e-3;
+// see the Q4_0 note of reference_parity_test.cpp): measured 15/24 positions agree with the F32
+// conversion. Q8_0, printed for comparison, measured 0.021 and 21/24: the error scales with the
+// quantisation step (1/8 vs 1/127 of a block's range), so the disagreements are the
+// quantisation's, not a broken path. The floor, a majority of the 24, leaves two borderline
+// positions of slack while a broken Q4_0 path (1/320 by chance) fails it.
+TEST(GgufKQuantModel, Q4_0ConversionLoadsGeneratesAndAgreesOnTop1) {
+    constexpr size_t kMinAgreeingPositions = 13;  // of 24
+    CFLOW_REQUIRE_GGML_FIXTURE(kGguf);
+    CFLOW_REQUIRE_GGML_FIXTURE(kReference);
+    const Reference ref = load_reference();
+    const fs::path dir = test::temp_dir("kquant-q4");
+    auto f32_model = convert_and_load(DType::F32, DType::F32, dir / "f32.cflow");
+    ASSERT_TRUE(f32_model.ok()) << f32_model.error();
+    auto q4_model = convert_and_load(DType::Q4_0, std::nullopt, dir / "q4_0.cflow");
+    ASSERT_TRUE(q4_model.ok()) << q4_model.error();
+    auto q8_model = convert_and_load(DType::Q8_0, std::nullopt, dir / "q8_0.cflow");
+    ASSERT_TRUE(q8_model.ok()) << q8_model.error();
+    for (const auto& [label, model] : {std::pair{"Q4_0", *q4_model}, std::pair{"Q8_0", *q8_model}}) {
+        auto f32 = f32_session(*f32_model);
+        auto other = f32_session(model);
+        ASSERT_NE(f32, nullptr);
+        ASSERT_NE(other, nullptr);
+        const Agreement a = agreement_with_f32(*f32, *other, ref);
+        std::printf("[kquant] %s conversion: top-1 agrees with the F32 conversion on %zu/%zu positions; logits rel L2 "
+                    "vs reference max %.3f\n",
+                    label, a.agree, ref.tokens.size(), a.max_rel_l2);
+        if (std::string(label) == "Q4_0") {
+            EXPECT_GE(a.agree, kMinAgreeingPositions);
+        }
+    }
+
+    auto fresh = f32_session(*q4_model);
+    ASSERT_NE(fresh, nullptr);
+    GenerateRequest request;
+    request.prompt.assign(ref.tokens.begin(), ref.tokens.begin() + 4);
+    request.sampling.temperature = 0.0f;
+    request.max_tokens = 16;
+    request.stop_at_end_of_generation = false;
+    std::vector<int32_t> generated;
+    auto stats = generate(*fresh, request, [&](int32_t token, std::string_view) {
+        if (token >= 0) generated.push_back(token);
+        return true;
+    });
+    ASSERT_TRUE(stats.ok()) << stats.error();
+    EXPECT_EQ(generated.size(), 16u);
+    for (int32_t t : generated) EXPECT_LT(t, 320);
+}
+
+} // namespace
+} // namespace cflow

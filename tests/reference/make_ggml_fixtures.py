@@ -1,0 +1,344 @@
+#!/usr/bin/env -S /usr/bin/python3
+"""Fixtures for the GGUF block-type import (tests/parity/ggml/):
+
+    /usr/bin/python3 tests/reference/make_ggml_fixtures.py OUT_DIR
+
+OUT_DIR/blocks/: per ggml block type and edge case, random but valid block bytes (<case>.bin)
+and the float64 values ggml_blocks_reference.decode gives them (<case>.f64, little-endian),
+listed in index.json.
+
+OUT_DIR/llama_kquant/: model.gguf, a tiny GGUF v3 "llama" (d 256, 2 layers, 4 query / 2 KV
+heads, d_ff 512, the 320-token tokenizer of make_reference_models.py) quantised like
+llama.cpp's Q4_K_M (Q4_K matrices, Q6_K attn_v / ffn_down / output, F32 norms), with Q/K rows in
+the interleaved RoPE order of llama.cpp's converter; reference.json holds the token sequence
+and the logits of a float64 forward pass (cflow_reference.py) over the dequantised weights.
+
+Deterministic: the same bytes on every run.
+"""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ggml_blocks_reference as blocks  # noqa: E402
+import ggml_quantize_reference as quant  # noqa: E402
+
+SEED = 20240517
+
+
+# ----------------------------------------------------------------------------- block cases
+
+def _random_f16(rng, n, lo_exp=-10.0, hi_exp=3.0):
+    """Finite f16 values of both signs with magnitudes 2^[lo_exp, hi_exp)."""
+    mag = 2.0 ** rng.uniform(lo_exp, hi_exp, size=n)
+    return (np.where(rng.random(n) < 0.5, -1.0, 1.0) * mag).astype(np.float16)
+
+
+def _fill_random(rng, b):
+    """Random bytes in every integer field; scales random f16 (f32 for Q8_K); Q8_K bsums consistent."""
+    for name in b.dtype.names:
+        field = b[name]
+        if field.dtype.kind == "f":
+            continue
+        info = np.iinfo(field.dtype)
+        b[name] = rng.integers(info.min, info.max, size=field.shape, endpoint=True, dtype=np.int64)
+    for name in b.dtype.names:
+        if b[name].dtype == np.float16:
+            b[name] = _random_f16(rng, len(b))
+        elif b[name].dtype == np.float32:
+            b[name] = (_random_f16(rng, len(b)).astype(np.float64) * rng.uniform(0.5, 1.0, len(b)) / 64).astype(np.float32)
+
+
+def _fix_bsums(type_name, b):
+    if type_name == "Q8_K":  # bsums[i] = sum of quants 16i..16i+15 (what ggml's quantiser writes)
+        b["bsums"] = b["qs"].astype(np.int64).reshape(len(b), 16, 16).sum(axis=2)
+
+
+def _quant_fields(b):
+    return [n for n in b.dtype.names if b[n].dtype.kind != "f" and n != "bsums"]
+
+
+def block_cases(type_name, rng):
+    """[(case name, rows, blocks per row, structured block array)]."""
+    _, elems, _ = blocks.TYPES[type_name]
+    dt = np.dtype(blocks.LAYOUTS[type_name])
+    per_row = 3 if elems == blocks.QK_K else 5
+    cases = []
+
+    def new(n):
+        b = np.zeros(n, dtype=dt)
+        _fill_random(rng, b)
+        return b
+
+    cases.append(("one_block", 1, 1, new(1)))
+    cases.append(("many_rows", 7, per_row, new(7 * per_row)))
+
+    big = new(2)  # largest super-scales, every sub-scale / min byte at its maximum
+    for n in big.dtype.names:
+        if big[n].dtype == np.float16:
+            big[n] = np.array([65504.0, -65504.0], dtype=np.float16)
+        elif big[n].dtype == np.float32:
+            big[n] = np.array([1e36, -1e36], dtype=np.float32)  # * 127 stays finite in f32
+        elif n == "scales":
+            big[n] = np.iinfo(big[n].dtype).max if type_name != "Q6_K" else np.where(np.arange(16) % 2, 127, -128)
+    cases.append(("max_scale", 1, 2, big))
+
+    small = new(2)  # smallest positive / negative scales: f16 subnormal 2^-24 (Q8_K: f32 subnormal 2^-149)
+    for n in small.dtype.names:
+        if small[n].dtype == np.float16:
+            small[n] = np.array([2.0 ** -24, -(2.0 ** -24)], dtype=np.float16)
+        elif small[n].dtype == np.float32:
+            small[n] = np.array([2.0 ** -149, -(2.0 ** -149)], dtype=np.float32)
+    cases.append(("min_scale", 1, 2, small))
+
+    cases.append(("all_zero", 1, 2, np.zeros(2, dtype=dt)))
+
+    ext = new(4)  # quant bytes 0x00 / 0xFF / 0x0F / 0xF0 (every nibble and bit at 0 and at its top)
+    pattern = np.array([0x00, 0xFF, 0x0F, 0xF0], dtype=np.int64)
+    for n in _quant_fields(ext):
+        width = ext[n].shape[1] if ext[n].ndim > 1 else 1
+        vals = pattern[(np.arange(4)[:, None] + np.arange(width)[None, :]) % 4]
+        if ext[n].dtype.kind == "i":
+            vals = np.where(vals > 127, vals - 256, vals) if ext[n].dtype.itemsize == 1 else vals
+        ext[n] = vals if ext[n].ndim > 1 else vals[:, 0]
+    cases.append(("nibble_extremes", 2, 2, ext))
+
+    for _, _, _, b in cases:
+        _fix_bsums(type_name, b)
+    return cases
+
+
+def write_blocks(out_dir):
+    d = os.path.join(out_dir, "blocks")
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(SEED)
+    index = []
+    for type_name in sorted(blocks.TYPES, key=lambda t: blocks.TYPES[t][0]):
+        code, elems, nbytes = blocks.TYPES[type_name]
+        for case, rows, per_row, b in block_cases(type_name, rng):
+            raw = b.tobytes()
+            assert len(raw) == rows * per_row * nbytes
+            values = blocks.decode(type_name, raw)
+            assert np.all(np.isfinite(values)), (type_name, case)
+            stem = "%s_%s" % (type_name, case)
+            with open(os.path.join(d, stem + ".bin"), "wb") as f:
+                f.write(raw)
+            with open(os.path.join(d, stem + ".f64"), "wb") as f:
+                f.write(values.astype("<f8").tobytes())
+            index.append({"type": type_name, "ggml_type": code, "case": case, "rows": rows,
+                          "row_elements": per_row * elems, "blocks": stem + ".bin", "values": stem + ".f64"})
+    with open(os.path.join(d, "index.json"), "w", encoding="utf-8", newline="\n") as f:
+        json.dump(index, f, indent=1)
+        f.write("\n")
+    return len(index)
+
+
+# ----------------------------------------------------------------------------- GGUF v3 writer
+
+GGUF_U32, GGUF_I32, GGUF_F32, GGUF_BOOL, GGUF_STRING, GGUF_ARRAY = 4, 5, 6, 7, 8, 9
+GGML_F32 = 0
+ALIGNMENT = 32
+
+
+def _gguf_string(s):
+    b = s.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+def _gguf_value(kind, value):
+    if kind == GGUF_STRING:
+        return _gguf_string(value)
+    if kind == GGUF_ARRAY:
+        elem_kind, items = value
+        out = struct.pack("<IQ", elem_kind, len(items))
+        return out + b"".join(_gguf_value(elem_kind, v) for v in items)
+    return struct.pack({GGUF_U32: "<I", GGUF_I32: "<i", GGUF_F32: "<f", GGUF_BOOL: "<?"}[kind], value)
+
+
+def gguf_bytes(metadata, tensors):
+    """metadata [(key, kind, value)], tensors [(name, ggml type, ne innermost first, bytes)]; each
+    tensor's data starts at a multiple of ALIGNMENT from the aligned start of the data section."""
+    out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(metadata)))
+    for key, kind, value in metadata:
+        out += _gguf_string(key) + struct.pack("<I", kind) + _gguf_value(kind, value)
+    data = bytearray()
+    for name, ggml_type, ne, payload in tensors:
+        data += b"\0" * (-len(data) % ALIGNMENT)
+        out += _gguf_string(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", n) for n in ne)
+        out += struct.pack("<IQ", ggml_type, len(data))
+        data += payload
+    out += b"\0" * (-len(out) % ALIGNMENT)
+    return bytes(out + data)
+
+
+# ----------------------------------------------------------------------------- tiny Q4_K_M llama
+
+MODEL = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+             intermediate_size=512)
+GGUF_TYPE_CODES = {"F32": GGML_F32, "Q4_K": blocks.TYPES["Q4_K"][0], "Q6_K": blocks.TYPES["Q6_K"][0]}
+# Token types of gguf.md tokenizer.ggml.token_type.
+TOKEN_NORMAL, TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_BYTE = 1, 2, 3, 6
+
+
+def rope_interleave(w, n_head):
+    """HF split-half rows -> the adjacent-pair order llama.cpp's converter writes (its permute):
+    within each head, GGUF row 2i + j is HF row j * dk/2 + i."""
+    rows, cols = w.shape
+    return w.reshape(n_head, 2, rows // n_head // 2, cols).swapaxes(1, 2).reshape(rows, cols)
+
+
+def rope_deinterleave(w, n_head):
+    """Inverse of rope_interleave."""
+    rows, cols = w.shape
+    return w.reshape(n_head, rows // n_head // 2, 2, cols).swapaxes(1, 2).reshape(rows, cols)
+
+
+def tensor_plan(cfg):
+    """[(GGUF name, HF name, shape [rows, cols] or [n], GGUF type, init, rope heads or 0)] in file order."""
+    d, hq, hkv, dk, ff = (cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"],
+                          cfg["intermediate_size"])
+    v = cfg["vocab_size"]
+    plan = [("token_embd.weight", "model.embed_tokens.weight", [v, d], "Q4_K", "embed", 0)]
+    for l in range(cfg["num_hidden_layers"]):
+        g, h = "blk.%d." % l, "model.layers.%d." % l
+        plan += [
+            (g + "attn_norm.weight", h + "input_layernorm.weight", [d], "F32", "norm", 0),
+            (g + "attn_q.weight", h + "self_attn.q_proj.weight", [hq * dk, d], "Q4_K", "linear", hq),
+            (g + "attn_k.weight", h + "self_attn.k_proj.weight", [hkv * dk, d], "Q4_K", "linear", hkv),
+            (g + "attn_v.weight", h + "self_attn.v_proj.weight", [hkv * dk, d], "Q6_K", "linear", 0),
+            (g + "attn_output.weight", h + "self_attn.o_proj.weight", [d, hq * dk], "Q4_K", "linear", 0),
+            (g + "ffn_norm.weight", h + "post_attention_layernorm.weight", [d], "F32", "norm", 0),
+            (g + "ffn_gate.weight", h + "mlp.gate_proj.weight", [ff, d], "Q4_K", "linear", 0),
+            (g + "ffn_up.weight", h + "mlp.up_proj.weight", [ff, d], "Q4_K", "linear", 0),
+            (g + "ffn_down.weight", h + "mlp.down_proj.weight", [d, ff], "Q6_K", "linear", 0),
+        ]
+    plan += [("output_norm.weight", "model.norm.weight", [d], "F32", "norm", 0),
+             ("output.weight", "lm_head.weight", [v, d], "Q6_K", "output", 0)]
+    return plan
+
+
+def init_weight(rng, shape, init):
+    """Linear N(0, 1/fan_in); embeddings N(0, 0.5^2); lm_head N(0, 4/d) (logits spread well beyond the
+    quantisation noise, so a Q4_0 conversion can be held to top-1 agreement); norms 1 + N(0, 0.1^2)."""
+    if init == "norm":
+        return 1.0 + 0.1 * rng.standard_normal(shape)
+    std = {"embed": 0.5, "linear": 1.0 / np.sqrt(shape[1]), "output": 2.0 / np.sqrt(shape[1])}[init]
+    return std * rng.standard_normal(shape)
+
+
+def tokenizer_metadata(vocab, merges):
+    """The make_reference_models.py vocabulary as a SentencePiece ("llama") GGUF tokenizer: scores are
+    minus the rank of the first merge that builds a piece (as formats/src/hf_tokenizer.cpp derives them)."""
+    pieces = sorted(vocab, key=vocab.get)
+    types = []
+    for p in pieces:
+        if p == "<unk>":
+            types.append(TOKEN_UNKNOWN)
+        elif p in ("<s>", "</s>"):
+            types.append(TOKEN_CONTROL)
+        elif p.startswith("<0x") and len(p) == 6:
+            types.append(TOKEN_BYTE)
+        else:
+            types.append(TOKEN_NORMAL)
+    scores = [0.0] * len(pieces)
+    seen = set()
+    for rank, m in enumerate(merges):
+        piece = m.replace(" ", "")
+        i = vocab.get(piece)
+        if i is not None and i not in seen and types[i] == TOKEN_NORMAL:
+            scores[i] = -float(rank)
+            seen.add(i)
+    return [
+        ("tokenizer.ggml.model", GGUF_STRING, "llama"),
+        ("tokenizer.ggml.pre", GGUF_STRING, "default"),
+        ("tokenizer.ggml.tokens", GGUF_ARRAY, (GGUF_STRING, pieces)),
+        ("tokenizer.ggml.scores", GGUF_ARRAY, (GGUF_F32, scores)),
+        ("tokenizer.ggml.token_type", GGUF_ARRAY, (GGUF_I32, types)),
+        ("tokenizer.ggml.bos_token_id", GGUF_U32, vocab["<s>"]),
+        ("tokenizer.ggml.eos_token_id", GGUF_U32, vocab["</s>"]),
+        ("tokenizer.ggml.unknown_token_id", GGUF_U32, vocab["<unk>"]),
+        ("tokenizer.ggml.add_bos_token", GGUF_BOOL, True),
+        ("tokenizer.ggml.add_eos_token", GGUF_BOOL, False),
+        ("tokenizer.ggml.add_space_prefix", GGUF_BOOL, True),
+    ]
+
+
+def write_llama_kquant(out_dir):
+    import torch  # only this part needs torch (cflow_reference.py)
+    import cflow_reference as ref
+    import make_reference_models as mrm
+
+    torch.set_num_threads(1)  # the same float64 reductions, hence the same bytes, every run
+    case = dict(mrm.ORDINARY, name="llama_kquant", **MODEL)
+    cfg = mrm.make_config(case)
+    vocab = mrm.build_vocab()
+    merges = mrm.build_merges(vocab)
+    rng = np.random.default_rng(SEED + 1)
+    gguf_tensors, hf_tensors, types_used = [], {}, {}
+    for name, hf_name, shape, type_name, init, rope_heads in tensor_plan(cfg):
+        w = init_weight(rng, shape, init)
+        if rope_heads:
+            w = rope_interleave(w, rope_heads)  # as a real llama GGUF stores Q and K
+        if type_name == "F32":
+            payload = w.astype("<f4").tobytes()
+            dequantised = np.frombuffer(payload, dtype="<f4").astype(np.float64).reshape(shape)
+        else:
+            payload = quant.QUANTIZERS[type_name](w)
+            dequantised = blocks.decode(type_name, payload).reshape(shape)
+        if rope_heads:
+            dequantised = rope_deinterleave(dequantised, rope_heads)  # the reference runs split-half RoPE
+        gguf_tensors.append((name, GGUF_TYPE_CODES[type_name], list(reversed(shape)), payload))
+        hf_tensors[hf_name] = torch.from_numpy(np.ascontiguousarray(dequantised))
+        types_used[name] = type_name
+
+    c = cfg
+    metadata = [
+        ("general.architecture", GGUF_STRING, "llama"),
+        ("general.name", GGUF_STRING, "cflow tiny llama (Q4_K_M-like test fixture)"),
+        ("general.file_type", GGUF_U32, 15),  # llama.cpp LLAMA_FTYPE_MOSTLY_Q4_K_M
+        ("llama.context_length", GGUF_U32, c["max_position_embeddings"]),
+        ("llama.embedding_length", GGUF_U32, c["hidden_size"]),
+        ("llama.block_count", GGUF_U32, c["num_hidden_layers"]),
+        ("llama.feed_forward_length", GGUF_U32, c["intermediate_size"]),
+        ("llama.attention.head_count", GGUF_U32, c["num_attention_heads"]),
+        ("llama.attention.head_count_kv", GGUF_U32, c["num_key_value_heads"]),
+        ("llama.rope.dimension_count", GGUF_U32, c["head_dim"]),
+        ("llama.attention.layer_norm_rms_epsilon", GGUF_F32, c["rms_norm_eps"]),
+        ("llama.rope.freq_base", GGUF_F32, c["rope_theta"]),
+        ("llama.vocab_size", GGUF_U32, c["vocab_size"]),
+    ] + tokenizer_metadata(vocab, merges)
+
+    model = ref.CflowModel(cfg, hf_tensors)
+    tokens = mrm.trace_tokens(vocab, merges)
+    trace = ref.run_trace(model, tokens)
+    d = os.path.join(out_dir, "llama_kquant")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "model.gguf"), "wb") as f:
+        f.write(gguf_bytes(metadata, gguf_tensors))
+    margins = [ref.top2_margin(torch.tensor(row)) for row in trace["logits"]]
+    out = {"tokens": tokens, "logits": trace["logits"], "tensor_types": types_used,
+           "min_top2_margin": min(margins), "config": {k: c[k] for k in sorted(MODEL)}}
+    with open(os.path.join(d, "reference.json"), "w", encoding="utf-8", newline="\n") as f:
+        json.dump(out, f, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
+    return out
+
+
+def main(argv=None):
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out_dir = args[0]
+    n = write_blocks(out_dir)
+    print("blocks: %d cases in %s" % (n, os.path.join(out_dir, "blocks")))
+    ref = write_llama_kquant(out_dir)
+    print("llama_kquant: %d tokens, min top-2 logit margin %.3g" % (len(ref["tokens"]), ref["min_top2_margin"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
