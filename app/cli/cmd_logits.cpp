@@ -53,10 +53,30 @@ double log_sum_exp(std::span<const float> logits) {
     return max_logit + std::log(sum);
 }
 
+// Whitespace-separated decimal ids, each below vocab_size; the error names the bad word.
+Result<std::vector<int32_t>> parse_token_ids(const std::string& text, size_t vocab_size, const std::string& what) {
+    std::vector<int32_t> ids;
+    size_t at = 0;
+    while (at < text.size()) {
+        while (at < text.size() && (text[at] == ' ' || text[at] == ',' || text[at] == '\t' || text[at] == '\n')) ++at;
+        if (at >= text.size()) break;
+        const size_t start = at;
+        while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;
+        if (at == start || at - start > 9 || (at < text.size() && text[at] != ' ' && text[at] != ',' && text[at] != '\t' && text[at] != '\n'))
+            return make_error(what + ": '" + text.substr(start, 12) + "' at character " + std::to_string(start) + " is not a token id");
+        const long id = std::stol(text.substr(start, at - start));
+        if (size_t(id) >= vocab_size)
+            return make_error(what + ": token id " + std::to_string(id) + " is out of range (the vocabulary has " +
+                              std::to_string(vocab_size) + " tokens)");
+        ids.push_back(int32_t(id));
+    }
+    return ids;
+}
+
 } // namespace
 
 int run_logits(const std::vector<std::string>& argv) {
-    const ArgSpec spec{{"-p", "--prompt", "--prompt-file", "--top", "--out", "--isa", "--threads", "--ctx", "--load",
+    const ArgSpec spec{{"-p", "--prompt", "--prompt-file", "--ids", "--top", "--out", "--isa", "--threads", "--ctx", "--load",
                         "--kv-cache"},
                        {"--json"}};
     auto args = Args::parse(argv, spec);
@@ -96,7 +116,17 @@ int run_logits(const std::vector<std::string>& argv) {
 
     auto model = Model::load(*model_path, *load);
     if (!model) return fail("logits", model.error());
-    const auto ids = (*model)->tokenizer().encode(prompt, /*add_special=*/true);
+    std::vector<int32_t> ids;
+    if (auto id_text = args->value("--ids")) {
+        if (args->value("-p") || args->value("--prompt") || args->value("--prompt-file"))
+            return fail("logits", "--ids and a prompt text exclude each other");
+        auto parsed = parse_token_ids(*id_text, (*model)->tokenizer().vocab_size(), "--ids");
+        if (!parsed) return fail("logits", parsed.error());
+        ids = std::move(parsed).value();
+        if (ids.empty()) return fail("logits", "--ids lists no token id");
+    } else {
+        ids = (*model)->tokenizer().encode(prompt, /*add_special=*/true);
+    }
     if (ids.empty())
         return fail("logits", "the prompt is empty and the model's tokenizer adds no BOS token: give a prompt with -p");
     auto session = Session::create(model.value(), session_options);

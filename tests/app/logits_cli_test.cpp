@@ -91,6 +91,16 @@ TEST_F(LogitsCli, MatchesTheFloat64TraceOnTheReferencePath) {
     EXPECT_EQ(std::max_element(vector.begin(), vector.end()) - vector.begin(), got["top"][0]["id"].get<int32_t>());
 }
 
+TEST_F(LogitsCli, IdsGiveTheSameLogitsAsTheTextTheyTokeniseFrom) {
+    const std::string model = (kSource / "resources/models/arch2_4_sync.q4_0.cflow").string();
+    const fs::path from_text = tmp_ / "text.f32", from_ids = tmp_ / "ids.f32";
+    auto a = run_cflow({"logits", model, "-p", "Once upon a time", "--isa", "scalar", "--out", from_text.string()});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    auto b = run_cflow({"logits", model, "--ids", "0 814 912 260 655", "--isa", "scalar", "--out", from_ids.string()});
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    EXPECT_EQ(read_f32_file(from_text), read_f32_file(from_ids));
+}
+
 TEST_F(LogitsCli, TextOutputListsTheTopIdsAndTheDefaultPathAgreesOnTop1) {
     const auto trace = read_json(kSource / "tests/parity/trained/arch2_4_sync.q4_0.json");
     const std::string model = (kSource / trace["model_file"].get<std::string>()).string();
@@ -110,6 +120,9 @@ TEST_F(LogitsCli, BadInputFailsWithOneLine) {
     const std::string model = (kSource / "resources/models/arch2_4_sync.q4_0.cflow").string();
     expect_one_line_failure(run_cflow({"logits", model, "-p", "x", "--isa", "sse9"}), "--isa must be one of");
     expect_one_line_failure(run_cflow({"logits", model, "-p", "x", "--top", "-1"}), "--top");
+    expect_one_line_failure(run_cflow({"logits", model, "--ids", "0 99999"}), "token id 99999 is out of range");
+    expect_one_line_failure(run_cflow({"logits", model, "--ids", "0 x1"}), "is not a token id");
+    expect_one_line_failure(run_cflow({"logits", model, "--ids", "0", "-p", "x"}), "exclude each other");
     expect_one_line_failure(run_cflow({"logits", (tmp_ / "missing.cflow").string(), "-p", "x"}), "missing.cflow");
     expect_one_line_failure(run_cflow({"logits", model, "-p", "x", "--prompt-file", (tmp_ / "p.txt").string()}),
                             "exclude each other");

@@ -16,6 +16,7 @@
 #include "cflow/engine/io/bandwidth_probe.h"
 #include "cflow/engine/io/system_memory.h"
 #include "cflow/engine/tokenizer/tokenizer.h"
+#include "cflow/formats/gguf.h"
 #include "cflow/formats/model_path_kind.h"
 
 namespace cflow {
@@ -79,7 +80,8 @@ void check_tokenizer_and_template(const SourceModel& source, PreflightReport& r)
 
 void count_tensor_types(const SourceModel& source, PreflightReport& r) {
     std::map<std::string, uint64_t> counts;
-    for (const auto& [name, t] : source.tensors) ++counts[std::string(dtype_name(t.dtype))];
+    for (const auto& [name, t] : source.tensors)
+        ++counts[t.dtype == DType::GgmlBlock ? ggml_type_name(t.ggml_type) : std::string(dtype_name(t.dtype))];
     for (const auto& [type, n] : counts) r.source_tensor_types.push_back(type + " x " + std::to_string(n));
 }
 
