@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "cflow/formats/converter.h"
+#include "cflow/engine/convert/conversion_report.h"
 #include "cflow/ui/model_library.h"
 #include "synthetic_model.h"
 #include "test_support.h"
@@ -104,6 +105,55 @@ TEST(ModelLibrary, ListsModelsAndUnreadableFiles) {
     emit library.tree()->itemDoubleClicked(moeRow, 0);
     ASSERT_EQ(open.count(), 1);
     EXPECT_EQ(open.at(0).at(0).toString(), qpath(dir / "b-moe.cflow"));
+}
+
+} // namespace
+
+namespace {
+
+TEST(ModelLibrary, ShowsTheConversionReportBesideAModel) {
+    const auto dir = cflow::test::temp_dir("model_library_report");
+    cflow::test::SyntheticSpec dense;
+    dense.n_layers = 1;
+    write_model(dense, dir / "m.cflow", cflow::DType::Q4_0);
+    write_model(dense, dir / "n.cflow", cflow::DType::Q4_0);  // no report
+    cflow::ValidationReport v;
+    v.verdict = "warn";
+    v.top1_agreement = 0.8125;
+    v.mean_kl_nats = 0.125;
+    cflow::ConversionRecord record;
+    record.output_path = (dir / "m.cflow").string();
+    record.validation = &v;
+    ASSERT_TRUE(cflow::write_conversion_report(record).ok());
+
+    ModelLibrary library;
+    QSignalSpy finished(&library, &ModelLibrary::scanFinished);
+    library.setFolder(qpath(dir));
+    ASSERT_TRUE(finished.wait(30000));
+    ASSERT_EQ(library.tree()->topLevelItemCount(), 2);
+    const auto item = [&](const char* file) {
+        return library.tree()->findItems(QString::fromLatin1(file), Qt::MatchExactly, ModelLibrary::File).value(0);
+    };
+    ASSERT_NE(item("m.cflow"), nullptr);
+    ASSERT_NE(item("n.cflow"), nullptr);
+    EXPECT_EQ(item("m.cflow")->text(ModelLibrary::Validation), QStringLiteral("warn: top-1 81.3%, KL 0.13"));
+    EXPECT_TRUE(item("m.cflow")->toolTip(ModelLibrary::Validation).contains(QStringLiteral("| verdict | warn")));
+    EXPECT_EQ(item("n.cflow")->text(ModelLibrary::Validation), QStringLiteral("—"));
+    EXPECT_TRUE(cflow::ui::validation_summary("{\"source\": \"x\"}").isEmpty());
+    EXPECT_TRUE(cflow::ui::validation_summary("not json").isEmpty());
+}
+
+TEST(ModelLibrary, WarnsWhenAModelExceedsTheFreeMemory) {
+    cflow::ui::LibraryEntry dense;
+    dense.fileBytes = 3ull << 30;
+    EXPECT_TRUE(cflow::ui::memory_warning(dense, 4ull << 30).isEmpty());
+    EXPECT_TRUE(cflow::ui::memory_warning(dense, 0).isEmpty()) << "unknown free memory: no warning";
+    const QString denseWarning = cflow::ui::memory_warning(dense, 2ull << 30);
+    EXPECT_TRUE(denseWarning.startsWith(QStringLiteral("needs "))) << denseWarning.toStdString();
+    EXPECT_FALSE(denseWarning.contains(QStringLiteral("staged")));
+    cflow::ui::LibraryEntry moe = dense;
+    moe.experts = 8;
+    EXPECT_TRUE(cflow::ui::memory_warning(moe, 2ull << 30).contains(QStringLiteral("staged expert reads")));
 }
 
 } // namespace

@@ -1,7 +1,10 @@
 #include "cflow/ui/model_library.h"
 
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QFutureWatcher>
 #include <QHeaderView>
 #include <QLocale>
@@ -9,6 +12,8 @@
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include "cflow/engine/convert/conversion_report.h"
+#include "cflow/engine/io/system_memory.h"
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/dtype.h"
 #include "cflow/formats/model_path_kind.h"
@@ -20,6 +25,13 @@ namespace {
 QString meta_string(const CflowFile& file, const char* key) {
     auto value = file.metadata().get_string(key);
     return value ? QString::fromStdString(*value) : QString();
+}
+
+// A report file beside a model, at most 1 MiB (a larger one is not ours): "" when absent.
+QByteArray read_small_file(const QString& path) {
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly) || file.size() > (1 << 20)) return {};
+    return file.readAll();
 }
 
 // One row: the model's header geometry and metadata, or the reader's message when it does not open.
@@ -46,10 +58,30 @@ LibraryEntry library_entry(const QFileInfo& info) {
             .topK = h.top_k,
             .denseDelay = h.dense_delay,
             .expertDelay = h.expert_delay,
-            .purpose = read_model_card(file, path).purpose};
+            .purpose = read_model_card(file, path).purpose,
+            .validation = validation_summary(read_small_file(QString::fromStdString(conversion_report_paths(path.toStdString()).json))),
+            .validationReport = QString::fromUtf8(read_small_file(QString::fromStdString(conversion_report_paths(path.toStdString()).markdown)))};
 }
 
 } // namespace
+
+QString validation_summary(const QByteArray& reportJson) {
+    const QJsonObject v = QJsonDocument::fromJson(reportJson).object().value(QStringLiteral("validation")).toObject();
+    if (v.isEmpty()) return {};
+    return QStringLiteral("%1: top-1 %2%, KL %3")
+        .arg(v.value(QStringLiteral("verdict")).toString())
+        .arg(100 * v.value(QStringLiteral("top1_agreement")).toDouble(), 0, 'f', 1)
+        .arg(v.value(QStringLiteral("mean_kl_nats")).toDouble(), 0, 'g', 2);
+}
+
+QString memory_warning(const LibraryEntry& e, uint64_t availableBytes) {
+    if (availableBytes == 0 || e.fileBytes <= availableBytes) return {};
+    const QLocale locale;
+    QString text = QObject::tr("needs %1, %2 free now").arg(locale.formattedDataSize(qint64(e.fileBytes)),
+                                                            locale.formattedDataSize(qint64(availableBytes)));
+    if (e.experts > 0) text += QObject::tr(": choose staged expert reads (only the routed experts are read)");
+    return text;
+}
 
 std::vector<LibraryEntry> scan_model_folder(const QString& folder) {
     std::vector<LibraryEntry> entries;
@@ -70,7 +102,7 @@ ModelLibrary::ModelLibrary(QWidget* parent) : QWidget(parent) {
     tree_->setSortingEnabled(true);
     tree_->setHeaderLabels({tr("File"), tr("Name"), tr("Architecture"), tr("Layers"), tr("Parameters"),
                             tr("Quantization"), tr("Size"), tr("Context"), tr("MoE (E/top-k)"),
-                            tr("Delays (dense/expert)"), tr("Status"), tr("About")});
+                            tr("Delays (dense/expert)"), tr("Status"), tr("Validation"), tr("About")});
     tree_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     tree_->header()->setSectionResizeMode(About, QHeaderView::Stretch);  // long card text elides
     auto* layout = new QVBoxLayout(this);
@@ -104,6 +136,7 @@ void ModelLibrary::showEntries(std::vector<LibraryEntry> entries) {
     tree_->setSortingEnabled(false);
     tree_->clear();
     const QLocale locale;
+    const uint64_t availableMemoryBytes = query_system_memory().available_bytes;
     for (const LibraryEntry& e : entries_) {
         auto* item = new QTreeWidgetItem(tree_);
         item->setText(File, e.fileName);
@@ -125,7 +158,11 @@ void ModelLibrary::showEntries(std::vector<LibraryEntry> entries) {
         item->setText(Context, QString::number(e.contextTokens));
         item->setText(Moe, e.experts == 0 ? tr("dense") : QStringLiteral("%1/%2").arg(e.experts).arg(e.topK));
         item->setText(Delays, QStringLiteral("%1/%2").arg(e.denseDelay).arg(e.expertDelay));
-        item->setText(Status, tr("ok"));
+        const QString memory = memory_warning(e, availableMemoryBytes);
+        item->setText(Status, memory.isEmpty() ? tr("ok") : memory);
+        if (!memory.isEmpty()) item->setForeground(Status, QBrush(QColor(0xb0, 0x60, 0x00)));
+        item->setText(Validation, e.validation.isEmpty() ? tr("—") : e.validation);
+        if (!e.validationReport.isEmpty()) item->setToolTip(Validation, e.validationReport);
         item->setText(About, e.purpose);
         item->setToolTip(About, e.purpose);
     }

@@ -31,7 +31,15 @@ struct LibraryEntry {
     uint32_t expertDelay = 0;
     QString error;           // the reader's message; empty when the file opened
     QString purpose;         // the model card's first paragraph (model_card.h), "" without a card
+    // From the conversion report beside the model (MODEL.report.json, conversion_report.h):
+    QString validation;      // "pass: top-1 96.1%, KL 0.0011"; "" without a report
+    QString validationReport;  // the report's Markdown, for the tooltip
 };
+
+// The validation cell of a conversion report's JSON text; "" when it has no validation.
+QString validation_summary(const QByteArray& reportJson);
+// A note for a model that needs more memory than is free now ("" when it fits or is unknown).
+QString memory_warning(const LibraryEntry& entry, uint64_t availableBytes);
 
 // Lists the .cflow and .vflow models directly in folder (non-recursive; sniff_model_path decides,
 // model_path_kind.h), sorted by file name. Blocking: call it off the GUI thread.
@@ -40,7 +48,7 @@ std::vector<LibraryEntry> scan_model_folder(const QString& folder);
 class ModelLibrary : public QWidget {
     Q_OBJECT
 public:
-    enum Column { File, Name, Architecture, Layers, Parameters, Quantization, Size, Context, Moe, Delays, Status, About, ColumnCount };
+    enum Column { File, Name, Architecture, Layers, Parameters, Quantization, Size, Context, Moe, Delays, Status, Validation, About, ColumnCount };
 
     explicit ModelLibrary(QWidget* parent = nullptr);
     ~ModelLibrary() override;
