@@ -15,10 +15,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 
 #include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
+#include "cflow/engine/kernels/kernels.h"
 #include "cflow/ui/convert_wizard.h"
 #include "test_support.h"
 #include "ui_test_models.h"
@@ -101,6 +104,52 @@ TEST(ConvertWizard, ConvertsAndValidatesTheStoriesGgufWithMixedQuantisation) {
     wizard.accept();
     ASSERT_EQ(converted.size(), 1);
     EXPECT_EQ(converted[0][0].toString(), output);
+}
+
+// The acceptance check through the wizard: the Q4_K_M-like llama GGUF (Q4_K / Q6_K
+// blocks, tests/reference/make_ggml_fixtures.py) converted with every class at f32, its
+// last-position logits on the f32 reference path against the float64 forward pass over the
+// GGUF's dequantised weights: relative L2 <= 1e-4.
+TEST(ConvertWizard, ConvertsAQ4KMGgufWhoseLogitsMatchTheFloat64Reference) {
+    const fs::path fixtures = CFLOW_GGML_FIXTURES_DIR;
+    const fs::path gguf = fixtures / "llama_kquant/model.gguf";
+    if (!fs::exists(gguf)) GTEST_SKIP() << gguf << " not generated (ctest fixture ggml_fixtures_generate needs torch)";
+    const auto dir = cflow::test::temp_dir("convert_wizard_kquant");
+    ConvertWizard wizard(qpath(gguf));
+    wizard.setOutputPath(qpath(dir / "kquant.cflow"));
+    wizard.show();
+    ASSERT_TRUE(wait_complete(wizard));
+    wizard.next();
+    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    EXPECT_TRUE(page_text(wizard.currentPage()).contains(QStringLiteral("Q4_K x "))) << "the source's block types";
+    EXPECT_TRUE(page_text(wizard.currentPage()).contains(QStringLiteral("Q6_K x ")));
+    wizard.next();
+    for (const char* name : {"quant_embeddings", "quant_attention", "quant_ffn", "quant_experts", "quant_output"})
+        wizard.currentPage()->findChild<QComboBox*>(QString::fromLatin1(name))->setCurrentText(QStringLiteral("f32"));
+    wizard.next();
+    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    wizard.next();
+    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+
+    std::ifstream in(fixtures / "llama_kquant/reference.json");
+    const auto reference = nlohmann::json::parse(in);
+    const auto tokens = reference.at("tokens").get<std::vector<int32_t>>();
+    const auto want = reference.at("logits").back().get<std::vector<double>>();
+    auto model = cflow::Model::load((dir / "kquant.cflow").string());
+    ASSERT_TRUE(model.ok()) << model.error();
+    cflow::SessionOptions options;
+    options.isa = cflow::Isa::Scalar;
+    auto session = cflow::Session::create(*model, options);
+    ASSERT_TRUE(session.ok()) << session.error();
+    auto logits = (*session)->prefill(tokens);
+    ASSERT_TRUE(logits.ok()) << logits.error();
+    ASSERT_EQ(logits->size(), want.size());
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        diff += ((*logits)[i] - want[i]) * ((*logits)[i] - want[i]);
+        norm += want[i] * want[i];
+    }
+    EXPECT_LE(std::sqrt(diff / norm), 1e-4);
 }
 
 TEST(ConvertWizard, AnUnconvertibleSourceStopsAtPreflightWithItsReason) {
