@@ -1,4 +1,4 @@
-// Scalar reference tile codec: f16/bf16 conversion, ggml-exact Q4_0/Q8_0 block
+// Tile codec (scalar reference; the two hot loops also have AVX2 paths, codec_x86.h): f16/bf16 conversion, ggml-exact Q4_0/Q8_0 block
 // quantization, and tile payload encode/decode in the layout of cflow_layout.h.
 #include "cflow/formats/tile_codec.h"
 
@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "cflow/formats/tile_plan.h"
+#include "codec_x86.h"
 
 namespace cflow {
 
@@ -84,6 +85,12 @@ int8_t q8_value(float scaled) {
 } // namespace
 
 void quantize_block_q4_0(const float* x, uint16_t* scale, uint8_t nibbles[16]) {
+    static const codec_x86::Q4BlockFn fast = codec_x86::q4_0_block();
+    if (fast && fast(x, scale, nibbles)) return;
+    quantize_block_q4_0_scalar(x, scale, nibbles);
+}
+
+void quantize_block_q4_0_scalar(const float* x, uint16_t* scale, uint8_t nibbles[16]) {
     // ggml quantize_row_q4_0_ref: the signed element of largest magnitude maps to -8.
     float amax = 0.0f, max = 0.0f;
     for (int j = 0; j < 32; ++j) {
@@ -208,9 +215,12 @@ void decode_tile_row(DType dtype, const uint8_t* payload, uint32_t rows, uint32_
 void convert_to_f32(DType src, const uint8_t* data, uint64_t n, float* out) {
     switch (src) {
         case DType::F32: std::memcpy(out, data, n * 4); return;
-        case DType::F16:
+        case DType::F16: {
+            static const codec_x86::F16RowFn fast = codec_x86::f16_row();
+            if (fast) return fast(data, n, out);
             for (uint64_t i = 0; i < n; ++i) out[i] = f16_to_f32(load_u16(data + i * 2));
             return;
+        }
         case DType::BF16:
             for (uint64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(load_u16(data + i * 2));
             return;

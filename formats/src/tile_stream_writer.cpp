@@ -120,7 +120,21 @@ Status write_tiled_segment(const TileWriteContext& ctx, const SegmentPlan& seg, 
         }
     }
 
-    std::vector<uint8_t> buffer;
+    // Two buffers: chunk k is written (copied into the page cache, a serial cost) by a writer
+    // thread while chunk k + 1 is encoded. The guard joins that thread on every return.
+    std::vector<uint8_t> buffers[2];
+    struct PendingWrite {
+        std::thread thread;
+        Status status;
+        Status finish() {
+            if (thread.joinable()) thread.join();
+            return std::move(status);
+        }
+        ~PendingWrite() {
+            if (thread.joinable()) thread.join();
+        }
+    } pending;
+    int slot = 0;
     for (size_t first = 0; first < units.size();) {
         if (ctx.cancel && ctx.cancel->is_cancelled()) return cancelled_error("conversion");
         size_t last = first;
@@ -128,6 +142,7 @@ Status write_tiled_segment(const TileWriteContext& ctx, const SegmentPlan& seg, 
         while (last < units.size() && (last == first || chunk + units[last].bytes <= ctx.chunk_bytes))
             chunk += units[last++].bytes;
         const uint64_t chunk_offset = units[first].offset;
+        std::vector<uint8_t>& buffer = buffers[slot];
         try {
             buffer.resize(chunk);
         } catch (const std::bad_alloc&) {
@@ -158,10 +173,16 @@ Status write_tiled_segment(const TileWriteContext& ctx, const SegmentPlan& seg, 
         worker();
         for (std::thread& th : pool) th.join();
         if (failed) return make_error(ErrorKind::OutOfMemory, "out of memory while encoding tiles");
-        if (Status s = ctx.writer->write(buffer.data(), chunk); !s) return s;
+        if (Status s = pending.finish(); !s) return s;  // the previous chunk is on its way to the file
+        try {
+            pending.thread = std::thread([&pending, &ctx, &buffer, chunk] { pending.status = ctx.writer->write(buffer.data(), chunk); });
+        } catch (const std::system_error&) {
+            if (Status s = ctx.writer->write(buffer.data(), chunk); !s) return s;  // no thread: write it here
+        }
+        slot ^= 1;
         first = last;
     }
-    return {};
+    return pending.finish();
 }
 
 } // namespace cflow::convert_detail

@@ -25,7 +25,10 @@ void encode_tile(DType dtype, const float* src, uint64_t src_stride, uint32_t ro
 void decode_tile_row(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, uint32_t row, float* out);
 
 // ggml block helpers (one 32-weight block), used for bit-exact GGUF re-tiling.
+// quantize_block_q4_0 takes the AVX2 path where the CPU has it (codec_x86.h); the _scalar
+// one is the specification both are tested against.
 void quantize_block_q4_0(const float* x, uint16_t* scale, uint8_t nibbles[16]);
+void quantize_block_q4_0_scalar(const float* x, uint16_t* scale, uint8_t nibbles[16]);
 void quantize_block_q8_0(const float* x, uint16_t* scale, int8_t quants[32]);
 
 // Converts n source elements of type src (F32, F16, BF16) to f32 (block types: ggml_blocks.h).
