@@ -5,6 +5,7 @@
 #include "cflow/formats/tile_codec.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define CFLOW_CODEC_X86 1
 #endif
@@ -70,15 +71,27 @@ __attribute__((target("avx2,f16c"))) bool q4_0_block_avx2(const float* x, uint16
     return true;
 }
 
-bool has_avx2_f16c() {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+// CPUID and XCR0 directly (clang's __builtin_cpu_supports knows no "f16c"): AVX2 (leaf 7
+// EBX bit 5), F16C (leaf 1 ECX bit 29), and the OS saving the YMM state (OSXSAVE, XCR0 bits 1-2).
+__attribute__((target("xsave"))) bool has_avx2_f16c() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    const bool f16c = (ecx >> 29) & 1u, osxsave = (ecx >> 27) & 1u;
+    if (!f16c || !osxsave || (_xgetbv(0) & 0x6u) != 0x6u) return false;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    return (ebx >> 5) & 1u;
+}
+
+// CPUID traps to the hypervisor in a VM (tens of microseconds): ask once.
+bool cpu_has_avx2_f16c() {
+    static const bool has = has_avx2_f16c();
+    return has;
 }
 
 } // namespace
 
-F16RowFn f16_row() { return has_avx2_f16c() ? &f16_row_avx2 : nullptr; }
-Q4BlockFn q4_0_block() { return has_avx2_f16c() ? &q4_0_block_avx2 : nullptr; }
+F16RowFn f16_row() { return cpu_has_avx2_f16c() ? &f16_row_avx2 : nullptr; }
+Q4BlockFn q4_0_block() { return cpu_has_avx2_f16c() ? &q4_0_block_avx2 : nullptr; }
 #else
 F16RowFn f16_row() { return nullptr; }
 Q4BlockFn q4_0_block() { return nullptr; }
