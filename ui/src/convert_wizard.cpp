@@ -308,6 +308,12 @@ public:
         layout->addStretch(1);
     }
     void initializePage() override {
+        // Opened once per visit (an HF folder parses its shard headers and tokenizer.json), not per choice.
+        auto opened = open_source_model(utf8(shared_->source), utf8(shared_->tokenizer));
+        source_.reset();
+        sourceError_.clear();
+        if (opened) source_ = std::move(opened).value();
+        else sourceError_ = qt(opened.error());
         output_->setText(shared_->output);
         update();
     }
@@ -346,13 +352,12 @@ private:
             emit completeChanged();
             return;
         }
-        auto source = open_source_model(utf8(shared_->source), utf8(shared_->tokenizer));
-        if (!source) {
-            estimate_->setText(qt(source.error()));
+        if (!source_) {
+            estimate_->setText(sourceError_);
             emit completeChanged();
             return;
         }
-        auto plan = plan_conversion(*source, chosen());
+        auto plan = plan_conversion(*source_, chosen());
         if (!plan) {
             estimate_->setText(qt(plan.error()));
             emit completeChanged();
@@ -378,6 +383,8 @@ private:
     }
 
     std::shared_ptr<Shared> shared_;
+    std::optional<SourceModel> source_;  // for the size estimate; the conversion opens its own
+    QString sourceError_;
     std::vector<std::pair<TensorClass, QComboBox*>> combos_;
     QComboBox* container_ = nullptr;
     QLineEdit* output_ = nullptr;
