@@ -44,6 +44,7 @@ LibraryEntry library_entry(const QFileInfo& info) {
                 .fileBytes = static_cast<uint64_t>(info.size()),
                 .error = QString::fromStdString(opened.error())};
     const CflowFile& file = **opened;
+    const ConversionReportPaths report = conversion_report_paths(path.toStdString());
     const GlobalHeader& h = file.header();
     return {.path = path,
             .fileName = info.fileName(),
@@ -59,8 +60,8 @@ LibraryEntry library_entry(const QFileInfo& info) {
             .denseDelay = h.dense_delay,
             .expertDelay = h.expert_delay,
             .purpose = read_model_card(file, path).purpose,
-            .validation = validation_summary(read_small_file(QString::fromStdString(conversion_report_paths(path.toStdString()).json))),
-            .validationReport = QString::fromUtf8(read_small_file(QString::fromStdString(conversion_report_paths(path.toStdString()).markdown)))};
+            .validation = validation_summary(read_small_file(QString::fromStdString(report.json))),
+            .validationReport = QString::fromUtf8(read_small_file(QString::fromStdString(report.markdown)))};
 }
 
 } // namespace

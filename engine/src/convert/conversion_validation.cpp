@@ -79,7 +79,7 @@ struct RemoveOnExit {
     }
 };
 
-void check_tokenizer(const Model& converted, const ValidationRequest& request, const std::string& text,
+void check_tokenizer(const Model& converted, const Result<SourceModel>& source, const std::string& text,
                      ValidationReport& r) {
     const Tokenizer& tok = converted.tokenizer();
     const auto ids = tok.encode(text, /*add_special=*/false);
@@ -92,7 +92,6 @@ void check_tokenizer(const Model& converted, const ValidationRequest& request, c
     } else {
         r.tokenizer_detail = std::to_string(ids.size()) + " tokens, decoded back byte for byte";
     }
-    auto source = open_source_model(request.source_path, request.tokenizer_path);
     if (!source) {
         r.tokenizer_detail += "; the source's tokenizer could not be read again: " + source.error();
         return;
@@ -202,8 +201,10 @@ Result<ValidationReport> validate_conversion(const ValidationRequest& request, c
 
     auto converted = Model::load(request.converted_path);
     if (!converted) return converted.take_error();
+    // Opened once: its tokenizer is compared here and its weights make the F32 reference below.
+    const auto source = open_source_model(request.source_path, request.tokenizer_path);
     report_stage("tokenizer", 0);
-    check_tokenizer(**converted, request, text, r);
+    check_tokenizer(**converted, source, text, r);
     report_stage("template", 0);
     check_template(**converted, r);
     report_stage("smoke", 0);
@@ -216,7 +217,6 @@ Result<ValidationReport> validate_conversion(const ValidationRequest& request, c
     r.reference_is_self = all_f32(**converted);
     if (!r.reference_is_self) {
         report_stage("reference", 0);
-        auto source = open_source_model(request.source_path, request.tokenizer_path);
         if (!source) return make_error(source.kind(), "validation: " + source.error());
         ConvertOptions f32;
         f32.weight_quant = DType::F32;
