@@ -1,6 +1,7 @@
 // HF tokenizer files -> GGUF tokenizer keys, so the engine's tokenizer loads an HF
 // folder the same way it loads a GGUF.
 #include "hf_tokenizer.h"
+#include "model_folder.h"
 #include "cflow/formats/whole_file.h"
 #include "cflow/formats/json_depth.h"
 
@@ -27,7 +28,9 @@ constexpr int64_t kMaxVocab = 1 << 24;  // ids beyond this are corrupt, not a re
 // llama.cpp token types (gguf.md tokenizer.ggml.token_type)
 enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
-Result<json> read_json(const fs::path& path) {
+Result<json> read_json(const fs::path& dir, const char* name) {
+    const fs::path path = dir / name;
+    if (Status inside = require_inside_model_folder(dir, path); !inside) return inside.take_error();
     auto text = read_whole_file(path.string(), kMaxTokenizerJsonBytes, "a tokenizer JSON file");
     if (!text) return text.take_error();
     if (Status depth = check_json_depth(*text, path.string()); !depth) return depth.take_error();
@@ -38,12 +41,15 @@ Result<json> read_json(const fs::path& path) {
     }
 }
 
-std::optional<std::string> read_text(const fs::path& path) {
+// nullopt when the folder has no such file; an unreadable one is an error, not an absence.
+Result<std::optional<std::string>> read_text(const fs::path& dir, const char* name) {
+    const fs::path path = dir / name;
     std::error_code ec;
-    if (!fs::exists(path, ec)) return std::nullopt;
+    if (!fs::exists(fs::symlink_status(path, ec))) return std::optional<std::string>{};
+    if (Status inside = require_inside_model_folder(dir, path); !inside) return inside.take_error();
     auto text = read_whole_file(path.string(), kMaxChatTemplateBytes, "a chat template");
-    if (!text) return std::nullopt;
-    return std::move(text).value();
+    if (!text) return text.take_error();
+    return std::optional<std::string>(std::move(text).value());
 }
 
 bool is_byte_token(const std::string& t) {
@@ -347,12 +353,14 @@ private:
             return make_error(label + ": field 'chat_template' is neither a string nor a list of {name, template}");
         }
         // Newer HF folders keep the template beside the config.
-        if (auto text = read_text(dir_ / "chat_template.jinja")) {
-            meta_.set("tokenizer.chat_template", *text);
+        auto text = read_text(dir_, "chat_template.jinja");
+        if (!text) return text.take_error();
+        if (*text) {
+            meta_.set("tokenizer.chat_template", **text);
             return Status::success();
         }
         if (fs::exists(dir_ / "chat_template.json")) {
-            auto j = read_json(dir_ / "chat_template.json");
+            auto j = read_json(dir_, "chat_template.json");
             if (!j) return j.take_error();
             if (j->is_object() && j->contains("chat_template") && j->at("chat_template").is_string())
                 meta_.set("tokenizer.chat_template", j->at("chat_template").get<std::string>());
@@ -376,11 +384,11 @@ Result<bool> load_tokenizer(const std::string& dir, Metadata& meta) {
     try {
         fs::path d(dir);
         if (!fs::exists(d / "tokenizer.json")) return false;
-        auto tok = read_json(d / "tokenizer.json");
+        auto tok = read_json(d, "tokenizer.json");
         if (!tok) return tok.take_error();
         std::optional<json> cfg;
         if (fs::exists(d / "tokenizer_config.json")) {
-            auto c = read_json(d / "tokenizer_config.json");
+            auto c = read_json(d, "tokenizer_config.json");
             if (!c) return c.take_error();
             if (!c->is_object()) return make_error((d / "tokenizer_config.json").string() + ": top level is not a JSON object");
             cfg = std::move(c.value());

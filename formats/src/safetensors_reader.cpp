@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cflow/formats/whole_file.h"
+#include "model_folder.h"
 #include "cflow/formats/json_depth.h"
 #include "cflow/formats/safetensors.h"
 #include "cflow/formats/source_model.h"
@@ -98,6 +99,8 @@ struct Located {
 
 Result<SourceModel> assemble(const fs::path& dir, const std::vector<std::string>& weight_files,
                              const std::map<std::string, std::string>* weight_map, const std::string& label) {
+    for (const char* own : {"config.json", "model.safetensors.index.json"})
+        if (Status inside = hf::require_inside_model_folder(dir, dir / own); !inside) return inside.take_error();
     auto cfg = hf::load_config((dir / "config.json").string());
     if (!cfg) return cfg.take_error();
     SourceModel model;
@@ -106,6 +109,8 @@ Result<SourceModel> assemble(const fs::path& dir, const std::vector<std::string>
 
     std::map<std::string, SafetensorsFile> shards;  // by file name; each mapped once
     for (const auto& f : weight_files) {
+        // Shards may be links to another disk (a user short of space): they must parse as
+        // safetensors, so no unrelated file can hide in one, unlike the text files above.
         auto st = read_safetensors_file((dir / f).string());
         if (!st) return st.take_error();
         model.files.push_back(st->file);
@@ -232,6 +237,7 @@ Result<SourceModel> read_safetensors_model(const std::string& dir_or_file) {
         if (fs::is_directory(p, ec)) {
             fs::path index = p / "model.safetensors.index.json";
             if (fs::exists(index)) {
+                if (Status inside = hf::require_inside_model_folder(p, index); !inside) return inside.take_error();
                 auto j = read_json_file(index);
                 if (!j) return j.take_error();
                 if (!j->is_object() || !j->contains("weight_map") || !j->at("weight_map").is_object())
