@@ -104,13 +104,16 @@ class Builder {
 public:
     explicit Builder(const SyntheticSpec& spec) : spec_(spec), rng_(spec.seed) {}
 
-    void matrix(const std::string& name, std::vector<uint64_t> shape, DType dtype) {
+    // row_skew > 0 (routers): row r also scaled by 1 + row_skew * (rows-1-r)/(rows-1).
+    void matrix(const std::string& name, std::vector<uint64_t> shape, DType dtype, float row_skew = 0.0f) {
         const uint64_t cols = shape.back();
         uint64_t n = 1;
         for (uint64_t d : shape) n *= d;
         std::vector<float> v(n);  // [rows x cols] f32 (rows = product of outer dims)
-        for (uint64_t r = 0; r < n / cols; ++r) {
-            const float row_scale = static_cast<float>(0.5 + 1.5 * rng_.uniform());
+        const uint64_t rows = n / cols;
+        for (uint64_t r = 0; r < rows; ++r) {
+            float row_scale = static_cast<float>(0.5 + 1.5 * rng_.uniform());
+            if (row_skew > 0.0f && rows > 1) row_scale *= 1.0f + row_skew * float(rows - 1 - r) / float(rows - 1);
             for (uint64_t c = 0; c < cols; ++c) v[r * cols + c] = spec_.weight_std * row_scale * rng_.normal();
         }
         add(name, std::move(shape), dtype, v);
@@ -273,7 +276,7 @@ SourceModel make_synthetic_model(const SyntheticSpec& spec) {
         if (spec.n_experts > 0) {
             const uint64_t e = spec.n_experts, eff = spec.expert_d_ff;
             if (spec.moe_norm) b.vector(p + "moe_norm.weight", d, 1.0f, 0.1f);
-            b.matrix(p + "ffn_gate_inp.weight", {e, d}, router);
+            b.matrix(p + "ffn_gate_inp.weight", {e, d}, router, spec.router_skew);
             b.matrix(p + "ffn_gate_exps.weight", {e, eff, d}, m);
             b.matrix(p + "ffn_up_exps.weight", {e, eff, d}, m);
             b.matrix(p + "ffn_down_exps.weight", {e, d, eff}, m);

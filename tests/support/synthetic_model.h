@@ -44,6 +44,9 @@ struct SyntheticSpec {
     DType dtype = DType::F32;          // matrices: F32, F16, BF16, Q8_0 or Q4_0 (Q types need cols % 32 == 0)
     float weight_std = 0.05f;          // in [0.02, 0.5]
     uint32_t max_seq_len = 256;
+    // Router row e times 1 + router_skew * (E-1-e)/(E-1), as `cflow synth --router-skew`: wider
+    // logits win top-k more often, so routing favours low-numbered experts. 0 = no skew.
+    float router_skew = 0.0f;
 };
 
 // Builds the model; the tensor bytes live in a MappedFile kept in SourceModel::files.

@@ -194,7 +194,17 @@ void Session::route(uint32_t layer, const SegmentView& norm, const float* x, Rou
         // Issue the reads now; run_experts waits for them at the injection layer.
         for (uint32_t i = 0; i < k; ++i) {
             auto view = model_->expert(layer, routing.experts[i]);
-            if (view) routing.tickets[i] = int32_t(fetcher_->request(view.value()->offset, view.value()->bytes));
+            if (!view) continue;  // run_experts reports the corrupt entry
+            const ExpertView& ev = *view.value();
+            const auto ticket = fetcher_->request(expert_cache_key(layer, routing.experts[i]), ev.offset, ev.bytes);
+            routing.tickets[i] = int32_t(ticket.id);
+            if (ticket.fromCache) {
+                ++telemetry_.expertCacheHits;
+                telemetry_.expertBytesSaved += ev.bytes;
+            } else {
+                ++telemetry_.expertCacheMisses;
+                telemetry_.expertBytesFromDisk += ev.bytes;
+            }
         }
         // The stall arm blocks here, charging the whole read to the routing layer; a failed read
         // is reported by run_experts' own wait, which then returns at once.

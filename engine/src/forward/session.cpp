@@ -30,7 +30,9 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
     try {
         std::unique_ptr<ExpertFetcher> fetcher;
         if (options.expert_fetch != ExpertFetch::Mapped && h.n_experts > 0) {
-            auto f = ExpertFetcher::create(model->file().path(), options.fetch_threads);
+            std::shared_ptr<ExpertCache> cache;
+            if (options.expert_cache_bytes > 0) cache = std::make_shared<ExpertCache>(options.expert_cache_bytes);
+            auto f = ExpertFetcher::create(model->file().path(), options.fetch_threads, std::move(cache));
             if (!f) return f.take_error();
             fetcher = std::move(f.value());
         }
@@ -108,6 +110,10 @@ KvCacheType Session::kv_cache_type() const { return buf_->kv.type(); }
 
 bool Session::staged_direct_io() const { return fetcher_ && fetcher_->direct(); }
 
+uint64_t Session::expert_cache_bytes() const {
+    return fetcher_ && fetcher_->cache() ? fetcher_->cache()->budget_bytes() : 0;
+}
+
 void Session::reset() { position_ = 0; }
 
 void Session::begin_record(uint32_t tokens, int32_t last_token) {
@@ -115,6 +121,10 @@ void Session::begin_record(uint32_t tokens, int32_t last_token) {
     telemetry_.tokens = tokens;
     telemetry_.token = last_token;
     telemetry_.vocabBytes = 0;
+    telemetry_.expertCacheHits = 0;
+    telemetry_.expertCacheMisses = 0;
+    telemetry_.expertBytesSaved = 0;
+    telemetry_.expertBytesFromDisk = 0;
     for (uint32_t i = 0; i < telemetry_.layers.size(); ++i) {
         telemetry_.layers[i] = LayerRecord{};
         telemetry_.layers[i].position = position_;

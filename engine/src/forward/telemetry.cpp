@@ -30,6 +30,10 @@ std::string to_json_line(const TokenTelemetry& t, bool include_experts, bool inc
     if (include_stats) {
         j["totalUs"] = t.totalUs;
         j["vocabBytes"] = t.vocabBytes;
+        j["expertCacheHits"] = t.expertCacheHits;
+        j["expertCacheMisses"] = t.expertCacheMisses;
+        j["expertBytesSaved"] = t.expertBytesSaved;
+        j["expertBytesFromDisk"] = t.expertBytesFromDisk;
     }
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
     for (const LayerRecord& r : t.layers) {

@@ -6,6 +6,7 @@
 
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
+#include "cflow/engine/io/expert_cache_budget.h"
 #include "cflow/formats/converter.h"
 #include "synthetic_model.h"
 #include "test_support.h"
@@ -13,7 +14,8 @@
 namespace cflow::test {
 namespace {
 
-std::shared_ptr<const Model> delayed_moe_model(const std::string& name, CombineStyle style, uint8_t dd, uint8_t de) {
+std::shared_ptr<const Model> delayed_moe_model(const std::string& name, CombineStyle style, uint8_t dd, uint8_t de,
+                                               float router_skew = 0.0f) {
     SyntheticSpec spec;
     spec.n_layers = 4;
     spec.n_experts = 8;
@@ -22,6 +24,7 @@ std::shared_ptr<const Model> delayed_moe_model(const std::string& name, CombineS
     spec.combine_style = style;
     spec.dense_delay = dd;
     spec.expert_delay = de;
+    spec.router_skew = router_skew;
     auto source = make_synthetic_model(spec);
     const auto path = (temp_dir(name) / "model.cflow").string();
     ConvertOptions options;
@@ -44,10 +47,18 @@ TEST(ExpertFetch, StagedReadsMatchMappedBitForBit) {
         staged_opts.expert_fetch = ExpertFetch::Staged;
         SessionOptions sync_opts{1, 64};
         sync_opts.expert_fetch = ExpertFetch::Sync;
+        // The same arms with an expert cache of a quarter of the bank: hits come from RAM.
+        const uint64_t quarter = expert_bank_bytes(*model) / 4;
+        SessionOptions staged_cache_opts = staged_opts, sync_cache_opts = sync_opts;
+        staged_cache_opts.expert_cache_bytes = quarter;
+        sync_cache_opts.expert_cache_bytes = quarter;
         auto mapped = Session::create(model, mapped_opts);
         auto staged = Session::create(model, staged_opts);
         auto sync = Session::create(model, sync_opts);
-        ASSERT_TRUE(mapped.ok() && staged.ok() && sync.ok());
+        auto staged_cache = Session::create(model, staged_cache_opts);
+        auto sync_cache = Session::create(model, sync_cache_opts);
+        ASSERT_TRUE(mapped.ok() && staged.ok() && sync.ok() && staged_cache.ok() && sync_cache.ok());
+        uint64_t hits = 0;
         std::cout << "[expert fetch] direct I/O " << ((*staged)->staged_direct_io() ? "in use" : "refused by the file system; buffered reads")
                   << "\n";
         for (int32_t token : {1, 7, 42, 3, 99, 12, 5, 64}) {
@@ -60,6 +71,16 @@ TEST(ExpertFetch, StagedReadsMatchMappedBitForBit) {
             ASSERT_EQ(a->size(), c->size());
             for (size_t i = 0; i < a->size(); ++i) ASSERT_EQ((*a)[i], (*b)[i]) << "logit " << i;
             for (size_t i = 0; i < a->size(); ++i) ASSERT_EQ(mapped_logits[i], (*c)[i]) << "sync arm, logit " << i;
+            auto d = (*staged_cache)->step(token);
+            ASSERT_TRUE(d.ok()) << d.error();
+            for (size_t i = 0; i < d->size(); ++i) ASSERT_EQ(mapped_logits[i], (*d)[i]) << "staged + cache, logit " << i;
+            auto e = (*sync_cache)->step(token);
+            ASSERT_TRUE(e.ok()) << e.error();
+            for (size_t i = 0; i < e->size(); ++i) ASSERT_EQ(mapped_logits[i], (*e)[i]) << "sync + cache, logit " << i;
+            hits += (*staged_cache)->telemetry().expertCacheHits;
+            EXPECT_EQ((*staged_cache)->telemetry().expertCacheHits, (*sync_cache)->telemetry().expertCacheHits);
+            EXPECT_EQ((*staged)->telemetry().expertCacheHits, 0u);
+            EXPECT_EQ((*mapped)->telemetry().expertCacheMisses, 0u);  // the mapped arm reads nothing itself
             EXPECT_EQ((*sync)->telemetry().bytes(Stream::Expert), (*mapped)->telemetry().bytes(Stream::Expert));
             const TokenTelemetry& ta = (*mapped)->telemetry();
             const TokenTelemetry& tb = (*staged)->telemetry();
@@ -69,6 +90,49 @@ TEST(ExpertFetch, StagedReadsMatchMappedBitForBit) {
             EXPECT_GE(wait_us, 0.0f);
             for (const LayerRecord& r : ta.layers) EXPECT_EQ(r.expertWaitUs, 0.0f);
         }
+        EXPECT_GT(hits, 0u) << "8 tokens over 32 experts with 8 cached: some must hit";
+    }
+}
+
+// With a cache of a quarter of the expert bank on a model whose routing favours a few experts,
+// the expert bytes read from storage fall by exactly the measured hit rate: every routed expert is
+// either served from RAM or read, never both, and counted at its own size.
+TEST(ExpertFetch, ACacheCutsExpertBytesReadByItsHitRate) {
+    auto model = delayed_moe_model("skewed", CombineStyle::DelayedSum, 1, 2, /*router_skew=*/4.0f);
+    ASSERT_TRUE(model);
+    const GlobalHeader& h = model->header();
+    for (ExpertFetch arm : {ExpertFetch::Sync, ExpertFetch::Staged}) {
+        SCOPED_TRACE(std::string(expert_fetch_name(arm)));
+        SessionOptions options{1, 80};
+        options.expert_fetch = arm;
+        options.expert_cache_bytes = expert_bank_bytes(*model) / 4;
+        auto session = Session::create(model, options);
+        ASSERT_TRUE(session.ok()) << session.error();
+        EXPECT_EQ((*session)->expert_cache_bytes(), options.expert_cache_bytes);
+        uint64_t hits = 0, misses = 0, saved = 0, read = 0, needed = 0;
+        int32_t token = 1;
+        for (int t = 0; t < 64; ++t) {
+            auto logits = (*session)->step(token);
+            ASSERT_TRUE(logits.ok()) << logits.error();
+            token = int32_t((token * 31 + 7) % 250) + 1;
+            const TokenTelemetry& tt = (*session)->telemetry();
+            EXPECT_EQ(tt.expertCacheHits + tt.expertCacheMisses, h.n_layers * h.top_k);
+            EXPECT_EQ(tt.expertBytesSaved + tt.expertBytesFromDisk, tt.bytes(Stream::Expert));
+            hits += tt.expertCacheHits;
+            misses += tt.expertCacheMisses;
+            saved += tt.expertBytesSaved;
+            read += tt.expertBytesFromDisk;
+            needed += tt.bytes(Stream::Expert);
+        }
+        const uint64_t lookups = hits + misses;
+        ASSERT_GT(lookups, 0u);
+        // bytes_read == (1 - hit_rate) * bytes_needed, in integers: read * lookups == misses * needed.
+        EXPECT_EQ(read * lookups, misses * needed);
+        EXPECT_EQ(saved * lookups, hits * needed);
+        const double hit_rate = double(hits) / double(lookups);
+        std::cout << "[expert cache] " << expert_fetch_name(arm) << ": hit rate " << hit_rate << " with a quarter of the bank\n";
+        EXPECT_GT(hits, 0u);
+        EXPECT_LT(read, needed);
     }
 }
 

@@ -36,6 +36,10 @@ struct SessionOptions {
     uint32_t context_length = 0;      // 0 = the model's max_seq_len, capped at kDefaultContextCap
     ExpertFetch expert_fetch = ExpertFetch::Mapped;
     unsigned fetch_threads = 2;       // reader threads for ExpertFetch::Staged and Sync
+    // RAM cache of whole experts for ExpertFetch::Staged and Sync, in bytes; 0 = off. Cached
+    // experts are served from RAM instead of being read (TokenTelemetry::expertCacheHits). Ignored
+    // for Mapped (the page cache is its cache). expert_cache_fit_bytes() sizes one to free memory.
+    uint64_t expert_cache_bytes = 0;
     // Kernel path of this session; unset = selected_isa() (CFLOW_ISA or the best this CPU has).
     // Tests pin an f32-activation path (not the VNNI one, which quantizes activations to int8);
     // Session::create fails (Unsupported) when the CPU/OS does not support the requested path.
@@ -78,6 +82,7 @@ public:
     // tokens >= position()). Valid because a step's only lasting state is its KV-cache entry.
     void truncate(uint32_t tokens) { position_ = tokens < position_ ? tokens : position_; }
     bool staged_direct_io() const;                // staged expert reads bypass the page cache
+    uint64_t expert_cache_bytes() const;          // the expert cache's budget (0: none)
     uint32_t position() const { return position_; }
     uint32_t context_length() const { return context_length_; }
     const Model& model() const { return *model_; }

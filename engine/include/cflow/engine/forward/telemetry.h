@@ -34,6 +34,13 @@ struct TokenTelemetry {
     int32_t token = -1;               // the token fed at this position (a prefill chunk: its last token)
     std::vector<LayerRecord> layers;  // one per effective layer
     uint64_t vocabBytes = 0;          // embedding row + output norm + LM head (when logits were computed)
+    // Direct-I/O expert fetch (Staged / Sync; zeros for Mapped): routed experts served from the
+    // expert cache (hits) or read from storage (misses), and their bytes (ExpertView::bytes, the
+    // Expert stream's count; the reader rounds each read out to 4 KiB sectors on top of this).
+    uint32_t expertCacheHits = 0;
+    uint32_t expertCacheMisses = 0;
+    uint64_t expertBytesSaved = 0;    // served from the cache instead of storage
+    uint64_t expertBytesFromDisk = 0; // read from storage
     float totalUs = 0;
 
     uint64_t bytes(Stream s) const;   // summed over layers (vocab included for Stream::Vocab)
