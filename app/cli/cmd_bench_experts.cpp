@@ -5,6 +5,8 @@
 // for the staged arm the model's prediction of its speedup over sync, (C + IO) / max(C, IO),
 // next to the measured one, with IO the sync arm's stall. Arms alternate token blocks over
 // --rounds so a noisy machine affects all three alike. The greedy tokens must match across arms.
+// --cache-mib M|fit gives sync and staged an expert cache in RAM (the mapped arm has the page
+// cache): per arm the hit rate and the expert bytes read from storage and served from RAM per token.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +20,7 @@
 #include "cflow/engine/kernels/kernels.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "expert_fetch_args.h"
 
 namespace cflow::cli {
 namespace {
@@ -33,6 +36,10 @@ struct ArmTotals {
     double compute_us = 0;
     double stall_us = 0;
     double expert_bytes = 0;
+    uint64_t cache_hits = 0;          // routed experts served from the expert cache
+    uint64_t cache_misses = 0;        // read from storage
+    double bytes_from_disk = 0;
+    double bytes_saved = 0;
     int tokens = 0;
 };
 
@@ -59,6 +66,10 @@ Status run_tokens(ArmTotals& arm, int count, bool timed) {
             arm.stall_us += layer.expertWaitUs;
         }
         arm.expert_bytes += double(t.bytes(Stream::Expert));
+        arm.cache_hits += t.expertCacheHits;
+        arm.cache_misses += t.expertCacheMisses;
+        arm.bytes_from_disk += double(t.expertBytesFromDisk);
+        arm.bytes_saved += double(t.expertBytesSaved);
         ++arm.tokens;
     }
     return {};
@@ -67,7 +78,7 @@ Status run_tokens(ArmTotals& arm, int count, bool timed) {
 } // namespace
 
 int run_bench_experts(const std::vector<std::string>& argv) {
-    auto args = Args::parse(argv, ArgSpec{{"--threads", "--tokens", "--warmup", "--rounds", "--fetch-threads"}, {"--json"}});
+    auto args = Args::parse(argv, ArgSpec{{"--threads", "--tokens", "--warmup", "--rounds", "--fetch-threads", "--cache-mib"}, {"--json"}});
     if (!args) return fail("bench experts", args.error());
     if (args->positionals().size() != 1) return fail("bench experts", "expected exactly one MODEL.cflow");
     auto threads = args->integer("--threads", 0, 0, 1024);
@@ -77,11 +88,14 @@ int run_bench_experts(const std::vector<std::string>& argv) {
     auto fetch_threads = args->integer("--fetch-threads", 2, 1, 64);
     for (const auto* r : {&threads, &tokens, &warmup, &rounds, &fetch_threads})
         if (!*r) return fail("bench experts", r->error());
+    auto cache_mib = parse_cache_mib_arg(*args);
+    if (!cache_mib) return fail("bench experts", cache_mib.error());
     const std::string path = args->positionals()[0];
     auto model = Model::load(path);
     if (!model) return fail("bench experts", model.error());
     if ((*model)->header().n_experts == 0) return fail("bench experts", path + " has no experts (a dense model)");
 
+    const uint64_t cache_bytes = *cache_mib ? resolve_cache_bytes(**cache_mib, **model) : 0;
     const int per_round = std::max(1, int(*tokens / *rounds));
     const auto ctx = uint32_t(*warmup + per_round * *rounds + 2);
     std::vector<ArmTotals> arms(3);
@@ -91,6 +105,7 @@ int run_bench_experts(const std::vector<std::string>& argv) {
         SessionOptions options{unsigned(*threads), ctx};
         options.expert_fetch = order[a];
         options.fetch_threads = unsigned(*fetch_threads);
+        if (order[a] != ExpertFetch::Mapped) options.expert_cache_bytes = cache_bytes;
         auto session = Session::create(model.value(), options);
         if (!session) return fail("bench experts", std::string(expert_fetch_name(order[a])) + ": " + session.error());
         arms[a].arm = order[a];
@@ -120,6 +135,11 @@ int run_bench_experts(const std::vector<std::string>& argv) {
 
     for (const ArmTotals& arm : arms) {
         const double tps = arm.tokens / std::max(arm.seconds, 1e-9);
+        const double arm_cache_mib = double(arm.session->expert_cache_bytes()) / double(1 << 20);
+        const uint64_t lookups = arm.cache_hits + arm.cache_misses;
+        const double hit_rate = lookups ? double(arm.cache_hits) / double(lookups) : 0.0;
+        const double read_per_token = arm.bytes_from_disk / std::max(1, arm.tokens);
+        const double saved_per_token = arm.bytes_saved / std::max(1, arm.tokens);
         nlohmann::json line = {{"arm", std::string(expert_fetch_name(arm.arm))},
                                {"tokens", arm.tokens},
                                {"tokens_per_second", tps},
@@ -131,6 +151,10 @@ int run_bench_experts(const std::vector<std::string>& argv) {
                                {"isa", isa},
                                {"threads", arm.session->threads()},
                                {"direct_io", arm.arm != ExpertFetch::Mapped && direct},
+                               {"cache_mib", arm_cache_mib},
+                               {"cache_hit_rate", hit_rate},
+                               {"expert_bytes_read_per_token", read_per_token},
+                               {"expert_bytes_saved_per_token", saved_per_token},
                                {"outputs_identical", identical}};
         if (arm.arm == ExpertFetch::Staged) {
             line["predicted_speedup"] = predicted;
@@ -141,10 +165,14 @@ int run_bench_experts(const std::vector<std::string>& argv) {
         if (args->flag("--json")) {
             std::printf("%s\n", line.dump().c_str());
         } else {
-            std::printf("%-7s %8.2f tok/s  %8.2f ms/token  compute %7.2f ms  stall %7.2f ms  experts %7.2f MiB/token\n",
+            std::printf("%-7s %8.2f tok/s  %8.2f ms/token  compute %7.2f ms  stall %7.2f ms  experts %7.2f MiB/token",
                         std::string(expert_fetch_name(arm.arm)).c_str(), tps, 1000.0 / std::max(tps, 1e-9),
                         per_token_ms(arm, arm.compute_us), per_token_ms(arm, arm.stall_us),
                         arm.expert_bytes / std::max(1, arm.tokens) / (1 << 20));
+            if (arm.arm != ExpertFetch::Mapped)
+                std::printf("  read %7.2f MiB/token  cache %.0f MiB hit %5.1f%% saved %7.2f MiB/token", read_per_token / (1 << 20),
+                            arm_cache_mib, 100.0 * hit_rate, saved_per_token / (1 << 20));
+            std::printf("\n");
         }
     }
     if (!args->flag("--json"))

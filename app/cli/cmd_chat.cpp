@@ -18,6 +18,7 @@
 #include "default_model.h"
 #include "console.h"
 #include "interrupt.h"
+#include "expert_fetch_args.h"
 #include "kv_cache_args.h"
 #include "load_args.h"
 #include "sampling_args.h"
@@ -172,7 +173,7 @@ private:
 } // namespace
 
 int run_chat(const std::vector<std::string>& argv) {
-    ArgSpec spec{{"--system", "--threads", "--ctx", "--load", "--kv-cache", kTemplateOption, kContextPolicyOption},
+    ArgSpec spec{{"--system", "--threads", "--ctx", "--load", "--kv-cache", "--expert-fetch", "--cache-mib", kTemplateOption, kContextPolicyOption},
                  {"--show-prompt"}};
     for (const auto& name : sampling_option_names()) spec.valued.insert(name);
     auto args = Args::parse(argv, spec);
@@ -191,6 +192,11 @@ int run_chat(const std::vector<std::string>& argv) {
     auto kv_cache = parse_kv_cache_arg(*args);
     if (!kv_cache) return fail("chat", kv_cache.error());
     session_options.kv_cache = *kv_cache;
+    auto fetch = parse_expert_fetch_arg(*args);
+    if (!fetch) return fail("chat", fetch.error());
+    session_options.expert_fetch = *fetch;
+    auto cache_mib = parse_cache_mib_arg(*args);
+    if (!cache_mib) return fail("chat", cache_mib.error());
     auto load = parse_load_args(*args);
     if (!load) return fail("chat", load.error());
     auto chosen_template = parse_template_arg(*args);
@@ -200,6 +206,11 @@ int run_chat(const std::vector<std::string>& argv) {
 
     auto model = Model::load(*model_path, *load);
     if (!model) return fail("chat", model.error());
+    if (*cache_mib) {
+        auto bytes = expert_cache_bytes_for(**cache_mib, session_options.expert_fetch, **model);
+        if (!bytes) return fail("chat", bytes.error());
+        session_options.expert_cache_bytes = *bytes;
+    }
     auto session = Session::create(model.value(), session_options);
     if (!session) return fail("chat", session.error());
     ChatSession chat(model.value(), std::move(session.value()));

@@ -9,6 +9,7 @@
 #include "console.h"
 #include "commands.h"
 #include "default_model.h"
+#include "expert_fetch_args.h"
 #include "interrupt.h"
 #include "kv_cache_args.h"
 #include "load_args.h"
@@ -17,7 +18,7 @@
 namespace cflow::cli {
 
 int run_generate(const std::vector<std::string>& argv) {
-    ArgSpec spec{{"-p", "--prompt", "--threads", "--ctx", "--load", "--telemetry-file", "--expert-fetch", "--kv-cache"},
+    ArgSpec spec{{"-p", "--prompt", "--threads", "--ctx", "--load", "--telemetry-file", "--expert-fetch", "--cache-mib", "--kv-cache"},
                  {"--no-stats", "--stats", "--trace-experts"}};
     spec.valued.merge(sampling_option_names());
     auto args = Args::parse(argv, spec);
@@ -38,11 +39,11 @@ int run_generate(const std::vector<std::string>& argv) {
     SessionOptions session_options;
     session_options.threads = unsigned(*threads);
     session_options.context_length = uint32_t(*ctx);
-    if (auto fetch = args->value("--expert-fetch")) {
-        const auto parsed = parse_expert_fetch(*fetch);
-        if (!parsed) return fail("generate", "--expert-fetch must be 'mapped', 'sync' or 'staged' (got '" + *fetch + "')");
-        session_options.expert_fetch = *parsed;
-    }
+    auto fetch = parse_expert_fetch_arg(*args);
+    if (!fetch) return fail("generate", fetch.error());
+    session_options.expert_fetch = *fetch;
+    auto cache_mib = parse_cache_mib_arg(*args);
+    if (!cache_mib) return fail("generate", cache_mib.error());
     auto kv_cache = parse_kv_cache_arg(*args);
     if (!kv_cache) return fail("generate", kv_cache.error());
     session_options.kv_cache = *kv_cache;
@@ -53,6 +54,11 @@ int run_generate(const std::vector<std::string>& argv) {
     auto model = Model::load(*model_path, *load);
     if (!model) return fail("generate", model.error());
     const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
+    if (*cache_mib) {
+        auto bytes = expert_cache_bytes_for(**cache_mib, session_options.expert_fetch, **model);
+        if (!bytes) return fail("generate", bytes.error());
+        session_options.expert_cache_bytes = *bytes;
+    }
     auto session = Session::create(model.value(), session_options);
     if (!session) return fail("generate", session.error());
 

@@ -168,6 +168,21 @@ Status generate(const std::vector<PlannedTensor>& plan, uint64_t seed, uint8_t* 
     return {};
 }
 
+// SynthSpec::router_skew: each router tensor's row e ([E x d] f32) times 1 + S * (E-1-e)/(E-1),
+// applied after generation so the unskewed bytes (and every other tensor) stay as they were.
+void skew_routers(const std::vector<PlannedTensor>& plan, const SynthSpec& s, uint8_t* base) {
+    if (s.router_skew <= 0.0 || s.n_experts < 2) return;
+    for (const PlannedTensor& t : plan) {
+        if (t.fill != Fill::Router) continue;
+        const uint64_t rows = t.shape[0], cols = t.shape[1];
+        auto* w = reinterpret_cast<float*>(base + t.offset);
+        for (uint64_t e = 0; e < rows; ++e) {
+            const auto gain = static_cast<float>(1.0 + s.router_skew * double(rows - 1 - e) / double(rows - 1));
+            for (uint64_t c = 0; c < cols; ++c) w[e * cols + c] *= gain;
+        }
+    }
+}
+
 ModelConfig synth_config(const SynthSpec& s) {
     ModelConfig c;
     c.architecture = "llama";
@@ -201,6 +216,7 @@ Result<SynthModel> make_synth_model(const SynthSpec& spec, unsigned threads, con
         auto file = MemoryFile::allocate("synth " + spec.name, total);
         if (!file) return file.take_error();
         if (Status s = generate(plan, spec.seed, (*file)->mutable_data(), threads, cancel); !s) return s.take_error();
+        skew_routers(plan, spec, (*file)->mutable_data());
 
         SynthModel m;
         m.source.config = synth_config(spec);

@@ -91,6 +91,9 @@ Status read_format_options(const Args& args, SynthSpec& s) {
     auto seed = args.integer("--seed", 1, 0, std::numeric_limits<long long>::max());
     if (!seed) return seed.take_error();
     s.seed = static_cast<uint64_t>(*seed);
+    auto skew = args.number("--router-skew", 0.0, 0.0, 64.0);
+    if (!skew) return skew.take_error();
+    s.router_skew = *skew;
     return {};
 }
 
@@ -152,7 +155,7 @@ Status check_schedule(const SynthSpec& s) {
 const std::set<std::string>& synth_geometry_options() {
     static const std::set<std::string> kOptions = {
         "--preset", "--d", "--d-ff", "--layers", "--experts", "--top-k", "--expert-hidden", "--heads", "--kv-heads",
-        "--vocab", "--dense-delay", "--expert-delay", "--combine-style", "--quant", "--seed"};
+        "--vocab", "--dense-delay", "--expert-delay", "--combine-style", "--quant", "--seed", "--router-skew"};
     return kOptions;
 }
 

@@ -29,6 +29,10 @@ struct SynthSpec {
     CombineStyle combine_style = CombineStyle::Sequential;
     DType quant = DType::Q4_0;     // Q4_0 or Q8_0: every matrix, token embedding and LM head
     uint64_t seed = 1;
+    // Router rows of expert e scaled by 1 + router_skew * (E-1-e)/(E-1): a wider logit spread wins
+    // top-k more often (up to about half the tokens for the widest), so routing is skewed toward
+    // low-numbered experts as in trained routers. 0 = every expert alike.
+    double router_skew = 0.0;
 
     uint32_t head_dim() const { return n_heads ? d_model / n_heads : 0; }
     // True when the .cflow computes what llama.cpp computes from the GGUF: plain sequential layers.

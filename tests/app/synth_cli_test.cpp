@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iterator>
 
+#include <nlohmann/json.hpp>
+
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/gguf.h"
 #include "cli_runner.h"
@@ -164,6 +166,53 @@ TEST(SynthCli, BadFlagsFailWithOneLine) {
     bad(with(kDense, {"-o", out, "--gguf", out}), "same file");
     bad(with(kDense, {"-o", (dir / "missing" / "x.cflow").string()}), "missing");
     EXPECT_TRUE(std::filesystem::is_empty(dir)) << "a failed synth left files in " << dir;
+}
+
+} // namespace
+} // namespace cflow::test
+
+namespace cflow::test {
+namespace {
+
+// How often each expert was routed over a greedy generation (--trace-experts), all layers together.
+std::vector<int> expert_counts(const std::string& model, const std::filesystem::path& trace, uint32_t experts) {
+    auto r = run_cflow({"generate", model, "-p", "the quick brown fox", "-n", "40", "--temp", "0", "--trace-experts",
+                        "--telemetry-file", trace.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::vector<int> counts(experts, 0);
+    std::ifstream in(trace);
+    for (std::string line; std::getline(in, line);) {
+        const auto j = nlohmann::json::parse(line);
+        for (const auto& l : j["layers"])
+            if (l.contains("experts"))
+                for (const auto& e : l["experts"]) ++counts.at(e.get<size_t>());
+    }
+    return counts;
+}
+
+// --router-skew S: low-numbered experts win top-k more often than the even share; S out of range
+// is a one-line error.
+TEST(SynthCli, RouterSkewFavoursLowNumberedExperts) {
+    const auto dir = temp_dir("skew");
+    const std::vector<std::string> moe8 = {"synth", "--d", "256", "--layers", "2", "--heads", "8", "--kv-heads", "2",
+                                           "--experts", "8", "--top-k", "2", "--expert-hidden", "128", "--vocab", "300"};
+    const std::string flat = (dir / "flat.cflow").string(), skewed = (dir / "skewed.cflow").string();
+    ASSERT_EQ(run_cflow(with(moe8, {"-o", flat})).exit_code, 0);
+    ASSERT_EQ(run_cflow(with(moe8, {"--router-skew", "8", "-o", skewed})).exit_code, 0);
+    const auto f = expert_counts(flat, dir / "flat.jsonl", 8), s = expert_counts(skewed, dir / "skewed.jsonl", 8);
+    int total = 0, low_flat = 0, low_skewed = 0;
+    for (int e = 0; e < 8; ++e) total += s[size_t(e)];
+    for (int e = 0; e < 2; ++e) {
+        low_flat += f[size_t(e)];
+        low_skewed += s[size_t(e)];
+    }
+    std::cout << "[router skew] experts 0-1 took " << low_flat << " (flat) and " << low_skewed << " (skew 8) of " << total
+              << " routings\n";
+    ASSERT_GT(total, 0);
+    EXPECT_GT(low_skewed, total / 4) << "above the even share of 2 experts in 8";
+    EXPECT_GT(low_skewed, low_flat);
+    expect_one_line_failure(run_cflow(with(moe8, {"--router-skew", "-1", "-o", (dir / "x.cflow").string()})), "--router-skew");
+    expect_one_line_failure(run_cflow(with(moe8, {"--router-skew", "lots", "-o", (dir / "x.cflow").string()})), "--router-skew");
 }
 
 } // namespace

@@ -1,0 +1,33 @@
+#pragma once
+// The expert-fetch options of the commands that run a session on a MoE model:
+//   --expert-fetch mapped|sync|staged   where expert tiles come from (ExpertFetch)
+//   --cache-mib M|fit                   RAM expert cache for sync/staged, in MiB (0 = off), or
+//                                       'fit': expert_cache_fit_bytes (half of free memory minus
+//                                       the model's resident bytes, at most the expert bank)
+// Parsed before the model loads (bad values fail fast), resolved against the model after.
+#include <cstdint>
+#include <optional>
+
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
+#include "cli_args.h"
+
+namespace cflow::cli {
+
+struct CacheSizeArg {
+    bool fit = false;
+    uint64_t mib = 0;  // when !fit; 0 = off
+};
+
+// Absent: no cache. Anything but a non-negative integer or 'fit' is an error naming the option.
+Result<std::optional<CacheSizeArg>> parse_cache_mib_arg(const Args& args);
+// Absent: mapped.
+Result<ExpertFetch> parse_expert_fetch_arg(const Args& args);
+
+// Bytes of cache the argument asks for on this model (fit: from the memory available now).
+uint64_t resolve_cache_bytes(const CacheSizeArg& arg, const Model& model);
+// resolve_cache_bytes for a session's fetch arm: a non-zero cache with the mapped arm is an error
+// (the OS page cache is that arm's cache; a silently unused budget would mislead).
+Result<uint64_t> expert_cache_bytes_for(const CacheSizeArg& arg, ExpertFetch fetch, const Model& model);
+
+} // namespace cflow::cli
