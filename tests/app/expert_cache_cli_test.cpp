@@ -62,11 +62,15 @@ TEST(ExpertCacheCli, BenchExpertsJsonCarriesTheCacheFigures) {
             } else {
                 // Every routed expert is served from the cache or read: together, the expert bytes.
                 EXPECT_DOUBLE_EQ(read + saved, line["expert_bytes_per_token"].get<double>());
-                if (std::string(size) == "1") EXPECT_EQ(line["cache_mib"].get<double>(), 1.0);
+                if (std::string(size) == "1") {
+                    EXPECT_EQ(line["cache_mib"].get<double>(), 1.0);
+                }
             }
         }
         // 1 MiB holds this model's whole bank (4 layers x 8 small experts): after warm-up, hits.
-        if (std::string(size) == "1") EXPECT_GT(lines[1]["cache_hit_rate"].get<double>(), 0.0);
+        if (std::string(size) == "1") {
+            EXPECT_GT(lines[1]["cache_hit_rate"].get<double>(), 0.0);
+        }
     }
 }
 
