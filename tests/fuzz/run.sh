@@ -11,7 +11,7 @@ cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz --target cflow_fuzzers
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-for target in openai_request sse gguf cflow_file jinja tokenizer; do
+for target in openai_request sse gguf cflow_file safetensors llama2c jinja tokenizer; do
   mkdir -p "$scratch/$target"
   cp -r "tests/fuzz/corpus/$target/." "$scratch/$target/" 2>/dev/null || true
   echo "::: fuzzing $target for ${seconds} s"
