@@ -95,7 +95,10 @@ int run_bench_experts(const std::vector<std::string>& argv) {
     if (!model) return fail("bench experts", model.error());
     if ((*model)->header().n_experts == 0) return fail("bench experts", path + " has no experts (a dense model)");
 
-    const uint64_t cache_bytes = *cache_mib ? resolve_cache_bytes(**cache_mib, **model) : 0;
+    // The arms alternate, so sync's and staged's caches are held at once: 'fit' splits what it
+    // finds between them rather than giving each half of the free memory (all of it together).
+    uint64_t cache_bytes = *cache_mib ? resolve_cache_bytes(**cache_mib, **model) : 0;
+    if (*cache_mib && (*cache_mib)->fit) cache_bytes /= 2;
     const int per_round = std::max(1, int(*tokens / *rounds));
     const auto ctx = uint32_t(*warmup + per_round * *rounds + 2);
     std::vector<ArmTotals> arms(3);

@@ -6,6 +6,7 @@
 #include "cflow/engine/kernels/kernels.h"
 #include "cflow/formats/converter.h"
 #include "cli_runner.h"
+#include "json_lines.h"
 #include "synthetic_model.h"
 #include "test_support.h"
 
@@ -99,10 +100,7 @@ TEST(BenchExpertsCli, OneLinePerArmWithThePredictionAndIdenticalOutputs) {
     ASSERT_TRUE(convert_to_cflow(make_synthetic_model(spec), model, options).ok());
     auto r = run_cflow({"bench", "experts", model, "--threads", "1", "--tokens", "6", "--rounds", "2", "--warmup", "1", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-    std::vector<nlohmann::json> lines;
-    size_t from = 0;
-    for (size_t end; (end = r.out.find('\n', from)) != std::string::npos; from = end + 1)
-        lines.push_back(nlohmann::json::parse(r.out.substr(from, end - from)));
+    auto lines = json_lines(r.out);
     ASSERT_EQ(lines.size(), 3u) << r.out;
     const char* arms[] = {"mapped", "sync", "staged"};
     for (size_t i = 0; i < 3; ++i) {

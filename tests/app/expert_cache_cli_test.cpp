@@ -7,6 +7,7 @@
 
 #include "cflow/formats/converter.h"
 #include "cli_runner.h"
+#include "json_lines.h"
 #include "synthetic_model.h"
 #include "test_support.h"
 
@@ -29,14 +30,6 @@ std::string moe_model(const std::filesystem::path& dir) {
     options.weight_quant = DType::Q4_0;
     EXPECT_TRUE(convert_to_cflow(make_synthetic_model(spec), model, options).ok());
     return model;
-}
-
-std::vector<nlohmann::json> json_lines(const std::string& text) {
-    std::vector<nlohmann::json> lines;
-    size_t from = 0;
-    for (size_t end; (end = text.find('\n', from)) != std::string::npos; from = end + 1)
-        lines.push_back(nlohmann::json::parse(text.substr(from, end - from)));
-    return lines;
 }
 
 TEST(ExpertCacheCli, BenchExpertsJsonCarriesTheCacheFigures) {

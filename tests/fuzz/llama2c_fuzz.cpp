@@ -2,12 +2,10 @@
 // the input is the tokenizer and the checkpoint (split_input.h). Whatever opens is planned for
 // conversion; any refusal carries a message.
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
-#include "cflow/formats/conversion_plan.h"
-#include "cflow/formats/source_model.h"
 #include "fuzz_file.h"
+#include "source_model_check.h"
 #include "split_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -17,13 +15,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!cflow::fuzz::write_input(tokenizer, in.first, in.first_size) ||
         !cflow::fuzz::write_input(checkpoint, in.second, in.second_size))
         return 0;
-    auto model = cflow::read_llama2c_model(checkpoint, tokenizer);
-    if (model) {
-        cflow::ConvertOptions options;
-        options.weight_quant = cflow::DType::Q4_0;
-        (void)cflow::plan_conversion(*model, options);
-    } else if (model.error().empty()) {
-        std::abort();
-    }
+    cflow::fuzz::check_source_model(cflow::read_llama2c_model(checkpoint, tokenizer), cflow::DType::Q4_0);
     return 0;
 }

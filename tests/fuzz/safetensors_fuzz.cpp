@@ -7,10 +7,9 @@
 #include <filesystem>
 #include <string>
 
-#include "cflow/formats/conversion_plan.h"
 #include "cflow/formats/safetensors.h"
-#include "cflow/formats/source_model.h"
 #include "fuzz_file.h"
+#include "source_model_check.h"
 #include "split_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -33,13 +32,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } else if (file.error().empty()) {
         std::abort();
     }
-    auto model = cflow::read_safetensors_model(dir);
-    if (model) {
-        cflow::ConvertOptions options;
-        options.weight_quant = cflow::DType::Q8_0;
-        (void)cflow::plan_conversion(*model, options);
-    } else if (model.error().empty()) {
-        std::abort();
-    }
+    cflow::fuzz::check_source_model(cflow::read_safetensors_model(dir), cflow::DType::Q8_0);
     return 0;
 }
