@@ -95,9 +95,14 @@ public:
             Status s = parse_kv(i);
             if (!s) return s;
         }
-        if (auto align = out_.metadata.get_int("general.alignment")) {
+        if (const MetaValue* value = out_.metadata.find("general.alignment")) {
+            // A string or float alignment used to be ignored (32 assumed): every offset was then
+            // checked against an alignment the writer may not have used.
+            const uint64_t at = out_.metadata_offsets["general.alignment"];
+            const auto* align = std::get_if<int64_t>(value);
+            if (!align) return fail("metadata 'general.alignment'", at, "is not an integer");
             if (*align <= 0 || *align > (1 << 20) || (*align & (*align - 1)) != 0)
-                return fail("metadata 'general.alignment'", 0, "alignment " + std::to_string(*align) + " is not a power of two in [1, 1 MiB]");
+                return fail("metadata 'general.alignment'", at, "alignment " + std::to_string(*align) + " is not a power of two in [1, 1 MiB]");
             out_.alignment = static_cast<uint64_t>(*align);
         }
         out_.tensors.reserve(static_cast<size_t>(tensor_count));
@@ -118,6 +123,16 @@ public:
     }
 
 private:
+    // Why a u64-length-prefixed read failed (the cursor is back at the length): the length field
+    // itself is cut off, or the bytes it announces run past the end. "length 0 runs past the end"
+    // for a file that ends inside the length said neither.
+    std::string string_failure(const char* length_name, const std::string& length_prefix, uint64_t length) const {
+        if (cur_.remaining() < 8)
+            return "truncated: the 8-byte " + std::string(length_name) + " needs 8 bytes, " + std::to_string(cur_.remaining()) +
+                   " remain";
+        return length_prefix + std::to_string(length) + " runs past the end of the file";
+    }
+
     Error fail(const std::string& field, uint64_t offset, const std::string& what,
                ErrorKind kind = ErrorKind::InvalidInput) const {
         return make_error(kind, out_.path + ": " + field + " at offset " + std::to_string(offset) + ": " + what);
@@ -128,10 +143,10 @@ private:
         std::string key;
         uint64_t key_len = 0;
         if (!cur_.read_string(key, key_len))
-            return fail("metadata entry " + std::to_string(index) + " key", at,
-                        "key length " + std::to_string(key_len) + " runs past the end of the file");
+            return fail("metadata entry " + std::to_string(index) + " key", at, string_failure("key length", "key length ", key_len));
         // A second entry would silently win (llama.cpp refuses the file): which value is meant is unknowable.
         if (!keys_.insert(key).second) return fail("metadata entry " + std::to_string(index) + " key", at, "'" + key + "' appears twice");
+        out_.metadata_offsets[key] = at;
         uint32_t type = 0;
         uint64_t type_at = cur_.pos();
         if (!cur_.read(type)) return fail("metadata '" + key + "' type", type_at, "truncated");
@@ -145,7 +160,7 @@ private:
             std::string s;
             uint64_t len = 0;
             if (!cur_.read_string(s, len))
-                return fail(field + " string length", at, "length " + std::to_string(len) + " runs past the end of the file");
+                return fail(field + " string length", at, string_failure("string length", "length ", len));
             out_.metadata.set(key, std::move(s));
             return Status::success();
         }
@@ -199,7 +214,7 @@ private:
                 uint64_t len = 0;
                 if (!cur_.read_string(values[static_cast<size_t>(i)], len))
                     return fail(field + " element " + std::to_string(i) + " string length", s_at,
-                                "length " + std::to_string(len) + " runs past the end of the file");
+                                string_failure("string length", "length ", len));
             }
             out_.metadata.set(key, std::move(values));
             return Status::success();
@@ -289,7 +304,7 @@ private:
         uint64_t name_len = 0;
         if (!cur_.read_string(info.name, name_len))
             return fail("tensor info " + std::to_string(index) + " name length", info.info_offset,
-                        "length " + std::to_string(name_len) + " runs past the end of the file");
+                        string_failure("name length", "length ", name_len));
         const std::string field = "tensor '" + info.name + "'";
         uint64_t at = cur_.pos();
         uint32_t n_dims = 0;
@@ -325,6 +340,22 @@ private:
                 return fail(field, t.info_offset,
                             "data [" + std::to_string(out_.data_offset) + " + " + std::to_string(t.offset) + ", +" +
                                 std::to_string(t.bytes) + " bytes) runs past the end of the file (" + std::to_string(size_) + " bytes)");
+        }
+        // No two tensors share a byte (llama.cpp even requires them packed in order): two
+        // tensor infos pointing at one payload were accepted, so writing one weight changed another.
+        std::vector<const GgufTensorInfo*> by_offset;
+        for (const auto& t : out_.tensors)
+            if (t.bytes > 0) by_offset.push_back(&t);
+        std::stable_sort(by_offset.begin(), by_offset.end(),
+                         [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
+        for (size_t i = 1; i < by_offset.size(); ++i) {
+            const GgufTensorInfo& prev = *by_offset[i - 1];
+            const GgufTensorInfo& t = *by_offset[i];
+            if (t.offset < prev.offset + prev.bytes)
+                return fail("tensor '" + t.name + "' offset", t.info_offset,
+                            "data [" + std::to_string(t.offset) + ", " + std::to_string(t.offset + t.bytes) + ") overlaps tensor '" +
+                                prev.name + "' [" + std::to_string(prev.offset) + ", " + std::to_string(prev.offset + prev.bytes) +
+                                ") (offsets relative to the data section at " + std::to_string(out_.data_offset) + ")");
         }
         return Status::success();
     }
@@ -362,6 +393,7 @@ public:
         if (g_.tensors.empty())
             return make_error(g_.path + ": has no tensors (vocab-only GGUF); it can supply a tokenizer but not a model");
         auto arch = g_.metadata.get_string("general.architecture");
+        if (!arch && g_.metadata.contains("general.architecture")) return make_error(entry("general.architecture") + " is not a string");
         if (!arch) return make_error(g_.path + ": metadata key 'general.architecture' is missing");
         arch_ = *arch;
         if (arch_ != "llama" && arch_ != "qwen2" && arch_ != "qwen2moe" && arch_ != "olmoe")
@@ -393,6 +425,20 @@ public:
 
 private:
     std::string key(const std::string& suffix) const { return arch_ + "." + suffix; }
+    // "path: metadata key 'K' (entry at offset N)": where a present key of the wrong type or range sits.
+    std::string entry(const std::string& k) const {
+        auto it = g_.metadata_offsets.find(k);
+        return g_.path + ": metadata key '" + k + "'" +
+               (it == g_.metadata_offsets.end() ? std::string() : " (entry at offset " + std::to_string(it->second) + ")");
+    }
+    // A float hyperparameter: absent -> fallback; present but not a number is an error (a string
+    // epsilon or RoPE base used to be replaced silently by the default).
+    Result<double> get_float(const std::string& k, double fallback) const {
+        if (!g_.metadata.contains(k)) return fallback;
+        auto v = g_.metadata.get_float(k);
+        if (!v || std::holds_alternative<bool>(*g_.metadata.find(k))) return make_error(entry(k) + " is not a number");
+        return *v;
+    }
 
     Result<uint32_t> get_u32(const std::string& suffix, std::optional<uint32_t> fallback) const {
         const std::string k = key(suffix);
@@ -406,16 +452,15 @@ private:
             x = *i;
         } else if (const auto* arr = std::get_if<std::vector<int32_t>>(v)) {
             // Per-layer arrays (e.g. head_count_kv): only the uniform case is representable.
-            if (arr->empty()) return make_error(g_.path + ": metadata key '" + k + "' is an empty array");
+            if (arr->empty()) return make_error(entry(k) + " is an empty array");
             if (std::any_of(arr->begin(), arr->end(), [&](int32_t e) { return e != arr->front(); }))
-                return make_error(ErrorKind::Unsupported, g_.path + ": metadata key '" + k +
-                                                              "' differs between layers, which is not supported");
+                return make_error(ErrorKind::Unsupported, entry(k) + " differs between layers, which is not supported");
             x = arr->front();
         } else {
-            return make_error(g_.path + ": metadata key '" + k + "' is not an integer");
+            return make_error(entry(k) + " is not an integer");
         }
         if (x < 0 || x > std::numeric_limits<uint32_t>::max())
-            return make_error(g_.path + ": metadata key '" + k + "' value " + std::to_string(x) + " is out of range");
+            return make_error(entry(k) + " value " + std::to_string(x) + " is out of range");
         return static_cast<uint32_t>(x);
     }
 
@@ -447,10 +492,16 @@ private:
         uint32_t rope_dims = 0;
         if (!(s = need("rope.dimension_count", c.head_dim, rope_dims))) return s;
         c.rope_fraction = static_cast<float>(rope_dims) / static_cast<float>(c.head_dim);
-        c.norm_eps = static_cast<float>(g_.metadata.get_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5));
-        c.rope_theta = static_cast<float>(g_.metadata.get_float(key("rope.freq_base")).value_or(10000.0));
+        auto eps = get_float(key("attention.layer_norm_rms_epsilon"), 1e-5);
+        if (!eps) return eps.take_error();
+        c.norm_eps = static_cast<float>(*eps);
+        auto theta = get_float(key("rope.freq_base"), 10000.0);
+        if (!theta) return theta.take_error();
+        c.rope_theta = static_cast<float>(*theta);
         if (g_.metadata.contains(key("rope.scaling.type"))) {
-            auto type = g_.metadata.get_string(key("rope.scaling.type")).value_or("?");
+            auto scaling = g_.metadata.get_string(key("rope.scaling.type"));
+            if (!scaling) return make_error(entry(key("rope.scaling.type")) + " is not a string");
+            const std::string type = *scaling;
             if (type != "none")
                 return make_error(ErrorKind::Unsupported, g_.path + ": RoPE scaling '" + type + "' (" +
                                                               key("rope.scaling.type") + ") is not supported");
@@ -471,7 +522,11 @@ private:
                 if (const TensorView* sh = model.find("blk.0.ffn_gate_shexp.weight"); sh && sh->shape.size() == 2)
                     c.shared_expert_d_ff = static_cast<uint32_t>(sh->shape[0]);
             bool renorm = arch_ == "llama";  // Mixtral renormalises over the k selected
-            if (auto norm = g_.metadata.get_bool(key("expert_weights_norm"))) renorm = *norm;
+            if (g_.metadata.contains(key("expert_weights_norm"))) {
+                auto norm = g_.metadata.get_bool(key("expert_weights_norm"));
+                if (!norm) return make_error(entry(key("expert_weights_norm")) + " is not a boolean");
+                renorm = *norm;
+            }
             c.router_mode = renorm ? RouterMode::SoftmaxTopK : RouterMode::SoftmaxAllNoRenorm;
         } else {
             if (moe_arch) return make_error(g_.path + ": architecture '" + arch_ + "' without " + key("expert_count"));

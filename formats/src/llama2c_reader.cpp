@@ -47,22 +47,51 @@ struct Block {
     uint64_t floats_each() const { return cols == 0 ? rows : rows * cols; }
 };
 
+// Which tensor a file of the wrong size cuts into, or what it holds too much after: "expected N
+// bytes" alone left a truncated download and a header of the wrong model looking the same.
+std::string where_size_differs(const std::vector<Block>& blocks, uint64_t size, uint64_t expected) {
+    if (size > expected)
+        return ": " + std::to_string(size - expected) + " trailing bytes after " + blocks.back().what + " (which ends at " +
+               std::to_string(expected) + ")";
+    for (const Block& b : blocks) {
+        const uint64_t each = b.floats_each() * 4;
+        const uint64_t end = b.offset + b.count * each;  // laid out without overflow
+        if (size == b.offset) return ": the file ends where " + std::string(b.what) + " begins (offset " + std::to_string(b.offset) + ")";
+        if (size < end) {
+            const std::string layer = b.count > 1 ? " layer " + std::to_string((size - b.offset) / each) : "";
+            return ": the file ends inside " + std::string(b.what) + layer + " ([" + std::to_string(b.offset) + ", " + std::to_string(end) + "))";
+        }
+    }
+    return "";
+}
+
 Error geometry_error(const std::string& path, const std::string& what) {
     return make_error(path + ": header at offset 0: " + what);
 }
 
-Status validate(const std::string& path, const LegacyHeader& h, Geometry& g) {
-    if (h.dim <= 0 || h.hidden_dim <= 0 || h.n_layers <= 0 || h.n_heads <= 0 || h.seq_len <= 0 || h.vocab_size == 0 ||
-        h.n_kv_heads <= 0)
-        return geometry_error(path, "dim, hidden_dim, n_layers, n_heads, n_kv_heads, seq_len must be positive and vocab_size non-zero (got " +
-                                        std::to_string(h.dim) + ", " + std::to_string(h.hidden_dim) + ", " + std::to_string(h.n_layers) + ", " +
-                                        std::to_string(h.n_heads) + ", " + std::to_string(h.n_kv_heads) + ", " + std::to_string(h.seq_len) +
-                                        ", vocab " + std::to_string(h.vocab_size) + ")");
-    if (h.vocab_size == std::numeric_limits<int32_t>::min()) return geometry_error(path, "vocab_size out of range");
+// `params_at` is where the 7 int32 fields start (0 legacy, 8 in the v1 header): each message
+// names the field and its own offset, not only the seven values in a row.
+Status validate(const std::string& path, const LegacyHeader& h, uint64_t params_at, Geometry& g) {
+    auto field = [&](const char* name, size_t index) {
+        return std::string(name) + " (int32 at offset " + std::to_string(params_at + 4 * index) + ")";
+    };
+    // vocab_size's sign has a meaning (checked below); 1 keeps the table's index its field index.
+    const std::pair<const char*, int32_t> positive[] = {{"dim", h.dim},       {"hidden_dim", h.hidden_dim}, {"n_layers", h.n_layers},
+                                                        {"n_heads", h.n_heads}, {"n_kv_heads", h.n_kv_heads}, {"vocab_size", 1},
+                                                        {"seq_len", h.seq_len}};
+    for (size_t i = 0; i < std::size(positive); ++i)
+        if (positive[i].second <= 0)
+            return geometry_error(path, field(positive[i].first, i) + " is " + std::to_string(positive[i].second) + ", must be positive");
+    if (h.vocab_size == 0)
+        return geometry_error(path, field("vocab_size", 5) + " is 0, must be non-zero (negative: a separate classifier follows)");
+    if (h.vocab_size == std::numeric_limits<int32_t>::min())
+        return geometry_error(path, field("vocab_size", 5) + " is " + std::to_string(h.vocab_size) + ", out of range");
     if (h.n_kv_heads > h.n_heads || h.n_heads % h.n_kv_heads != 0)
-        return geometry_error(path, "n_kv_heads " + std::to_string(h.n_kv_heads) + " does not divide n_heads " + std::to_string(h.n_heads));
+        return geometry_error(path, field("n_kv_heads", 4) + ": n_kv_heads " + std::to_string(h.n_kv_heads) + " does not divide n_heads " +
+                                        std::to_string(h.n_heads));
     if (h.dim % h.n_heads != 0 || (h.dim / h.n_heads) % 2 != 0)
-        return geometry_error(path, "dim " + std::to_string(h.dim) + " / n_heads " + std::to_string(h.n_heads) + " is not an even head size");
+        return geometry_error(path, field("n_heads", 3) + ": dim " + std::to_string(h.dim) + " / n_heads " + std::to_string(h.n_heads) +
+                                        " is not an even head size");
     g.dim = static_cast<uint64_t>(h.dim);
     g.hidden = static_cast<uint64_t>(h.hidden_dim);
     g.layers = static_cast<uint64_t>(h.n_layers);
@@ -151,6 +180,11 @@ Status read_tokenizer(const std::string& path, uint64_t vocab, Metadata& meta) {
     const uint8_t* data = (*mapped)->data();
     const uint64_t size = (*mapped)->size();
     if (size < 4) return make_error(path + ": max_token_length at offset 0: file is " + std::to_string(size) + " bytes, truncated");
+    int32_t max_token_length = 0;
+    std::memcpy(&max_token_length, data, 4);
+    // llama2.c sizes its merge buffer from this field; the export writes the longest token's length.
+    if (max_token_length <= 0)
+        return make_error(path + ": max_token_length at offset 0: is " + std::to_string(max_token_length) + ", must be positive");
     uint64_t at = 4;
     std::vector<std::string> tokens;    // [vocab]
     std::vector<float> scores;          // [vocab]
@@ -164,9 +198,15 @@ Status read_tokenizer(const std::string& path, uint64_t vocab, Metadata& meta) {
         int32_t len = 0;
         std::memcpy(&score, data + at, 4);
         std::memcpy(&len, data + at + 4, 4);
-        if (len < 0 || static_cast<uint64_t>(len) > size - at - 8)
+        if (len < 0)
+            return make_error(path + ": token " + std::to_string(i) + " length at offset " + std::to_string(at + 4) + ": length " +
+                              std::to_string(len) + " is negative");
+        if (static_cast<uint64_t>(len) > size - at - 8)
             return make_error(path + ": token " + std::to_string(i) + " length at offset " + std::to_string(at + 4) + ": length " +
                               std::to_string(len) + " runs past the end of the file (" + std::to_string(size) + " bytes)");
+        if (len > max_token_length)
+            return make_error(path + ": token " + std::to_string(i) + " length at offset " + std::to_string(at + 4) + ": length " +
+                              std::to_string(len) + " exceeds max_token_length " + std::to_string(max_token_length) + " (offset 0)");
         std::string text(reinterpret_cast<const char*>(data + at + 8), static_cast<size_t>(len));
         at += 8 + static_cast<uint64_t>(len);
         // llama2.c's tokenizer export writes BOS/EOS as "\n<s>\n" / "\n</s>\n" so that run.c prints
@@ -184,6 +224,12 @@ Status read_tokenizer(const std::string& path, uint64_t vocab, Metadata& meta) {
         scores.push_back(score);
         types.push_back(type);
     }
+    // More tokens than the model's vocabulary: a tokenizer for another model (tok32000.bin beside a
+    // 512-token checkpoint read its first 512 tokens silently).
+    if (at != size)
+        return make_error(path + ": offset " + std::to_string(at) + ": " + std::to_string(size - at) +
+                          " bytes after the model's " + std::to_string(vocab) +
+                          " tokens (vocab_size in the checkpoint header): a tokenizer for a larger vocabulary?");
     meta.set("tokenizer.ggml.model", std::string("llama"));
     meta.set("tokenizer.ggml.tokens", std::move(tokens));
     meta.set("tokenizer.ggml.scores", std::move(scores));
@@ -221,8 +267,10 @@ Result<SourceModel> read_impl(const std::string& bin_path, const std::string& to
             return make_error(ErrorKind::Unsupported,
                               bin_path + ": header version at offset 4: unsupported llama2.c export version " +
                                   std::to_string(h.version));
-        if (h.params.vocab_size < 0) return geometry_error(bin_path, "v1 vocab_size must be positive");
-        if (Status s = validate(bin_path, h.params, g); !s) return s.take_error();
+        if (h.params.vocab_size < 0)
+            return geometry_error(bin_path, "vocab_size (int32 at offset 28) is " + std::to_string(h.params.vocab_size) +
+                                                ": a v1 vocab_size must be positive (the shared_classifier byte says whether wcls follows)");
+        if (Status s = validate(bin_path, h.params, 8, g); !s) return s.take_error();
         g.shared = h.shared_classifier != 0;
         weights_start = kV1HeaderBytes;
         order = {kAttnNorm, kFfnNorm, kFinalNorm, kEmbd, kWq, kWk, kWv, kWo, kW1, kW2, kW3};
@@ -231,7 +279,7 @@ Result<SourceModel> read_impl(const std::string& bin_path, const std::string& to
             return make_error(bin_path + ": header at offset 0: file is " + std::to_string(size) + " bytes, too short for the 28-byte llama2.c header");
         LegacyHeader h{};
         std::memcpy(&h, data, sizeof h);
-        if (Status s = validate(bin_path, h, g); !s) return s.take_error();
+        if (Status s = validate(bin_path, h, 0, g); !s) return s.take_error();
         g.shared = h.vocab_size > 0;  // negative vocab_size => separate classifier follows
         weights_start = sizeof(LegacyHeader);
         order = {kEmbd, kAttnNorm, kWq, kWk, kWv, kWo, kFfnNorm, kW1, kW2, kW3, kFinalNorm, kFreqReal, kFreqImag};
@@ -252,7 +300,7 @@ Result<SourceModel> read_impl(const std::string& bin_path, const std::string& to
         return make_error(bin_path + ": file size: expected " + std::to_string(expected) + " bytes for dim " + std::to_string(g.dim) +
                           ", hidden_dim " + std::to_string(g.hidden) + ", " + std::to_string(g.layers) + " layers, vocab " +
                           std::to_string(g.vocab) + (g.shared ? " (shared classifier)" : " (separate classifier)") + ", but the file has " +
-                          std::to_string(size) + " bytes");
+                          std::to_string(size) + " bytes" + where_size_differs(blocks, size, expected));
 
     SourceModel m;
     m.source_label = bin_path;

@@ -1,4 +1,5 @@
 // safetensors files (single and sharded) and HF model folders -> SourceModel.
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -41,14 +42,56 @@ std::optional<DType> supported_dtype(std::string_view dtype) {
     return std::nullopt;
 }
 
+// A JSON value for a message, cut short: a hostile header may hold megabytes in one field.
+std::string short_dump(const json& v) {
+    std::string text = v.dump();
+    if (text.size() > 64) text = text.substr(0, 61) + "...";
+    return text;
+}
+
+// The data buffer is indexed entirely and without overlap (the safetensors format: "the byte
+// buffer needs to be entirely indexed, and cannot contain holes"). Two tensors sharing bytes were
+// accepted, and so were holes and unindexed trailing bytes that could hide other content.
+Status check_buffer_coverage(const std::string& path, const std::map<std::string, SafetensorsEntry>& entries,
+                             uint64_t data_bytes, uint64_t data_offset) {
+    std::vector<std::pair<const std::string*, const SafetensorsEntry*>> by_begin;
+    for (const auto& [name, e] : entries) by_begin.emplace_back(&name, &e);
+    std::stable_sort(by_begin.begin(), by_begin.end(), [](const auto& a, const auto& b) {
+        return a.second->begin != b.second->begin ? a.second->begin < b.second->begin : a.second->end < b.second->end;
+    });
+    const std::string buffer = " (offsets relative to the data buffer at " + std::to_string(data_offset) + ")";
+    uint64_t covered = 0;  // end of the bytes indexed so far
+    const std::string* previous = nullptr;
+    for (const auto& [name, e] : by_begin) {
+        const std::string span = "[" + std::to_string(e->begin) + ", " + std::to_string(e->end) + ")";
+        if (e->begin < covered)
+            return make_error(path + ": tensor '" + *name + "' data_offsets " + span + " overlap tensor '" + *previous +
+                              "', which ends at " + std::to_string(covered) + buffer);
+        if (e->begin > covered)
+            return make_error(path + ": tensor '" + *name + "' data_offsets " + span + " leave bytes [" + std::to_string(covered) +
+                              ", " + std::to_string(e->begin) + ") of the data buffer to no tensor" + buffer);
+        covered = e->end;
+        previous = name;
+    }
+    if (covered != data_bytes)
+        return make_error(path + ": data buffer at offset " + std::to_string(data_offset) + ": " + std::to_string(data_bytes - covered) +
+                          " trailing bytes after the last tensor's data (it ends at " + std::to_string(covered) + " of " +
+                          std::to_string(data_bytes) + ")");
+    return Status::success();
+}
+
 Status parse_entry(const std::string& path, const std::string& name, const json& e, uint64_t data_bytes,
                    uint64_t header_end, SafetensorsEntry& out) {
     const std::string where = path + ": tensor '" + name + "' (header, bytes 8.." + std::to_string(header_end) + ")";
-    if (!e.is_object()) return make_error(where + ": entry is not an object");
-    if (!e.contains("dtype") || !e.at("dtype").is_string()) return make_error(where + ": field 'dtype' is missing or not a string");
-    if (!e.contains("shape") || !e.at("shape").is_array()) return make_error(where + ": field 'shape' is missing or not a list");
-    if (!e.contains("data_offsets") || !e.at("data_offsets").is_array() || e.at("data_offsets").size() != 2)
-        return make_error(where + ": field 'data_offsets' is missing or not [begin, end]");
+    if (!e.is_object()) return make_error(where + ": entry holds " + short_dump(e) + ", not an object");
+    // Missing and mistyped fields are told apart, with what the field holds: "missing or not a
+    // string" sent the reader of the message looking for both.
+    for (const char* field : {"dtype", "shape", "data_offsets"})
+        if (!e.contains(field)) return make_error(where + ": field '" + field + "' is missing");
+    if (!e.at("dtype").is_string()) return make_error(where + ": field 'dtype' holds " + short_dump(e.at("dtype")) + ", not a string");
+    if (!e.at("shape").is_array()) return make_error(where + ": field 'shape' holds " + short_dump(e.at("shape")) + ", not a list");
+    if (!e.at("data_offsets").is_array() || e.at("data_offsets").size() != 2)
+        return make_error(where + ": field 'data_offsets' holds " + short_dump(e.at("data_offsets")) + ", not [begin, end]");
     out.dtype = e.at("dtype").get<std::string>();
     uint64_t count = 1;
     for (const auto& d : e.at("shape")) {
@@ -61,7 +104,7 @@ Status parse_entry(const std::string& path, const std::string& name, const json&
     }
     const json& offs = e.at("data_offsets");
     if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
-        return make_error(where + ": field 'data_offsets' must hold non-negative integers");
+        return make_error(where + ": field 'data_offsets' must hold non-negative integers, not " + short_dump(offs));
     out.begin = offs[0].get<uint64_t>();
     out.end = offs[1].get<uint64_t>();
     if (out.begin > out.end)
@@ -204,6 +247,9 @@ Result<SafetensorsFile> read_safetensors_file(const std::string& path) {
         if (header_bytes > kSafetensorsMaxHeaderBytes || header_bytes > size - 8)
             return make_error(path + ": header length at offset 0: " + std::to_string(header_bytes) + " bytes is past the end of the file (" +
                               std::to_string(size) + " bytes) or over the 100 MiB limit");
+        if (header_bytes < 2)
+            return make_error(path + ": header length at offset 0: is " + std::to_string(header_bytes) +
+                              ", too short for the JSON header (at least \"{}\")");
         out.data_offset = 8 + header_bytes;
         json header;
         const std::string_view headerText(reinterpret_cast<const char*>(out.file->data()) + 8, size_t(header_bytes));
@@ -217,11 +263,21 @@ Result<SafetensorsFile> read_safetensors_file(const std::string& path) {
         if (!header.is_object()) return make_error(path + ": header JSON at offset 8 is not an object");
         const uint64_t data_bytes = size - out.data_offset;
         for (const auto& [name, entry] : header.items()) {
-            if (name == "__metadata__") continue;
+            if (name == "__metadata__") {
+                // A map of strings (the format; the reference reader refuses anything else).
+                bool strings = entry.is_object();
+                if (strings)
+                    for (const auto& value : entry) strings = strings && value.is_string();
+                if (!strings)
+                    return make_error(path + ": header '__metadata__' (bytes 8.." + std::to_string(out.data_offset) + ") holds " +
+                                      short_dump(entry) + ", not an object of strings");
+                continue;
+            }
             SafetensorsEntry e;
             if (Status s = parse_entry(path, name, entry, data_bytes, out.data_offset, e); !s) return s.take_error();
             out.entries.emplace(name, std::move(e));
         }
+        if (Status s = check_buffer_coverage(path, out.entries, data_bytes, out.data_offset); !s) return s.take_error();
         return out;
     } catch (const json::exception& e) {
         return make_error(path + ": unexpected header structure: " + e.what());

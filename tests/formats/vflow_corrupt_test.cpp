@@ -205,6 +205,45 @@ std::vector<Corruption> corruptions() {
              b[second + offsetof(TileHeader, expert_id)] = 0;
          },
          "layer 0 expert 1 gate/up tile 0 TileHeader.expert_id", true},
+        // Issue 16: the rest of the container's fields, each its own check.
+        {"embedded header cut short", [](auto& b, auto&) { b.resize(100); },
+         "VFlowHeader.cflow_header_offset at offset 16: embedded GlobalHeader (88 bytes) at 64 past end of file (100 bytes)"},
+        {"n_groups huge", [](auto& b, auto&) { put<uint32_t>(b, offsetof(VFlowHeader, n_groups), 0xFFFFFFFFu); },
+         "VFlowHeader.n_groups at offset 12: is 4294967295, must be 1..n_layers (2)"},
+        {"group table past EOF", [](auto& b, auto& L) { put<uint64_t>(b, offsetof(VFlowHeader, group_table_offset), L.size - 32); },
+         "VFlowHeader.group_table_offset at offset 24: group table ["},
+        {"bank past EOF", [](auto& b, auto& L) { put<uint64_t>(b, offsetof(VFlowHeader, bank_offset), L.size); },
+         "VFlowHeader.bank_offset at offset 48: expert bank ["},
+        {"group table overlaps the LayerTable", [](auto& b, auto& L) {
+             put<uint64_t>(b, offsetof(VFlowHeader, group_table_offset), L.group0 + 32);
+         },
+         "GlobalHeader.layer_table_offset at offset 120: starts at 344, before the end of the group table (376)"},
+        {"stream starts inside the LayerTable", [](auto& b, auto& L) {
+             put<uint64_t>(b, offsetof(VFlowHeader, stream_offset), L.layer_table);
+         },
+         "VFlowHeader.stream_offset at offset 32: starts at 344, before the end of the LayerTable"},
+        {"stream longer than its groups", [](auto& b, auto& L) {
+             put<uint64_t>(b, offsetof(VFlowHeader, stream_bytes), L.vh.stream_bytes + 64);
+             put<uint64_t>(b, offsetof(VFlowHeader, bank_offset), L.vh.bank_offset + 64);
+             put<uint64_t>(b, offsetof(VFlowHeader, bank_bytes), L.vh.bank_bytes - 64);
+         },
+         "VFlowHeader.stream_bytes at offset 40: streaming region ends at"},
+        {"group n_heads", [](auto& b, auto& L) { put<uint16_t>(b, L.group0 + offsetof(GroupDescriptor, n_heads), 8); },
+         "GroupTable[0].n_heads at offset 288: is 8, the file's attention geometry has 4", false, ErrorKind::Unsupported},
+        {"group n_kv_heads", [](auto& b, auto& L) { put<uint16_t>(b, L.group0 + offsetof(GroupDescriptor, n_kv_heads), 2); },
+         "GroupTable[0].n_kv_heads at offset 290: is 2", false, ErrorKind::Unsupported},
+        {"group reserved0", [](auto& b, auto& L) { put<uint16_t>(b, L.group0 + offsetof(GroupDescriptor, reserved0), 1); },
+         "GroupTable[0].reserved0 at offset 294: must be 0"},
+        {"group bytes overflow", [kMax](auto& b, auto& L) { put<uint64_t>(b, L.group0 + offsetof(GroupDescriptor, bytes), kMax); },
+         "GroupTable[0].bytes at offset 304: an offset + bytes pair overflows 64 bits"},
+        {"first group after the stream start", [](auto& b, auto& L) {
+             // Shifted by 64 with its attention stage, still ending where it did: only its start is wrong.
+             put<uint64_t>(b, L.group0 + offsetof(GroupDescriptor, offset), L.g.offset + 64);
+             put<uint64_t>(b, L.group0 + offsetof(GroupDescriptor, bytes), L.g.bytes - 64);
+             put<uint64_t>(b, L.group0 + offsetof(GroupDescriptor, attn_offset), L.g.attn_offset + 64);
+             put<uint64_t>(b, L.group0 + offsetof(GroupDescriptor, attn_bytes), L.g.attn_bytes - 64);
+         },
+         "expected the start of the streaming region"},
     };
 }
 
@@ -225,7 +264,8 @@ TEST_F(VflowCorrupt, ValidFileOpens) {
 TEST_F(VflowCorrupt, EveryVariantIsRejectedWithItsOwnMessage) {
     ASSERT_NE(valid_, nullptr);
     const auto cases = corruptions();
-    ASSERT_GE(cases.size(), 10u);
+    ASSERT_GE(cases.size(), 40u);
+    RecordProperty("cases", static_cast<int>(cases.size()));
     std::set<std::string> distinct;
     for (const Corruption& c : cases) EXPECT_TRUE(distinct.insert(c.expected).second) << "duplicate expectation: " << c.name;
     const auto dir = test::temp_dir("vflow-corrupt");

@@ -3,6 +3,7 @@
 // interpreting the model. read_gguf_model (source_model.h) builds on this; the
 // tokenizer reads vocab-only GGUFs through it directly.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,6 +29,7 @@ struct GgufFile {
     std::string path;
     uint32_t version = 0;
     Metadata metadata;                     // every key, arrays as the MetaValue vector kinds
+    std::map<std::string, uint64_t> metadata_offsets;  // key -> absolute offset of its key/value record (for messages)
     std::vector<std::string> skipped_keys; // "key (why)": nested arrays, ints past int32 in arrays
     std::vector<GgufTensorInfo> tensors;   // in file order
     uint64_t alignment = 32;               // general.alignment
