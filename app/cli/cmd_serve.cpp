@@ -13,6 +13,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "default_model.h"
+#include "expert_fetch_args.h"
 #include "interrupt.h"
 #include "kv_cache_args.h"
 #include "load_args.h"
@@ -47,7 +48,7 @@ int run_serve(const std::vector<std::string>& argv) {
     return fail("serve", "this build has no server (it was built without cpp-httplib: libcpp-httplib-dev)");
 #else
     ArgSpec spec{{"--host", "--port", "--api-key", "--threads", "--ctx", "--parallel", "--queue", "--load", "--kv-cache",
-                  "--max-body-mib", kTemplateOption, kContextPolicyOption},
+                  "--max-body-mib", "--expert-fetch", "--cache-mib", kTemplateOption, kContextPolicyOption},
                  {}};
     auto args = Args::parse(argv, spec);
     if (!args) return fail("serve", args.error());
@@ -67,6 +68,10 @@ int run_serve(const std::vector<std::string>& argv) {
     if (!max_body) return fail("serve", max_body.error());
     auto kv_cache = parse_kv_cache_arg(*args);
     if (!kv_cache) return fail("serve", kv_cache.error());
+    auto fetch = parse_expert_fetch_arg(*args);
+    if (!fetch) return fail("serve", fetch.error());
+    auto cache_mib = parse_cache_mib_arg(*args);
+    if (!cache_mib) return fail("serve", cache_mib.error());
     auto load = parse_load_args(*args);
     if (!load) return fail("serve", load.error());
     auto chosen_template = parse_template_arg(*args);
@@ -92,9 +97,17 @@ int run_serve(const std::vector<std::string>& argv) {
     session_options.threads = *threads > 0 ? unsigned(*threads) : std::max(1u, cores / options.parallel);
     session_options.context_length = uint32_t(*ctx);
     session_options.kv_cache = *kv_cache;
+    session_options.expert_fetch = *fetch;
 
     auto model = Model::load(*model_path, *load);
     if (!model) return fail("serve", model.error());
+    if (*cache_mib) {
+        auto bytes = expert_cache_bytes_for(**cache_mib, session_options.expert_fetch, **model);
+        if (!bytes) return fail("serve", bytes.error());
+        // Every slot's session holds its own cache: the budget asked for is the process's, so
+        // --parallel 4 with 'fit' does not claim four times the free memory.
+        session_options.expert_cache_bytes = *bytes / options.parallel;
+    }
     server::ServerObserver observer;
     observer.on_served = log_served;
     auto created = server::OpenAiServer::create(model.value(), session_options, options, observer);
@@ -106,10 +119,16 @@ int run_serve(const std::vector<std::string>& argv) {
     // A client that disconnects mid-write must not kill the process.
     std::signal(SIGPIPE, SIG_IGN);
     if (Status started = http.start(); !started) return fail("serve", started.error());
-    std::fprintf(stderr, "cflow serve: %s on %s/v1 (model '%s', %u slot%s, %u threads each, context %u)%s; Ctrl-C stops\n",
+    std::string experts;  // how a MoE model's experts are fetched, said only for one
+    if ((*model)->header().n_experts > 0) {
+        experts = std::string(", experts ") + std::string(expert_fetch_name(session_options.expert_fetch));
+        if (session_options.expert_cache_bytes > 0)
+            experts += " with a " + std::to_string(session_options.expert_cache_bytes >> 20) + " MiB cache per slot";
+    }
+    std::fprintf(stderr, "cflow serve: %s on %s/v1 (model '%s', %u slot%s, %u threads each, context %u%s)%s; Ctrl-C stops\n",
                  model_path->c_str(), http.url().c_str(), options.model_id.c_str(), options.parallel,
                  options.parallel == 1 ? "" : "s", session_options.threads,
-                 http.context_length(), options.api_key.empty() ? "" : ", API key required");
+                 http.context_length(), experts.c_str(), options.api_key.empty() ? "" : ", API key required");
     std::fflush(stderr);
 
     CancelToken interrupted;

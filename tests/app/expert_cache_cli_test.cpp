@@ -98,7 +98,12 @@ TEST(ExpertCacheCli, BadSizesFailWithOneLine) {
         expect_one_line_failure(run_cflow({"generate", model, "-p", "a", "-n", "1", "--expert-fetch", "sync", "--cache-mib", bad}),
                                 "--cache-mib");
         expect_one_line_failure(run_cflow_with_input({"chat", model, "--cache-mib", bad}, "hi\n"), "--cache-mib");
+        // Refused before the server binds a port (serve would otherwise run until Ctrl-C).
+        expect_one_line_failure(run_cflow({"serve", model, "--port", "0", "--expert-fetch", "staged", "--cache-mib", bad}),
+                                "--cache-mib");
     }
+    expect_one_line_failure(run_cflow({"serve", model, "--port", "0", "--expert-fetch", "paged"}), "--expert-fetch");
+    expect_one_line_failure(run_cflow({"serve", model, "--port", "0", "--cache-mib", "4"}), "--expert-fetch");
     // A cache for the mapped arm would go unused: said, not ignored.
     expect_one_line_failure(run_cflow({"generate", model, "-p", "a", "-n", "1", "--cache-mib", "4"}), "--expert-fetch");
 }

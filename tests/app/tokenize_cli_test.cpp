@@ -62,7 +62,9 @@ void check_vocab_suite(const std::string& name) {
     const auto expected = out_lines(read_file(out));
     ASSERT_EQ(inputs.size(), expected.size());
     ASSERT_GE(inputs.size(), 40u);
-    for (size_t i = 0; i < inputs.size(); ++i) {
+    // Every case starts the CLI twice: a sanitized build takes every fifth (see kSanitizedBuild).
+    const size_t stride = kSanitizedBuild ? 5 : 1;
+    for (size_t i = 0; i < inputs.size(); i += stride) {
         auto tokenized = run_cflow_with_input({"tokenize", gguf.string()}, inputs[i]);
         ASSERT_EQ(tokenized.exit_code, 0) << tokenized.err;
         EXPECT_EQ(tokenized.out, expected[i]) << name << " #" << i << ": \"" << inputs[i] << "\"";

@@ -397,5 +397,67 @@ TEST(OpenAiServer, AnAddressInUseIsAClearError) {
     EXPECT_NE(started.error().find(std::to_string(first.server->port())), std::string::npos) << started.error();
 }
 
+// The expert-fetch arms behind the server (cflow serve --expert-fetch, --cache-mib): direct
+// reads with a RAM cache answer the same greedy completion as the mapped file, and the cache
+// serves experts from the second request on.
+TEST(OpenAiServer, ExpertFetchArmsAndTheCacheAnswerAlike) {
+    test::SyntheticSpec spec;
+    spec.vocab = 320;
+    spec.seed = 23;
+    spec.max_seq_len = 512;
+    spec.n_layers = 3;
+    spec.n_experts = 8;
+    spec.top_k = 2;
+    spec.expert_d_ff = 64;
+    spec.router_skew = 4.0f;
+    SourceModel source = test::make_synthetic_model(spec);
+    source.metadata.set("tokenizer.chat_template", std::string(kChatMl));
+    const auto path = test::temp_dir("openai_server_moe") / "moe-chat.cflow";
+    ConvertOptions convert;
+    convert.weight_quant = DType::Q8_0;
+    ASSERT_TRUE(convert_to_cflow(source, path.string(), convert).ok());
+    auto loaded = Model::load(path.string());
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    const std::string body = chat_body(12, 1, false, {{"temperature", 0.0}});
+
+    std::vector<std::string> replies;
+    for (ExpertFetch fetch : {ExpertFetch::Mapped, ExpertFetch::Sync, ExpertFetch::Staged}) {
+        SCOPED_TRACE(static_cast<int>(fetch));
+        SessionOptions session;
+        session.threads = 1;
+        session.expert_fetch = fetch;
+        if (fetch != ExpertFetch::Mapped) session.expert_cache_bytes = 8ull << 20;  // the whole bank fits
+        std::atomic<uint64_t> cache_hits{0};
+        ServerObserver observer;
+        observer.on_step = [&cache_hits](unsigned, const TokenTelemetry& step) { cache_hits += step.expertCacheHits; };
+        ServerOptions options;
+        options.port = 0;
+        options.model_id = "chat-model";  // what chat_body names
+        auto created = OpenAiServer::create(loaded.value(), session, options, observer);
+        ASSERT_TRUE(created.ok()) << created.error();
+        OpenAiServer& server = *created.value();
+        ASSERT_TRUE(server.start().ok());
+        httplib::Client client("127.0.0.1", server.port());
+        client.set_read_timeout(60, 0);
+        std::string first;
+        for (int round = 0; round < 2; ++round) {
+            auto r = client.Post("/v1/chat/completions", body, "application/json");
+            ASSERT_TRUE(r);
+            ASSERT_EQ(r->status, 200) << r->body;
+            const std::string content = json::parse(r->body)["choices"][0]["message"]["content"];
+            if (round == 0) first = content;
+            EXPECT_EQ(content, first) << "a repeated greedy request";
+        }
+        server.stop();
+        if (fetch == ExpertFetch::Mapped)
+            EXPECT_EQ(cache_hits.load(), 0u) << "the page cache is the mapped arm's cache";
+        else
+            EXPECT_GT(cache_hits.load(), 0u) << "the second request's experts were read before";
+        replies.push_back(first);
+    }
+    EXPECT_EQ(replies[1], replies[0]) << "sync vs mapped";
+    EXPECT_EQ(replies[2], replies[0]) << "staged vs mapped";
+}
+
 } // namespace
 } // namespace cflow::server

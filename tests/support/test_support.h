@@ -7,6 +7,21 @@
 
 namespace cflow::test {
 
+// Sanitizer builds (tests/sanitizers/run.sh) run code 3-20x slower. The few tests that repeat one
+// check hundreds of times run a sample of their cases there (the regular build runs them all):
+// memory and race errors show on the sample, and the full sets would double the CI run.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitizedBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kSanitizedBuild = true;
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+
 // ../shared beside the checkout (CFLOW_SHARED_DIR), or "" when absent.
 std::filesystem::path shared_dir();
 // shared_dir() / relative, or "" when ../shared is absent.

@@ -209,8 +209,12 @@ TEST(Prefill, MatchesStepsOnEveryPath) {
             }
             // 2 tokens (the smallest batch), 7 (a 4-token block and 3 left), 150 (two full
             // chunks and a partial one), and a prompt that continues a 5-token context.
-            for (const auto& [history, prompt] : {std::pair<size_t, size_t>{0, 2}, {0, 7}, {0, 150}, {5, 70}})
+            // A sanitized build (kSanitizedBuild) keeps the 150-token prompt on the default path only:
+            // that case is most of this test's time, and its chunking is the same on every path.
+            for (const auto& [history, prompt] : {std::pair<size_t, size_t>{0, 2}, {0, 7}, {0, 150}, {5, 70}}) {
+                if (test::kSanitizedBuild && prompt == 150 && isa != detect_best_isa()) continue;
                 expect_prefill_matches_steps(model, isa, c.spec.dtype, c.kv, history, prompt, c.name);
+            }
         }
     }
 }
