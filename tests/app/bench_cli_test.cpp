@@ -120,6 +120,17 @@ TEST(BenchExpertsCli, OneLinePerArmWithThePredictionAndIdenticalOutputs) {
     EXPECT_LE(predicted, 2.0) << "(C+IO)/max(C,IO) is between 1 and 2";
     EXPECT_TRUE(lines[2].contains("measured_speedup"));
     EXPECT_TRUE(lines[2].contains("hidden_stall_share"));
+    // The refined model's denominator max((1+tau)C, IO) is never below max(C, IO) for tau >= 0,
+    // and recomputing it from the printed tax gives the printed prediction.
+    ASSERT_TRUE(lines[2].contains("interference_tax"));
+    ASSERT_TRUE(lines[2].contains("predicted_speedup_with_interference"));
+    const double tau = lines[2]["interference_tax"];
+    const double taxed = lines[2]["predicted_speedup_with_interference"];
+    const double c = lines[0]["ms_per_token"], io = lines[2]["io_ms_per_token"];
+    EXPECT_NEAR(taxed, (c + io) / std::max((1.0 + tau) * c, io), 1e-6 * taxed);
+    if (tau >= 0) {
+        EXPECT_LE(taxed, predicted + 1e-9);
+    }
     EXPECT_FALSE(lines[1].contains("predicted_speedup"));
 
     auto dense = run_cflow({"bench", "experts", bench_model()});
