@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include <QAbstractButton>
 #include <QApplication>
 #include <QCoreApplication>
 #include <QDir>
@@ -223,6 +224,68 @@ TEST_F(InspectorDockTest, StallPanelShowsLanesTotalsAndDelayMarkers) {
     EXPECT_NEAR(stalls->totalsValue(0, int(StallPanel::kTotalsTokens) - 1), 0.060, 1e-9);
     EXPECT_EQ(stalls->timeline()->tokenCount(), 2);
     EXPECT_TRUE(stalls->summaryText().contains("9.1% of layer time stalled")) << stalls->summaryText().toStdString();
+}
+
+// The three arms side by side: records tagged with the arm that made them add up per arm, the
+// staged-vs-sync comparison and the paper's prediction follow from them, and the switch asks
+// for an arm without changing the figures.
+TEST_F(InspectorDockTest, StallPanelComparesTheArmsAndSwitchesThem) {
+    auto model = make_model(true, "moe_arms");
+    ASSERT_TRUE(model);
+    dock->setModel(model);
+    dock->tabs()->setCurrentWidget(dock->stallPanel());
+    StallPanel* stalls = dock->stallPanel();
+    auto push = [&](uint32_t first, uint32_t count, ExpertFetch arm, float waitScale, uint32_t hits, uint32_t misses) {
+        for (uint32_t p = first; p < first + count; ++p) {
+            TokenTelemetry t = make_token(p);
+            t.expertFetch = uint8_t(arm);
+            for (LayerRecord& r : t.layers) r.expertWaitUs *= waitScale;
+            t.totalUs = 60.0f + 6.0f * waitScale + 10.0f;  // the layers plus 10 us of LM head
+            t.expertCacheHits = hits;
+            t.expertCacheMisses = misses;
+            ASSERT_TRUE(ring.push(t));
+        }
+        dock->drainNow();
+    };
+    push(0, 4, ExpertFetch::Mapped, 0.0f, 0, 0);
+    EXPECT_TRUE(stalls->armsText().contains("Switch the arm")) << stalls->armsText().toStdString();
+    push(4, 4, ExpertFetch::Sync, 10.0f, 0, 6);   // 60 us wait per token
+    push(8, 4, ExpertFetch::Staged, 2.5f, 3, 3);  // 15 us: a quarter of sync's
+    const TelemetryHistory& h = dock->history();
+    EXPECT_EQ(h.armTotals(size_t(ExpertFetch::Sync)).tokens, 4u);
+    EXPECT_NEAR(h.armTotals(size_t(ExpertFetch::Sync)).stallMsPerToken(), 0.060, 1e-9);
+    EXPECT_NEAR(h.armTotals(size_t(ExpertFetch::Staged)).hitRate(), 0.5, 1e-12);
+    const std::string text = stalls->armsText().toStdString();
+    EXPECT_NE(text.find("mapped: 4 tokens, 0.07 ms/token"), std::string::npos) << text;
+    EXPECT_NE(text.find("sync: 4 tokens, 0.13 ms/token (compute 0.06 ms, expert wait 0.06 ms), cache 0.0% hits"), std::string::npos) << text;
+    EXPECT_NE(text.find("staged: 4 tokens, 0.09 ms/token (compute 0.06 ms, expert wait 0.0"), std::string::npos) << text;
+    EXPECT_NE(text.find("ms), cache 50.0% hits"), std::string::npos) << text;
+    EXPECT_NE(text.find("Staged hides 75.0% of sync's expert wait"), std::string::npos) << text;
+    // sync 130 us, staged 85 us: 1.53x; C = 70 us, IO = 60 us: (70 + 60) / 70 = 1.86x predicted.
+    EXPECT_NE(text.find("runs at 1.53"), std::string::npos) << text;
+    EXPECT_NE(text.find("predicts 1.86"), std::string::npos) << text;
+    // A prefill chunk (tokens > 1) is no token's time: it leaves the per-arm figures alone.
+    TokenTelemetry chunk = make_token(12);
+    chunk.tokens = 16;
+    chunk.expertFetch = uint8_t(ExpertFetch::Staged);
+    ASSERT_TRUE(ring.push(chunk));
+    dock->drainNow();
+    EXPECT_EQ(h.armTotals(size_t(ExpertFetch::Staged)).tokens, 4u);
+
+    std::vector<ExpertFetch> requested;
+    QObject::connect(stalls, &StallPanel::expertFetchRequested, [&](ExpertFetch f) { requested.push_back(f); });
+    auto* stagedButton = stalls->findChild<QAbstractButton*>(QStringLiteral("armStaged"));
+    ASSERT_NE(stagedButton, nullptr);
+    stagedButton->click();
+    ASSERT_EQ(requested.size(), 1u);
+    EXPECT_EQ(requested[0], ExpertFetch::Staged);
+    EXPECT_EQ(stalls->checkedExpertFetch(), ExpertFetch::Staged);
+    stalls->setExpertFetch(ExpertFetch::Sync);  // the settings changed elsewhere: shown, not re-requested
+    EXPECT_EQ(stalls->checkedExpertFetch(), ExpertFetch::Sync);
+    EXPECT_EQ(requested.size(), 1u);
+
+    dock->clearTelemetry();
+    EXPECT_EQ(h.armTotals(size_t(ExpertFetch::Sync)).tokens, 0u) << "a new conversation starts the comparison afresh";
 }
 
 TEST_F(InspectorDockTest, DenseModelShowsHintsInsteadOfEmptyCharts) {

@@ -2,6 +2,7 @@
 // .cflow file lists three rows with the header geometry, the garbage row carrying the error.
 #include <fstream>
 
+#include <QLocale>
 #include <QSignalSpy>
 #include <QTreeWidget>
 
@@ -153,7 +154,17 @@ TEST(ModelLibrary, WarnsWhenAModelExceedsTheFreeMemory) {
     EXPECT_FALSE(denseWarning.contains(QStringLiteral("staged")));
     cflow::ui::LibraryEntry moe = dense;
     moe.experts = 8;
-    EXPECT_TRUE(cflow::ui::memory_warning(moe, 2ull << 30).contains(QStringLiteral("staged expert reads")));
+    moe.expertBankBytes = moe.fileBytes - (512ull << 20);  // 512 MiB outside the experts
+    const QString moeWarning = cflow::ui::memory_warning(moe, 2ull << 30);
+    EXPECT_TRUE(moeWarning.contains(QStringLiteral("choose staged expert reads"))) << moeWarning.toStdString();
+    // Half of the 2 GiB free, less the 512 MiB resident: a 512 MiB cache is proposed.
+    EXPECT_TRUE(moeWarning.contains(QLocale().formattedDataSize(qint64(512ull << 20)) + QStringLiteral(" (Expert cache")))
+        << moeWarning.toStdString();
+    // Without its experts it still does not fit: staged is no way out, and the note says so.
+    moe.expertBankBytes = 1ull << 20;
+    const QString tooBig = cflow::ui::memory_warning(moe, 2ull << 30);
+    EXPECT_TRUE(tooBig.contains(QStringLiteral("even without them"))) << tooBig.toStdString();
+    EXPECT_FALSE(tooBig.contains(QStringLiteral("choose staged")));
 }
 
 } // namespace

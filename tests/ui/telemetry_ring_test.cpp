@@ -22,6 +22,12 @@ TokenTelemetry make_token(uint32_t position, uint32_t layers) {
     t.token = int32_t(position * 7 + 1);
     t.vocabBytes = 1000 + position;
     t.totalUs = float(position % 1000) + 0.5f;
+    t.tokens = 1 + position % 3;
+    t.expertCacheHits = position % 5;
+    t.expertCacheMisses = 2 + position % 7;
+    t.expertBytesSaved = uint64_t(position) * 4096;
+    t.expertBytesFromDisk = uint64_t(position) * 8192 + 1;
+    t.expertFetch = uint8_t(position % 3);
     for (uint32_t l = 0; l < layers; ++l) {
         LayerRecord r;
         r.position = position;
@@ -42,6 +48,13 @@ void expect_token(const TokenTelemetry& t, uint32_t position, uint32_t layers) {
     ASSERT_EQ(t.position, position);
     ASSERT_EQ(t.token, int32_t(position * 7 + 1));
     ASSERT_EQ(t.vocabBytes, 1000u + position);
+    // The header fields the inspector's expert-cache and per-arm figures need.
+    ASSERT_EQ(t.tokens, 1 + position % 3);
+    ASSERT_EQ(t.expertCacheHits, position % 5);
+    ASSERT_EQ(t.expertCacheMisses, 2 + position % 7);
+    ASSERT_EQ(t.expertBytesSaved, uint64_t(position) * 4096);
+    ASSERT_EQ(t.expertBytesFromDisk, uint64_t(position) * 8192 + 1);
+    ASSERT_EQ(t.expertFetch, uint8_t(position % 3));
     ASSERT_EQ(t.layers.size(), layers);
     for (uint32_t l = 0; l < layers; ++l) {
         ASSERT_EQ(t.layers[l].position, position);

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QButtonGroup>
 #include <QEvent>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QPainter>
 #include <QRegion>
 #include <QStackedLayout>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include "cflow/ui/inspector/stall_totals_chart.h"
@@ -204,7 +207,41 @@ StallPanel::StallPanel(QWidget* parent) : QWidget(parent) {
     totals_ = new StallTotalsChart(int(kTotalsTokens), content_);
     totals_->setMinimumHeight(96);
 
+    // The paper's A/B (5.14) on the user's own conversation: switch arms between replies and the
+    // per-arm figures below accumulate side by side.
+    auto* armRow = new QHBoxLayout;
+    armRow->addWidget(new QLabel(tr("Expert reads:"), content_));
+    armButtons_ = new QButtonGroup(this);
+    armButtons_->setExclusive(true);
+    const struct {
+        ExpertFetch fetch;
+        const char* name;
+        QString tip;
+    } arms[] = {{ExpertFetch::Mapped, "Mapped", tr("Experts through the page cache (memory-mapped file)")},
+                {ExpertFetch::Sync, "Sync", tr("Direct I/O, waited for at the routing layer: the stall to compare with")},
+                {ExpertFetch::Staged, "Staged", tr("Direct I/O issued at the routing layer, awaited where the experts are added")}};
+    for (const auto& arm : arms) {
+        auto* button = new QToolButton(content_);
+        button->setText(QString::fromLatin1(arm.name).toLower());
+        button->setObjectName(QStringLiteral("arm") + QString::fromLatin1(arm.name));
+        button->setAccessibleName(tr("Expert reads: %1").arg(QString::fromLatin1(arm.name).toLower()));
+        button->setToolTip(arm.tip + tr(". The next reply uses it."));
+        button->setCheckable(true);
+        armButtons_->addButton(button, int(arm.fetch));
+        armRow->addWidget(button);
+    }
+    armRow->addStretch(1);
+    armButtons_->button(int(ExpertFetch::Mapped))->setChecked(true);
+    connect(armButtons_, &QButtonGroup::idClicked, this,
+            [this](int id) { emit expertFetchRequested(static_cast<ExpertFetch>(id)); });
+    arms_ = new QLabel(content_);
+    arms_->setObjectName(QStringLiteral("armFigures"));
+    arms_->setWordWrap(true);
+    armsText_ = std::make_unique<detail::ThrottledText>(arms_);
+
     auto* layout = new QVBoxLayout(content_);
+    layout->addLayout(armRow);
+    layout->addWidget(new detail::LabelBox(arms_, content_));
     layout->addWidget(title);
     layout->addWidget(timeline_, 1);
     layout->addWidget(summaryBox);
@@ -235,6 +272,7 @@ void StallPanel::refresh(const TelemetryHistory& history) {
     for (size_t i = w.size() > kTimelineTokens ? w.size() - kTimelineTokens : 0; i < w.size(); ++i) recent.push_back(&w[i]);
     timeline_->setTokens(recent, geometry_.layers, geometry_.delayed());
 
+    refreshArms(history);
     const std::vector<TokenStall> totals = token_stalls(history, kTotalsTokens);
     totals_->setTotals(totals);
     double sumCompute = 0, sumStall = 0;
@@ -257,6 +295,47 @@ void StallPanel::refresh(const TelemetryHistory& history) {
                                                          .arg(geometry_.expertDelay)
                                                    : QString()));
 }
+
+void StallPanel::refreshArms(const TelemetryHistory& history) {
+    const ArmTotals& mapped = history.armTotals(size_t(ExpertFetch::Mapped));
+    const ArmTotals& sync = history.armTotals(size_t(ExpertFetch::Sync));
+    const ArmTotals& staged = history.armTotals(size_t(ExpertFetch::Staged));
+    QStringList lines;
+    for (const auto& [fetch, arm] : {std::pair{ExpertFetch::Mapped, &mapped}, {ExpertFetch::Sync, &sync}, {ExpertFetch::Staged, &staged}}) {
+        if (arm->tokens == 0) continue;
+        QString line = tr("%1: %2 tokens, %3 ms/token (compute %4 ms, expert wait %5 ms)")
+                           .arg(QString::fromLatin1(expert_fetch_name(fetch).data()))
+                           .arg(arm->tokens)
+                           .arg(arm->msPerToken(), 0, 'f', 2)
+                           .arg(arm->computeMsPerToken(), 0, 'f', 2)
+                           .arg(arm->stallMsPerToken(), 0, 'f', 2);
+        if (arm->cacheHits + arm->cacheMisses > 0) line += tr(", cache %1% hits").arg(100.0 * arm->hitRate(), 0, 'f', 1);
+        lines << line;
+    }
+    if (sync.tokens > 0 && staged.tokens > 0 && sync.stallUs > 0) {
+        QString line = tr("Staged hides %1% of sync's expert wait and runs at %2× sync's speed")
+                           .arg(100.0 * (1.0 - staged.stallMsPerToken() / sync.stallMsPerToken()), 0, 'f', 1)
+                           .arg(sync.msPerToken() / std::max(1e-9, staged.msPerToken()), 0, 'f', 2);
+        if (mapped.tokens > 0) {
+            // The paper's model with C the mapped step and IO sync's wait.
+            const double c = mapped.msPerToken(), io = sync.stallMsPerToken();
+            line += tr("; (C+IO)/max(C,IO) predicts %1× (C = mapped step, IO = sync's wait)")
+                        .arg((c + io) / std::max({c, io, 1e-9}), 0, 'f', 2);
+        }
+        lines << line + QLatin1Char('.');
+    } else {
+        lines << tr("Switch the arm above between replies to compare: each arm's figures add up over this conversation.");
+    }
+    armsText_->setText(lines.join(QLatin1Char('\n')));
+}
+
+void StallPanel::setExpertFetch(ExpertFetch fetch) {
+    if (QAbstractButton* button = armButtons_->button(int(fetch))) button->setChecked(true);
+}
+
+ExpertFetch StallPanel::checkedExpertFetch() const { return static_cast<ExpertFetch>(armButtons_->checkedId()); }
+
+QString StallPanel::armsText() const { return armsText_->text(); }
 
 int StallPanel::totalsBarCount() const { return totals_->slotCount(); }
 

@@ -28,6 +28,17 @@ void TelemetryHistory::append(TokenTelemetry token) {
         const uint32_t n = std::min<uint32_t>(r.nSelected, kMaxTopK);
         for (uint32_t i = 0; i < n; ++i) observedExperts_ = std::max<uint32_t>(observedExperts_, uint32_t(r.experts[i]) + 1);
     }
+    if (token.tokens == 1 && token.expertFetch < kExpertFetchArms) {
+        ArmTotals& arm = arms_[token.expertFetch];
+        ++arm.tokens;
+        for (const LayerRecord& r : token.layers) {
+            arm.computeUs += std::max(0.0f, r.computeUs);
+            arm.stallUs += std::max(0.0f, r.expertWaitUs);
+        }
+        arm.totalUs += std::max(0.0f, token.totalUs);
+        arm.cacheHits += token.expertCacheHits;
+        arm.cacheMisses += token.expertCacheMisses;
+    }
     if (session_.size() < maxSessionTokens_) session_.push_back(token);
     else ++notKept_;
     window_.push_back(std::move(token));
@@ -39,6 +50,7 @@ void TelemetryHistory::clear() {
     window_.clear();
     session_.clear();
     notKept_ = 0;
+    for (ArmTotals& arm : arms_) arm = ArmTotals{};
     observedLayers_ = 0;
     observedExperts_ = 0;
     ++revision_;

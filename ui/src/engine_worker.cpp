@@ -11,6 +11,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cflow/engine/io/expert_cache_budget.h"
+
 
 namespace cflow::ui {
 namespace {
@@ -80,9 +82,11 @@ void EngineWorker::loadModel(const QString& path, unsigned threads) {
     emit modelLoaded(info);
 }
 
-bool EngineWorker::ensureSession(unsigned threads, KvCacheType kvCache, ExpertFetch expertFetch) {
+bool EngineWorker::ensureSession(unsigned threads, KvCacheType kvCache, ExpertFetch expertFetch, int expertCacheMiB) {
+    // Mapped has no cache of its own (the page cache is its cache): its size setting changes nothing.
+    const int cacheMiB = expertFetch == ExpertFetch::Mapped || model_->header().n_experts == 0 ? 0 : expertCacheMiB;
     if (chat_ && (threads == 0 || chat_->session().threads() == threads) && chat_->session().kv_cache_type() == kvCache &&
-        chat_->session().expert_fetch() == expertFetch)
+        chat_->session().expert_fetch() == expertFetch && sessionCacheMiB_ == cacheMiB)
         return true;
     // A new session has an empty cache: the next turn is prefilled in full.
     const TemplateChoice choice = chat_ ? chat_->template_choice() : TemplateChoice{};
@@ -91,12 +95,15 @@ bool EngineWorker::ensureSession(unsigned threads, KvCacheType kvCache, ExpertFe
     options.threads = threads;
     options.kv_cache = kvCache;
     options.expert_fetch = expertFetch;
+    options.expert_cache_bytes = cacheMiB == kExpertCacheFit ? expert_cache_fit_bytes(*model_, query_system_memory())
+                                                             : uint64_t(std::max(0, cacheMiB)) << 20;
     auto created = Session::create(model_, options);
     if (!created) {
         emit loadFailed(modelPath_, QString::fromStdString(created.error()));
         return false;
     }
     chat_ = std::make_unique<ChatSession>(model_, std::move(created).value());
+    sessionCacheMiB_ = cacheMiB;
     (void)chat_->set_template(choice);  // it compiled before; prepareTurn sets it again if not
     return true;
 }
@@ -154,7 +161,7 @@ void EngineWorker::generate(const Conversation& conversation, const GenerationSe
     lastConversation_ = conversation;
     lastSettings_ = settings;
     hasLast_ = true;
-    if (!ensureSession(settings.threads, settings.kvCache, settings.expertFetch)) return;
+    if (!ensureSession(settings.threads, settings.kvCache, settings.expertFetch, settings.expertCacheMiB)) return;
     run(prepareTurn(conversation, settings), settings, stopsAtPost);
 }
 
@@ -177,7 +184,7 @@ void EngineWorker::generatePrompt(const QString& promptText, const GenerationSet
         emit error(tr("No model is loaded."));
         return;
     }
-    if (!ensureSession(settings.threads, settings.kvCache, settings.expertFetch)) return;
+    if (!ensureSession(settings.threads, settings.kvCache, settings.expertFetch, settings.expertCacheMiB)) return;
     run(chat_->prepare_raw(promptText.toStdString()), settings);
 }
 
@@ -188,7 +195,7 @@ void EngineWorker::regenerate() {
         return;
     }
     lastSettings_.sampling.seed += 1;
-    if (!ensureSession(lastSettings_.threads, lastSettings_.kvCache, lastSettings_.expertFetch)) return;
+    if (!ensureSession(lastSettings_.threads, lastSettings_.kvCache, lastSettings_.expertFetch, lastSettings_.expertCacheMiB)) return;
     run(prepareTurn(lastConversation_, lastSettings_), lastSettings_);
 }
 
@@ -227,8 +234,11 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
     bool promptDone = false;
     QElapsedTimer sinceProgress;
     sinceProgress.start();
+    uint64_t cacheHits = 0, cacheMisses = 0;  // this reply's, for its stats line
     options.on_step = [&](const TokenTelemetry& t) {
         if (sink) sink(t);
+        cacheHits += t.expertCacheHits;
+        cacheMisses += t.expertCacheMisses;
         if (promptDone) return;
         promptFed = std::min(promptToFeed, promptFed + static_cast<int>(std::max<uint32_t>(1, t.tokens)));
         promptDone = promptFed >= promptToFeed;
@@ -294,6 +304,9 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
     if (model_->header().n_experts > 0) {
         const std::string_view fetch = expert_fetch_name(chat_->session().expert_fetch());
         stats.expertFetch = QString::fromLatin1(fetch.data(), static_cast<qsizetype>(fetch.size()));
+        stats.expertCacheBytes = chat_->session().expert_cache_bytes();
+        stats.expertCacheHits = cacheHits;
+        stats.expertCacheMisses = cacheMisses;
     }
     stats.mappedBytes = model_->file().file().size();
     stats.residentBytes = model_->file().file().resident_bytes();

@@ -43,6 +43,7 @@
 #include "cflow/ui/conversation_store.h"
 #include "cflow/ui/engine_worker.h"
 #include "cflow/ui/inspector/inspector_dock.h"
+#include "cflow/ui/inspector/stall_panel.h"
 #include "cflow/ui/model_header_view.h"
 #include "cflow/ui/model_library.h"
 #include "cflow/ui/model_loader.h"
@@ -114,6 +115,14 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
     createMenus();
     // Clicking a token of a reply streamed in this session marks its column in the routing strip.
     connect(chat_->view(), &ChatView::tokenClicked, inspector_, &InspectorDock::highlightToken);
+    // The stall view's arms switch and the sampling panel's "Expert reads" are one setting.
+    connect(inspector_->stallPanel(), &StallPanel::expertFetchRequested, this, [this](ExpertFetch fetch) {
+        GenerationSettings settings = sampling_->settings();
+        settings.expertFetch = fetch;
+        sampling_->setSettings(settings);
+    });
+    connect(sampling_, &SamplingPanel::settingsChanged, this,
+            [this] { inspector_->stallPanel()->setExpertFetch(sampling_->settings().expertFetch); });
 
     status_ = new StatusArea(this);
     statusBar()->addWidget(status_, 1);
@@ -510,7 +519,17 @@ void MainWindow::showStats(const ReplyStats& stats) {
                           .arg(stats.generatedTokens)
                           .arg(stats.stopReason)
                           .arg(data_size(stats.mappedBytes), data_size(stats.residentBytes), stats.kvCache) +
-                      (stats.expertFetch.isEmpty() ? QString() : tr(" · experts %1").arg(stats.expertFetch)));
+                      expertFetchText(stats));
+}
+
+QString MainWindow::expertFetchText(const ReplyStats& stats) {
+    if (stats.expertFetch.isEmpty()) return {};
+    QString text = tr(" · experts %1").arg(stats.expertFetch);
+    const uint64_t lookups = stats.expertCacheHits + stats.expertCacheMisses;
+    if (stats.expertCacheBytes > 0)
+        text += lookups > 0 ? tr(", cache %1: %2% hits").arg(data_size(stats.expertCacheBytes)).arg(100.0 * stats.expertCacheHits / lookups, 0, 'f', 1)
+                            : tr(", cache %1").arg(data_size(stats.expertCacheBytes));
+    return text;
 }
 
 QString MainWindow::metricsText() const { return status_->metrics(); }

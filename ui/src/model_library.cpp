@@ -1,5 +1,7 @@
 #include "cflow/ui/model_library.h"
 
+#include <algorithm>
+
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -46,6 +48,10 @@ LibraryEntry library_entry(const QFileInfo& info) {
     const CflowFile& file = **opened;
     const ConversionReportPaths report = conversion_report_paths(path.toStdString());
     const GlobalHeader& h = file.header();
+    uint64_t bankBytes = 0;
+    for (const RegionView& layer : file.layers())
+        for (const SegmentView& segment : layer.segments)
+            if (segment.role == SegmentRole::ExpertBank) bankBytes += segment.bytes;
     return {.path = path,
             .fileName = info.fileName(),
             .name = meta_string(file, "general.name"),
@@ -56,6 +62,7 @@ LibraryEntry library_entry(const QFileInfo& info) {
             .fileBytes = file.file_bytes(),
             .contextTokens = h.max_seq_len,
             .experts = h.n_experts,
+            .expertBankBytes = bankBytes,
             .topK = h.top_k,
             .denseDelay = h.dense_delay,
             .expertDelay = h.expert_delay,
@@ -80,7 +87,18 @@ QString memory_warning(const LibraryEntry& e, uint64_t availableBytes) {
     const QLocale locale;
     QString text = QObject::tr("needs %1, %2 free now").arg(locale.formattedDataSize(qint64(e.fileBytes)),
                                                             locale.formattedDataSize(qint64(availableBytes)));
-    if (e.experts > 0) text += QObject::tr(": choose staged expert reads (only the routed experts are read)");
+    if (e.experts == 0) return text;
+    const uint64_t resident = e.fileBytes > e.expertBankBytes ? e.fileBytes - e.expertBankBytes : 0;
+    if (e.expertBankBytes == 0 || resident >= availableBytes)
+        return text + QObject::tr(": staged expert reads read only the routed experts, but even without them it needs %1")
+                          .arg(locale.formattedDataSize(qint64(resident)));
+    // As expert_cache_fit_bytes: half of the free memory, less what stays resident, at most the bank.
+    const uint64_t half = availableBytes / 2;
+    const uint64_t cache = half > resident ? std::min(half - resident, e.expertBankBytes) : 0;
+    text += QObject::tr(": choose staged expert reads (%1 stays in RAM, the %2 of experts are read from disk as routed)")
+                .arg(locale.formattedDataSize(qint64(resident)), locale.formattedDataSize(qint64(e.expertBankBytes)));
+    if (cache > 0)
+        text += QObject::tr(" with an expert cache of %1 (Expert cache: fit to free memory)").arg(locale.formattedDataSize(qint64(cache)));
     return text;
 }
 

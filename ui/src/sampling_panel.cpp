@@ -50,7 +50,8 @@ QString settings_to_json(const GenerationSettings& s) {
                         {QStringLiteral("max_tokens"), s.maxTokens},
                         {QStringLiteral("threads"), static_cast<int>(s.threads)},
                         {QStringLiteral("kv_cache"), s.kvCache == KvCacheType::F16 ? QStringLiteral("f16") : QStringLiteral("f32")},
-                        {QStringLiteral("expert_fetch"), QString::fromLatin1(expert_fetch_name(s.expertFetch).data())}};
+                        {QStringLiteral("expert_fetch"), QString::fromLatin1(expert_fetch_name(s.expertFetch).data())},
+                        {QStringLiteral("expert_cache_mib"), s.expertCacheMiB}};
     return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
@@ -75,6 +76,8 @@ GenerationSettings settings_from_json(const QString& json, const GenerationSetti
         s.kvCache = o.value(QLatin1String("kv_cache")).toString() == QLatin1String("f16") ? KvCacheType::F16 : KvCacheType::F32;
     if (o.contains(QLatin1String("expert_fetch")))
         s.expertFetch = parse_expert_fetch(o.value(QLatin1String("expert_fetch")).toString().toStdString()).value_or(s.expertFetch);
+    if (o.contains(QLatin1String("expert_cache_mib")))
+        s.expertCacheMiB = std::max(kExpertCacheFit, o.value(QLatin1String("expert_cache_mib")).toInt(s.expertCacheMiB));
     if (o.contains(QLatin1String("threads")))
         s.threads = static_cast<unsigned>(std::max(0, o.value(QLatin1String("threads")).toInt(int(s.threads))));
     return s;
@@ -153,6 +156,22 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
                                 "with). Same output every way; the inspector's stall chart shows the difference."));
     form->addRow(tr("Expert reads"), expertFetch_);
     connect(expertFetch_, &QComboBox::currentIndexChanged, this, &SamplingPanel::settingsChanged);
+    expertCache_ = int_box(kExpertCacheFit, 1 << 20, content);
+    expertCache_->setObjectName(QStringLiteral("expertCache"));
+    expertCache_->setAccessibleName(tr("Expert cache"));
+    expertCache_->setSuffix(tr(" MiB"));
+    expertCache_->setSpecialValueText(tr("fit to free memory"));  // the minimum, kExpertCacheFit
+    expertCache_->setToolTip(tr("Direct-I/O expert reads (staged or sync): keep recently routed experts in RAM so they "
+                                "are not read again. 0 MiB: no cache; the lowest value sizes it to half the free memory "
+                                "when the reply starts. The inspector's stall view shows the hit rate. Mapped reads use "
+                                "the system's page cache instead."));
+    form->addRow(tr("Expert cache"), expertCache_);
+    // Only the direct-I/O arms have this cache: greyed out for mapped, so nobody tunes a setting that does nothing.
+    auto syncCacheEnabled = [this] {
+        expertCache_->setEnabled(static_cast<ExpertFetch>(expertFetch_->currentData().toInt()) != ExpertFetch::Mapped);
+    };
+    connect(expertFetch_, &QComboBox::currentIndexChanged, this, syncCacheEnabled);
+    connect(expertCache_, &QSpinBox::valueChanged, this, &SamplingPanel::settingsChanged);
     setSettings(GenerationSettings{});
 
     for (QDoubleSpinBox* box : {temperature_, topP_, minP_, repeatPenalty_})
@@ -189,6 +208,7 @@ GenerationSettings SamplingPanel::settings() const {
     s.threads = static_cast<unsigned>(threads_->value());
     s.kvCache = static_cast<KvCacheType>(kvCache_->currentData().toInt());
     s.expertFetch = static_cast<ExpertFetch>(expertFetch_->currentData().toInt());
+    s.expertCacheMiB = expertCache_->value();
     return s;
 }
 
@@ -203,6 +223,8 @@ void SamplingPanel::setSettings(const GenerationSettings& s) {
     threads_->setValue(static_cast<int>(s.threads));
     kvCache_->setCurrentIndex(kvCache_->findData(int(s.kvCache)));
     expertFetch_->setCurrentIndex(expertFetch_->findData(int(s.expertFetch)));
+    expertCache_->setValue(s.expertCacheMiB);
+    expertCache_->setEnabled(s.expertFetch != ExpertFetch::Mapped);
 }
 
 void SamplingPanel::savePreset(const QString& name) {

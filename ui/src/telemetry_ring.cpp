@@ -29,6 +29,12 @@ bool TelemetryRing::push(const TokenTelemetry& t) {
         slot.token = t.token;
         slot.vocabBytes = t.vocabBytes;
         slot.totalUs = t.totalUs;
+        slot.tokens = t.tokens;
+        slot.expertCacheHits = t.expertCacheHits;
+        slot.expertCacheMisses = t.expertCacheMisses;
+        slot.expertBytesSaved = t.expertBytesSaved;
+        slot.expertBytesFromDisk = t.expertBytesFromDisk;
+        slot.expertFetch = t.expertFetch;
         slot.layerIndex = static_cast<uint16_t>(i);
         slot.layerCount = static_cast<uint16_t>(t.layers.size());
     }
@@ -48,6 +54,12 @@ size_t TelemetryRing::drain(std::vector<TokenTelemetry>& out) {
         t.token = first.token;
         t.vocabBytes = first.vocabBytes;
         t.totalUs = first.totalUs;
+        t.tokens = first.tokens;
+        t.expertCacheHits = first.expertCacheHits;
+        t.expertCacheMisses = first.expertCacheMisses;
+        t.expertBytesSaved = first.expertBytesSaved;
+        t.expertBytesFromDisk = first.expertBytesFromDisk;
+        t.expertFetch = first.expertFetch;
         t.layers.reserve(first.layerCount);
         for (size_t i = 0; i < first.layerCount; ++i) t.layers.push_back(slots_[(tail + i) & mask_].layer);
         // Tokens are published whole, so [tail, tail + records) is complete below head.

@@ -125,6 +125,7 @@ void Session::begin_record(uint32_t tokens, int32_t last_token) {
     telemetry_.expertCacheMisses = 0;
     telemetry_.expertBytesSaved = 0;
     telemetry_.expertBytesFromDisk = 0;
+    telemetry_.expertFetch = static_cast<uint8_t>(expert_fetch());
     for (uint32_t i = 0; i < telemetry_.layers.size(); ++i) {
         telemetry_.layers[i] = LayerRecord{};
         telemetry_.layers[i].position = position_;

@@ -26,6 +26,8 @@ using Conversation = std::vector<ChatTurn>;
 // verbatim and continued (base models, models without a template), as `cflow generate` does.
 enum class PromptMode : uint8_t { Chat, Completion };
 
+inline constexpr int kExpertCacheFit = -1;  // GenerationSettings::expertCacheMiB: "fit to free memory"
+
 struct GenerationSettings {
     SamplingParams sampling;
     // Generated tokens per reply; 0 = a quarter of the model's context (resolved by the worker).
@@ -33,6 +35,9 @@ struct GenerationSettings {
     unsigned threads = 0;     // engine threads; 0 = hardware concurrency
     KvCacheType kvCache = KvCacheType::F32;  // f16 halves the cache's memory for long contexts
     ExpertFetch expertFetch = ExpertFetch::Mapped;  // MoE: experts from the mapping, or direct I/O (sync / staged)
+    // Direct-I/O arms: a RAM cache of routed experts, in MiB (0 = none); kExpertCacheFit sizes it
+    // to free memory when the session is made (expert_cache_fit_bytes). Mapped ignores it.
+    int expertCacheMiB = 0;
     bool ignoreEos = false;   // keep going past end-of-generation (benchmarks, tests)
     PromptMode mode = PromptMode::Chat;
     TemplateChoice templateChoice;                       // Chat mode: which template renders
@@ -70,6 +75,9 @@ struct ReplyStats {
     QString stopReason;            // stop_reason_name() ("max_tokens", "context_full", ...) or "cancelled"
     QString kvCache;               // how the session's KV cache stores keys and values ("f32", "f16")
     QString expertFetch;           // MoE: how expert tiles were read ("mapped", "sync", "staged"); "" for dense models
+    uint64_t expertCacheBytes = 0; // the session's expert cache budget (0: none)
+    uint64_t expertCacheHits = 0;  // this reply's routed experts served from the cache
+    uint64_t expertCacheMisses = 0;  // ... and read from storage (both 0 for mapped)
     int contextUsed = 0;           // tokens in the KV cache after the reply
     int contextLength = 0;
     uint64_t mappedBytes = 0;      // size of the model's file mapping

@@ -87,7 +87,8 @@ private:
     // The chat core does the rendering, encoding, KV reuse and stop rules; this only adapts
     // its turn to queued signals and batched text.
     void run(Result<PreparedTurn> prepared, const GenerationSettings& settings, uint64_t stopsAtPost = kNoStopCheck);
-    bool ensureSession(unsigned threads, KvCacheType kvCache = KvCacheType::F32, ExpertFetch expertFetch = ExpertFetch::Mapped);
+    bool ensureSession(unsigned threads, KvCacheType kvCache = KvCacheType::F32, ExpertFetch expertFetch = ExpertFetch::Mapped,
+                       int expertCacheMiB = 0);
     // The turn generate() would run: template applied, completion text joined, policy planned.
     Result<PreparedTurn> prepareTurn(const Conversation& conversation, const GenerationSettings& settings);
     RenderedPrompt describe(const PreparedTurn& turn, const GenerationSettings& settings) const;
@@ -98,6 +99,7 @@ private:
 
     Conversation lastConversation_;
     GenerationSettings lastSettings_;
+    int sessionCacheMiB_ = 0;  // the expertCacheMiB the session was made with ('fit' resolves anew each time)
     bool hasLast_ = false;
 
     CancelToken cancel_;

@@ -114,6 +114,7 @@ private:
     void rememberRecent(const QString& path);
     void rebuildRecentMenu();
     void showStats(const ReplyStats& stats);
+    static QString expertFetchText(const ReplyStats& stats);  // " · experts staged, cache 64 MiB: 93.5% hits"; "" for dense
     // Server menu: start/stop serving the loaded model, and the settings dialog.
     void setServing(bool on);
     void editServerSettings();

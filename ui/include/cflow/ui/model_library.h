@@ -26,6 +26,7 @@ struct LibraryEntry {
     uint64_t fileBytes = 0;
     uint32_t contextTokens = 0;
     uint32_t experts = 0;    // 0 = dense
+    uint64_t expertBankBytes = 0;  // every layer's routed experts (what staged reads leave on disk)
     uint32_t topK = 0;
     uint32_t denseDelay = 0;
     uint32_t expertDelay = 0;
@@ -38,7 +39,9 @@ struct LibraryEntry {
 
 // The validation cell of a conversion report's JSON text; "" when it has no validation.
 QString validation_summary(const QByteArray& reportJson);
-// A note for a model that needs more memory than is free now ("" when it fits or is unknown).
+// A note for a model that needs more memory than is free now ("" when it fits or is unknown). For a
+// mixture-of-experts model whose weights without the experts fit, it proposes staged expert reads
+// with an expert cache sized as "fit to free memory" would size it.
 QString memory_warning(const LibraryEntry& entry, uint64_t availableBytes);
 
 // Lists the .cflow and .vflow models directly in folder (non-recursive; sniff_model_path decides,

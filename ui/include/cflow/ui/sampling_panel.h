@@ -53,6 +53,7 @@ private:
     QSpinBox* threads_;
     QComboBox* kvCache_;
     QComboBox* expertFetch_;
+    QSpinBox* expertCache_;  // MiB; the minimum (kExpertCacheFit) is "fit to free memory"
     QComboBox* presets_;
     QPushButton* deletePreset_;
 };

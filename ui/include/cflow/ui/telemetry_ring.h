@@ -21,6 +21,13 @@ struct TelemetrySlot {
     int32_t token = -1;
     uint64_t vocabBytes = 0;
     float totalUs = 0;
+    // The token's header (TokenTelemetry), repeated in each of its slots like position.
+    uint32_t tokens = 1;      // a prefill chunk covers several
+    uint32_t expertCacheHits = 0;
+    uint32_t expertCacheMisses = 0;
+    uint64_t expertBytesSaved = 0;
+    uint64_t expertBytesFromDisk = 0;
+    uint8_t expertFetch = 0;
     uint16_t layerIndex = 0;  // index of this record within its token
     uint16_t layerCount = 0;  // records the token has (0: a token without layer records)
 };

@@ -41,6 +41,8 @@ struct TokenTelemetry {
     uint32_t expertCacheMisses = 0;
     uint64_t expertBytesSaved = 0;    // served from the cache instead of storage
     uint64_t expertBytesFromDisk = 0; // read from storage
+    uint8_t expertFetch = 0;          // the session's ExpertFetch (session.h: 0 mapped, 1 staged, 2 sync), so a
+                                      // chart can tell tokens of different arms apart after a switch
     float totalUs = 0;
 
     uint64_t bytes(Stream s) const;   // summed over layers (vocab included for Stream::Vocab)

@@ -8,8 +8,10 @@
 #include <QPixmap>
 #include <QWidget>
 
+#include "cflow/engine/forward/session.h"
 #include "cflow/ui/inspector/telemetry_history.h"
 
+class QButtonGroup;
 class QLabel;
 class QStackedLayout;
 
@@ -85,8 +87,17 @@ public:
     bool showingHint() const;
     QString hintText() const;
     QString summaryText() const;
+    // The arms switch shows the arm the next reply uses; setExpertFetch does not emit.
+    void setExpertFetch(ExpertFetch fetch);
+    ExpertFetch checkedExpertFetch() const;
+    QString armsText() const;  // per-arm figures of this session and the staged-vs-sync comparison
+
+signals:
+    // A click on the arms switch: the sampling settings take it, and the next reply uses it.
+    void expertFetchRequested(cflow::ExpertFetch fetch);
 
 private:
+    void refreshArms(const TelemetryHistory& history);
     InspectorGeometry geometry_;
     QStackedLayout* stack_ = nullptr;
     QLabel* hint_ = nullptr;
@@ -95,6 +106,9 @@ private:
     QLabel* summary_ = nullptr;
     std::unique_ptr<detail::ThrottledText> summaryText_;  // summary_ at most 5 times a second
     StallTotalsChart* totals_ = nullptr;
+    QButtonGroup* armButtons_ = nullptr;  // ids: ExpertFetch values
+    QLabel* arms_ = nullptr;
+    std::unique_ptr<detail::ThrottledText> armsText_;
 };
 
 } // namespace cflow::ui

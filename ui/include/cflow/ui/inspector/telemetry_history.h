@@ -32,6 +32,23 @@ struct InspectorGeometry {
 
 InspectorGeometry geometry_of(const Model& model);
 
+// Decode steps of one expert-fetch arm (TokenTelemetry::expertFetch) over the whole session:
+// what the stall view compares when the user switches arms mid-conversation. Prefill chunks
+// are left out (one record covers many tokens: its time is no token's).
+struct ArmTotals {
+    uint64_t tokens = 0;
+    double computeUs = 0;    // layer compute, expert wait excluded
+    double stallUs = 0;      // waiting for expert reads
+    double totalUs = 0;      // the whole steps (LM head included)
+    uint64_t cacheHits = 0;  // routed experts served from the expert cache
+    uint64_t cacheMisses = 0;
+    double msPerToken() const { return tokens ? totalUs / 1000.0 / double(tokens) : 0; }
+    double computeMsPerToken() const { return tokens ? computeUs / 1000.0 / double(tokens) : 0; }
+    double stallMsPerToken() const { return tokens ? stallUs / 1000.0 / double(tokens) : 0; }
+    double hitRate() const { return cacheHits + cacheMisses ? double(cacheHits) / double(cacheHits + cacheMisses) : 0; }
+};
+inline constexpr size_t kExpertFetchArms = 3;  // ExpertFetch: 0 mapped, 1 staged, 2 sync
+
 class TelemetryHistory {
 public:
     static constexpr size_t kDefaultWindowTokens = 64;
@@ -50,6 +67,8 @@ public:
     // Largest layer index + 1 and expert id + 1 seen in any record (geometry without a model).
     uint32_t observedLayers() const { return observedLayers_; }
     uint32_t observedExperts() const { return observedExperts_; }
+    // [ExpertFetch] decode-step totals of this session (kept past maxSessionTokens too).
+    const ArmTotals& armTotals(size_t arm) const { return arms_[arm < kExpertFetchArms ? arm : 0]; }
     // Bumped by every change, so the panels redraw only when there is something new.
     uint64_t revision() const { return revision_; }
 
@@ -59,6 +78,7 @@ private:
     std::deque<TokenTelemetry> window_;
     std::vector<TokenTelemetry> session_;
     uint64_t notKept_ = 0;
+    ArmTotals arms_[kExpertFetchArms];
     uint32_t observedLayers_ = 0;
     uint32_t observedExperts_ = 0;
     uint64_t revision_ = 0;
