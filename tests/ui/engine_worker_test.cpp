@@ -26,6 +26,7 @@ using cflow::ui::EngineThread;
 using cflow::ui::EngineWorker;
 using cflow::ui::GenerationSettings;
 using cflow::ui::test::chatml_model;
+using cflow::ui::test::moe_chatml_model;
 using cflow::ui::test::qpath;
 
 constexpr int kTimeoutMs = 60000;
@@ -144,6 +145,36 @@ TEST(EngineWorkerTest, StreamsTheSameReplyAsTheEngineWithTheModelsTemplate) {
     EXPECT_GT(stats.mappedBytes, 0u);
     EXPECT_GT(stats.timeToFirstTokenMs, 0);
     EXPECT_GT(stats.decodeTokensPerS, 0);
+}
+
+// The sampling panel's Expert reads and Expert cache reach the session: staged reads with a cache
+// answer as mapped reads do, and the reply's stats carry the cache's budget and hit counts
+// (every routed expert is a hit or a miss); mapped reads have no cache whatever the setting.
+TEST(EngineWorkerTest, ExpertCacheSettingReachesTheSessionAndItsStats) {
+    EngineThread engine;
+    Collector c(engine.worker());
+    ASSERT_TRUE(load(engine.worker(), c, qpath(moe_chatml_model()))) << c.loadError.toStdString();
+    const Conversation hello{{QStringLiteral("user"), QStringLiteral("Hello")}};
+    GenerationSettings mapped = greedy(24);
+    mapped.expertCacheMiB = 16;  // ignored: the page cache is mapped's cache
+    post_generate(engine.worker(), hello, mapped);
+    ASSERT_TRUE(c.waitReplies(1)) << c.errors.join(u'\n').toStdString();
+    const QString mappedText = c.text;
+    EXPECT_EQ(c.finished[0].expertFetch, QStringLiteral("mapped"));
+    EXPECT_EQ(c.finished[0].expertCacheBytes, 0u);
+    EXPECT_EQ(c.finished[0].expertCacheHits + c.finished[0].expertCacheMisses, 0u);
+
+    c.resetReply();
+    GenerationSettings staged = mapped;
+    staged.expertFetch = cflow::ExpertFetch::Staged;
+    post_generate(engine.worker(), hello, staged);
+    ASSERT_TRUE(c.waitReplies(2)) << c.errors.join(u'\n').toStdString();
+    const cflow::ui::ReplyStats& s = c.finished[1];
+    EXPECT_EQ(c.text, mappedText) << "the same reply from the disk as from the mapping";
+    EXPECT_EQ(s.expertFetch, QStringLiteral("staged"));
+    EXPECT_EQ(s.expertCacheBytes, 16ull << 20);
+    EXPECT_GT(s.expertCacheHits + s.expertCacheMisses, 0u);
+    EXPECT_GT(s.expertCacheHits, 0u) << "24 tokens over 4 experts route some of them twice";
 }
 
 TEST(EngineWorkerTest, StopEndsGenerationWithinOneToken) {
