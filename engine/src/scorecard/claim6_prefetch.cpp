@@ -15,7 +15,7 @@ constexpr double kThreshold = 0.03;  // prefetch on must decode >= 3% faster tha
 
 ClaimResult scorecard_claim6_prefetch(const std::string& dense_model, const ScorecardOptions& options) {
     using namespace scorecard;
-    const int rounds = options.quick ? 3 : 6, block = options.quick ? 4 : 12;
+    const int rounds = options.quick ? 3 : 8, block = options.quick ? 4 : 12;
     std::string method = "greedy decode on " + (dense_model.empty() ? std::string("(no model)") : dense_model) +
                          " (mapped, page-cache warm), " + std::to_string(rounds) + " rounds of " + std::to_string(block) +
                          " tokens per arm, arms alternating (on/off, then off/on); ratio = tok/s on / tok/s off per "
