@@ -20,6 +20,7 @@ int run_perplexity(const std::vector<std::string>& args);
 int run_synth(const std::vector<std::string>& args);
 int run_serve(const std::vector<std::string>& args);
 int run_logits(const std::vector<std::string>& args);
+int run_scorecard(const std::vector<std::string>& args);  // the paper's eight claims measured here
 
 int fail(const std::string& command, const std::string& message);  // prints and returns 1
 

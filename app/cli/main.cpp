@@ -67,6 +67,11 @@ constexpr const char* kUsage =
     "      the next-token logits after the prompt (tokenised as tokenize --add-special does): the top N ids,\n"
     "      logits and probabilities; --out writes the whole vector as raw little-endian float32 (vocab_size\n"
     "      values, nothing else); --ids: the prompt as token ids instead; --isa scalar is the f32 reference path\n"
+    "  scorecard [--json] [--quick] [--claim N] [--threads N] [--resources DIR]\n"
+    "      the paper's eight claims measured on this machine: figures, method and verdict (proven, refuted,\n"
+    "      inconclusive, not measurable here) per claim, then Table 4.1 from DIR/training/RESULTS.md (DIR: the\n"
+    "      folder with default-model.cflow and models/; default: the bundled model's); synthetic models are\n"
+    "      generated in a temporary folder; --json: one JSON array of the claim objects\n"
     "  inspect MODEL.cflow [--json]\n"
     "      header, geometry, segments, metadata and file layout summary\n"
     "  critical-path MODEL.cflow [--json]\n"
@@ -109,6 +114,7 @@ std::optional<int> dispatch(const std::string& command, const std::vector<std::s
     if (command == "template") return cflow::cli::run_template(args);
     if (command == "synth") return cflow::cli::run_synth(args);
     if (command == "serve") return cflow::cli::run_serve(args);
+    if (command == "scorecard") return cflow::cli::run_scorecard(args);
     return std::nullopt;
 }
 

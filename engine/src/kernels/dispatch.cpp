@@ -106,6 +106,14 @@ const Kernels& kernels_for(Isa isa) {
     }
 }
 
+namespace kernels {
+std::atomic<bool> g_explicit_prefetch{true};
+}
+
+bool isa_issues_explicit_prefetch(Isa isa) { return isa_quantizes_activations(isa); }
+void set_explicit_prefetch(bool enabled) { kernels::g_explicit_prefetch.store(enabled, std::memory_order_relaxed); }
+bool explicit_prefetch_enabled() { return kernels::g_explicit_prefetch.load(std::memory_order_relaxed); }
+
 const Kernels& active_kernels() { return kernels_for(selected_isa()); }
 
 } // namespace cflow

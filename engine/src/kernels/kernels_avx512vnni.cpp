@@ -81,7 +81,7 @@ void block_rows(const uint8_t* payload, uint32_t rows, uint32_t r0, uint32_t gro
     const __mmask8 groupLanes = static_cast<__mmask8>((1u << groups) - 1u);
     // The row block's blocks are contiguous; ask for the bytes kPrefetchBytes ahead so the
     // memory system has enough misses in flight (the hardware prefetcher alone stalls here).
-    {
+    if (::cflow::kernels::g_explicit_prefetch.load(std::memory_order_relaxed)) {
         const uint8_t* next = blocks + static_cast<size_t>(r0) * groups * kBlockBytes + kPrefetchBytes;
         for (size_t off = 0; off < static_cast<size_t>(R) * groups * kBlockBytes; off += 64)
             _mm_prefetch(reinterpret_cast<const char*>(next + off), _MM_HINT_T0);

@@ -3,6 +3,7 @@
 // picks from. Each table lives in the translation unit compiled with that ISA's flags
 // (kernels_avx2.cpp, kernels_avx512.cpp, kernels_avx512vnni.cpp); nothing here may be
 // called unless isa_supported() said yes, because those units use the ISA everywhere.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -27,6 +28,9 @@
 #endif
 
 namespace cflow::kernels {
+
+// set_explicit_prefetch()'s switch, read by the kernels that issue PREFETCHT0.
+extern std::atomic<bool> g_explicit_prefetch;
 
 // What the CPU offers and what the OS saves on a context switch (XCR0). A SIMD path is
 // usable only when both the instructions exist and the OS preserves the registers.

@@ -76,6 +76,13 @@ struct Kernels {
                                   size_t yStride) = nullptr;
 };
 
+// Explicit PREFETCHT0 hints in the matvec inner loop: the int8 paths issue them (Avx2Int8,
+// AvxVnni, Avx512Vnni ask for the weight bytes a fixed distance ahead of each row block). On by default; the scorecard's
+// claim 6 turns them off for its A/B. Process-wide, read relaxed by every kernel call.
+bool isa_issues_explicit_prefetch(Isa isa);
+void set_explicit_prefetch(bool enabled);
+bool explicit_prefetch_enabled();
+
 const Kernels& kernels_for(Isa isa);  // isa must be supported
 const Kernels& active_kernels();      // kernels_for(selected_isa())
 
