@@ -4,10 +4,13 @@
 // report's), PNG export, and the wizard end to end on two of the shipped models: run on the
 // worker, results shown, saved, reopened, cancelled.
 #include <QAbstractButton>
+#include <QDir>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QFile>
 #include <QImage>
 #include <QLabel>
+#include <QProcess>
 #include <QTest>
 #include <QWizardPage>
 #include <QtCharts/QBarSeries>
@@ -335,5 +338,51 @@ TEST(CompareWizard, CancelStopsARunningComparison) {
     EXPECT_FALSE(wizard.isBusy());
     EXPECT_FALSE(wizard.hasReport());
 }
+
+#ifdef CFLOW_STUDIO_PATH
+// The real app's `--self-test compare` (what CI runs under Xvfb) on two shipped models: exit 0,
+// a PNG per page and per chart, and exports whose rows are the saved run's table.
+TEST(StudioCompareSelfTest, ComparesTwoModelsAndSavesPagesChartsAndExports) {
+    const auto dir = cflow::test::temp_dir("studio_compare_self_test");
+    QProcess studio;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    env.insert(QStringLiteral("CFLOW_STUDIO_DB"), qpath(dir / "studio.sqlite"));
+    env.insert(QStringLiteral("HOME"), qpath(dir));
+    env.insert(QStringLiteral("XDG_DATA_HOME"), qpath(dir / "data"));
+    env.insert(QStringLiteral("XDG_CONFIG_HOME"), qpath(dir / "config"));
+    studio.setProcessEnvironment(env);
+    const QString shots = qpath(dir / "shots");
+    studio.start(QStringLiteral(CFLOW_STUDIO_PATH),
+                 {QStringLiteral("--self-test"), QStringLiteral("compare"), QStringLiteral("--screenshot-dir"), shots,
+                  qpath(resource("default-model.cflow")), qpath(resource("models/arch4_async_experts.q4_0.cflow"))});
+    ASSERT_TRUE(studio.waitForFinished(240000)) << "cflow-studio --self-test compare did not exit";
+    const QString output = QString::fromLocal8Bit(studio.readAllStandardOutput() + studio.readAllStandardError());
+    ASSERT_EQ(studio.exitStatus(), QProcess::NormalExit) << output.toStdString();
+    ASSERT_EQ(studio.exitCode(), 0) << output.toStdString();
+    for (const char* png : {"1-models", "2-workloads", "3-running", "4-results-table", "4-results-charts",
+                            "charts/pareto-perplexity-vs-bytes", "charts/perplexity", "charts/bytes_per_token"}) {
+        const QString path = QDir(shots).filePath(QString::fromLatin1(png) + QStringLiteral(".png"));
+        EXPECT_FALSE(QImage(path).isNull()) << png;
+        EXPECT_GT(QFileInfo(path).size(), 8192) << png;
+    }
+    auto store = CompareStore::open(qpath(dir / "studio.sqlite"));
+    ASSERT_TRUE(store.ok()) << store.error();
+    auto runs = (*store)->list();
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 1u);
+    auto saved = (*store)->load(runs->front().id);
+    ASSERT_TRUE(saved.ok()) << saved.error();
+    CompareResultsModel model;
+    model.setReport(saved->report);
+    QFile csv(QDir(shots).filePath(QStringLiteral("comparison.csv")));
+    ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
+    EXPECT_EQ(QString::fromUtf8(csv.readAll()), model.toCsv());
+    QFile md(QDir(shots).filePath(QStringLiteral("comparison.md")));
+    ASSERT_TRUE(md.open(QIODevice::ReadOnly));
+    EXPECT_EQ(QString::fromUtf8(md.readAll()), model.toMarkdown());
+    EXPECT_TRUE(output.contains(QStringLiteral("compare self-test passed: 2 entries"))) << output.toStdString();
+}
+#endif
 
 } // namespace
