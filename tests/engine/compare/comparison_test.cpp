@@ -17,7 +17,8 @@
 namespace cflow::test {
 namespace {
 
-std::string write_model(const std::string& name, uint64_t seed, uint32_t vocab = 300) {
+std::string write_model(const std::string& name, uint64_t seed, uint32_t vocab = 300,
+                        ContainerFormat format = ContainerFormat::Cflow) {
     SyntheticSpec spec;
     spec.n_layers = 2;
     spec.n_experts = 4;
@@ -29,9 +30,11 @@ std::string write_model(const std::string& name, uint64_t seed, uint32_t vocab =
     spec.max_seq_len = 64;
     spec.seed = seed;
     spec.vocab = vocab;
-    const auto path = (temp_dir("comparison_" + name) / (name + ".cflow")).string();  // temp_dir empties its folder
+    const char* extension = format == ContainerFormat::Vflow ? ".vflow" : ".cflow";
+    const auto path = (temp_dir("comparison_" + name) / (name + extension)).string();  // temp_dir empties its folder
     ConvertOptions options;
     options.weight_quant = DType::F32;
+    options.format = format;
     auto r = convert_to_cflow(make_synthetic_model(spec), path, options);
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error());
     return path;
@@ -122,6 +125,18 @@ TEST(Comparison, OneModelUnderTwoExpertFetchArmsAgreesExactly) {
     EXPECT_FALSE(report->rows[0].value(CompareMetric::DecodeTokPerS).has_value());  // speed not chosen
     EXPECT_FALSE(report->rows[0].value(CompareMetric::BCriticalMiB).has_value());
     EXPECT_TRUE(report->rows[0].value(CompareMetric::ExpertBytesPerToken).has_value());
+}
+
+TEST(Comparison, CflowAgainstVflowOfOneCheckpointGivesTheSameDistributions) {
+    const auto cflow = write_model("container", 7), vflow = write_model("container_v", 7, 300, ContainerFormat::Vflow);
+    CompareRequest request = two_entry_request(cflow, vflow);
+    request.workloads.speed = false;
+    auto report = run_comparison(request);
+    ASSERT_TRUE(report.ok()) << report.error();
+    EXPECT_EQ(*report->rows[1].value(CompareMetric::Top1Agreement), 1.0);
+    EXPECT_LT(*report->rows[1].value(CompareMetric::MeanKlNats), 1e-12);
+    EXPECT_DOUBLE_EQ(*report->rows[0].value(CompareMetric::Perplexity), *report->rows[1].value(CompareMetric::Perplexity));
+    EXPECT_TRUE(report->rows[1].value(CompareMetric::BCriticalMiB).has_value());
 }
 
 TEST(Comparison, AgreementAcrossDifferentTokenizersIsRefusedBeforeAnythingRuns) {
