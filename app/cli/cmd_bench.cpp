@@ -1,12 +1,12 @@
 // cflow bench: prefill and decode speed of a model, from a file mapping and from anonymous
 // memory, each compared in the same run with the machine's measured streaming-read bandwidth.
 // With --json: one JSON object on one line (the anonymous-memory run; the mapped run nested).
-#include <chrono>
 #include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "cflow/engine/compare/speed_bench.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
 #include "cflow/engine/io/bandwidth_probe.h"
@@ -19,14 +19,6 @@
 namespace cflow::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-struct SpeedMeasurement {
-    double prefillTokensPerSecond = 0;
-    double decodeTokensPerSecond = 0;
-    double decodeBytesPerToken = 0;  // weight bytes the engine read per decoded token, all streams
-};
-
 struct BenchPlan {
     unsigned threads = 0;
     int promptTokens = 64;
@@ -35,72 +27,26 @@ struct BenchPlan {
     KvCacheType kvCache = KvCacheType::F32;
 };
 
-int32_t greedy(std::span<const float> logits) {
-    int32_t best = 0;
-    for (size_t i = 1; i < logits.size(); ++i)
-        if (logits[i] > logits[size_t(best)]) best = int32_t(i);
-    return best;
-}
-
-// A prompt of P ids that every run feeds the same way: a fixed walk through the vocabulary.
-int32_t prompt_token(int i, int32_t vocab) { return int32_t((1000003ull * uint64_t(i + 1)) % uint64_t(vocab)); }
-
+// The timing recipe lives in the engine (measure_speed), shared with the comparison wizard.
 Result<SpeedMeasurement> measure(const std::string& path, LoadMode mode, const BenchPlan& plan) {
     LoadOptions load;
     load.mode = mode;
     auto model = Model::load(path, load);
     if (!model) return model.take_error();
-    const auto ctx = uint32_t(plan.promptTokens + plan.warmupTokens + plan.decodeTokens + 1);
-    SessionOptions options{plan.threads, ctx};
-    options.kv_cache = plan.kvCache;
-    auto session = Session::create(model.value(), options);
-    if (!session) return session.take_error();
-    Session& s = **session;
-    const auto vocab = int32_t((*model)->header().vocab_size);
-    SpeedMeasurement m;
-
-    // Prefill: the prompt through Session::prefill (batched in chunks where the model allows),
-    // logits only for the last token, as generate does. A first pass warms the caches and page
-    // tables; the second is timed.
-    std::vector<int32_t> prompt(size_t(plan.promptTokens));
-    for (int i = 0; i < plan.promptTokens; ++i) prompt[size_t(i)] = prompt_token(i, vocab);
-    std::span<const float> logits;
-    for (int pass = 0; pass < 2; ++pass) {
-        s.reset();
-        const auto t0 = Clock::now();
-        auto r = s.prefill(prompt, true);
-        if (!r) return r.take_error();
-        logits = *r;
-        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-        m.prefillTokensPerSecond = plan.promptTokens / seconds;
-    }
-
-    int32_t token = greedy(logits);  // greedy: every run decodes the same sequence
-    for (int i = 0; i < plan.warmupTokens; ++i) {
-        auto r = s.step(token);
-        if (!r) return r.take_error();
-        token = greedy(*r);
-    }
-    double bytes = 0;
-    const auto t0 = Clock::now();
-    for (int i = 0; i < plan.decodeTokens; ++i) {
-        auto r = s.step(token);
-        if (!r) return r.take_error();
-        token = greedy(*r);
-        const TokenTelemetry& t = s.telemetry();
-        for (size_t k = 0; k < size_t(Stream::Count_); ++k) bytes += double(t.bytes(Stream(k)));
-    }
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    m.decodeTokensPerSecond = plan.decodeTokens / seconds;
-    m.decodeBytesPerToken = bytes / plan.decodeTokens;
-    return m;
+    SpeedPlan speed;
+    speed.threads = plan.threads;
+    speed.promptTokens = plan.promptTokens;
+    speed.warmupTokens = plan.warmupTokens;
+    speed.decodeTokens = plan.decodeTokens;
+    speed.kvCache = plan.kvCache;
+    return measure_speed(model.value(), speed);
 }
 
 nlohmann::json to_json(const SpeedMeasurement& m, double bandwidth) {
-    return {{"prefill_tokens_per_second", m.prefillTokensPerSecond},
-            {"decode_tokens_per_second", m.decodeTokensPerSecond},
+    return {{"prefill_tokens_per_second", m.prefillTokPerS},
+            {"decode_tokens_per_second", m.decodeTokPerS},
             {"decode_bytes_per_token", m.decodeBytesPerToken},
-            {"decode_bandwidth_ratio", m.decodeTokensPerSecond * m.decodeBytesPerToken / bandwidth}};
+            {"decode_bandwidth_ratio", m.decodeTokPerS * m.decodeBytesPerToken / bandwidth}};
 }
 
 } // namespace
@@ -140,10 +86,10 @@ int run_bench(const std::vector<std::string>& argv) {
                     probe.bytesPerSecond / 1e9, (unsigned long long)(probe.bufferBytes >> 20));
     for (int m = 0; m < 2 && !json; ++m) {
         const SpeedMeasurement* r = &results[m];
-        const double achieved = r->decodeTokensPerSecond * r->decodeBytesPerToken;
+        const double achieved = r->decodeTokPerS * r->decodeBytesPerToken;
         std::printf("%-24s prefill %8.2f tok/s (%d-token prompt)  decode %8.2f tok/s  %8.3f MiB/token  %7.2f GB/s  "
                     "ratio achieved/measured = %.3f\n",
-                    names[m], r->prefillTokensPerSecond, plan.promptTokens, r->decodeTokensPerSecond,
+                    names[m], r->prefillTokPerS, plan.promptTokens, r->decodeTokPerS,
                     r->decodeBytesPerToken / (1 << 20), achieved / 1e9, achieved / probe.bytesPerSecond);
     }
     if (json) {
@@ -161,7 +107,7 @@ int run_bench(const std::vector<std::string>& argv) {
         return 0;
     }
     std::printf("ratio read/map decode speed = %.3f; peak resident memory %.1f MiB\n",
-                results[1].decodeTokensPerSecond / results[0].decodeTokensPerSecond, double(peak) / (1 << 20));
+                results[1].decodeTokPerS / results[0].decodeTokPerS, double(peak) / (1 << 20));
     return 0;
 }
 

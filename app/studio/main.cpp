@@ -1,6 +1,8 @@
 // cflow-studio entry point: names the application (for AppDataLocation), sets up logging,
 // shows the main window and opens the model given on the command line, if any.
-// --self-test MODEL [--size WxH] --screenshot OUT.png runs one chat turn and exits (see self_test.h).
+// --self-test MODEL [--size WxH] --screenshot OUT.png runs one chat turn and exits (see self_test.h);
+// --self-test convert / compare drive the conversion / comparison wizard (convert_self_test.h,
+// compare_self_test.h).
 #include <cstdio>
 
 #include <QApplication>
@@ -14,6 +16,7 @@
 #include "cflow/ui/app_icon.h"
 #include "cflow/ui/default_model.h"
 #include "cflow/ui/main_window.h"
+#include "compare_self_test.h"
 #include "convert_self_test.h"
 #include "self_test.h"
 
@@ -35,7 +38,8 @@ int main(int argc, char** argv) {
                                  QStringLiteral("[model]"));
     const QCommandLineOption selfTest(QStringLiteral("self-test"),
                                       QStringLiteral("Load MODEL, chat one turn, save a screenshot and exit; "
-                                                     "'convert' runs the conversion wizard instead."),
+                                                     "'convert' runs the conversion wizard instead, 'compare' the "
+                                                     "comparison wizard on the models given as arguments."),
                                       QStringLiteral("MODEL"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                         QStringLiteral("Where --self-test saves the window (PNG)."),
@@ -52,7 +56,7 @@ int main(int argc, char** argv) {
     const QCommandLineOption output(QStringLiteral("output"),
                                     QStringLiteral("With --self-test convert: the .cflow to write."), QStringLiteral("OUT"));
     const QCommandLineOption screenshotDir(QStringLiteral("screenshot-dir"),
-                                           QStringLiteral("With --self-test convert: where each wizard page's PNG goes."),
+                                           QStringLiteral("With --self-test convert or compare: where each wizard page's PNG goes."),
                                            QStringLiteral("DIR"));
     parser.addOption(selfTest);
     parser.addOption(screenshot);
@@ -72,6 +76,20 @@ int main(int argc, char** argv) {
         cflow::studio::ConvertSelfTest convertTest(parser.value(source), parser.value(tokenizer), parser.value(output),
                                                    parser.value(screenshotDir));
         convertTest.start();
+        const int status = app.exec();
+        spdlog::shutdown();
+        return status;
+    }
+    // `--self-test compare`: the comparison wizard on 2-8 models (compare_self_test.h).
+    if (parser.value(selfTest) == QStringLiteral("compare")) {
+        const QStringList models = parser.positionalArguments();
+        if (!parser.isSet(screenshotDir) || models.size() < 2 || models.size() > 8) {
+            std::fprintf(stderr, "cflow-studio: --self-test compare needs --screenshot-dir DIR and 2 to 8 MODEL files\n");
+            return 2;
+        }
+        cflow::studio::install_app_logger();
+        cflow::studio::CompareSelfTest compareTest(models, parser.value(screenshotDir));
+        compareTest.start();
         const int status = app.exec();
         spdlog::shutdown();
         return status;

@@ -38,6 +38,8 @@
 #include "cflow/ui/chat_panel.h"
 #include "cflow/ui/chat_view.h"
 #include "cflow/ui/conversation_sidebar.h"
+#include "cflow/ui/compare_wizard.h"
+#include "cflow/ui/default_model.h"
 #include "cflow/ui/convert_wizard.h"
 #include "cflow/ui/conversation_export.h"
 #include "cflow/ui/conversation_store.h"
@@ -336,6 +338,11 @@ void MainWindow::createMenus() {
         showServerStatus();
     });
 
+    QMenu* tools = menuBar()->addMenu(tr("&Tools"));
+    tools->setObjectName(QStringLiteral("toolsMenu"));
+    tools->addAction(tr("&Compare models…"), this, &MainWindow::showComparison)->setObjectName(QStringLiteral("compareModelsAction"));
+    tools->addAction(tr("C&onvert model…"), this, [this] { offerConversion(QString()); });
+
     viewMenu_ = menuBar()->addMenu(tr("&View"));
     viewMenu_->setObjectName(QStringLiteral("viewMenu"));
     for (const char* name : {"conversationsDock", "promptDock", "samplingDock", "modelDock", "inspectorDock"})
@@ -441,6 +448,14 @@ void MainWindow::offerConversion(const QString& sourcePath) {
     auto* wizard = new ConvertWizard(sourcePath, this);
     wizard->setAttribute(Qt::WA_DeleteOnClose);
     connect(wizard, &ConvertWizard::converted, this, [this](const QString& output) { openModel(output); });
+    wizard->show();
+}
+
+void MainWindow::showComparison() {
+    auto* wizard = new CompareWizard(this);
+    wizard->setAttribute(Qt::WA_DeleteOnClose);
+    const QString first = !currentModel_.path.isEmpty() ? currentModel_.path : default_model_path();
+    if (!first.isEmpty()) wizard->setInitialModels({first});
     wizard->show();
 }
 

@@ -96,6 +96,8 @@ private slots:
     void chooseModelFolder();
     // Opens the ConvertWizard for a .gguf / HF folder / llama2.c .bin; the result is opened on success.
     void offerConversion(const QString& sourcePath);
+    // Tools > Compare models…: the CompareWizard, offering the loaded (else the default) model first.
+    void showComparison();
     void showAbout();
     void showLog();
     void exportConversation(bool asJson);

@@ -1,0 +1,87 @@
+// Moved here from `cflow bench` so the CLI and the comparison wizard time one recipe.
+#include "cflow/engine/compare/speed_bench.h"
+
+#include <chrono>
+#include <vector>
+
+namespace cflow {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int32_t greedy(std::span<const float> logits) {
+    int32_t best = 0;
+    for (size_t i = 1; i < logits.size(); ++i)
+        if (logits[i] > logits[size_t(best)]) best = int32_t(i);
+    return best;
+}
+
+// A prompt of P ids that every run feeds the same way: a fixed walk through the vocabulary.
+int32_t prompt_token(int i, int32_t vocab) { return int32_t((1000003ull * uint64_t(i + 1)) % uint64_t(vocab)); }
+
+} // namespace
+
+Result<SpeedMeasurement> measure_speed(const std::shared_ptr<const Model>& model, const SpeedPlan& plan,
+                                       const CancelToken* cancel) {
+    if (plan.promptTokens < 1 || plan.decodeTokens < 1 || plan.warmupTokens < 0)
+        return make_error("speed: the prompt and the decode need at least one token each");
+    const auto ctx = uint32_t(plan.promptTokens + plan.warmupTokens + plan.decodeTokens + 1);
+    SessionOptions options{plan.threads, ctx};
+    options.kv_cache = plan.kvCache;
+    options.expert_fetch = plan.expertFetch;
+    options.expert_cache_bytes = plan.expertCacheBytes;
+    auto session = Session::create(model, options);
+    if (!session) return session.take_error();
+    Session& s = **session;
+    const auto vocab = int32_t(model->header().vocab_size);
+    SpeedMeasurement m;
+    m.threads = s.threads();
+
+    // Prefill: the prompt through Session::prefill (batched in chunks where the model allows),
+    // logits only for the last token, as generate does. A first pass warms the caches and page
+    // tables; the second is timed.
+    std::vector<int32_t> prompt(size_t(plan.promptTokens));
+    for (int i = 0; i < plan.promptTokens; ++i) prompt[size_t(i)] = prompt_token(i, vocab);
+    std::span<const float> logits;
+    for (int pass = 0; pass < 2; ++pass) {
+        if (cancel && cancel->is_cancelled()) return cancelled_error("speed");
+        s.reset();
+        const auto t0 = Clock::now();
+        auto r = s.prefill(prompt, true);
+        if (!r) return r.take_error();
+        logits = *r;
+        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        m.prefillTokPerS = plan.promptTokens / seconds;
+    }
+
+    int32_t token = greedy(logits);  // greedy: every run decodes the same sequence
+    for (int i = 0; i < plan.warmupTokens; ++i) {
+        if (cancel && cancel->is_cancelled()) return cancelled_error("speed");
+        auto r = s.step(token);
+        if (!r) return r.take_error();
+        token = greedy(*r);
+    }
+    std::array<double, size_t(Stream::Count_)> bytes{};
+    double wait_us = 0, step_us = 0;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < plan.decodeTokens; ++i) {
+        if (cancel && cancel->is_cancelled()) return cancelled_error("speed");
+        auto r = s.step(token);
+        if (!r) return r.take_error();
+        token = greedy(*r);
+        const TokenTelemetry& t = s.telemetry();
+        for (size_t k = 0; k < size_t(Stream::Count_); ++k) bytes[k] += double(t.bytes(Stream(k)));
+        for (const LayerRecord& layer : t.layers) wait_us += layer.expertWaitUs;
+        step_us += t.totalUs;
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    m.decodeTokPerS = plan.decodeTokens / seconds;
+    for (size_t k = 0; k < size_t(Stream::Count_); ++k) {
+        m.decodeBytesPerTokenByStream[k] = bytes[k] / plan.decodeTokens;
+        m.decodeBytesPerToken += m.decodeBytesPerTokenByStream[k];
+    }
+    m.expertWaitShare = step_us > 0 ? wait_us / step_us : 0;
+    return m;
+}
+
+} // namespace cflow

@@ -1,0 +1,388 @@
+// The comparison's Qt side: the results table and its CSV / Markdown exports (the same cells'
+// text, so the same numbers), saved runs in SQLite (round trip, newest first, delete), the
+// Pareto front, the Qt Charts built from the report (bar values and scatter points are the
+// report's), PNG export, and the wizard end to end on two of the shipped models: run on the
+// worker, results shown, saved, reopened, cancelled.
+#include <QAbstractButton>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QFile>
+#include <QImage>
+#include <QLabel>
+#include <QProcess>
+#include <QTest>
+#include <QWizardPage>
+#include <QtCharts/QBarSeries>
+#include <QtCharts/QBarSet>
+#include <QtCharts/QChart>
+#include <QtCharts/QLineSeries>
+#include <QtCharts/QScatterSeries>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "cflow/ui/compare_charts.h"
+#include "cflow/ui/compare_codec.h"
+#include "cflow/ui/compare_results_model.h"
+#include "cflow/ui/compare_samples.h"
+#include "cflow/ui/compare_store.h"
+#include "cflow/ui/compare_wizard.h"
+#include "test_support.h"
+#include "ui_test_models.h"
+
+namespace {
+
+using namespace cflow;
+using namespace cflow::ui;
+using cflow::ui::test::qpath;
+namespace fs = std::filesystem;
+
+// A report as the runner returns one; the values are inputs here, every check compares an
+// output (table, export, chart, database) with them.
+CompareReport sample_report() {
+    CompareReport r;
+    r.textName = "bundled: short stories";
+    r.textTokens = 412;
+    r.referenceName = "a, \"quoted\"";
+    r.isa = "avx2";
+    const double values[3][3] = {{123.456789, 5.4321, 2.5e6}, {98.7, 6.25, 1.25e6}, {150.0, 7.5, 1.75e6}};
+    const char* names[3] = {"a, \"quoted\"", "b|pipe", "c"};
+    for (int i = 0; i < 3; ++i) {
+        CompareRow row;
+        row.entry.modelPath = std::string("/models/") + names[i] + ".cflow";
+        row.entry.threads = unsigned(i);
+        row.entry.expertFetch = i == 2 ? ExpertFetch::Staged : ExpertFetch::Mapped;
+        row.displayName = names[i];
+        row.values[size_t(CompareMetric::DecodeTokPerS)] = values[i][0];
+        row.values[size_t(CompareMetric::Perplexity)] = values[i][1];
+        row.values[size_t(CompareMetric::BytesPerToken)] = values[i][2];
+        if (i != 1) row.values[size_t(CompareMetric::BCriticalMiB)] = 1.5 + i;
+        r.rows.push_back(row);
+    }
+    return r;
+}
+
+// RFC 4180 fields of one line (quotes doubled inside quoted fields).
+QStringList csv_fields(const QString& line) {
+    QStringList out;
+    QString field;
+    bool quoted = false;
+    for (qsizetype i = 0; i < line.size(); ++i) {
+        const QChar c = line[i];
+        if (quoted) {
+            if (c == u'"' && i + 1 < line.size() && line[i + 1] == u'"') field += u'"', ++i;
+            else if (c == u'"') quoted = false;
+            else field += c;
+        } else if (c == u'"') quoted = true;
+        else if (c == u',') out << field, field.clear();
+        else field += c;
+    }
+    out << field;
+    return out;
+}
+
+TEST(CompareResults, CsvAndMarkdownHoldTheTablesNumbers) {
+    CompareResultsModel model;
+    model.setReport(sample_report());
+    ASSERT_EQ(model.rowCount(), 3);
+    ASSERT_EQ(model.columnCount(), 5);  // entry + the four metrics some row has
+    EXPECT_EQ(model.metrics().front(), CompareMetric::DecodeTokPerS);
+    EXPECT_EQ(model.data(model.index(0, 1)).toString(), QStringLiteral("123.46"));  // 2 decimals for tok/s
+    EXPECT_DOUBLE_EQ(model.data(model.index(0, 1), CompareResultsModel::RawValueRole).toDouble(), 123.456789);
+    EXPECT_FALSE(model.data(model.index(1, 4)).isValid());  // b has no B_critical
+
+    const QStringList lines = model.toCsv().split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
+    ASSERT_EQ(lines.size(), 4);
+    EXPECT_EQ(lines[0], QStringLiteral("entry,decode_tok_per_s,perplexity,bytes_per_token,b_critical_mib"));
+    const QString markdown = model.toMarkdown();
+    const QStringList mdLines = markdown.split(u'\n');
+    for (int r = 0; r < model.rowCount(); ++r) {
+        const QStringList fields = csv_fields(lines[r + 1]);
+        ASSERT_EQ(fields.size(), model.columnCount()) << lines[r + 1].toStdString();
+        QStringList mdCells = mdLines[r + 2].mid(2, mdLines[r + 2].size() - 4).split(QStringLiteral(" | "));
+        for (int c = 0; c < model.columnCount(); ++c) {
+            const QString cell = model.data(model.index(r, c)).toString();
+            EXPECT_EQ(fields[c], cell) << r << "," << c;
+            const QString md = cell.isEmpty() ? QStringLiteral("–") : QString(cell).replace(u'|', QStringLiteral("\\|"));
+            if (c < mdCells.size()) {
+                EXPECT_EQ(mdCells[c], md) << r << "," << c;
+            }
+        }
+    }
+    EXPECT_TRUE(markdown.contains(QStringLiteral("| Entry | Decode (tok/s) | Perplexity |")));
+    EXPECT_TRUE(markdown.contains(QStringLiteral("412 tokens")));
+
+    const auto dir = cflow::test::temp_dir("compare_exports");
+    const QString path = qpath(dir / "table.csv");
+    ASSERT_TRUE(save_text_file(path, model.toCsv()).ok());
+    QFile file(path);
+    ASSERT_TRUE(file.open(QIODevice::ReadOnly));
+    EXPECT_EQ(QString::fromUtf8(file.readAll()), model.toCsv());
+    EXPECT_FALSE(save_text_file(qpath(dir / "absent" / "x.csv"), model.toCsv()).ok());
+}
+
+TEST(CompareStore, SavesListsReopensAndDeletesRuns) {
+    const QString db = qpath(cflow::test::temp_dir("compare_store") / "studio.sqlite");
+    QFile::remove(db);
+    auto store = CompareStore::open(db);
+    ASSERT_TRUE(store.ok()) << store.error();
+    CompareRequest request;
+    request.entries = {CompareEntry{"first", "/m/a.cflow", 2, ExpertFetch::Sync, KvCacheType::F16}, CompareEntry{{}, "/m/b.vflow"}};
+    request.workloads.agreement = true;
+    request.text = "Once upon a time.";
+    request.textName = "bundled: short stories";
+    request.referenceEntry = 1;
+    request.maxScoredTokens = 99;
+    const CompareReport report = sample_report();
+    auto first = (*store)->save(comparison_title(report), request, report);
+    ASSERT_TRUE(first.ok()) << first.error();
+    auto second = (*store)->save(QStringLiteral("second"), request, report);
+    ASSERT_TRUE(second.ok());
+    auto runs = (*store)->list();
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 2u);
+    EXPECT_EQ((*runs)[0].id, *second);  // newest first
+    EXPECT_EQ((*runs)[1].title, QStringLiteral("a, \"quoted\" vs b|pipe vs c"));
+
+    // Another connection (as a later session would open it) reads the same run back.
+    auto again = CompareStore::open(db);
+    ASSERT_TRUE(again.ok());
+    auto loaded = (*again)->load(*first);
+    ASSERT_TRUE(loaded.ok()) << loaded.error();
+    ASSERT_EQ(loaded->request.entries.size(), 2u);
+    EXPECT_EQ(loaded->request.entries[0].label, "first");
+    EXPECT_EQ(loaded->request.entries[0].threads, 2u);
+    EXPECT_EQ(loaded->request.entries[0].expertFetch, ExpertFetch::Sync);
+    EXPECT_EQ(loaded->request.entries[0].kvCache, KvCacheType::F16);
+    EXPECT_TRUE(loaded->request.workloads.agreement);
+    EXPECT_EQ(loaded->request.text, request.text);
+    EXPECT_EQ(loaded->request.referenceEntry, 1u);
+    EXPECT_EQ(loaded->request.maxScoredTokens, 99u);
+    CompareResultsModel a, b;
+    a.setReport(report);
+    b.setReport(loaded->report);
+    EXPECT_EQ(a.toCsv(), b.toCsv());
+    EXPECT_EQ(loaded->report.rows[2].entry.expertFetch, ExpertFetch::Staged);
+    EXPECT_DOUBLE_EQ(*loaded->report.rows[0].value(CompareMetric::DecodeTokPerS), 123.456789);
+    EXPECT_FALSE(loaded->report.rows[1].value(CompareMetric::BCriticalMiB).has_value());
+
+    ASSERT_TRUE((*store)->remove(*first).ok());
+    EXPECT_FALSE((*store)->load(*first).ok());
+    EXPECT_EQ((*store)->list()->size(), 1u);
+}
+
+TEST(CompareCharts, ParetoFrontKeepsThePointsNothingBeats) {
+    // (cost, loss): 1 is beaten by 0 on both axes, 3 ties 2's cost with a worse loss.
+    const std::vector<ParetoPoint> points = {{1.0, 5.0}, {2.0, 6.0}, {3.0, 4.0}, {3.0, 4.5}, {0.5, 9.0}};
+    EXPECT_EQ(pareto_front(points), (std::vector<size_t>{4, 0, 2}));
+    EXPECT_TRUE(pareto_front({}).empty());
+}
+
+TEST(CompareCharts, ChartsShowTheReportsValuesAndSaveAsPng) {
+    const CompareReport report = sample_report();
+    std::unique_ptr<QChart> bars(make_metric_chart(report, CompareMetric::DecodeTokPerS));
+    ASSERT_TRUE(bars);
+    auto* series = qobject_cast<QBarSeries*>(bars->series().front());
+    ASSERT_TRUE(series);
+    ASSERT_EQ(series->barSets().front()->count(), 3);
+    for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(series->barSets().front()->at(i), *report.rows[size_t(i)].value(CompareMetric::DecodeTokPerS));
+    std::unique_ptr<QChart> partial(make_metric_chart(report, CompareMetric::BCriticalMiB));
+    ASSERT_TRUE(partial);
+    EXPECT_EQ(qobject_cast<QBarSeries*>(partial->series().front())->barSets().front()->count(), 2);  // b has none
+    EXPECT_EQ(make_metric_chart(report, CompareMetric::MeanKlNats), nullptr);
+
+    std::unique_ptr<QChart> scatter(make_pareto_chart(report));
+    ASSERT_TRUE(scatter);
+    int points = 0;
+    QLineSeries* front = nullptr;
+    for (QAbstractSeries* s : scatter->series()) {
+        if (auto* sc = qobject_cast<QScatterSeries*>(s)) {
+            ASSERT_EQ(sc->count(), 1);
+            const size_t row = size_t(sc->name().section(u':', 0, 0).toInt() - 1);
+            EXPECT_DOUBLE_EQ(sc->at(0).x(), *report.rows[row].value(CompareMetric::BytesPerToken) / (1024.0 * 1024.0));
+            EXPECT_DOUBLE_EQ(sc->at(0).y(), *report.rows[row].value(CompareMetric::Perplexity));
+            ++points;
+        } else if (auto* line = qobject_cast<QLineSeries*>(s)) {
+            front = line;
+        }
+    }
+    EXPECT_EQ(points, 3);
+    ASSERT_TRUE(front);
+    // b (1.25 MiB, 6.25) and a (2.38 MiB, 5.43) are on the front; c (1.67 MiB, 7.5) is beaten by b.
+    ASSERT_EQ(front->count(), 2);
+    EXPECT_DOUBLE_EQ(front->at(0).y(), 6.25);
+    EXPECT_DOUBLE_EQ(front->at(1).y(), 5.4321);
+
+    CompareChartsWidget widget;
+    widget.setReport(report);
+    EXPECT_EQ(widget.chartNames(), (QStringList{QString::fromLatin1(kParetoChartName), "decode_tok_per_s", "perplexity",
+                                                "bytes_per_token", "b_critical_mib"}));
+    const auto dir = cflow::test::temp_dir("compare_pngs");
+    auto written = widget.savePngs(qpath(dir));
+    ASSERT_TRUE(written.ok()) << written.error();
+    ASSERT_EQ(written->size(), 5);
+    for (const QString& png : *written) {
+        QImage image(png);
+        ASSERT_FALSE(image.isNull()) << png.toStdString();
+        EXPECT_EQ(image.size(), QSize(900, 560));
+        EXPECT_GT(QFileInfo(png).size(), 8000) << png.toStdString();  // axes, bars and labels, not a blank
+    }
+}
+
+// The shipped models (resources/): the default one and a zoo model share the stories tokenizer.
+fs::path resource(const char* name) { return fs::path(CFLOW_SOURCE_DIR) / "resources" / name; }
+
+bool wait_complete(CompareWizard& wizard, int timeoutMs = 240000) {
+    QElapsedTimer timer;
+    timer.start();
+    int idle = 0;
+    while (timer.elapsed() < timeoutMs) {
+        QTest::qWait(20);
+        if (wizard.currentPage()->isComplete()) return true;
+        idle = wizard.isBusy() ? 0 : idle + 1;
+        if (idle > 50) return false;
+    }
+    return false;
+}
+
+CompareRequest small_request() {
+    CompareRequest r;
+    r.entries = {CompareEntry{{}, resource("default-model.cflow").string(), 1},
+                 CompareEntry{{}, resource("models/arch2_4_sync.q4_0.cflow").string(), 1}};
+    r.workloads.agreement = true;
+    r.promptTokens = 8;
+    r.warmupTokens = 1;
+    r.decodeTokens = 8;
+    r.maxScoredTokens = 64;
+    r.contextTokens = 64;
+    r.textName = bundled_text_samples().front().name.toStdString();
+    return r;
+}
+
+TEST(CompareWizard, ComparesTwoShippedModelsSavesAndReopensTheRun) {
+    const QString db = qpath(cflow::test::temp_dir("compare_wizard") / "studio.sqlite");
+    QFile::remove(db);
+    CompareWizard wizard(nullptr, db);
+    wizard.setRequest(small_request());
+    wizard.show();
+    ASSERT_TRUE(wait_complete(wizard));  // models page: two existing files
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), CompareWizard::WorkloadsPageId);
+    ASSERT_TRUE(wait_complete(wizard));
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), CompareWizard::RunPageId);
+    ASSERT_TRUE(wait_complete(wizard)) << wizard.lastError().toStdString();
+    ASSERT_TRUE(wizard.hasReport());
+    EXPECT_GT(wizard.savedId(), 0);
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), CompareWizard::ResultsPageId);
+
+    const CompareReport& report = wizard.report();
+    ASSERT_EQ(report.rows.size(), 2u);
+    EXPECT_EQ(report.textName, "bundled: short stories");
+    EXPECT_GT(report.textTokens, 64u);  // the bundled sample is longer than the scored budget
+    for (const CompareRow& row : report.rows) {
+        EXPECT_GT(*row.value(CompareMetric::DecodeTokPerS), 0);
+        EXPECT_GT(*row.value(CompareMetric::Perplexity), 1);
+        EXPECT_GT(*row.value(CompareMetric::BytesPerToken), 0);
+        EXPECT_GT(*row.value(CompareMetric::BCriticalMiB), 0);
+    }
+    // Two differently trained models: they agree on most tokens of a story, not on all.
+    const double agreement = *report.rows[1].value(CompareMetric::Top1Agreement);
+    EXPECT_GT(agreement, 0.2);
+    EXPECT_LT(agreement, 1.0);
+    CompareResultsModel* model = wizard.resultsModel();
+    ASSERT_EQ(model->rowCount(), 2);
+    EXPECT_TRUE(wizard.charts()->chartNames().contains(QString::fromLatin1(kParetoChartName)));
+
+    const auto dir = cflow::test::temp_dir("compare_wizard_exports");
+    ASSERT_TRUE(wizard.exportCsv(qpath(dir / "c.csv")).ok());
+    QFile csv(qpath(dir / "c.csv"));
+    ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
+    EXPECT_EQ(QString::fromUtf8(csv.readAll()), model->toCsv());
+    const QString csvText = model->toCsv();
+
+    // Reopened from the database in a fresh wizard: the same table, no measuring.
+    CompareWizard reopened(nullptr, db);
+    reopened.show();
+    ASSERT_TRUE(reopened.openSaved(wizard.savedId()).ok());
+    EXPECT_EQ(reopened.currentId(), CompareWizard::ResultsPageId);
+    EXPECT_FALSE(reopened.isBusy());
+    EXPECT_EQ(reopened.resultsModel()->toCsv(), csvText);
+    EXPECT_EQ(reopened.request().entries.size(), 2u);
+    EXPECT_FALSE(reopened.openSaved(wizard.savedId() + 100).ok());
+}
+
+TEST(CompareWizard, CancelStopsARunningComparison) {
+    const QString db = qpath(cflow::test::temp_dir("compare_wizard_cancel") / "studio.sqlite");
+    CompareWizard wizard(nullptr, db);
+    CompareRequest r = small_request();
+    r.decodeTokens = 4000;  // long enough to be cancelled mid-run
+    r.promptTokens = 8;
+    wizard.setRequest(r);
+    wizard.show();
+    ASSERT_TRUE(wait_complete(wizard));
+    wizard.next();
+    ASSERT_TRUE(wait_complete(wizard));
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), CompareWizard::RunPageId);
+    QTest::qWait(200);
+    ASSERT_TRUE(wizard.isBusy());
+    QElapsedTimer timer;
+    timer.start();
+    wizard.reject();
+    EXPECT_LT(timer.elapsed(), 10000);  // reject() waited for the worker, which stopped within a token
+    QTest::qWait(50);                   // its finished signal reaches the page
+    EXPECT_FALSE(wizard.isBusy());
+    EXPECT_FALSE(wizard.hasReport());
+}
+
+#ifdef CFLOW_STUDIO_PATH
+// The real app's `--self-test compare` (what CI runs under Xvfb) on two shipped models: exit 0,
+// a PNG per page and per chart, and exports whose rows are the saved run's table.
+TEST(StudioCompareSelfTest, ComparesTwoModelsAndSavesPagesChartsAndExports) {
+    const auto dir = cflow::test::temp_dir("studio_compare_self_test");
+    QProcess studio;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    env.insert(QStringLiteral("CFLOW_STUDIO_DB"), qpath(dir / "studio.sqlite"));
+    env.insert(QStringLiteral("HOME"), qpath(dir));
+    env.insert(QStringLiteral("XDG_DATA_HOME"), qpath(dir / "data"));
+    env.insert(QStringLiteral("XDG_CONFIG_HOME"), qpath(dir / "config"));
+    studio.setProcessEnvironment(env);
+    const QString shots = qpath(dir / "shots");
+    studio.start(QStringLiteral(CFLOW_STUDIO_PATH),
+                 {QStringLiteral("--self-test"), QStringLiteral("compare"), QStringLiteral("--screenshot-dir"), shots,
+                  qpath(resource("default-model.cflow")), qpath(resource("models/arch4_async_experts.q4_0.cflow"))});
+    ASSERT_TRUE(studio.waitForFinished(240000)) << "cflow-studio --self-test compare did not exit";
+    const QString output = QString::fromLocal8Bit(studio.readAllStandardOutput() + studio.readAllStandardError());
+    ASSERT_EQ(studio.exitStatus(), QProcess::NormalExit) << output.toStdString();
+    ASSERT_EQ(studio.exitCode(), 0) << output.toStdString();
+    for (const char* png : {"1-models", "2-workloads", "3-running", "4-results-table", "4-results-charts",
+                            "charts/pareto-perplexity-vs-bytes", "charts/perplexity", "charts/bytes_per_token"}) {
+        const QString path = QDir(shots).filePath(QString::fromLatin1(png) + QStringLiteral(".png"));
+        EXPECT_FALSE(QImage(path).isNull()) << png;
+        EXPECT_GT(QFileInfo(path).size(), 8192) << png;
+    }
+    auto store = CompareStore::open(qpath(dir / "studio.sqlite"));
+    ASSERT_TRUE(store.ok()) << store.error();
+    auto runs = (*store)->list();
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 1u);
+    auto saved = (*store)->load(runs->front().id);
+    ASSERT_TRUE(saved.ok()) << saved.error();
+    CompareResultsModel model;
+    model.setReport(saved->report);
+    QFile csv(QDir(shots).filePath(QStringLiteral("comparison.csv")));
+    ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
+    EXPECT_EQ(QString::fromUtf8(csv.readAll()), model.toCsv());
+    QFile md(QDir(shots).filePath(QStringLiteral("comparison.md")));
+    ASSERT_TRUE(md.open(QIODevice::ReadOnly));
+    EXPECT_EQ(QString::fromUtf8(md.readAll()), model.toMarkdown());
+    EXPECT_TRUE(output.contains(QStringLiteral("compare self-test passed: 2 entries"))) << output.toStdString();
+}
+#endif
+
+} // namespace

@@ -1,0 +1,670 @@
+#include "cflow/ui/compare_wizard.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <optional>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDateTime>
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QFutureWatcher>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <QWizardPage>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include "cflow/base/cancel.h"
+#include "cflow/ui/compare_charts.h"
+#include "cflow/ui/compare_results_model.h"
+#include "cflow/ui/compare_samples.h"
+#include "cflow/ui/compare_store.h"
+#include "cflow/ui/conversation_store.h"
+#include "labelled_button.h"
+
+namespace cflow::ui {
+
+namespace {
+
+QString qt(const std::string& s) { return QString::fromStdString(s); }
+std::string utf8(const QString& s) { return s.toStdString(); }
+
+constexpr qint64 kMaxTextBytes = 16 << 20;  // a text to score: far more than a comparison needs
+constexpr ExpertFetch kFetchChoices[] = {ExpertFetch::Mapped, ExpertFetch::Staged, ExpertFetch::Sync};
+constexpr KvCacheType kKvChoices[] = {KvCacheType::F32, KvCacheType::F16};
+
+} // namespace
+
+// What the pages share: the request being assembled, the finished (or reopened) report, the
+// database and the token the worker watches.
+struct CompareWizard::Shared {
+    CompareRequest request;
+    QStringList initialModels;
+    QString databasePath;
+    std::unique_ptr<CompareStore> store;
+    std::optional<CompareReport> report;
+    qint64 savedId = 0;
+    QString lastError;
+    bool openResultsDirectly = false;  // the models page's Next goes to the results (a saved run)
+    CompareResultsModel* model = nullptr;   // owned by the wizard
+    CompareChartsWidget* charts = nullptr;  // owned by the results page
+    std::shared_ptr<CancelToken> cancel = std::make_shared<CancelToken>();
+    std::atomic<int> busy{0};
+    std::vector<QFuture<void>> workers;  // waited for by ~CompareWizard
+
+    // Opened on first use on the GUI thread; "" error when it works.
+    CompareStore* openStore() {
+        if (store) return store.get();
+        auto opened = CompareStore::open(databasePath.isEmpty() ? default_database_path() : databasePath);
+        if (!opened) {
+            lastError = qt(opened.error());
+            return nullptr;
+        }
+        store = std::move(opened).value();
+        return store.get();
+    }
+};
+
+namespace {
+
+using Shared = CompareWizard::Shared;
+
+class ModelsPage : public QWizardPage {
+public:
+    explicit ModelsPage(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+        setTitle(tr("Models"));
+        setSubTitle(tr("Two to eight models, or one model under several configurations (threads, expert fetch, KV cache)."));
+        table_ = new QTableWidget(0, 4, this);
+        table_->setObjectName(QStringLiteral("compareEntries"));
+        table_->setAccessibleName(tr("Models and configurations to compare"));
+        table_->setHorizontalHeaderLabels({tr("Model file"), tr("Threads"), tr("Expert fetch"), tr("KV cache")});
+        table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+        table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+        QObject::connect(table_, &QTableWidget::itemChanged, this, [this] { emit completeChanged(); });
+        auto* add = labelled_button(tr("Add model…"), QStringLiteral("compareAddModel"), tr("Add model files"), this);
+        auto* duplicate = labelled_button(tr("Add configuration"), QStringLiteral("compareAddConfiguration"),
+                                          tr("Add the selected model again under another configuration"), this);
+        auto* remove = labelled_button(tr("Remove"), QStringLiteral("compareRemoveEntry"), tr("Remove the selected entry"), this);
+        QObject::connect(add, &QPushButton::clicked, this, [this] {
+            const QStringList paths = QFileDialog::getOpenFileNames(this, tr("Models"), QString(), tr("cflow models (*.cflow *.vflow)"));
+            for (const QString& path : paths) addRow(CompareEntry{{}, utf8(path)});
+        });
+        QObject::connect(duplicate, &QPushButton::clicked, this, [this] {
+            const int row = table_->currentRow() >= 0 ? table_->currentRow() : table_->rowCount() - 1;
+            if (row < 0) return;
+            CompareEntry e = entryAt(row);
+            e.expertFetch = e.expertFetch == ExpertFetch::Mapped ? ExpertFetch::Staged : ExpertFetch::Mapped;
+            addRow(e);
+        });
+        QObject::connect(remove, &QPushButton::clicked, this, [this] {
+            if (table_->currentRow() >= 0) table_->removeRow(table_->currentRow());
+            emit completeChanged();
+        });
+        auto* buttons = new QHBoxLayout;
+        buttons->addWidget(add);
+        buttons->addWidget(duplicate);
+        buttons->addWidget(remove);
+        buttons->addStretch(1);
+
+        saved_ = new QListWidget(this);
+        saved_->setObjectName(QStringLiteral("compareSavedRuns"));
+        saved_->setAccessibleName(tr("Earlier comparisons"));
+        auto* open = labelled_button(tr("Open results"), QStringLiteral("compareOpenSaved"), tr("Show the saved results"), this);
+        auto* rerun = labelled_button(tr("Load to re-run"), QStringLiteral("compareLoadSaved"),
+                                      tr("Load the saved comparison's models and workloads"), this);
+        auto* forget = labelled_button(tr("Delete"), QStringLiteral("compareDeleteSaved"), tr("Delete the saved comparison"), this);
+        QObject::connect(open, &QPushButton::clicked, this, [this] {
+            auto* item = saved_->currentItem();
+            if (!item) return;
+            if (Status s = static_cast<CompareWizard*>(wizard())->openSaved(item->data(Qt::UserRole).toLongLong()); !s)
+                status_->setText(qt(s.error()));
+        });
+        QObject::connect(rerun, &QPushButton::clicked, this, [this] {
+            auto* item = saved_->currentItem();
+            CompareStore* store = shared_->openStore();
+            if (!item || !store) return;
+            auto record = store->load(item->data(Qt::UserRole).toLongLong());
+            if (!record) return status_->setText(qt(record.error()));
+            shared_->request = record->request;
+            fill();
+        });
+        QObject::connect(forget, &QPushButton::clicked, this, [this] {
+            auto* item = saved_->currentItem();
+            CompareStore* store = shared_->openStore();
+            if (!item || !store) return;
+            if (Status s = store->remove(item->data(Qt::UserRole).toLongLong()); !s) status_->setText(qt(s.error()));
+            refreshSaved();
+        });
+        auto* savedButtons = new QHBoxLayout;
+        savedButtons->addWidget(open);
+        savedButtons->addWidget(rerun);
+        savedButtons->addWidget(forget);
+        savedButtons->addStretch(1);
+        status_ = new QLabel(this);
+        status_->setObjectName(QStringLiteral("compareModelsStatus"));
+        status_->setWordWrap(true);
+
+        auto* layout = new QVBoxLayout(this);
+        layout->addWidget(table_, 2);
+        layout->addLayout(buttons);
+        layout->addWidget(status_);
+        layout->addWidget(new QLabel(tr("Earlier comparisons:"), this));
+        layout->addWidget(saved_, 1);
+        layout->addLayout(savedButtons);
+    }
+
+    void initializePage() override {
+        if (shared_->request.entries.empty())
+            for (const QString& path : shared_->initialModels) shared_->request.entries.push_back(CompareEntry{{}, utf8(path)});
+        fill();
+        refreshSaved();
+    }
+    bool isComplete() const override {
+        const int n = table_->rowCount();
+        if (n < int(CompareRequest::kMinEntries) || n > int(CompareRequest::kMaxEntries)) return false;
+        for (int r = 0; r < n; ++r)
+            if (!QFileInfo(table_->item(r, 0) ? table_->item(r, 0)->text() : QString()).isFile()) return false;
+        return true;
+    }
+    bool validatePage() override {
+        std::vector<CompareEntry> entries;
+        for (int r = 0; r < table_->rowCount(); ++r) entries.push_back(entryAt(r));
+        // Labels were set for the entries they described; a changed entry is named afresh.
+        for (size_t i = 0; i < entries.size() && i < shared_->request.entries.size(); ++i) {
+            const CompareEntry& old = shared_->request.entries[i];
+            if (old.modelPath == entries[i].modelPath && old.threads == entries[i].threads &&
+                old.expertFetch == entries[i].expertFetch && old.kvCache == entries[i].kvCache)
+                entries[i].label = old.label;
+        }
+        shared_->request.entries = entries;
+        if (shared_->request.referenceEntry >= entries.size()) shared_->request.referenceEntry = 0;
+        return true;
+    }
+    int nextId() const override {
+        return shared_->openResultsDirectly ? CompareWizard::ResultsPageId : CompareWizard::WorkloadsPageId;
+    }
+
+    void fill() {
+        table_->setRowCount(0);
+        for (const CompareEntry& e : shared_->request.entries) addRow(e);
+        emit completeChanged();
+    }
+
+private:
+    void addRow(const CompareEntry& e) {
+        if (table_->rowCount() >= int(CompareRequest::kMaxEntries)) {
+            status_->setText(tr("At most %1 entries.").arg(CompareRequest::kMaxEntries));
+            return;
+        }
+        const int row = table_->rowCount();
+        table_->insertRow(row);
+        table_->setItem(row, 0, new QTableWidgetItem(qt(e.modelPath)));
+        auto* threads = new QSpinBox(table_);
+        threads->setRange(0, 1024);
+        threads->setSpecialValueText(tr("auto"));
+        threads->setValue(int(e.threads));
+        threads->setAccessibleName(tr("Threads"));
+        table_->setCellWidget(row, 1, threads);
+        auto* fetch = new QComboBox(table_);
+        fetch->setAccessibleName(tr("Expert fetch"));
+        for (ExpertFetch f : kFetchChoices) fetch->addItem(qt(std::string(expert_fetch_name(f))), int(f));
+        fetch->setCurrentIndex(std::max(0, fetch->findData(int(e.expertFetch))));
+        table_->setCellWidget(row, 2, fetch);
+        auto* kv = new QComboBox(table_);
+        kv->setAccessibleName(tr("KV cache"));
+        for (KvCacheType k : kKvChoices) kv->addItem(qt(std::string(kv_cache_type_name(k))), int(k));
+        kv->setCurrentIndex(std::max(0, kv->findData(int(e.kvCache))));
+        table_->setCellWidget(row, 3, kv);
+        status_->clear();
+        emit completeChanged();
+    }
+    CompareEntry entryAt(int row) const {
+        CompareEntry e;
+        e.modelPath = utf8(table_->item(row, 0) ? table_->item(row, 0)->text().trimmed() : QString());
+        e.threads = unsigned(static_cast<QSpinBox*>(table_->cellWidget(row, 1))->value());
+        e.expertFetch = ExpertFetch(static_cast<QComboBox*>(table_->cellWidget(row, 2))->currentData().toInt());
+        e.kvCache = KvCacheType(static_cast<QComboBox*>(table_->cellWidget(row, 3))->currentData().toInt());
+        return e;
+    }
+    void refreshSaved() {
+        saved_->clear();
+        CompareStore* store = shared_->openStore();
+        if (!store) return status_->setText(tr("Earlier comparisons are unavailable: %1").arg(shared_->lastError));
+        auto runs = store->list();
+        if (!runs) return status_->setText(qt(runs.error()));
+        for (const StoredComparisonInfo& run : *runs) {
+            auto* item = new QListWidgetItem(QStringLiteral("%1  %2")
+                                                 .arg(QDateTime::fromMSecsSinceEpoch(run.createdMs).toString(QStringLiteral("yyyy-MM-dd HH:mm")),
+                                                      run.title),
+                                             saved_);
+            item->setData(Qt::UserRole, run.id);
+        }
+    }
+
+    std::shared_ptr<Shared> shared_;
+    QTableWidget* table_ = nullptr;
+    QListWidget* saved_ = nullptr;
+    QLabel* status_ = nullptr;
+};
+
+class WorkloadsPage : public QWizardPage {
+public:
+    explicit WorkloadsPage(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+        setTitle(tr("Workloads"));
+        setSubTitle(tr("What to measure on every entry. Run starts the comparison."));
+        setCommitPage(true);  // the run cannot be stepped back into while it works
+        setButtonText(QWizard::CommitButton, tr("Run"));
+        auto check = [this](const QString& text, const char* name) {
+            auto* box = new QCheckBox(text, this);
+            box->setObjectName(QString::fromLatin1(name));
+            QObject::connect(box, &QCheckBox::toggled, this, [this] { update(); });
+            return box;
+        };
+        speed_ = check(tr("Decode and prefill speed (tok/s)"), "compareSpeed");
+        perplexity_ = check(tr("Perplexity on a text"), "comparePerplexity");
+        agreement_ = check(tr("Top-1 agreement and mean KL against a reference"), "compareAgreement");
+        streams_ = check(tr("Bytes per token, per stream"), "compareStreamBytes");
+        critical_ = check(tr("B_naive / B_critical (critical-path bandwidth of the file)"), "compareCriticalPath");
+        wait_ = check(tr("Expert-wait share of decode time"), "compareExpertWait");
+        text_ = new QComboBox(this);
+        text_->setObjectName(QStringLiteral("compareText"));
+        text_->setAccessibleName(tr("Text to score"));
+        for (const TextSample& s : bundled_text_samples()) text_->addItem(s.name);
+        text_->addItem(tr("A file…"));
+        file_ = new QLineEdit(this);
+        file_->setObjectName(QStringLiteral("compareTextFile"));
+        file_->setPlaceholderText(tr("a UTF-8 text file"));
+        auto* browse = labelled_button(tr("Browse…"), QStringLiteral("compareBrowseText"), tr("Choose the text file"), this);
+        QObject::connect(browse, &QPushButton::clicked, this, [this] {
+            const QString path = QFileDialog::getOpenFileName(this, tr("Text"), QString(), tr("Text (*.txt *.md);;All files (*)"));
+            if (path.isEmpty()) return;
+            file_->setText(path);
+            text_->setCurrentIndex(text_->count() - 1);
+        });
+        QObject::connect(text_, &QComboBox::currentIndexChanged, this, [this] { update(); });
+        QObject::connect(file_, &QLineEdit::textChanged, this, [this] { update(); });
+        reference_ = new QComboBox(this);
+        reference_->setObjectName(QStringLiteral("compareReference"));
+        reference_->setAccessibleName(tr("Reference entry"));
+        auto spin = [this](int lo, int hi, const char* name) {
+            auto* s = new QSpinBox(this);
+            s->setRange(lo, hi);
+            s->setObjectName(QString::fromLatin1(name));
+            return s;
+        };
+        prompt_ = spin(1, 4096, "comparePromptTokens");
+        decode_ = spin(1, 4096, "compareDecodeTokens");
+        scored_ = spin(16, 1 << 20, "compareScoredTokens");
+        context_ = spin(8, 8192, "compareContextTokens");
+        auto* fileRow = new QHBoxLayout;
+        fileRow->addWidget(file_, 1);
+        fileRow->addWidget(browse);
+        auto* form = new QFormLayout;
+        form->addRow(tr("Text"), text_);
+        form->addRow(tr("Text file"), fileRow);
+        form->addRow(tr("Reference"), reference_);
+        form->addRow(tr("Prompt tokens (prefill)"), prompt_);
+        form->addRow(tr("Decoded tokens"), decode_);
+        form->addRow(tr("Scored tokens (perplexity, agreement)"), scored_);
+        form->addRow(tr("Perplexity window (tokens)"), context_);
+        status_ = new QLabel(this);
+        status_->setObjectName(QStringLiteral("compareWorkloadsStatus"));
+        status_->setWordWrap(true);
+        auto* layout = new QVBoxLayout(this);
+        for (QCheckBox* box : {speed_, perplexity_, agreement_, streams_, critical_, wait_}) layout->addWidget(box);
+        layout->addLayout(form);
+        layout->addWidget(status_);
+        layout->addStretch(1);
+    }
+    void initializePage() override {
+        const CompareRequest& r = shared_->request;
+        const CompareWorkloads& w = r.workloads;
+        speed_->setChecked(w.speed);
+        perplexity_->setChecked(w.perplexity);
+        agreement_->setChecked(w.agreement);
+        streams_->setChecked(w.streamBytes);
+        critical_->setChecked(w.criticalPath);
+        wait_->setChecked(w.expertWait);
+        reference_->clear();
+        for (const CompareEntry& e : r.entries) reference_->addItem(qt(compare_entry_display_name(e)));
+        reference_->setCurrentIndex(int(std::min(r.referenceEntry, r.entries.size() - 1)));
+        prompt_->setValue(r.promptTokens);
+        decode_->setValue(r.decodeTokens);
+        scored_->setValue(int(std::min<uint64_t>(r.maxScoredTokens, uint64_t(scored_->maximum()))));
+        context_->setValue(int(r.contextTokens));
+        // A saved or preset text: the sample of that name, else the file it came from.
+        const QString name = qt(r.textName);
+        const int sample = text_->findText(name);
+        if (sample >= 0 && sample < text_->count() - 1) {
+            text_->setCurrentIndex(sample);
+        } else if (!name.isEmpty() && QFileInfo(name).isFile()) {
+            file_->setText(name);
+            text_->setCurrentIndex(text_->count() - 1);
+        }
+        update();
+    }
+    bool isComplete() const override { return ok_; }
+    bool validatePage() override {
+        CompareRequest& r = shared_->request;
+        r.workloads = CompareWorkloads{speed_->isChecked(), perplexity_->isChecked(), agreement_->isChecked(),
+                                       streams_->isChecked(), critical_->isChecked(), wait_->isChecked()};
+        r.referenceEntry = size_t(std::max(0, reference_->currentIndex()));
+        r.promptTokens = prompt_->value();
+        r.decodeTokens = decode_->value();
+        r.maxScoredTokens = uint64_t(scored_->value());
+        r.contextTokens = uint32_t(context_->value());
+        const int choice = text_->currentIndex();
+        if (choice < int(bundled_text_samples().size())) {
+            r.text = utf8(bundled_text_samples()[size_t(choice)].text);
+            r.textName = utf8(bundled_text_samples()[size_t(choice)].name);
+            return true;
+        }
+        QFile file(file_->text().trimmed());
+        if (!file.open(QIODevice::ReadOnly)) {
+            status_->setText(tr("%1: cannot open: %2").arg(QDir::toNativeSeparators(file.fileName()), file.errorString()));
+            return false;
+        }
+        if (file.size() > kMaxTextBytes) {
+            status_->setText(tr("%1 is larger than %2 MiB; choose a shorter text.").arg(file.fileName()).arg(kMaxTextBytes >> 20));
+            return false;
+        }
+        r.text = file.readAll().toStdString();
+        r.textName = utf8(file_->text().trimmed());
+        return true;
+    }
+
+private:
+    void update() {
+        const bool scoring = perplexity_->isChecked() || agreement_->isChecked();
+        const bool fromFile = text_->currentIndex() == text_->count() - 1;
+        text_->setEnabled(scoring);
+        file_->setEnabled(scoring && fromFile);
+        reference_->setEnabled(agreement_->isChecked());
+        ok_ = false;
+        if (!speed_->isChecked() && !scoring && !streams_->isChecked() && !critical_->isChecked() && !wait_->isChecked())
+            status_->setText(tr("Choose at least one workload."));
+        else if (scoring && fromFile && !QFileInfo(file_->text().trimmed()).isFile())
+            status_->setText(tr("Choose the text file to score, or a bundled sample."));
+        else {
+            status_->setText(agreement_->isChecked() ? tr("Agreement needs every entry to share the reference's tokenizer.") : QString());
+            ok_ = true;
+        }
+        emit completeChanged();
+    }
+
+    std::shared_ptr<Shared> shared_;
+    QCheckBox *speed_ = nullptr, *perplexity_ = nullptr, *agreement_ = nullptr, *streams_ = nullptr, *critical_ = nullptr,
+              *wait_ = nullptr;
+    QComboBox* text_ = nullptr;
+    QLineEdit* file_ = nullptr;
+    QComboBox* reference_ = nullptr;
+    QSpinBox *prompt_ = nullptr, *decode_ = nullptr, *scored_ = nullptr, *context_ = nullptr;
+    QLabel* status_ = nullptr;
+    bool ok_ = false;
+};
+
+// The runner's latest progress, written by the worker and read by the page's timer.
+struct ProgressState {
+    std::mutex mutex;
+    CompareProgressInfo info;
+};
+
+class RunPage : public QWizardPage {
+public:
+    explicit RunPage(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+        setTitle(tr("Running"));
+        setSubTitle(tr("Each entry in turn on a worker; Cancel stops within a token."));
+        bar_ = new QProgressBar(this);
+        bar_->setObjectName(QStringLiteral("compareProgress"));
+        bar_->setRange(0, 1000);
+        status_ = new QLabel(this);
+        status_->setObjectName(QStringLiteral("compareRunStatus"));
+        status_->setWordWrap(true);
+        status_->setMinimumHeight(status_->fontMetrics().lineSpacing() * 3);
+        auto* layout = new QVBoxLayout(this);
+        layout->addWidget(bar_);
+        layout->addWidget(status_);
+        layout->addStretch(1);
+        timer_ = new QTimer(this);
+        timer_->setInterval(100);
+        QObject::connect(timer_, &QTimer::timeout, this, [this] { refresh(); });
+    }
+    void initializePage() override {
+        done_ = false;
+        shared_->report.reset();
+        shared_->savedId = 0;
+        shared_->lastError.clear();
+        shared_->cancel->reset();
+        state_ = std::make_shared<ProgressState>();
+        bar_->setValue(0);
+        status_->setText(tr("Loading the models…"));
+        timer_->start();
+        emit completeChanged();
+        const CompareRequest request = shared_->request;
+        auto cancel = shared_->cancel;
+        auto state = state_;
+        auto* watcher = new QFutureWatcher<Result<CompareReport>>(this);
+        ++shared_->busy;
+        QObject::connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
+            --shared_->busy;
+            finished(watcher->result());
+            watcher->deleteLater();
+        });
+        QFuture<Result<CompareReport>> future = QtConcurrent::run([request, cancel, state] {
+            return run_comparison(request, [state](const CompareProgressInfo& p) {
+                std::lock_guard lock(state->mutex);
+                state->info = p;
+            }, cancel.get());
+        });
+        shared_->workers.push_back(QFuture<void>(future));
+        watcher->setFuture(future);
+    }
+    bool isComplete() const override { return done_; }
+
+private:
+    void refresh() {
+        CompareProgressInfo p;
+        {
+            std::lock_guard lock(state_->mutex);
+            p = state_->info;
+        }
+        if (p.entries == 0) return;
+        bar_->setValue(int(p.fraction * 1000));
+        const auto& entries = shared_->request.entries;
+        const QString name = p.entry < entries.size() ? qt(compare_entry_display_name(entries[p.entry])) : QString();
+        status_->setText(tr("%1 of %2: %3 — %4").arg(p.entry + 1).arg(p.entries).arg(name, qt(p.stage)));
+    }
+    void finished(Result<CompareReport> r) {
+        timer_->stop();
+        if (!r) {
+            shared_->lastError = qt(r.error());
+            status_->setText(r.kind() == ErrorKind::Cancelled ? tr("Cancelled.") : qt(r.error()));
+            return;
+        }
+        bar_->setValue(1000);
+        shared_->report = *r;
+        QString saved;
+        if (CompareStore* store = shared_->openStore()) {
+            auto id = store->save(comparison_title(*r), shared_->request, *r);
+            if (id) {
+                shared_->savedId = *id;
+                saved = tr(" Saved as comparison %1.").arg(*id);
+            } else {
+                shared_->lastError = qt(id.error());
+                saved = tr(" It could not be saved: %1").arg(shared_->lastError);
+            }
+        } else {
+            saved = tr(" It could not be saved: %1").arg(shared_->lastError);
+        }
+        status_->setText(tr("Done in %1 s.").arg(r->elapsedSeconds, 0, 'f', 1) + saved);
+        done_ = true;
+        emit completeChanged();
+    }
+
+    std::shared_ptr<Shared> shared_;
+    std::shared_ptr<ProgressState> state_ = std::make_shared<ProgressState>();
+    QProgressBar* bar_ = nullptr;
+    QLabel* status_ = nullptr;
+    QTimer* timer_ = nullptr;
+    bool done_ = false;
+};
+
+class ResultsPage : public QWizardPage {
+public:
+    explicit ResultsPage(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+        setTitle(tr("Results"));
+        setFinalPage(true);
+        summary_ = new QLabel(this);
+        summary_->setObjectName(QStringLiteral("compareSummary"));
+        summary_->setWordWrap(true);
+        table_ = new QTableView(this);
+        table_->setObjectName(QStringLiteral("compareResultsTable"));
+        table_->setModel(shared_->model);
+        table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+        shared_->charts = new CompareChartsWidget(this);
+        shared_->charts->setObjectName(QStringLiteral("compareCharts"));
+        tabs_ = new QTabWidget(this);
+        tabs_->setObjectName(QStringLiteral("compareResultsTabs"));
+        tabs_->addTab(table_, tr("Table"));
+        tabs_->addTab(shared_->charts, tr("Charts"));
+        auto* csv = labelled_button(tr("Export CSV…"), QStringLiteral("compareExportCsv"), tr("Export the table as CSV"), this);
+        auto* md = labelled_button(tr("Export Markdown…"), QStringLiteral("compareExportMarkdown"), tr("Export the table as Markdown"), this);
+        auto* png = labelled_button(tr("Export charts (PNG)…"), QStringLiteral("compareExportPng"), tr("Save every chart as a PNG"), this);
+        auto* rerun = labelled_button(tr("Re-run…"), QStringLiteral("compareRerun"), tr("Run this comparison again"), this);
+        QObject::connect(csv, &QPushButton::clicked, this, [this] {
+            const QString path = QFileDialog::getSaveFileName(this, tr("Export CSV"), QStringLiteral("comparison.csv"), tr("CSV (*.csv)"));
+            if (!path.isEmpty()) report(static_cast<CompareWizard*>(wizard())->exportCsv(path), path);
+        });
+        QObject::connect(md, &QPushButton::clicked, this, [this] {
+            const QString path = QFileDialog::getSaveFileName(this, tr("Export Markdown"), QStringLiteral("comparison.md"), tr("Markdown (*.md)"));
+            if (!path.isEmpty()) report(static_cast<CompareWizard*>(wizard())->exportMarkdown(path), path);
+        });
+        QObject::connect(png, &QPushButton::clicked, this, [this] {
+            const QString folder = QFileDialog::getExistingDirectory(this, tr("Folder for the chart PNGs"));
+            if (folder.isEmpty()) return;
+            auto written = static_cast<CompareWizard*>(wizard())->exportPngs(folder);
+            report(written ? Status{} : Status(written.take_error()), folder);
+        });
+        QObject::connect(rerun, &QPushButton::clicked, this, [this] { wizard()->restart(); });
+        auto* buttons = new QHBoxLayout;
+        buttons->addWidget(csv);
+        buttons->addWidget(md);
+        buttons->addWidget(png);
+        buttons->addStretch(1);
+        buttons->addWidget(rerun);
+        exportStatus_ = new QLabel(this);
+        exportStatus_->setObjectName(QStringLiteral("compareExportStatus"));
+        exportStatus_->setWordWrap(true);
+        auto* layout = new QVBoxLayout(this);
+        layout->addWidget(summary_);
+        layout->addWidget(tabs_, 1);
+        layout->addLayout(buttons);
+        layout->addWidget(exportStatus_);
+    }
+    void initializePage() override {
+        shared_->openResultsDirectly = false;
+        if (!shared_->report) return;
+        const CompareReport& r = *shared_->report;
+        shared_->model->setReport(r);
+        shared_->charts->setReport(r);
+        QString text = tr("%1 entries, kernel path %2, %3 s.").arg(r.rows.size()).arg(qt(r.isa)).arg(r.elapsedSeconds, 0, 'f', 1);
+        if (!r.textName.empty()) text += tr(" Perplexity on %1 (%2 tokens).").arg(qt(r.textName)).arg(r.textTokens);
+        if (!r.referenceName.empty()) text += tr(" Agreement against %1.").arg(qt(r.referenceName));
+        if (shared_->savedId) text += tr(" Saved as comparison %1.").arg(shared_->savedId);
+        summary_->setText(text);
+        exportStatus_->clear();
+    }
+    QTabWidget* tabs() const { return tabs_; }
+
+private:
+    void report(const Status& s, const QString& where) {
+        exportStatus_->setText(s ? tr("Saved %1").arg(QDir::toNativeSeparators(where)) : qt(s.error()));
+    }
+    std::shared_ptr<Shared> shared_;
+    QLabel* summary_ = nullptr;
+    QTableView* table_ = nullptr;
+    QTabWidget* tabs_ = nullptr;
+    QLabel* exportStatus_ = nullptr;
+};
+
+} // namespace
+
+CompareWizard::CompareWizard(QWidget* parent, const QString& databasePath)
+    : QWizard(parent), shared_(std::make_shared<Shared>()) {
+    shared_->databasePath = databasePath;
+    shared_->model = new CompareResultsModel(this);
+    setWindowTitle(tr("Compare models"));
+    setObjectName(QStringLiteral("compareWizard"));
+    setWizardStyle(QWizard::ClassicStyle);
+    setOption(QWizard::NoBackButtonOnLastPage);
+    setPage(ModelsPageId, new ModelsPage(shared_));
+    setPage(WorkloadsPageId, new WorkloadsPage(shared_));
+    setPage(RunPageId, new RunPage(shared_));
+    setPage(ResultsPageId, new ResultsPage(shared_));
+    setStartId(ModelsPageId);
+    resize(980, 720);
+}
+
+CompareWizard::~CompareWizard() {
+    shared_->cancel->cancel();
+    for (auto& worker : shared_->workers) worker.waitForFinished();
+}
+
+void CompareWizard::reject() {
+    shared_->cancel->cancel();  // a running comparison stops within one token
+    for (auto& worker : shared_->workers) worker.waitForFinished();
+    QWizard::reject();
+}
+
+void CompareWizard::setRequest(const CompareRequest& request) {
+    shared_->request = request;
+    if (currentId() == ModelsPageId) static_cast<ModelsPage*>(page(ModelsPageId))->fill();
+}
+CompareRequest CompareWizard::request() const { return shared_->request; }
+void CompareWizard::setInitialModels(const QStringList& paths) { shared_->initialModels = paths; }
+bool CompareWizard::isBusy() const { return shared_->busy.load() > 0; }
+bool CompareWizard::hasReport() const { return shared_->report.has_value(); }
+const CompareReport& CompareWizard::report() const { return *shared_->report; }
+qint64 CompareWizard::savedId() const { return shared_->savedId; }
+QString CompareWizard::lastError() const { return shared_->lastError; }
+CompareResultsModel* CompareWizard::resultsModel() const { return shared_->model; }
+CompareChartsWidget* CompareWizard::charts() const { return shared_->charts; }
+
+Status CompareWizard::exportCsv(const QString& path) const { return save_text_file(path, shared_->model->toCsv()); }
+Status CompareWizard::exportMarkdown(const QString& path) const { return save_text_file(path, shared_->model->toMarkdown()); }
+Result<QStringList> CompareWizard::exportPngs(const QString& folder) const { return shared_->charts->savePngs(folder); }
+
+Status CompareWizard::openSaved(qint64 id) {
+    if (isBusy()) return make_error("a comparison is running");
+    CompareStore* store = shared_->openStore();
+    if (!store) return make_error(utf8(shared_->lastError));
+    auto record = store->load(id);
+    if (!record) return record.take_error();
+    shared_->request = record->request;
+    shared_->report = record->report;
+    shared_->savedId = id;
+    shared_->openResultsDirectly = true;
+    restart();  // the models page shows the saved entries; its Next leads to the results
+    next();
+    return {};
+}
+
+} // namespace cflow::ui
