@@ -39,6 +39,7 @@
 #include "cflow/ui/chat_view.h"
 #include "cflow/ui/conversation_sidebar.h"
 #include "cflow/ui/compare_wizard.h"
+#include "cflow/ui/scorecard_dialog.h"
 #include "cflow/ui/default_model.h"
 #include "cflow/ui/convert_wizard.h"
 #include "cflow/ui/conversation_export.h"
@@ -342,6 +343,11 @@ void MainWindow::createMenus() {
     tools->setObjectName(QStringLiteral("toolsMenu"));
     tools->addAction(tr("&Compare models…"), this, &MainWindow::showComparison)->setObjectName(QStringLiteral("compareModelsAction"));
     tools->addAction(tr("C&onvert model…"), this, [this] { offerConversion(QString()); });
+    tools->addAction(tr("Paper &scorecard…"), this, [this] {
+        auto* dialog = new ScorecardDialog(this);
+        dialog->setAttribute(Qt::WA_DeleteOnClose);
+        dialog->show();
+    })->setObjectName(QStringLiteral("scorecardAction"));
 
     viewMenu_ = menuBar()->addMenu(tr("&View"));
     viewMenu_->setObjectName(QStringLiteral("viewMenu"));
