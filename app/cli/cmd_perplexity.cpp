@@ -1,4 +1,4 @@
-// cflow perplexity MODEL -f TEXT [--ctx N] [--stride N] [--max-tokens N] [--threads N] [--load map|read] [--json]
+// cflow perplexity MODEL -f TEXT [--ctx N] [--stride N] [--max-tokens N] [--threads N] [--load map|read|lanes] [--json]
 #include <cstdio>
 
 #include <nlohmann/json.hpp>

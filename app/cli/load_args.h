@@ -1,5 +1,5 @@
 #pragma once
-// The --load map|read option of the commands that load a model (generate, chat, perplexity):
+// The --load map|read|lanes option of the commands that load a model (generate, chat, perplexity):
 // how Model::load brings the weights in (LoadMode in cflow/engine/forward/model.h).
 #include "cflow/engine/forward/model.h"
 #include "cli_args.h"

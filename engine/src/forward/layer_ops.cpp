@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "cflow/formats/tile_codec.h"
+#include "forward/lanes_arena.h"
 #include "forward/layer_records.h"
 #include "forward/ops.h"
 #include "forward/session_state.h"
@@ -22,7 +23,7 @@ using layer::stream_index;
 } // namespace
 
 void Session::matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
-                           const MatvecOutputs& outputs, const float* x) {
+                           const MatvecOutputs& outputs, const float* x, bool lanes) {
     const auto* k = kernels_;
     if (stripes.empty()) return;
     // Int8 paths: quantize each 256-column slice of x once, for every stripe's tile over it
@@ -54,18 +55,28 @@ void Session::matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const
             std::fill(y, y + stripe.rows, 0.0f);
             for (uint32_t t = 0; t < stripe.n_tiles; ++t) {
                 const TileRef& tile = tiles[stripe.first_tile + t];
+                const uint8_t* payload = tile.payload;
+                if (lanes) {
+                    payload = lanes_payload(*model_, tile);
+                    if (slices && k->tile_matvec_quantized_lanes) {
+                        k->tile_matvec_quantized_lanes(dtype, payload, tile.rows, tile.cols,
+                                                       slices + (tile.col_offset / kTileCols) * kQuantizedSliceBytes, y);
+                        continue;
+                    }
+                    payload = unpack_lanes_for_kernel(dtype, payload, tile.rows, tile.cols);
+                }
                 if (slices)
-                    k->tile_matvec_quantized(dtype, tile.payload, tile.rows, tile.cols,
+                    k->tile_matvec_quantized(dtype, payload, tile.rows, tile.cols,
                                              slices + (tile.col_offset / kTileCols) * kQuantizedSliceBytes, y);
                 else
-                    k->tile_matvec(dtype, tile.payload, tile.rows, tile.cols, x + tile.col_offset, y);
+                    k->tile_matvec(dtype, payload, tile.rows, tile.cols, x + tile.col_offset, y);
             }
         }
     });
 }
 
 void Session::matvec(const SegmentView& segment, const MatvecOutputs& outputs, const float* x) {
-    matvec_tiles(segment.dtype, segment.tiles, segment.stripes, outputs, x);
+    matvec_tiles(segment.dtype, segment.tiles, segment.stripes, outputs, x, model_->in_lanes(segment));
 }
 
 uint32_t Session::attention_group() const {
@@ -247,9 +258,11 @@ Status Session::run_experts(const Routing& routing, float* out, LayerRecord& rec
             gate_up = &b.staged_gate_up;
             down = &b.staged_down;
         }
-        matvec_tiles(dtype, *gate_up, ev.gate_up_stripes, {b.gate.data(), b.up.data()}, routing.input.data());
+        // Staged reads bring the file's layout; experts read from memory use the lanes copy if any.
+        const bool lanes = routing.tickets[i] < 0 && model_->expert_bank_in_lanes(routing.layer);
+        matvec_tiles(dtype, *gate_up, ev.gate_up_stripes, {b.gate.data(), b.up.data()}, routing.input.data(), lanes);
         ops::glu(activation, b.gate.data(), b.up.data(), eff);
-        matvec_tiles(dtype, *down, ev.down_stripes, {b.tmp.data()}, b.gate.data());
+        matvec_tiles(dtype, *down, ev.down_stripes, {b.tmp.data()}, b.gate.data(), lanes);
         if (routing.tickets[i] >= 0) fetcher_->release(uint32_t(routing.tickets[i]));
         kernels_->axpy(routing.weights[i], b.tmp.data(), out, d);
         rec.bytesRead[stream_index(Stream::Expert)] += ev.bytes;

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cflow/engine/forward/telemetry.h"
+#include "forward/lanes_arena.h"
 
 namespace cflow {
 
@@ -128,6 +129,8 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
                                        ? h.n_layers * f.params().n_iter
                                        : h.n_layers;
         model->expert_slots_ = std::make_unique<ExpertSlot[]>(size_t(h.n_layers) * h.n_experts);
+        if (options.lanes)
+            if (auto st = build_lanes_arena(*model, path); !st) return st.take_error();
         return std::shared_ptr<const Model>(std::move(model));
     } catch (const std::bad_alloc&) {
         return make_error(ErrorKind::OutOfMemory, path + ": out of memory while loading the model");

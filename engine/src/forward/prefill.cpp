@@ -12,6 +12,7 @@
 #include <new>
 #include <string>
 
+#include "forward/lanes_arena.h"
 #include "forward/layer_records.h"
 #include "forward/ops.h"
 #include "forward/session_state.h"
@@ -156,7 +157,7 @@ Status Session::prefill_chunk(std::span<const int32_t> tokens) {
 }
 
 void Session::matmat_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
-                           const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n) {
+                           const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n, bool lanes) {
     if (stripes.empty() || n == 0) return;
     const auto* k = kernels_;
     Batch& bt = *batch_;
@@ -193,13 +194,24 @@ void Session::matmat_tiles(DType dtype, const std::vector<TileRef>& tiles, const
             for (uint32_t tok = 0; tok < n; ++tok) std::fill_n(y + tok * ys, stripe.rows, 0.0f);
             for (uint32_t t = 0; t < stripe.n_tiles; ++t) {
                 const TileRef& tile = tiles[stripe.first_tile + t];
+                const uint8_t* payload = tile.payload;
+                if (lanes) {
+                    payload = lanes_payload(*model_, tile);
+                    if (slices && k->tile_matmat_quantized_lanes) {
+                        k->tile_matmat_quantized_lanes(dtype, payload, tile.rows, tile.cols,
+                                                       slices + (tile.col_offset / kTileCols) * kQuantizedSliceBytes,
+                                                       tokenStride, n, y, ys);
+                        continue;
+                    }
+                    payload = unpack_lanes_for_kernel(dtype, payload, tile.rows, tile.cols);  // paths without lanes kernels
+                }
                 if (slices) {
-                    k->tile_matmat_quantized(dtype, tile.payload, tile.rows, tile.cols,
+                    k->tile_matmat_quantized(dtype, payload, tile.rows, tile.cols,
                                              slices + (tile.col_offset / kTileCols) * kQuantizedSliceBytes, tokenStride,
                                              n, y, ys);
                 } else {
                     for (uint32_t tok = 0; tok < n; ++tok)
-                        k->tile_matvec(dtype, tile.payload, tile.rows, tile.cols, x + tok * xStride + tile.col_offset,
+                        k->tile_matvec(dtype, payload, tile.rows, tile.cols, x + tok * xStride + tile.col_offset,
                                        y + tok * ys);
                 }
             }
@@ -208,7 +220,7 @@ void Session::matmat_tiles(DType dtype, const std::vector<TileRef>& tiles, const
 }
 
 void Session::matmat(const SegmentView& segment, const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n) {
-    matmat_tiles(segment.dtype, segment.tiles, segment.stripes, outputs, x, xStride, n);
+    matmat_tiles(segment.dtype, segment.tiles, segment.stripes, outputs, x, xStride, n, model_->in_lanes(segment));
 }
 
 void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
@@ -308,10 +320,12 @@ Status Session::moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, L
         const auto m = uint32_t(bt.served.size());
         for (uint32_t j = 0; j < m; ++j)
             std::copy_n(bt.routing[bt.served[j] / k].input.data(), d, bt.expert_in.data() + j * d);
+        const bool lanes = model_->expert_bank_in_lanes(layer);
         matmat_tiles(w.expert_bank->dtype, ev.gate_up, ev.gate_up_stripes, {{bt.gate.data(), bt.up.data()}, {hidden, hidden}},
-                     bt.expert_in.data(), d, m);
+                     bt.expert_in.data(), d, m, lanes);
         for_tokens(pool_, m, [&](uint32_t j) { ops::glu(activation, bt.gate.data() + j * hidden, bt.up.data() + j * hidden, eff); });
-        matmat_tiles(w.expert_bank->dtype, ev.down, ev.down_stripes, {{bt.expert_tmp.data()}, {d}}, bt.gate.data(), hidden, m);
+        matmat_tiles(w.expert_bank->dtype, ev.down, ev.down_stripes, {{bt.expert_tmp.data()}, {d}}, bt.gate.data(), hidden, m,
+                     lanes);
         for (uint32_t j = 0; j < m; ++j)
             std::copy_n(bt.expert_tmp.data() + j * d, d, bt.expert_out.data() + size_t(bt.served[j]) * d);
         expertBytes += ev.bytes;

@@ -446,6 +446,110 @@ void tile_matmat_quantized_avx512vnni(DType dtype, const uint8_t* payload, uint3
     else matmat_rows<false>(payload, rows, cols, slices, sliceStride, tokens, y, yStride);
 }
 
+// ---- decode on tiles stored with rows in lanes (lanes_layout.h) ----
+//
+// The same walk as lane_rows_tokens for one token, on tiles rearranged once at load and kept
+// 4-bit: per 16 rows and block, Q4_0 takes 4 loads, 8 masks/shifts and 8 vpdpbusd (Q8_0 8 loads
+// and 8 vpdpbusd), then one convert, scale and add; no horizontal sums.
+template <bool kQ4>
+void lanes_matvec(const uint8_t* lanes, uint32_t rows, uint32_t cols, const QuantizedX& xq, float* y) {
+    constexpr uint32_t kChunks = kQ4 ? 4 : 8;  // 64-byte loads per 16 rows and block
+    constexpr size_t kLanesPrefetchBytes = 4096;  // measured ahead of 2 KiB on a Xeon (DRAM-resident tiles)
+    const uint32_t groups = cols / kGroup;
+    const size_t rgBytes = static_cast<size_t>(groups) * (kLaneRows * sizeof(uint16_t) + kChunks * 64);
+    const bool prefetch = ::cflow::kernels::g_explicit_prefetch.load(std::memory_order_relaxed);
+    // The activation's 4-byte steps in the order the chunks consume them, gathered once per tile
+    // (QuantizedX stores Q4_0 pairs swizzled for the file-layout kernel).
+    alignas(64) int32_t steps[kMaxGroups][kSteps];  // [G][8]
+    for (uint32_t g = 0; g < groups; ++g)
+        for (uint32_t st = 0; st < kSteps; ++st) __builtin_memcpy(&steps[g][st], xq.q + x_offset(kQ4, groups, g, st), 4);
+    const __m512i lowNibbles = _mm512_set1_epi8(0x0F);
+    for (uint32_t rg = 0; rg < rows / kLaneRows; ++rg) {
+        const uint8_t* scales = lanes + rg * rgBytes;                                                   // [G][16] f16
+        const uint8_t* weights = scales + static_cast<size_t>(groups) * kLaneRows * sizeof(uint16_t);  // [G][chunks][64]
+        __m512 acc = _mm512_setzero_ps();
+        for (uint32_t g = 0; g < groups; ++g) {
+            // Q4_0: sum (q - 8) x = sum q x - 8 sum x; Q8_0 (w + 128): minus 128 sum x.
+            __m512i dot = _mm512_set1_epi32(kQ4 ? xq.q4Offset[g] : 16 * xq.q4Offset[g]);
+            const uint8_t* w = weights + static_cast<size_t>(g) * kChunks * 64;
+            CFLOW_UNROLL_ROWS
+            for (uint32_t c = 0; c < kChunks; ++c) {
+                if (prefetch && c % 2 == 0)
+                    _mm_prefetch(reinterpret_cast<const char*>(w + c * 64 + kLanesPrefetchBytes), _MM_HINT_T0);
+                const __m512i v = _mm512_loadu_si512(w + c * 64);
+                if constexpr (kQ4) {
+                    dot = _mm512_dpbusd_epi32(dot, _mm512_and_si512(v, lowNibbles), _mm512_set1_epi32(steps[g][2 * c]));
+                    dot = _mm512_dpbusd_epi32(dot, _mm512_and_si512(_mm512_srli_epi16(v, 4), lowNibbles),
+                                              _mm512_set1_epi32(steps[g][2 * c + 1]));
+                } else {
+                    dot = _mm512_dpbusd_epi32(dot, v, _mm512_set1_epi32(steps[g][c]));
+                }
+            }
+            const __m512 scale = _mm512_mul_ps(
+                _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + g * kLaneRows * sizeof(uint16_t)))),
+                _mm512_set1_ps(xq.scale[g]));
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc);
+        }
+        float* out = y + rg * kLaneRows;
+        _mm512_storeu_ps(out, _mm512_add_ps(_mm512_loadu_ps(out), acc));
+    }
+}
+
+void tile_matvec_quantized_lanes_avx512vnni(DType dtype, const uint8_t* lanes, uint32_t rows, uint32_t cols,
+                                            const void* slice, float* y) {
+    const auto& xq = *static_cast<const QuantizedX*>(slice);
+    if (dtype == DType::Q4_0) lanes_matvec<true>(lanes, rows, cols, xq, y);
+    else lanes_matvec<false>(lanes, rows, cols, xq, y);
+}
+
+// Batched prefill on lanes tiles: the tile is already in lanes order, so widening it to the
+// LaneTile matmat_lanes multiplies is one mask (and shift) per 64 bytes, not a scatter per row
+// and block, and every token count takes the lanes walk.
+template <bool kQ4>
+void expand_lanes_tile(const uint8_t* lanes, uint32_t rows, uint32_t groups, LaneTile& lt) {
+    constexpr uint32_t kChunks = kQ4 ? 4 : 8;
+    const size_t rgBytes = static_cast<size_t>(groups) * (kLaneRows * sizeof(uint16_t) + kChunks * 64);
+    const __m512i lowNibbles = _mm512_set1_epi8(0x0F);
+    for (uint32_t rg = 0; rg < rows / kLaneRows; ++rg) {
+        const uint8_t* scales = lanes + rg * rgBytes;
+        const uint8_t* weights = scales + static_cast<size_t>(groups) * kLaneRows * sizeof(uint16_t);
+        for (uint32_t g = 0; g < groups; ++g) {
+            _mm512_storeu_ps(lt.scale[rg][g], _mm512_cvtph_ps(_mm256_loadu_si256(
+                                                  reinterpret_cast<const __m256i*>(scales + g * kLaneRows * sizeof(uint16_t)))));
+            const uint8_t* w = weights + static_cast<size_t>(g) * kChunks * 64;
+            for (uint32_t c = 0; c < kChunks; ++c) {
+                const __m512i v = _mm512_loadu_si512(w + c * 64);
+                if constexpr (kQ4) {
+                    _mm512_storeu_si512(lt.w[rg][g][2 * c], _mm512_and_si512(v, lowNibbles));
+                    _mm512_storeu_si512(lt.w[rg][g][2 * c + 1], _mm512_and_si512(_mm512_srli_epi16(v, 4), lowNibbles));
+                } else {
+                    _mm512_storeu_si512(lt.w[rg][g][c], v);
+                }
+            }
+        }
+    }
+}
+
+void tile_matmat_quantized_lanes_avx512vnni(DType dtype, const uint8_t* lanes, uint32_t rows, uint32_t cols,
+                                            const uint8_t* slices, size_t sliceStride, uint32_t tokens, float* y,
+                                            size_t yStride) {
+    const uint32_t groups = cols / kGroup;
+    LaneTile lt;  // 36 KiB on the stack, as in matmat_lanes
+    if (dtype == DType::Q4_0) expand_lanes_tile<true>(lanes, rows, groups, lt);
+    else expand_lanes_tile<false>(lanes, rows, groups, lt);
+    const uint32_t rowGroups = rows / kLaneRows;
+    const bool q4 = dtype == DType::Q4_0;
+    uint32_t rg = 0;
+    for (; rg + 2 <= rowGroups; rg += 2) {
+        if (q4) lane_tokens<2, true>(lt, rows, rg, groups, slices, sliceStride, tokens, y, yStride);
+        else lane_tokens<2, false>(lt, rows, rg, groups, slices, sliceStride, tokens, y, yStride);
+    }
+    if (rg < rowGroups) {
+        if (q4) lane_tokens<1, true>(lt, rows, rg, groups, slices, sliceStride, tokens, y, yStride);
+        else lane_tokens<1, false>(lt, rows, rg, groups, slices, sliceStride, tokens, y, yStride);
+    }
+}
+
 static_assert(sizeof(QuantizedX) <= kQuantizedSliceBytes && alignof(QuantizedX) <= kQuantizedSliceAlign,
               "a quantized slice must fit the engine's slice buffer");
 
@@ -495,7 +599,9 @@ const Kernels& avx512vnni_table() {
                                     .weighted_row_sum = &weighted_row_sum_avx512,
                                     .quantize_slice = &quantize_slice_avx512vnni,
                                     .tile_matvec_quantized = &tile_matvec_quantized_avx512vnni,
-                                    .tile_matmat_quantized = &tile_matmat_quantized_avx512vnni};
+                                    .tile_matmat_quantized = &tile_matmat_quantized_avx512vnni,
+                                    .tile_matvec_quantized_lanes = &tile_matvec_quantized_lanes_avx512vnni,
+                                    .tile_matmat_quantized_lanes = &tile_matmat_quantized_lanes_avx512vnni};
     return kTable;
 }
 

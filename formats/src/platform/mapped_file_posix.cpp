@@ -38,6 +38,14 @@ public:
         madvise(data_ + start, end - start, MADV_WILLNEED);
     }
 
+    void advise_unneeded(uint64_t offset, uint64_t bytes) const override {
+        if (!data_ || mode_ != LoadMode::Map || offset >= size_) return;
+        const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+        const uint64_t start = offset & ~(page - 1);
+        const uint64_t end = offset + std::min(bytes, size_ - offset);
+        madvise(data_ + start, end - start, MADV_DONTNEED);  // read-only file pages: refaulted if read again
+    }
+
     uint64_t resident_bytes() const override {
         if (!data_) return 0;
         if (mode_ == LoadMode::ReadAnon) return size_;
@@ -67,7 +75,7 @@ struct Fd {
 
 } // namespace
 
-Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, LoadMode mode) {
+Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, LoadMode mode, const AnonTransform& transform) {
     Fd file;
     // O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever (it has no effect on
     // regular files, the only kind accepted below).
@@ -110,6 +118,7 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, Lo
         }
         done += static_cast<uint64_t>(n);
     }
+    if (transform) transform(dst, size);
     mprotect(p, mapped, PROT_READ);
     return std::shared_ptr<MappedFile>(std::make_shared<PosixMappedFile>(path, mode, dst, size, mapped));
 }

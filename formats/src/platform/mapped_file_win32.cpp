@@ -158,7 +158,8 @@ Result<std::shared_ptr<MappedFile>> map_view(const std::string& path, HANDLE fil
         std::make_shared<Win32MappedFile>(path, LoadMode::Map, static_cast<uint8_t*>(view), size));
 }
 
-Result<std::shared_ptr<MappedFile>> read_anonymous(const std::string& path, HANDLE file, uint64_t size) {
+Result<std::shared_ptr<MappedFile>> read_anonymous(const std::string& path, HANDLE file, uint64_t size,
+                                                   const MappedFile::AnonTransform& transform) {
     // Plain pages: large pages need SeLockMemoryPrivilege, which ordinary users do not hold.
     void* memory = VirtualAlloc(nullptr, static_cast<SIZE_T>(size), MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
     if (memory == nullptr)
@@ -181,6 +182,7 @@ Result<std::shared_ptr<MappedFile>> read_anonymous(const std::string& path, HAND
         }
         done += got;
     }
+    if (transform) transform(dst, size);
     DWORD old_protect = 0;
     VirtualProtect(memory, static_cast<SIZE_T>(size), PAGE_READONLY, &old_protect);
     return std::shared_ptr<MappedFile>(std::make_shared<Win32MappedFile>(path, LoadMode::ReadAnon, dst, size));
@@ -188,7 +190,7 @@ Result<std::shared_ptr<MappedFile>> read_anonymous(const std::string& path, HAND
 
 } // namespace
 
-Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, LoadMode mode) {
+Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, LoadMode mode, const AnonTransform& transform) {
     if (path.empty()) return make_error("cannot open a file with an empty path");
     auto wide = widen(path);
     if (!wide) return wide.take_error();
@@ -213,7 +215,7 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, Lo
         return make_error(ErrorKind::Unsupported,
                           path + ": " + std::to_string(size) + " bytes do not fit in this process's address space");
 
-    return mode == LoadMode::Map ? map_view(path, file.h, size) : read_anonymous(path, file.h, size);
+    return mode == LoadMode::Map ? map_view(path, file.h, size) : read_anonymous(path, file.h, size, transform);
 }
 
 } // namespace cflow

@@ -26,12 +26,21 @@ public:
     virtual LoadMode mode() const = 0;
     // Advises the OS that [offset, offset+bytes) will be read soon / sequentially. Best effort.
     virtual void advise_willneed(uint64_t offset, uint64_t bytes) const = 0;
+    // Advises the OS that [offset, offset+bytes) will not be read through this object again, so
+    // its pages can leave the process's resident set (a file mapping's pages stay in the page cache
+    // and come back on the next read). Best effort; nothing where the OS or the mode has no such hint.
+    virtual void advise_unneeded(uint64_t offset, uint64_t bytes) const { (void)offset, (void)bytes; }
     // Bytes of the mapping currently resident in RAM (0 where the OS cannot tell).
     virtual uint64_t resident_bytes() const = 0;
 
+    // Called once with a ReadAnon copy's writable bytes, after the file is read and before the copy
+    // is made read-only: the engine rearranges tiles there for its kernels (LoadOptions::lanes).
+    using AnonTransform = std::function<void(uint8_t* bytes, uint64_t size)>;
+
     // Opens path read-only. Errors name the path and the OS reason. An empty file maps
-    // to size() == 0 with data() == nullptr.
-    static Result<std::shared_ptr<MappedFile>> open(const std::string& path, LoadMode mode = LoadMode::Map);
+    // to size() == 0 with data() == nullptr. `transform` applies to LoadMode::ReadAnon only.
+    static Result<std::shared_ptr<MappedFile>> open(const std::string& path, LoadMode mode = LoadMode::Map,
+                                                    const AnonTransform& transform = {});
 };
 
 // Writes a file atomically: the caller writes to temp_path(), then commit() renames it

@@ -14,6 +14,11 @@ namespace cflow {
 
 struct LoadOptions {
     LoadMode mode = LoadMode::Map;  // Map: zero-copy mmap; ReadAnon: copy into anonymous (huge-page) memory
+    // Also read the file into anonymous memory with every Q4_0/Q8_0 matrix whose tiles allow it
+    // rearranged into the lanes layout (kernels/lanes_layout.h), which the int8 kernels walk
+    // without horizontal sums. Costs the file's size in RAM and a pass over it at load; `mode`
+    // still serves everything else (norms, embeddings, tables), so pair it with Map.
+    bool lanes = false;
 };
 
 // The segments one decoder layer reads, resolved once at load.
@@ -60,6 +65,14 @@ public:
     // touched) and cached; thread-safe. Fails if the file's expert table entry is corrupt.
     Result<const ExpertView*> expert(uint32_t layer, uint32_t expert) const;
 
+    // LoadOptions::lanes: the copy of the file whose rearranged tiles the kernels read (byte for
+    // byte at the same offsets as file().file().data()), or nullptr when the model was loaded
+    // without it. A segment's (or a layer's expert bank's) tiles are in the lanes layout there only
+    // when in_lanes says so; the others keep the file's layout and are read from the file.
+    const uint8_t* lanes_base() const;
+    bool in_lanes(const SegmentView& segment) const;
+    bool expert_bank_in_lanes(uint32_t layer) const;
+
     ~Model();
 
 private:
@@ -73,6 +86,10 @@ private:
     std::string chat_template_;
     uint32_t effective_layers_ = 0;
     std::unique_ptr<ExpertSlot[]> expert_slots_;  // [n_layers x n_experts]
+    std::shared_ptr<MappedFile> lanes_;                 // [file bytes] LoadOptions::lanes, else null
+    std::vector<const SegmentView*> lanes_segments_;    // sorted: segments rearranged in lanes_
+    std::vector<uint8_t> lanes_expert_banks_;           // [n_layers] 1: that layer's experts rearranged
+    friend struct LanesArenaBuilder;
 };
 
 } // namespace cflow

@@ -118,8 +118,9 @@ private:
     // array, so a matvec never allocates.
     using MatvecOutputs = std::array<float*, 3>;
     void matvec(const SegmentView& segment, const MatvecOutputs& outputs, const float* x);
+    // lanes: the tiles are read from the model's lanes copy (Model::in_lanes).
     void matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
-                      const MatvecOutputs& outputs, const float* x);
+                      const MatvecOutputs& outputs, const float* x, bool lanes);
     void output_logits();
     // Resets telemetry_ for a forward step over `tokens` tokens from position(), the last `last_token`.
     void begin_record(uint32_t tokens, int32_t last_token);
@@ -129,7 +130,7 @@ private:
     Result<std::span<const float>> prefill_unguarded(std::span<const int32_t> tokens, bool want_logits);
     Status prefill_chunk(std::span<const int32_t> tokens);
     void matmat_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
-                      const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n);
+                      const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n, bool lanes);
     void matmat(const SegmentView& segment, const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n);
     void attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec);          // batch attn_out = Attn(Norm(x))
     void dense_ffn_batch(uint32_t layer, uint32_t n, LayerRecord& rec);          // batch dense_out = FFN(Norm(x))

@@ -74,6 +74,17 @@ struct Kernels {
     void (*tile_matmat_quantized)(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols,
                                   const uint8_t* slices, size_t sliceStride, uint32_t tokens, float* y,
                                   size_t yStride) = nullptr;
+    // tile_matvec_quantized on a tile in the lanes layout (lanes_layout.h; rows a multiple of 16,
+    // whole blocks): the same exact integer block dots, f32 additions in another order, so within
+    // the reassociation bound of tile_matvec_quantized (kernels_test.cpp). Null on paths without
+    // one: the session unpacks such tiles and calls the file-layout kernels.
+    void (*tile_matvec_quantized_lanes)(DType dtype, const uint8_t* lanes, uint32_t rows, uint32_t cols,
+                                        const void* slice, float* y) = nullptr;
+    // tile_matmat_quantized on a lanes tile, for any token count: within the same bound of
+    // tile_matvec_quantized per token. Null where tile_matvec_quantized_lanes is.
+    void (*tile_matmat_quantized_lanes)(DType dtype, const uint8_t* lanes, uint32_t rows, uint32_t cols,
+                                        const uint8_t* slices, size_t sliceStride, uint32_t tokens, float* y,
+                                        size_t yStride) = nullptr;
 };
 
 // Explicit PREFETCHT0 hints in the matvec inner loop: the int8 paths issue them (Avx2Int8,
