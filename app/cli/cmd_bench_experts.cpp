@@ -7,9 +7,13 @@
 // --rounds so a noisy machine affects all three alike. The greedy tokens must match across arms.
 // --cache-mib M|fit gives sync and staged an expert cache in RAM (the mapped arm has the page
 // cache): per arm the hit rate and the expert bytes read from storage and served from RAM per token.
+// --io-backend picks how sync and staged reach the OS (io_uring, overlapped I/O, the reader pool);
+// every line names the backend that ran (io_backend), and the sync line the read bandwidth its
+// blocking reads achieved: expert bytes read from storage over the time blocked on them.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,7 +82,7 @@ Status run_tokens(ArmTotals& arm, int count, bool timed) {
 } // namespace
 
 int run_bench_experts(const std::vector<std::string>& argv) {
-    auto args = Args::parse(argv, ArgSpec{{"--threads", "--tokens", "--warmup", "--rounds", "--fetch-threads", "--cache-mib"}, {"--json"}});
+    auto args = Args::parse(argv, ArgSpec{{"--threads", "--tokens", "--warmup", "--rounds", "--fetch-threads", "--cache-mib", "--io-backend"}, {"--json"}});
     if (!args) return fail("bench experts", args.error());
     if (args->positionals().size() != 1) return fail("bench experts", "expected exactly one MODEL.cflow");
     auto threads = args->integer("--threads", 0, 0, 1024);
@@ -90,6 +94,8 @@ int run_bench_experts(const std::vector<std::string>& argv) {
         if (!*r) return fail("bench experts", r->error());
     auto cache_mib = parse_cache_mib_arg(*args);
     if (!cache_mib) return fail("bench experts", cache_mib.error());
+    auto io_backend = parse_io_backend_arg(*args);
+    if (!io_backend) return fail("bench experts", io_backend.error());
     const std::string path = args->positionals()[0];
     auto model = Model::load(path);
     if (!model) return fail("bench experts", model.error());
@@ -108,6 +114,7 @@ int run_bench_experts(const std::vector<std::string>& argv) {
         SessionOptions options{unsigned(*threads), ctx};
         options.expert_fetch = order[a];
         options.fetch_threads = unsigned(*fetch_threads);
+        options.io_backend = *io_backend;
         if (order[a] != ExpertFetch::Mapped) options.expert_cache_bytes = cache_bytes;
         auto session = Session::create(model.value(), options);
         if (!session) return fail("bench experts", std::string(expert_fetch_name(order[a])) + ": " + session.error());
@@ -142,6 +149,12 @@ int run_bench_experts(const std::vector<std::string>& argv) {
     const double predicted_taxed = (c_ms + io_ms) / std::max({(1.0 + tau) * c_ms, io_ms, 1e-9});
     const bool identical = mapped.emitted == sync.emitted && mapped.emitted == staged.emitted;
     const std::string isa(isa_name(selected_isa()));
+    // Sync and staged open their readers alike, so they run the same backend.
+    const std::optional<IoBackend> backend_ran = sync.session->io_backend();
+    const std::string backend_name = backend_ran ? std::string(io_backend_name(*backend_ran)) : "none";
+    const std::string backend_note = sync.session->io_backend_note();
+    // Sync blocks on every read it issues, so its stall is the reads' own time (top_k at once).
+    const double read_mb_per_second = sync.stall_us > 0 ? sync.bytes_from_disk / sync.stall_us : 0.0;
 
     for (const ArmTotals& arm : arms) {
         const double tps = arm.tokens / std::max(arm.seconds, 1e-9);
@@ -165,7 +178,10 @@ int run_bench_experts(const std::vector<std::string>& argv) {
                                {"cache_hit_rate", hit_rate},
                                {"expert_bytes_read_per_token", read_per_token},
                                {"expert_bytes_saved_per_token", saved_per_token},
-                               {"outputs_identical", identical}};
+                               {"outputs_identical", identical},
+                               {"io_backend", arm.arm == ExpertFetch::Mapped ? std::string("none") : backend_name}};
+        if (arm.arm != ExpertFetch::Mapped && !backend_note.empty()) line["io_backend_note"] = backend_note;
+        if (arm.arm == ExpertFetch::Sync) line["read_mb_per_second"] = read_mb_per_second;
         if (arm.arm == ExpertFetch::Staged) {
             line["predicted_speedup"] = predicted;
             line["measured_speedup"] = measured;
@@ -185,6 +201,7 @@ int run_bench_experts(const std::vector<std::string>& argv) {
             if (arm.arm != ExpertFetch::Mapped)
                 std::printf("  read %7.2f MiB/token  cache %.0f MiB hit %5.1f%% saved %7.2f MiB/token", read_per_token / (1 << 20),
                             arm_cache_mib, 100.0 * hit_rate, saved_per_token / (1 << 20));
+            if (arm.arm == ExpertFetch::Sync) std::printf("  reads at %.0f MB/s", read_mb_per_second);
             std::printf("\n");
         }
     }
@@ -192,10 +209,11 @@ int run_bench_experts(const std::vector<std::string>& argv) {
         std::printf("C %.2f ms/token (mapped), IO %.2f ms/token (sync stall); staged over sync: predicted (C+IO)/max(C,IO) "
                     "= %.3f, measured %.3f (%.3f of the prediction); with the interference tax tau = %.3f (staged "
                     "compute over mapped) (C+IO)/max((1+tau)C,IO) = %.3f (%.3f of it); staged hides %.1f%% of the sync "
-                    "stall; %s; greedy tokens %s across the arms (%s, %u threads)\n",
+                    "stall; %s through %s%s%s; greedy tokens %s across the arms (%s, %u threads)\n",
                     c_ms, io_ms, predicted, measured, predicted > 0 ? measured / predicted : 0.0, tau, predicted_taxed,
                     predicted_taxed > 0 ? measured / predicted_taxed : 0.0, 100.0 * hidden,
-                    direct ? "direct I/O" : "buffered reads (the file system refused O_DIRECT)",
+                    direct ? "direct I/O" : "buffered reads (the file system refused O_DIRECT)", backend_name.c_str(),
+                    backend_note.empty() ? "" : " (", backend_note.empty() ? "" : (backend_note + ")").c_str(),
                     identical ? "identical" : "DIFFER", isa.c_str(), arms[0].session->threads());
     return identical ? 0 : 1;
 }

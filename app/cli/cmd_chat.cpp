@@ -173,7 +173,7 @@ private:
 } // namespace
 
 int run_chat(const std::vector<std::string>& argv) {
-    ArgSpec spec{{"--system", "--threads", "--ctx", "--load", "--kv-cache", "--expert-fetch", "--cache-mib", kTemplateOption, kContextPolicyOption},
+    ArgSpec spec{{"--system", "--threads", "--ctx", "--load", "--kv-cache", "--expert-fetch", "--cache-mib", "--io-backend", kTemplateOption, kContextPolicyOption},
                  {"--show-prompt"}};
     for (const auto& name : sampling_option_names()) spec.valued.insert(name);
     auto args = Args::parse(argv, spec);
@@ -195,6 +195,10 @@ int run_chat(const std::vector<std::string>& argv) {
     auto fetch = parse_expert_fetch_arg(*args);
     if (!fetch) return fail("chat", fetch.error());
     session_options.expert_fetch = *fetch;
+    auto io_backend = parse_io_backend_arg(*args);
+    if (!io_backend) return fail("chat", io_backend.error());
+    if (Status st = check_io_backend_for(*io_backend, *fetch); !st) return fail("chat", st.error());
+    session_options.io_backend = *io_backend;
     auto cache_mib = parse_cache_mib_arg(*args);
     if (!cache_mib) return fail("chat", cache_mib.error());
     auto load = parse_load_args(*args);

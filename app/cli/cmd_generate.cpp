@@ -18,7 +18,7 @@
 namespace cflow::cli {
 
 int run_generate(const std::vector<std::string>& argv) {
-    ArgSpec spec{{"-p", "--prompt", "--threads", "--ctx", "--load", "--telemetry-file", "--expert-fetch", "--cache-mib", "--kv-cache"},
+    ArgSpec spec{{"-p", "--prompt", "--threads", "--ctx", "--load", "--telemetry-file", "--expert-fetch", "--cache-mib", "--io-backend", "--kv-cache"},
                  {"--no-stats", "--stats", "--trace-experts"}};
     spec.valued.merge(sampling_option_names());
     auto args = Args::parse(argv, spec);
@@ -42,6 +42,10 @@ int run_generate(const std::vector<std::string>& argv) {
     auto fetch = parse_expert_fetch_arg(*args);
     if (!fetch) return fail("generate", fetch.error());
     session_options.expert_fetch = *fetch;
+    auto io_backend = parse_io_backend_arg(*args);
+    if (!io_backend) return fail("generate", io_backend.error());
+    if (Status st = check_io_backend_for(*io_backend, *fetch); !st) return fail("generate", st.error());
+    session_options.io_backend = *io_backend;
     auto cache_mib = parse_cache_mib_arg(*args);
     if (!cache_mib) return fail("generate", cache_mib.error());
     auto kv_cache = parse_kv_cache_arg(*args);
@@ -103,6 +107,14 @@ int run_generate(const std::vector<std::string>& argv) {
                      (unsigned long long)request.sampling.seed, load_ms, stats->prompt_tokens, stats->prompt_tokens_per_s(),
                      stats->generated_tokens, stats->decode_tokens_per_s(), stats->time_to_first_token_ms,
                      std::string(stop_reason_name(stats->stop_reason)).c_str());
+        if (auto backend = (*session)->io_backend()) {
+            const std::string note = (*session)->io_backend_note();
+            std::fprintf(stderr, "[cflow] experts %s: %s reads, %s%s%s\n",
+                         std::string(expert_fetch_name((*session)->expert_fetch())).c_str(),
+                         std::string(io_backend_name(*backend)).c_str(),
+                         (*session)->staged_direct_io() ? "direct I/O" : "buffered (the file system refused direct I/O)",
+                         note.empty() ? "" : "; ", note.c_str());
+        }
     }
     return 0;
 }

@@ -33,6 +33,19 @@ Result<ExpertFetch> parse_expert_fetch_arg(const Args& args) {
     return make_error("--expert-fetch must be 'mapped', 'sync' or 'staged' (got '" + *value + "')");
 }
 
+Result<IoBackend> parse_io_backend_arg(const Args& args) {
+    const auto value = args.value("--io-backend");
+    if (!value) return IoBackend::Auto;
+    if (auto parsed = parse_io_backend(*value)) return *parsed;
+    return make_error("--io-backend must be 'auto', 'uring', 'overlapped' or 'threads' (got '" + *value + "')");
+}
+
+Status check_io_backend_for(IoBackend backend, ExpertFetch fetch) {
+    if (fetch == ExpertFetch::Mapped && backend != IoBackend::Auto)
+        return make_error("--io-backend needs --expert-fetch sync or staged (mapped experts are read through the page cache)");
+    return {};
+}
+
 uint64_t resolve_cache_bytes(const CacheSizeArg& arg, const Model& model) {
     if (arg.fit) return expert_cache_fit_bytes(model, query_system_memory());
     return arg.mib << 20;

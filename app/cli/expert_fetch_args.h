@@ -4,6 +4,10 @@
 //   --cache-mib M|fit                   RAM expert cache for sync/staged, in MiB (0 = off), or
 //                                       'fit': expert_cache_fit_bytes (half of free memory minus
 //                                       the model's resident bytes, at most the expert bank)
+//   --io-backend auto|uring|overlapped|threads
+//                                       how sync/staged reads reach the OS (IoBackend): auto = io_uring
+//                                       on Linux, overlapped I/O on Windows, the reader pool where that
+//                                       cannot start; an explicit one that cannot run here is an error
 // Parsed before the model loads (bad values fail fast), resolved against the model after.
 #include <cstdint>
 #include <optional>
@@ -23,6 +27,11 @@ struct CacheSizeArg {
 Result<std::optional<CacheSizeArg>> parse_cache_mib_arg(const Args& args);
 // Absent: mapped.
 Result<ExpertFetch> parse_expert_fetch_arg(const Args& args);
+
+// Absent: auto. Anything but a backend name is an error naming the option.
+Result<IoBackend> parse_io_backend_arg(const Args& args);
+// An explicit --io-backend with the mapped arm is an error (mapped experts are not read by it).
+Status check_io_backend_for(IoBackend backend, ExpertFetch fetch);
 
 // Bytes of cache the argument asks for on this model (fit: from the memory available now).
 uint64_t resolve_cache_bytes(const CacheSizeArg& arg, const Model& model);

@@ -32,7 +32,12 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
         if (options.expert_fetch != ExpertFetch::Mapped && h.n_experts > 0) {
             std::shared_ptr<ExpertCache> cache;
             if (options.expert_cache_bytes > 0) cache = std::make_shared<ExpertCache>(options.expert_cache_bytes);
-            auto f = ExpertFetcher::create(model->file().path(), options.fetch_threads, std::move(cache));
+            ExpertFetcherOptions fetch;
+            fetch.backend = options.io_backend;
+            fetch.readerThreads = options.fetch_threads;
+            // Reads in flight at once: every routing layer whose experts are not yet injected.
+            fetch.readsInFlight = unsigned(h.top_k) * (unsigned(h.expert_delay) + 1);
+            auto f = ExpertFetcher::create(model->file().path(), fetch, std::move(cache));
             if (!f) return f.take_error();
             fetcher = std::move(f.value());
         }
@@ -110,6 +115,13 @@ KvCacheType Session::kv_cache_type() const { return buf_->kv.type(); }
 
 bool Session::staged_direct_io() const { return fetcher_ && fetcher_->direct(); }
 
+std::optional<IoBackend> Session::io_backend() const {
+    if (!fetcher_) return std::nullopt;
+    return fetcher_->backend();
+}
+
+std::string Session::io_backend_note() const { return fetcher_ ? fetcher_->fallback_reason() : std::string(); }
+
 uint64_t Session::expert_cache_bytes() const {
     return fetcher_ && fetcher_->cache() ? fetcher_->cache()->budget_bytes() : 0;
 }
@@ -126,6 +138,7 @@ void Session::begin_record(uint32_t tokens, int32_t last_token) {
     telemetry_.expertBytesSaved = 0;
     telemetry_.expertBytesFromDisk = 0;
     telemetry_.expertFetch = static_cast<uint8_t>(expert_fetch());
+    telemetry_.ioBackend = fetcher_ ? static_cast<uint8_t>(fetcher_->backend()) : 0;
     for (uint32_t i = 0; i < telemetry_.layers.size(); ++i) {
         telemetry_.layers[i] = LayerRecord{};
         telemetry_.layers[i].position = position_;

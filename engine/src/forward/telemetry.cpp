@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cflow/engine/io/io_backend.h"
+
 namespace cflow {
 
 const char* stream_name(Stream s) {
@@ -34,6 +36,7 @@ std::string to_json_line(const TokenTelemetry& t, bool include_experts, bool inc
         j["expertCacheMisses"] = t.expertCacheMisses;
         j["expertBytesSaved"] = t.expertBytesSaved;
         j["expertBytesFromDisk"] = t.expertBytesFromDisk;
+        if (t.ioBackend != 0) j["ioBackend"] = std::string(io_backend_name(static_cast<IoBackend>(t.ioBackend)));
     }
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
     for (const LayerRecord& r : t.layers) {

@@ -18,8 +18,8 @@ ClaimResult scorecard_claim1_expert_loading(const std::string& moe_model, const 
     using namespace scorecard;
     std::string method =
         "decode greedy tokens on " + (moe_model.empty() ? std::string("(no MoE model)") : moe_model) +
-        " with expert_fetch=sync (direct-I/O reads of the routed experts only, no expert cache, everything else "
-        "mapped); bytes read = the process's OS read counter (/proc/self/io rchar) over the timed steps; bank "
+        " with expert_fetch=sync, io_backend=threads (pread direct-I/O reads of the routed experts only, no "
+        "expert cache, everything else mapped); bytes read = the process's OS read counter (/proc/self/io rchar) over the timed steps; bank "
         "bytes = every expert-table entry of every MoE layer; proven if bytes read / bank bytes is within 10% "
         "of k/E, refuted if it is >= 0.9 (nearly the whole bank), else inconclusive";
     if (moe_model.empty()) return not_measurable(1, kTitle, method, "no MoE model was given");
@@ -39,6 +39,7 @@ ClaimResult scorecard_claim1_expert_loading(const std::string& moe_model, const 
     const int tokens = options.quick ? 8 : 32;
     SessionOptions so{options.threads, uint32_t(tokens + 8)};
     so.expert_fetch = ExpertFetch::Sync;
+    so.io_backend = IoBackend::Threads;  // pread: io_uring reads never reach the rchar read counter
     auto session = Session::create(model.value(), so);
     if (!session) return not_measurable(1, kTitle, method, session.error());
     int32_t next = 1;

@@ -1,5 +1,6 @@
 // Staged and sync direct-I/O expert fetch give bit-identical results to reading experts from the
 // mapping, records expert-wait time, and reads exactly the selected experts.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <system_error>
@@ -8,6 +9,7 @@
 #include "cflow/engine/forward/session.h"
 #include "cflow/engine/io/expert_cache_budget.h"
 #include "cflow/formats/converter.h"
+#include "io_uring_refused.h"
 #include "synthetic_model.h"
 #include "test_support.h"
 
@@ -36,7 +38,12 @@ std::shared_ptr<const Model> delayed_moe_model(const std::string& name, CombineS
     return m.ok() ? m.value() : nullptr;
 }
 
-TEST(ExpertFetch, StagedReadsMatchMappedBitForBit) {
+// Every read backend (io_uring, overlapped I/O, the reader pool): an explicit one this OS or
+// kernel cannot run makes Session::create fail with Unsupported, and the test skips naming why.
+class ExpertFetchBackends : public ::testing::TestWithParam<IoBackend> {};
+
+TEST_P(ExpertFetchBackends, StagedAndSyncReadsMatchMappedBitForBit) {
+    const IoBackend backend = GetParam();
     for (auto [style, dd, de] : {std::tuple{CombineStyle::DelayedSum, 1, 2}, std::tuple{CombineStyle::Sequential, 0, 0},
                                  std::tuple{CombineStyle::AsyncExperts, 0, 2}}) {
         SCOPED_TRACE(int(style));
@@ -45,8 +52,10 @@ TEST(ExpertFetch, StagedReadsMatchMappedBitForBit) {
         SessionOptions mapped_opts{1, 64};
         SessionOptions staged_opts{1, 64};
         staged_opts.expert_fetch = ExpertFetch::Staged;
+        staged_opts.io_backend = backend;
         SessionOptions sync_opts{1, 64};
         sync_opts.expert_fetch = ExpertFetch::Sync;
+        sync_opts.io_backend = backend;
         // The same arms with an expert cache of a quarter of the bank: hits come from RAM.
         const uint64_t quarter = expert_bank_bytes(*model) / 4;
         SessionOptions staged_cache_opts = staged_opts, sync_cache_opts = sync_opts;
@@ -54,13 +63,16 @@ TEST(ExpertFetch, StagedReadsMatchMappedBitForBit) {
         sync_cache_opts.expert_cache_bytes = quarter;
         auto mapped = Session::create(model, mapped_opts);
         auto staged = Session::create(model, staged_opts);
+        if (!staged && staged.kind() == ErrorKind::Unsupported) GTEST_SKIP() << staged.error();
         auto sync = Session::create(model, sync_opts);
         auto staged_cache = Session::create(model, staged_cache_opts);
         auto sync_cache = Session::create(model, sync_cache_opts);
         ASSERT_TRUE(mapped.ok() && staged.ok() && sync.ok() && staged_cache.ok() && sync_cache.ok());
         uint64_t hits = 0;
-        std::cout << "[expert fetch] direct I/O " << ((*staged)->staged_direct_io() ? "in use" : "refused by the file system; buffered reads")
-                  << "\n";
+        std::cout << "[expert fetch] " << io_backend_name(backend) << ": direct I/O "
+                  << ((*staged)->staged_direct_io() ? "in use" : "refused by the file system; buffered reads") << "\n";
+        for (auto* s : {&staged, &sync, &staged_cache, &sync_cache}) EXPECT_EQ((**s)->io_backend(), backend);
+        EXPECT_FALSE((*mapped)->io_backend().has_value());  // the mapped arm reads nothing itself
         for (int32_t token : {1, 7, 42, 3, 99, 12, 5, 64}) {
             auto a = (*mapped)->step(token);
             const std::vector<float> mapped_logits(a->begin(), a->end());
@@ -81,6 +93,8 @@ TEST(ExpertFetch, StagedReadsMatchMappedBitForBit) {
             EXPECT_EQ((*staged_cache)->telemetry().expertCacheHits, (*sync_cache)->telemetry().expertCacheHits);
             EXPECT_EQ((*staged)->telemetry().expertCacheHits, 0u);
             EXPECT_EQ((*mapped)->telemetry().expertCacheMisses, 0u);  // the mapped arm reads nothing itself
+            EXPECT_EQ((*staged)->telemetry().ioBackend, uint8_t(backend));
+            EXPECT_EQ((*mapped)->telemetry().ioBackend, 0u);
             EXPECT_EQ((*sync)->telemetry().bytes(Stream::Expert), (*mapped)->telemetry().bytes(Stream::Expert));
             const TokenTelemetry& ta = (*mapped)->telemetry();
             const TokenTelemetry& tb = (*staged)->telemetry();
@@ -92,6 +106,59 @@ TEST(ExpertFetch, StagedReadsMatchMappedBitForBit) {
         }
         EXPECT_GT(hits, 0u) << "8 tokens over 32 experts with 8 cached: some must hit";
     }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ExpertFetchBackends,
+                         ::testing::Values(IoBackend::Uring, IoBackend::Overlapped, IoBackend::Threads),
+                         [](const ::testing::TestParamInfo<IoBackend>& param) {
+                             return std::string(io_backend_name(param.param));
+                         });
+
+// Auto takes the OS's asynchronous backend where it runs, the reader pool with a stated reason
+// where it does not (here: a seccomp filter refusing io_uring_setup on the session's thread);
+// either way the logits are the mapped arm's.
+TEST(ExpertFetch, AutoPicksTheOsBackendOrSaysWhyNot) {
+    auto model = delayed_moe_model("auto", CombineStyle::DelayedSum, 1, 2);
+    ASSERT_TRUE(model);
+    SessionOptions staged_opts{1, 16};
+    staged_opts.expert_fetch = ExpertFetch::Staged;
+    auto mapped = Session::create(model, SessionOptions{1, 16});
+    ASSERT_TRUE(mapped.ok()) << mapped.error();
+    std::vector<std::vector<float>> reference;
+    for (int32_t token : {5, 9, 77}) {
+        auto r = (*mapped)->step(token);
+        ASSERT_TRUE(r.ok()) << r.error();
+        reference.emplace_back(r->begin(), r->end());
+    }
+    auto run = [&](IoBackend& ran, std::string& note, bool& identical) {
+        auto staged = Session::create(model, staged_opts);
+        if (!staged) return;
+        ran = *(*staged)->io_backend();
+        note = (*staged)->io_backend_note();
+        identical = true;
+        int i = 0;
+        for (int32_t token : {5, 9, 77}) {
+            auto r = (*staged)->step(token);
+            identical = identical && r.ok() && std::equal(r->begin(), r->end(), reference[size_t(i++)].begin());
+        }
+    };
+    IoBackend ran = IoBackend::Auto;
+    std::string note;
+    bool identical = false;
+    run(ran, note, identical);
+    std::cout << "[expert fetch] auto runs " << io_backend_name(ran) << (note.empty() ? "" : ": " + note) << "\n";
+    EXPECT_TRUE(identical);
+    EXPECT_NE(ran, IoBackend::Auto);
+    EXPECT_EQ(note.empty(), ran != IoBackend::Threads) << note;  // the pool only ever with a reason
+    if (ran != IoBackend::Uring) return;  // the refused-io_uring half needs io_uring to refuse
+    std::string why;
+    IoBackend refused_ran = IoBackend::Auto;
+    std::string refused_note;
+    bool refused_identical = false;
+    if (!run_with_io_uring_refused([&] { run(refused_ran, refused_note, refused_identical); }, why)) GTEST_SKIP() << why;
+    EXPECT_EQ(refused_ran, IoBackend::Threads);
+    EXPECT_NE(refused_note.find("io_uring_queue_init"), std::string::npos) << refused_note;
+    EXPECT_TRUE(refused_identical);
 }
 
 // With a cache of a quarter of the expert bank on a model whose routing favours a few experts,

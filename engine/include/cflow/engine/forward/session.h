@@ -6,9 +6,11 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "cflow/engine/io/io_backend.h"
 #include "cflow/engine/kernels/kernels.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/telemetry.h"
@@ -35,7 +37,11 @@ struct SessionOptions {
     unsigned threads = 0;             // 0 = hardware concurrency
     uint32_t context_length = 0;      // 0 = the model's max_seq_len, capped at kDefaultContextCap
     ExpertFetch expert_fetch = ExpertFetch::Mapped;
-    unsigned fetch_threads = 2;       // reader threads for ExpertFetch::Staged and Sync
+    unsigned fetch_threads = 2;       // reader threads for ExpertFetch::Staged and Sync (IoBackend::Threads)
+    // How Staged and Sync reads reach the OS (io_backend.h): Auto = io_uring / overlapped I/O,
+    // the reader-thread pool where that cannot start (io_backend_note() says why). An explicit
+    // backend this OS or kernel cannot run makes Session::create fail with Unsupported.
+    IoBackend io_backend = IoBackend::Auto;
     // RAM cache of whole experts for ExpertFetch::Staged and Sync, in bytes; 0 = off. Cached
     // experts are served from RAM instead of being read (TokenTelemetry::expertCacheHits). Ignored
     // for Mapped (the page cache is its cache). expert_cache_fit_bytes() sizes one to free memory.
@@ -51,7 +57,8 @@ struct SessionOptions {
 class Session {
 public:
     // Fails with Unsupported for an ISA this CPU lacks, InvalidInput for a context whose KV cache
-    // exceeds the 64 GiB cap, Io when staged expert reads cannot open the file, OutOfMemory when
+    // exceeds the 64 GiB cap, Io when staged expert reads cannot open the file, Unsupported when
+    // SessionOptions::io_backend names a backend that cannot run here, OutOfMemory when
     // the KV cache or scratch buffers cannot be allocated.
     static Result<std::unique_ptr<Session>> create(std::shared_ptr<const Model> model, const SessionOptions& options = {});
     ~Session();
@@ -83,6 +90,10 @@ public:
     void truncate(uint32_t tokens) { position_ = tokens < position_ ? tokens : position_; }
     bool staged_direct_io() const;                // staged expert reads bypass the page cache
     uint64_t expert_cache_bytes() const;          // the expert cache's budget (0: none)
+    // The backend that reads the experts (never Auto); nullopt when nothing is read directly
+    // (ExpertFetch::Mapped, or a dense model).
+    std::optional<IoBackend> io_backend() const;
+    std::string io_backend_note() const;          // why Auto fell back to the reader pool; "" otherwise
     uint32_t position() const { return position_; }
     uint32_t context_length() const { return context_length_; }
     const Model& model() const { return *model_; }

@@ -43,6 +43,8 @@ struct TokenTelemetry {
     uint64_t expertBytesFromDisk = 0; // read from storage
     uint8_t expertFetch = 0;          // the session's ExpertFetch (session.h: 0 mapped, 1 staged, 2 sync), so a
                                       // chart can tell tokens of different arms apart after a switch
+    uint8_t ioBackend = 0;            // the IoBackend that read the experts (io_backend.h: 1 uring, 2 overlapped,
+                                      // 3 threads); 0 when nothing was read directly (mapped experts, dense)
     float totalUs = 0;
 
     uint64_t bytes(Stream s) const;   // summed over layers (vocab included for Stream::Vocab)
