@@ -249,7 +249,13 @@ in_root apt-get install -y -q --no-install-recommends xvfb xauth >"$root.apt.log
 rm -f "$root.apt.log"
 in_root mkdir -p /tmp/deb-install
 in_root install -d -m 0700 /tmp/xdg-runtime  # what a desktop session provides (Qt warns without it)
-in_root env XDG_RUNTIME_DIR=/tmp/xdg-runtime xvfb-run -a -s "-screen 0 1600x1000x24" cflow-studio --self-test /usr/share/cflow-studio/default-model.cflow \
+# X's abstract sockets are shared with the host (one network namespace), which xvfb-run -a inside the
+# root cannot see: take a display number that no X server of the host uses.
+display=99
+while [[ -e "/tmp/.X$display-lock" ]] || grep -q "/tmp/\.X11-unix/X$display\$" /proc/net/unix; do
+  display=$((display + 1))
+done
+in_root env XDG_RUNTIME_DIR=/tmp/xdg-runtime xvfb-run -n "$display" -s "-screen 0 1600x1000x24" cflow-studio --self-test /usr/share/cflow-studio/default-model.cflow \
   --size 1366x768 --screenshot /tmp/deb-install/studio-1366x768.png ||
   die "cflow-studio --self-test failed in the installed package"
 shot_dir="${CFLOW_CI_ARTIFACTS:-$repo_root/artifacts}/screenshots/deb-install"
