@@ -14,6 +14,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: cflow <command> [options]\n"
+    "       cflow --version\n"
     "\n"
     "commands:\n"
     "  convert SRC -o OUT.cflow|OUT.vflow [--format cflow|vflow] [--quant q4_0|q8_0|f16|f32] [--embedding-quant Q]\n"
@@ -127,6 +128,14 @@ int main(int argc, char** argv) {
     if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
         std::fputs(kUsage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    if (std::strcmp(argv[1], "--version") == 0) {
+        if (argc > 2) {
+            std::fprintf(stderr, "cflow: --version takes no arguments\n");
+            return 2;
+        }
+        std::printf("cflow %s\n", CFLOW_VERSION);
+        return 0;
     }
     const std::string command = argv[1];
     std::optional<int> code;

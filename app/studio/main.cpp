@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
     QApplication::setOrganizationName(QStringLiteral("cflow"));
     QApplication::setApplicationName(QStringLiteral("cflow-studio"));
     QApplication::setApplicationVersion(QStringLiteral(CFLOW_VERSION));
+    // Wayland compositors and docks match the window to its .desktop entry (and icon) by this name.
+    QGuiApplication::setDesktopFileName(QStringLiteral(CFLOW_APP_ID));
 
     QCommandLineParser parser;
     parser.setApplicationDescription(

@@ -32,6 +32,17 @@ TEST(Cli, UnknownCommandFails) {
     EXPECT_NE(r.err.find("unknown command"), std::string::npos);
 }
 
+TEST(Cli, VersionIsTheProjectVersion) {
+    auto r = run_cflow({"--version"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, std::string("cflow ") + CFLOW_PROJECT_VERSION + "\n");
+    EXPECT_TRUE(r.err.empty()) << r.err;
+    auto extra = run_cflow({"--version", "extra"});
+    EXPECT_EQ(extra.exit_code, 2);
+    EXPECT_TRUE(extra.out.empty()) << extra.out;
+    EXPECT_NE(extra.err.find("--version takes no arguments"), std::string::npos) << extra.err;
+}
+
 TEST(Cli, GenerateMissingFileFails) {
     expect_one_line_failure(run_cflow({"generate", "/nonexistent/model.cflow", "-p", "hi", "-n", "3"}),
                             "/nonexistent/model.cflow");

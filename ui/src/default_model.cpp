@@ -11,4 +11,11 @@ QString default_model_path(const QString& executableDir) {
 
 QString default_model_path() { return default_model_path(QCoreApplication::applicationDirPath()); }
 
+QString bundled_models_folder(const QString& executableDir) {
+    const auto dir = cflow::bundled_models_dir(executableDir.toStdString());
+    return dir ? QString::fromStdString(*dir) : QString();
+}
+
+QString bundled_models_folder() { return bundled_models_folder(QCoreApplication::applicationDirPath()); }
+
 } // namespace cflow::ui

@@ -83,7 +83,9 @@ QString data_size(uint64_t bytes) { return QLocale().formattedDataSize(static_ca
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
-    : QMainWindow(parent), rememberLayout_(options.rememberLayout) {
+    : QMainWindow(parent),
+      rememberLayout_(options.rememberLayout),
+      bundledModelsFolder_(options.bundledModelsFolder ? *options.bundledModelsFolder : bundled_models_folder()) {
     setWindowTitle(tr("cflow studio"));
     setWindowIcon(app_icon());
     QString storeWarning;
@@ -304,6 +306,15 @@ void MainWindow::createMenus() {
     QAction* open = file->addAction(tr("&Open model…"), this, &MainWindow::chooseModel);
     open->setShortcut(QKeySequence::Open);
     file->addAction(tr("Open model &folder…"), this, &MainWindow::chooseModelFolder);
+    // The trained zoo the package installs (share/cflow-studio/models); a build tree has none.
+    QAction* bundled = file->addAction(tr("&Bundled models…"), this, [this] { showModelFolder(bundledModelsFolder_); });
+    bundled->setObjectName(QStringLiteral("bundledModelsAction"));
+    bundled->setEnabled(!bundledModelsFolder_.isEmpty());
+    bundled->setStatusTip(bundledModelsFolder_.isEmpty()
+                              ? tr("This build has no bundled models (an installed cflow studio keeps them in "
+                                   "share/cflow-studio/models)")
+                              : tr("The trained models installed with cflow studio, in %1")
+                                    .arg(QDir::toNativeSeparators(bundledModelsFolder_)));
     file->addAction(tr("&Convert model…"), this, [this] { offerConversion(QString()); });
     recentMenu_ = file->addMenu(tr("Recent models"));
     rebuildRecentMenu();
@@ -425,6 +436,11 @@ void MainWindow::chooseModel() {
 void MainWindow::chooseModelFolder() {
     const QString folder = QFileDialog::getExistingDirectory(this, tr("Open model folder"));
     if (folder.isEmpty()) return;
+    showModelFolder(folder);
+}
+
+ModelLibrary* MainWindow::showModelFolder(const QString& folder) {
+    if (folder.isEmpty()) return nullptr;  // QDir("") would list the working directory
     auto* dialog = new QDialog(this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     dialog->setWindowTitle(tr("Models in %1").arg(QDir::toNativeSeparators(folder)));
@@ -448,6 +464,7 @@ void MainWindow::chooseModelFolder() {
     });
     library->setFolder(folder);
     dialog->show();
+    return library;
 }
 
 void MainWindow::offerConversion(const QString& sourcePath) {

@@ -66,6 +66,37 @@ TEST(DefaultModel, AFolderWithTheNameIsNotTheModel) {
     EXPECT_FALSE(default_model_path(tree.bin.string()).has_value());
 }
 
+// The zoo (bundled_models_dir): models/ with models.json beside a default-model candidate.
+TEST(BundledModels, FindsTheInstalledZooInShareAsANormalPath) {
+    const InstallTree tree = make_install_tree("bundled_models_share");
+    fs::create_directories(tree.share / "models");
+    std::ofstream(tree.share / "models" / kBundledModelsIndexName) << "{}";
+    const auto found = bundled_models_dir(tree.bin.string());
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(fs::path(*found), (tree.share / "models").lexically_normal());
+    EXPECT_EQ(found->find(".."), std::string::npos) << *found;
+}
+
+TEST(BundledModels, AModelsFolderWithoutItsIndexIsNotTheZoo) {
+    const InstallTree tree = make_install_tree("bundled_models_no_index");
+    fs::create_directories(tree.share / "models");
+    std::ofstream(tree.share / "models" / "a.cflow") << "x";
+    fs::create_directories(tree.bin / "models" / kBundledModelsIndexName);  // a folder by that name is no index
+    EXPECT_FALSE(bundled_models_dir(tree.bin.string()).has_value());
+    EXPECT_FALSE(bundled_models_dir(std::string()).has_value());
+}
+
+TEST(BundledModels, TheZooBesideTheExecutableWins) {
+    const InstallTree tree = make_install_tree("bundled_models_both");
+    for (const fs::path& dir : {tree.bin / "models", tree.share / "models"}) {
+        fs::create_directories(dir);
+        std::ofstream(dir / kBundledModelsIndexName) << "{}";
+    }
+    const auto found = bundled_models_dir(tree.bin.string());
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(fs::path(*found), (tree.bin / "models").lexically_normal());
+}
+
 TEST(ExecutableDir, IsTheFolderOfTheRunningTestBinary) {
     const std::string dir = executable_dir();
 #if !defined(__linux__) && !defined(_WIN32)

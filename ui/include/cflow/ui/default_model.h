@@ -14,4 +14,11 @@ QString default_model_path(const QString& executableDir);
 // The same for the running application (QCoreApplication::applicationDirPath()).
 QString default_model_path();
 
+// cflow::bundled_models_dir(executableDir) as a QString: the installed model zoo
+// (<prefix>/share/cflow-studio/models); a null QString when there is none.
+QString bundled_models_folder(const QString& executableDir);
+
+// The same for the running application.
+QString bundled_models_folder();
+
 } // namespace cflow::ui

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <QElapsedTimer>
 #include <QMainWindow>
@@ -37,6 +38,7 @@ class ConversationStore;
 class EngineThread;
 class EngineWorker;
 class InspectorDock;
+class ModelLibrary;
 class ModelHeaderView;
 class SamplingPanel;
 class TelemetryRing;
@@ -50,6 +52,10 @@ struct MainWindowOptions {
     // Restore the window's size, docks and their sizes from QSettings and save them on close.
     // The app turns it on; tests and the self-test start from the default layout.
     bool rememberLayout = false;
+    // The folder File > Bundled models… lists (ModelLibrary): nullopt looks up the installed
+    // zoo beside the executable (default_model.h, bundled_models_folder()); an empty string
+    // disables the entry.
+    std::optional<QString> bundledModelsFolder;
 };
 
 class MainWindow : public QMainWindow {
@@ -84,6 +90,12 @@ public:
     void resetLayout();
     static constexpr int kMinimumWidth = 800;  // the window stays usable down to 800 x 600
     static constexpr int kMinimumHeight = 600;
+    // The .cflow/.vflow files of folder in a ModelLibrary dialog (File > Open model folder…,
+    // File > Bundled models…); a folder without any offers conversion. Returns the library
+    // (owned by its dialog), nullptr for an empty folder name.
+    ModelLibrary* showModelFolder(const QString& folder);
+    // What File > Bundled models… lists; empty when this build has no bundled zoo.
+    const QString& bundledModelsFolder() const { return bundledModelsFolder_; }
 
 signals:
     void modelOpened(const QString& path);
@@ -135,6 +147,7 @@ private:
     QMenu* viewMenu_ = nullptr;
     QByteArray defaultState_;        // the docks as first laid out, for Reset layout
     bool rememberLayout_ = false;
+    QString bundledModelsFolder_;
     bool restoredState_ = false;     // docks came from QSettings: keep their sizes
     bool dockSizesApplied_ = false;
     // Read headers and cards waiting for the engine to load their model.

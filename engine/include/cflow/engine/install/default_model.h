@@ -22,4 +22,14 @@ std::optional<std::string> default_model_path(const std::string& exe_dir);
 // The same for the running executable (executable_dir.h).
 std::optional<std::string> default_model_path();
 
+// The bundled model zoo (resources/models: models.json and the .cflow files it lists), which the
+// .deb installs as <prefix>/share/cflow-studio/models: the "models" folder beside a default-model
+// candidate (same order) that holds models.json, as an absolute, lexically normal path; nullopt
+// when none does (the build tree copies only the default model beside the executables).
+inline constexpr const char* kBundledModelsIndexName = "models.json";
+std::optional<std::string> bundled_models_dir(const std::string& exe_dir);
+
+// The same for the running executable.
+std::optional<std::string> bundled_models_dir();
+
 } // namespace cflow
