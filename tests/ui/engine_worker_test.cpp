@@ -222,7 +222,7 @@ TEST(EngineWorkerTest, FollowUpTurnReusesTheCacheAndMatchesAFreshRun) {
     cflow::SessionOptions options;
     options.threads = 2;
     auto session = cflow::Session::create(*model, options);
-    ASSERT_TRUE(session);
+    ASSERT_TRUE(session) << session.error();
     cflow::GenerateRequest request;
     request.sampling.temperature = 0;
     request.max_tokens = 16;
