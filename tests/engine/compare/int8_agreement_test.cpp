@@ -45,6 +45,12 @@ constexpr double kMinAgreementWithF32Activations = 0.99;
 // run's own agreement less the one point.
 constexpr double kPointsBelowF32Activations = 0.01;
 const uint64_t kPositions = test::kSanitizedBuild ? 128 : 1024;
+// Sanitized builds run 128 positions to check memory, not quality (the bounds are measured over
+// 1024 in the plain build). One position is 0.8 points there, and a path that disagrees on 1.4% of
+// positions (arch5) misses 2 of 128 as often as not: CI's ASan run saw 126/128 on avx512vnni
+// against a 0.985 bound. So a sanitized run allows two positions below each bound; a broken int8
+// path still fails it by tens of points.
+constexpr double kSamplingSlack = test::kSanitizedBuild ? 2.0 / 128 : 0.0;
 
 std::vector<Isa> int8_paths() { return {Isa::Avx512Vnni, Isa::AvxVnni, Isa::Avx2Int8}; }
 
@@ -118,7 +124,7 @@ TEST_P(Int8AgreementShipped, Int8PathsAgreeWithTheF32ActivationPath) {
                     GetParam().resultsRow, std::string(isa_name(path8)).c_str(), std::string(isa_name(reference_path())).c_str(),
                     stats->top1Agreement(), static_cast<unsigned long long>(stats->positions), stats->meanKlNats());
         EXPECT_EQ(stats->positions, kPositions);  // the story is long enough for every model
-        EXPECT_GE(stats->top1Agreement(), GetParam().minAgreement) << GetParam().file << " on " << isa_name(path8);
+        EXPECT_GE(stats->top1Agreement(), GetParam().minAgreement - kSamplingSlack) << GetParam().file << " on " << isa_name(path8);
         EXPECT_GT(stats->meanKlNats(), 0.0) << "the int8 path should differ from f32 activations somewhere";
     }
 }
@@ -157,7 +163,7 @@ TEST(Int8AgreementStories260k, QuantizedConversionsOnInt8PathsFollowTheF32Model)
     for (int q = 1; q < 3; ++q) {
         auto f32Activations = agreement(models[0], reference_path(), models[q], reference_path(), ids);
         ASSERT_TRUE(f32Activations.ok()) << f32Activations.error();
-        const double floor = f32Activations->top1Agreement() - kPointsBelowF32Activations;
+        const double floor = f32Activations->top1Agreement() - kPointsBelowF32Activations - kSamplingSlack;
         std::printf("[int8 agreement] stories260K %s, f32 activations (%s) vs the F32 model: top-1 %.4f, KL %.5f nats\n",
                     std::string(dtype_name(quants[q])).c_str(), std::string(isa_name(reference_path())).c_str(),
                     f32Activations->top1Agreement(), f32Activations->meanKlNats());
