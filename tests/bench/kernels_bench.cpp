@@ -33,6 +33,7 @@
 #endif
 
 #include "cflow/engine/kernels/kernels.h"
+#include "cflow/engine/kernels/lanes_layout.h"
 #include "cflow/formats/tile_codec.h"
 #include "cflow/formats/tile_plan.h"
 
@@ -49,6 +50,7 @@ struct TiledMatrix {
     std::vector<uint8_t> bytes;  // [planned_bytes] headers + payloads
     std::vector<float> x;        // [cols] f32
     std::vector<float> y;        // [rows] f32
+    std::vector<uint8_t> lanes;  // [planned_bytes] the same bytes with every payload in the lanes layout (Q4_0/Q8_0)
     std::string label;
 };
 
@@ -98,6 +100,17 @@ bool build_matrix(DType dtype, uint32_t rows, uint32_t cols, TiledMatrix& m) {
     m.x.resize(cols);
     for (float& v : m.x) v = static_cast<float>(splitmix(seed) % 2001) / 1000.0f - 1.0f;
     m.y.assign(rows, 0.0f);
+    if (dtype == DType::Q4_0 || dtype == DType::Q8_0) {
+        m.lanes = m.bytes;
+        for (const cflow::PlannedTile& t : m.tiles) {
+            if (!cflow::lanes_layout_supported(dtype, t.rows, t.cols)) {
+                m.lanes.clear();  // a tile the lanes kernels cannot take: no lanes measurement
+                break;
+            }
+            const size_t at = t.offset + sizeof(cflow::TileHeader);
+            cflow::repack_tile_lanes(dtype, m.bytes.data() + at, t.rows, t.cols, m.lanes.data() + at);
+        }
+    }
     return true;
 }
 
@@ -107,6 +120,24 @@ void full_matvec(const cflow::Kernels& k, TiledMatrix& m) {
     for (const cflow::PlannedTile& t : m.tiles)
         k.tile_matvec(m.dtype, m.bytes.data() + t.offset + sizeof(cflow::TileHeader), t.rows, t.cols,
                       m.x.data() + t.col_offset, m.y.data() + t.row_offset);
+}
+
+// As the session runs a matvec on the int8 paths: x quantized once per 256-column slice, then
+// every tile reads its slice (tile_matvec above quantizes the slice again in every tile).
+// slices: [cols / 256] of kQuantizedSliceBytes. From `lanes` when asked (the --load lanes copy).
+void full_matvec_quantized(const cflow::Kernels& k, TiledMatrix& m, uint8_t* slices, bool fromLanes) {
+    std::fill(m.y.begin(), m.y.end(), 0.0f);
+    for (uint32_t c = 0; c < m.cols; c += cflow::kTileCols)
+        k.quantize_slice(m.dtype, m.x.data() + c, std::min<uint32_t>(cflow::kTileCols, m.cols - c),
+                         slices + (c / cflow::kTileCols) * cflow::kQuantizedSliceBytes);
+    const uint8_t* base = fromLanes ? m.lanes.data() : m.bytes.data();
+    for (const cflow::PlannedTile& t : m.tiles) {
+        const uint8_t* payload = base + t.offset + sizeof(cflow::TileHeader);
+        const uint8_t* slice = slices + (t.col_offset / cflow::kTileCols) * cflow::kQuantizedSliceBytes;
+        float* y = m.y.data() + t.row_offset;
+        if (fromLanes) k.tile_matvec_quantized_lanes(m.dtype, payload, t.rows, t.cols, slice, y);
+        else k.tile_matvec_quantized(m.dtype, payload, t.rows, t.cols, slice, y);
+    }
 }
 
 // ---- stream-read baseline: touch every byte once with the widest loads available ----
@@ -231,6 +262,19 @@ void report_ratios(std::vector<TiledMatrix>& matrices, double budgetSeconds) {
             const double s = fastest_pass_seconds([&] { full_matvec(k, m); }, isa == Isa::Scalar ? budgetSeconds / 4 : budgetSeconds);
             std::printf("%-18s %-10s matvec: %6.2f GB/s  ratio achieved/stream-read = %.2f\n", m.label.c_str(),
                         std::string(cflow::isa_name(isa)).c_str(), gb / s, streamS / s);
+            if (!k.tile_matvec_quantized || (m.dtype != DType::Q4_0 && m.dtype != DType::Q8_0)) continue;
+            // [cols / 256] quantized slices, aligned as the session aligns them
+            std::vector<uint8_t> sliceBytes((m.cols / cflow::kTileCols + 1) * cflow::kQuantizedSliceBytes + cflow::kQuantizedSliceAlign);
+            uint8_t* slices = sliceBytes.data() + (cflow::kQuantizedSliceAlign -
+                                                   reinterpret_cast<uintptr_t>(sliceBytes.data()) % cflow::kQuantizedSliceAlign) %
+                                                      cflow::kQuantizedSliceAlign;
+            const double qs = fastest_pass_seconds([&] { full_matvec_quantized(k, m, slices, false); }, budgetSeconds);
+            std::printf("%-18s %-10s x quantized once: %6.2f GB/s  ratio achieved/stream-read = %.2f\n", m.label.c_str(),
+                        std::string(cflow::isa_name(isa)).c_str(), gb / qs, streamS / qs);
+            if (!k.tile_matvec_quantized_lanes || m.lanes.empty()) continue;
+            const double ls = fastest_pass_seconds([&] { full_matvec_quantized(k, m, slices, true); }, budgetSeconds);
+            std::printf("%-18s %-10s lanes layout:      %6.2f GB/s  ratio achieved/stream-read = %.2f\n", m.label.c_str(),
+                        std::string(cflow::isa_name(isa)).c_str(), gb / ls, streamS / ls);
         }
     }
 }

@@ -61,6 +61,7 @@ CpuFeatures detect_cpu_features() {
         const uint64_t xcr0 = read_xcr0();
         f.os_ymm = avx && (xcr0 & 0x6) == 0x6;           // SSE (bit 1) + AVX (bit 2)
         f.os_zmm = f.os_ymm && (xcr0 & 0xE0) == 0xE0;    // opmask (5), ZMM_Hi256 (6), Hi16_ZMM (7)
+        f.os_amx = (xcr0 & 0x60000) == 0x60000;          // XTILECFG (17), XTILEDATA (18)
     }
     CpuidRegs l7;
     if (cpuid(7, 0, l7)) {
@@ -70,6 +71,8 @@ CpuFeatures detect_cpu_features() {
         f.avx512bw = bit(l7.ebx, 30);
         f.avx512vl = bit(l7.ebx, 31);
         f.avx512vnni = bit(l7.ecx, 11);
+        f.amx_tile = bit(l7.edx, 24);
+        f.amx_int8 = bit(l7.edx, 25);
         CpuidRegs l71;
         if (l7.eax >= 1 && cpuid(7, 1, l71)) f.avxvnni = bit(l71.eax, 4);
     }

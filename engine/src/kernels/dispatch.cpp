@@ -108,7 +108,22 @@ const Kernels& kernels_for(Isa isa) {
 
 namespace kernels {
 std::atomic<bool> g_explicit_prefetch{true};
+std::atomic<bool> g_amx_enabled{true};
+
+bool amx_int8_usable() {
+    static const bool usable = [] {
+        const CpuFeatures f = detect_cpu_features();
+        return f.amx_tile && f.amx_int8 && f.os_amx && f.os_zmm && f.avx512vnni && request_amx_tile_permission();
+    }();
+    return usable;
 }
+
+bool amx_active() { return g_amx_enabled.load(std::memory_order_relaxed) && amx_int8_usable(); }
+} // namespace kernels
+
+bool amx_available() { return kernels::amx_int8_usable(); }
+void set_amx_enabled(bool enabled) { kernels::g_amx_enabled.store(enabled, std::memory_order_relaxed); }
+bool amx_enabled() { return kernels::amx_active(); }
 
 bool isa_issues_explicit_prefetch(Isa isa) { return isa_quantizes_activations(isa); }
 void set_explicit_prefetch(bool enabled) { kernels::g_explicit_prefetch.store(enabled, std::memory_order_relaxed); }

@@ -8,6 +8,8 @@
 // No std:: templates or header inline functions here (see kernels_avx2.cpp for why).
 #include "kernels/kernels_internal.h"
 
+#include <cstddef>
+
 #if CFLOW_KERNELS_X86
 // GCC 12's AVX-512 intrinsics pass _mm*_undefined_*() (self-initialised "__Y = __Y") as the
 // don't-care source operand, which -Wuninitialized reports inside the header (GCC PR 105593).
@@ -45,6 +47,10 @@ struct QuantizedX {
     alignas(64) int8_t q[kTileCols];      // [G * 32] int8, zero past cols, order as above
     alignas(32) float scale[kMaxGroups];  // [G] f32 block scales d = amax / 127
     int32_t q4Offset[kMaxGroups];         // [G] -8 * sum(q) of the block: folds Q4_0's "-8" into the int dot
+    // [G * 32] the same int8 values in column order, for Q4_0 only (Q8_0's q is in column order):
+    // the lanes walks consume a block's 4-byte steps in column order and broadcast each straight
+    // from here, where gathering them out of q's pair swizzle cost ~3% of decode in every tile.
+    alignas(64) int8_t natural[kTileCols];
 };
 
 template <bool kQ4>
@@ -67,6 +73,10 @@ void quantize_x(const float* x, uint32_t cols, uint32_t groups, QuantizedX& out)
         const uint32_t highAt = swizzle ? lowAt + 32 : first + 16;
         _mm512_mask_cvtepi32_storeu_epi8(out.q + lowAt, 0xFFFF, q0);
         _mm512_mask_cvtepi32_storeu_epi8(out.q + highAt, 0xFFFF, q1);
+        if constexpr (kQ4) {
+            _mm512_mask_cvtepi32_storeu_epi8(out.natural + first, 0xFFFF, q0);
+            _mm512_mask_cvtepi32_storeu_epi8(out.natural + first + 16, 0xFFFF, q1);
+        }
         out.scale[g] = d;
         out.q4Offset[g] = -8 * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
     }
@@ -306,14 +316,6 @@ struct LaneTile {
     alignas(64) float scale[kRowGroups][kMaxGroups][kLaneRows];         // [row group][G][16 rows] f32 weight scales
 };
 
-// Byte offset of weights 4s..4s+3 of block g in a QuantizedX (the Q4_0 pair swizzle of quantize_x).
-uint32_t x_offset(bool q4, uint32_t groups, uint32_t g, uint32_t s) {
-    const uint32_t paired = groups & ~1u;
-    if (!q4 || g >= paired) return g * kGroup + 4 * s;
-    const uint32_t lowAt = (g & ~1u) * kGroup + (g & 1u) * 16;
-    return s < 4 ? lowAt + 4 * s : lowAt + 32 + 4 * (s - 4);
-}
-
 template <bool kQ4>
 void build_lane_tile(const uint8_t* payload, uint32_t rows, uint32_t groups, LaneTile& lt) {
     constexpr size_t kBlockBytes = kQ4 ? kGroup / 2 : kGroup;
@@ -373,11 +375,11 @@ void lane_rows_tokens(const LaneTile& lt, uint32_t rows, uint32_t rg0, uint32_t 
             __m512i w[RG];
             CFLOW_UNROLL_ROWS
             for (int i = 0; i < RG; ++i) w[i] = _mm512_loadu_si512(lt.w[rg0 + i][g][st]);
-            const uint32_t at = x_offset(kQ4, groups, g, st);
+            const uint32_t at = g * kGroup + 4 * st;
             CFLOW_UNROLL_ROWS
             for (int t = 0; t < T; ++t) {
                 int32_t xd;
-                __builtin_memcpy(&xd, xq[t]->q + at, sizeof(xd));
+                __builtin_memcpy(&xd, (kQ4 ? xq[t]->natural : xq[t]->q) + at, sizeof(xd));
                 const __m512i xb = _mm512_set1_epi32(xd);
                 CFLOW_UNROLL_ROWS
                 for (int i = 0; i < RG; ++i) dot[i][t] = _mm512_dpbusd_epi32(dot[i][t], w[i], xb);
@@ -420,16 +422,125 @@ void lane_tokens(const LaneTile& lt, uint32_t rows, uint32_t rg0, uint32_t group
     }
 }
 
+// ---- the same walk on AMX tiles (amx_active(): Sapphire Rapids and later) ----
+//
+// Per 16 rows (a row group of the LaneTile), 16 tokens and one 32-weight block, TDPBSUD multiplies
+// A = the tokens' int8 activations [16 tokens][32 bytes] (signed; each token's slice in column
+// order, one row per token at sliceStride) by B = the LaneTile's block [8 steps][16 rows x 4 bytes]
+// (unsigned: Q4_0 nibbles, Q8_0 weights + 128, exactly what vpdpbusd reads in lane_rows_tokens)
+// into C = [16 tokens][16 rows] int32, the block dots lane_rows_tokens sums step by step. C plus
+// the same offset, converted, scaled and added with the same three AVX-512 operations as there
+// gives bit-identical results; one tile instruction replaces 128 vpdpbusd and their broadcasts.
+struct alignas(64) AmxTileConfig {
+    uint8_t palette = 1;   // palette 1: 8 tiles of up to 16 rows x 64 bytes
+    uint8_t startRow = 0;
+    uint8_t reserved[14] = {};
+    uint16_t colsBytes[16] = {};
+    uint8_t rows[16] = {};
+};
+static_assert(sizeof(AmxTileConfig) == 64, "LDTILECFG reads a 64-byte block");
+
+constexpr uint32_t kAmxTokens = 16;  // tokens per A tile (its rows) and per C tile
+
+#define CFLOW_AMX_TARGET __attribute__((target("amx-tile,amx-int8")))
+
+template <bool kQ4>
+CFLOW_AMX_TARGET void amx_accumulate(const int32_t (&dots)[kAmxTokens][kLaneRows], const LaneTile& lt, uint32_t rg,
+                                     uint32_t g, const QuantizedX* const (&xq)[kAmxTokens], __m512 (&acc)[kAmxTokens]) {
+    const __m512 weightScale = _mm512_loadu_ps(lt.scale[rg][g]);
+    CFLOW_UNROLL_ROWS
+    for (uint32_t t = 0; t < kAmxTokens; ++t) {
+        const int32_t offset = kQ4 ? xq[t]->q4Offset[g] : 16 * xq[t]->q4Offset[g];
+        const __m512i dot = _mm512_add_epi32(_mm512_load_si512(dots[t]), _mm512_set1_epi32(offset));
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(weightScale, _mm512_set1_ps(xq[t]->scale[g])), acc[t]);
+    }
+}
+
+// Row groups [0, rowGroups) of lt against tokenBlocks x 16 tokens starting at slices / y.
+template <bool kQ4>
+CFLOW_AMX_TARGET void lane_tokens_amx(const LaneTile& lt, uint32_t rows, uint32_t rowGroups, uint32_t groups,
+                                      const uint8_t* slices, size_t sliceStride, uint32_t tokenBlocks, float* y,
+                                      size_t yStride) {
+    AmxTileConfig config;
+    for (int i = 0; i < 2; ++i) {
+        config.colsBytes[i] = kLaneRows * 4, config.rows[i] = kAmxTokens;  // tiles 0, 1 (C): [16 tokens][16 rows] int32
+        config.colsBytes[2 + i] = kGroup, config.rows[2 + i] = kAmxTokens;  // tiles 2, 3 (A): [16 tokens][32] int8
+        config.colsBytes[4 + i] = kLaneRows * 4, config.rows[4 + i] = kSteps;  // tiles 4, 5 (B): [8 steps][16 rows x 4] u8
+    }
+    _tile_loadconfig(&config);
+    const size_t xAt = kQ4 ? offsetof(QuantizedX, natural) : offsetof(QuantizedX, q);  // column-order int8
+    alignas(64) int32_t dots[2][kAmxTokens][kLaneRows];  // C of two blocks
+    for (uint32_t tb = 0; tb < tokenBlocks; ++tb) {
+        const uint8_t* blockSlices = slices + static_cast<size_t>(tb) * kAmxTokens * sliceStride;
+        const QuantizedX* xq[kAmxTokens];
+        for (uint32_t t = 0; t < kAmxTokens; ++t) xq[t] = reinterpret_cast<const QuantizedX*>(blockSlices + t * sliceStride);
+        const uint8_t* x = blockSlices + xAt;  // token t's block g at x + t * sliceStride + 32 g
+        for (uint32_t rg = 0; rg < rowGroups; ++rg) {
+            __m512 acc[kAmxTokens];
+            CFLOW_UNROLL_ROWS
+            for (uint32_t t = 0; t < kAmxTokens; ++t) acc[t] = _mm512_setzero_ps();
+            uint32_t g = 0;
+            for (; g + 2 <= groups; g += 2) {  // two blocks in flight: C tiles 0 and 1
+                _tile_zero(0);
+                _tile_zero(1);
+                _tile_loadd(2, x + g * kGroup, sliceStride);
+                _tile_loadd(4, lt.w[rg][g], kLaneRows * 4);
+                _tile_loadd(3, x + (g + 1) * kGroup, sliceStride);
+                _tile_loadd(5, lt.w[rg][g + 1], kLaneRows * 4);
+                _tile_dpbsud(0, 2, 4);
+                _tile_dpbsud(1, 3, 5);
+                _tile_stored(0, dots[0], kLaneRows * 4);
+                _tile_stored(1, dots[1], kLaneRows * 4);
+                amx_accumulate<kQ4>(dots[0], lt, rg, g, xq, acc);
+                amx_accumulate<kQ4>(dots[1], lt, rg, g + 1, xq, acc);
+            }
+            if (g < groups) {
+                _tile_zero(0);
+                _tile_loadd(2, x + g * kGroup, sliceStride);
+                _tile_loadd(4, lt.w[rg][g], kLaneRows * 4);
+                _tile_dpbsud(0, 2, 4);
+                _tile_stored(0, dots[0], kLaneRows * 4);
+                amx_accumulate<kQ4>(dots[0], lt, rg, g, xq, acc);
+            }
+            const uint32_t r0 = rg * kLaneRows;
+            const __mmask16 lanes = first_lanes(rows - r0);
+            CFLOW_UNROLL_ROWS
+            for (uint32_t t = 0; t < kAmxTokens; ++t) {
+                float* out = y + (static_cast<size_t>(tb) * kAmxTokens + t) * yStride + r0;
+                _mm512_mask_storeu_ps(out, lanes, _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, out), acc[t]));
+            }
+        }
+    }
+    _tile_release();
+}
+
+// Every token of a LaneTile's matmat: whole blocks of 16 on AMX where it is active, the rest (and
+// everything elsewhere) on the vpdpbusd walk, two row groups at a time.
+template <bool kQ4>
+void lane_tile_tokens(const LaneTile& lt, uint32_t rows, uint32_t groups, const uint8_t* slices, size_t sliceStride,
+                      uint32_t tokens, float* y, size_t yStride) {
+    const uint32_t rowGroups = (rows + kLaneRows - 1) / kLaneRows;
+    uint32_t done = 0;
+    if (tokens >= kAmxTokens && amx_active()) {
+        const uint32_t tokenBlocks = tokens / kAmxTokens;
+        lane_tokens_amx<kQ4>(lt, rows, rowGroups, groups, slices, sliceStride, tokenBlocks, y, yStride);
+        done = tokenBlocks * kAmxTokens;
+    }
+    if (done == tokens) return;
+    slices += static_cast<size_t>(done) * sliceStride;
+    y += static_cast<size_t>(done) * yStride;
+    uint32_t rg = 0;
+    for (; rg + 2 <= rowGroups; rg += 2) lane_tokens<2, kQ4>(lt, rows, rg, groups, slices, sliceStride, tokens - done, y, yStride);
+    if (rg < rowGroups) lane_tokens<1, kQ4>(lt, rows, rg, groups, slices, sliceStride, tokens - done, y, yStride);
+}
+
 template <bool kQ4>
 void matmat_lanes(const uint8_t* payload, uint32_t rows, uint32_t cols, const uint8_t* slices, size_t sliceStride,
                   uint32_t tokens, float* y, size_t yStride) {
     const uint32_t groups = (cols + kGroup - 1) / kGroup;
     LaneTile lt;  // 36 KiB on the stack (unaligned loads and stores: no stack realignment relied on)
     build_lane_tile<kQ4>(payload, rows, groups, lt);
-    const uint32_t rowGroups = (rows + kLaneRows - 1) / kLaneRows;
-    uint32_t rg = 0;
-    for (; rg + 2 <= rowGroups; rg += 2) lane_tokens<2, kQ4>(lt, rows, rg, groups, slices, sliceStride, tokens, y, yStride);
-    if (rg < rowGroups) lane_tokens<1, kQ4>(lt, rows, rg, groups, slices, sliceStride, tokens, y, yStride);
+    lane_tile_tokens<kQ4>(lt, rows, groups, slices, sliceStride, tokens, y, yStride);
 }
 
 void tile_matmat_quantized_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols,
@@ -458,11 +569,12 @@ void lanes_matvec(const uint8_t* lanes, uint32_t rows, uint32_t cols, const Quan
     const uint32_t groups = cols / kGroup;
     const size_t rgBytes = static_cast<size_t>(groups) * (kLaneRows * sizeof(uint16_t) + kChunks * 64);
     const bool prefetch = ::cflow::kernels::g_explicit_prefetch.load(std::memory_order_relaxed);
-    // The activation's 4-byte steps in the order the chunks consume them, gathered once per tile
-    // (QuantizedX stores Q4_0 pairs swizzled for the file-layout kernel).
-    alignas(64) int32_t steps[kMaxGroups][kSteps];  // [G][8]
-    for (uint32_t g = 0; g < groups; ++g)
-        for (uint32_t st = 0; st < kSteps; ++st) __builtin_memcpy(&steps[g][st], xq.q + x_offset(kQ4, groups, g, st), 4);
+    const int8_t* xs = kQ4 ? xq.natural : xq.q;  // [G * 32] column order: step s of block g at 32g + 4s
+    auto step = [xs](uint32_t g, uint32_t st) {
+        int32_t v;
+        __builtin_memcpy(&v, xs + g * kGroup + 4 * st, sizeof(v));
+        return _mm512_set1_epi32(v);
+    };
     const __m512i lowNibbles = _mm512_set1_epi8(0x0F);
     for (uint32_t rg = 0; rg < rows / kLaneRows; ++rg) {
         const uint8_t* scales = lanes + rg * rgBytes;                                                   // [G][16] f16
@@ -478,11 +590,11 @@ void lanes_matvec(const uint8_t* lanes, uint32_t rows, uint32_t cols, const Quan
                     _mm_prefetch(reinterpret_cast<const char*>(w + c * 64 + kLanesPrefetchBytes), _MM_HINT_T0);
                 const __m512i v = _mm512_loadu_si512(w + c * 64);
                 if constexpr (kQ4) {
-                    dot = _mm512_dpbusd_epi32(dot, _mm512_and_si512(v, lowNibbles), _mm512_set1_epi32(steps[g][2 * c]));
+                    dot = _mm512_dpbusd_epi32(dot, _mm512_and_si512(v, lowNibbles), step(g, 2 * c));
                     dot = _mm512_dpbusd_epi32(dot, _mm512_and_si512(_mm512_srli_epi16(v, 4), lowNibbles),
-                                              _mm512_set1_epi32(steps[g][2 * c + 1]));
+                                              step(g, 2 * c + 1));
                 } else {
-                    dot = _mm512_dpbusd_epi32(dot, v, _mm512_set1_epi32(steps[g][c]));
+                    dot = _mm512_dpbusd_epi32(dot, v, step(g, c));
                 }
             }
             const __m512 scale = _mm512_mul_ps(
@@ -535,18 +647,12 @@ void tile_matmat_quantized_lanes_avx512vnni(DType dtype, const uint8_t* lanes, u
                                             size_t yStride) {
     const uint32_t groups = cols / kGroup;
     LaneTile lt;  // 36 KiB on the stack, as in matmat_lanes
-    if (dtype == DType::Q4_0) expand_lanes_tile<true>(lanes, rows, groups, lt);
-    else expand_lanes_tile<false>(lanes, rows, groups, lt);
-    const uint32_t rowGroups = rows / kLaneRows;
-    const bool q4 = dtype == DType::Q4_0;
-    uint32_t rg = 0;
-    for (; rg + 2 <= rowGroups; rg += 2) {
-        if (q4) lane_tokens<2, true>(lt, rows, rg, groups, slices, sliceStride, tokens, y, yStride);
-        else lane_tokens<2, false>(lt, rows, rg, groups, slices, sliceStride, tokens, y, yStride);
-    }
-    if (rg < rowGroups) {
-        if (q4) lane_tokens<1, true>(lt, rows, rg, groups, slices, sliceStride, tokens, y, yStride);
-        else lane_tokens<1, false>(lt, rows, rg, groups, slices, sliceStride, tokens, y, yStride);
+    if (dtype == DType::Q4_0) {
+        expand_lanes_tile<true>(lanes, rows, groups, lt);
+        lane_tile_tokens<true>(lt, rows, groups, slices, sliceStride, tokens, y, yStride);
+    } else {
+        expand_lanes_tile<false>(lanes, rows, groups, lt);
+        lane_tile_tokens<false>(lt, rows, groups, slices, sliceStride, tokens, y, yStride);
     }
 }
 

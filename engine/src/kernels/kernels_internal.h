@@ -32,6 +32,15 @@ namespace cflow::kernels {
 // set_explicit_prefetch()'s switch, read by the kernels that issue PREFETCHT0.
 extern std::atomic<bool> g_explicit_prefetch;
 
+// AMX int8 tiles for the AVX-512 VNNI path's batched prefill: the CPU has them, the OS saves them,
+// and the process was granted their state (amx_permission_*.cpp); probed once. Gated by
+// set_amx_enabled() (amx_active()).
+bool amx_int8_usable();
+bool amx_active();
+// The OS part: ask for the tile-data state component (Linux: arch_prctl ARCH_REQ_XCOMP_PERM);
+// true once granted. Called at most once per process by amx_int8_usable().
+bool request_amx_tile_permission();
+
 // What the CPU offers and what the OS saves on a context switch (XCR0). A SIMD path is
 // usable only when both the instructions exist and the OS preserves the registers.
 struct CpuFeatures {
@@ -46,6 +55,9 @@ struct CpuFeatures {
     bool avx512vnni = false;
     bool avxvnni = false;      // VEX-encoded vpdpbusd on ymm (CPUID 7.1 EAX bit 4)
     bool os_zmm = false;       // XCR0 bits 5,6,7: opmask, ZMM0-15 upper halves, ZMM16-31
+    bool amx_tile = false;     // CPUID 7.0 EDX bit 24: tile registers and TILELOADD/TILESTORED
+    bool amx_int8 = false;     // CPUID 7.0 EDX bit 25: TDPBSUD and the other int8 tile dot products
+    bool os_amx = false;       // XCR0 bits 17,18: the OS saves tile configuration and tile data
 };
 
 CpuFeatures detect_cpu_features();  // cpu_features.cpp; all false on non-x86 builds

@@ -20,6 +20,7 @@
 #include "cflow/engine/kernels/lanes_layout.h"
 #include "cflow/formats/tile_codec.h"
 #include "cflow/formats/tile_plan.h"
+#include "quantized_tiles.h"
 
 namespace cflow {
 namespace {
@@ -31,19 +32,6 @@ double gamma_k(double k) { return k * kUnitRoundoff / (1.0 - k * kUnitRoundoff);
 double reassoc_rel_tol(uint32_t n) { return gamma_k(n + 1.0) + gamma_k(n + 8.0); }
 // Activation int8 rounding: half a step of amax / 127 per element (kernels_test.cpp's kVnniActQuantTol).
 constexpr double kActQuantTol = 0.5 / 127.0 + 1e-6;
-
-// Random blocks with finite f16 scales in [2^-10, 2): the payload of a (rows x cols) tile.
-std::vector<uint8_t> random_tile(DType dtype, uint32_t rows, uint32_t cols, std::mt19937& rng) {
-    std::vector<uint8_t> payload(tile_payload_bytes(dtype, rows, cols));
-    std::uniform_int_distribution<int> byte(0, 255);
-    for (uint8_t& b : payload) b = static_cast<uint8_t>(byte(rng));
-    std::uniform_int_distribution<int> scale(1, 2048);
-    for (size_t k = 0; k < size_t(rows) * groups_per_row(cols); ++k) {
-        const uint16_t h = f32_to_f16(static_cast<float>(scale(rng)) / 1024.0f);
-        std::memcpy(payload.data() + 2 * k, &h, 2);
-    }
-    return payload;
-}
 
 float weight_at(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, uint32_t r, uint32_t c) {
     const uint32_t groups = groups_per_row(cols), g = c / kQuantGroup, i = c % kQuantGroup;
@@ -61,7 +49,7 @@ TEST(LanesLayout, RepackThenUnpackIsTheIdentity) {
     for (DType dtype : {DType::Q4_0, DType::Q8_0})
         for (const auto& [rows, cols] : kShapes) {
             ASSERT_TRUE(lanes_layout_supported(dtype, rows, cols));
-            const auto payload = random_tile(dtype, rows, cols, rng);
+            const auto payload = test::random_quantized_tile(dtype, rows, cols, rng);
             std::vector<uint8_t> lanes(payload.size(), 0xAB), back(payload.size(), 0xCD);
             repack_tile_lanes(dtype, payload.data(), rows, cols, lanes.data());
             unpack_tile_lanes(dtype, lanes.data(), rows, cols, back.data());
@@ -98,7 +86,7 @@ TEST(LanesLayout, KernelMatchesTheFileLayoutKernelWithinTheReassociationBound) {
         double worst = 0;
         for (DType dtype : {DType::Q4_0, DType::Q8_0})
             for (const auto& [rows, cols] : kShapes) {
-                const auto payload = random_tile(dtype, rows, cols, rng);
+                const auto payload = test::random_quantized_tile(dtype, rows, cols, rng);
                 std::vector<uint8_t> lanes(payload.size());
                 repack_tile_lanes(dtype, payload.data(), rows, cols, lanes.data());
                 std::vector<float> x(cols);
@@ -139,15 +127,15 @@ TEST(LanesLayout, MatmatMatchesPerTokenFileLayoutMatvec) {
         for (DType dtype : {DType::Q4_0, DType::Q8_0})
             for (const auto& [rows, cols] : kShapes)
                 for (uint32_t tokens : {1u, 3u, 4u, 7u, 12u, 33u}) {
-                    const auto payload = random_tile(dtype, rows, cols, rng);
+                    const auto payload = test::random_quantized_tile(dtype, rows, cols, rng);
                     std::vector<uint8_t> lanes(payload.size());
                     repack_tile_lanes(dtype, payload.data(), rows, cols, lanes.data());
                     const size_t yStride = rows + 5;
                     std::vector<float> x(size_t(tokens) * cols);
                     std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
                     for (float& v : x) v = dist(rng);
-                    std::vector<uint8_t> slices(size_t(tokens) * kQuantizedSliceBytes + kQuantizedSliceAlign);
-                    uint8_t* aligned = slices.data() + (kQuantizedSliceAlign - reinterpret_cast<uintptr_t>(slices.data()) % kQuantizedSliceAlign) % kQuantizedSliceAlign;
+                    test::QuantizedSlices slices(tokens);
+                    uint8_t* aligned = slices.data();
                     std::vector<float> expected(tokens * yStride, 0.25f), got(tokens * yStride, 0.25f);
                     for (uint32_t t = 0; t < tokens; ++t) {
                         k.quantize_slice(dtype, x.data() + size_t(t) * cols, cols, aligned + t * kQuantizedSliceBytes);

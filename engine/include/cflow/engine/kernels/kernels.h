@@ -94,6 +94,17 @@ bool isa_issues_explicit_prefetch(Isa isa);
 void set_explicit_prefetch(bool enabled);
 bool explicit_prefetch_enabled();
 
+// AMX int8 tiles (Intel Sapphire Rapids and later) under the AVX-512 VNNI path's batched prefill:
+// from 16 tokens a tile, each 16 tokens x 16 rows x 32-byte block is one tile dot product instead
+// of 128 vpdpbusd. The integer block dots are the same exact values and the f32 steps after them
+// the same operations in the same order, so results are bit-identical with AMX on or off
+// (tests/engine/kernels/amx_test.cpp). amx_available(): the CPU has AMX-INT8, the OS saves tile
+// state and granted it to this process. On by default where available; the switch is
+// process-wide (A/B measurements, tests).
+bool amx_available();
+void set_amx_enabled(bool enabled);
+bool amx_enabled();  // available and not switched off
+
 const Kernels& kernels_for(Isa isa);  // isa must be supported
 const Kernels& active_kernels();      // kernels_for(selected_isa())
 
