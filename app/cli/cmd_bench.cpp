@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cflow/engine/compare/speed_bench.h"
+#include "cflow/engine/forward/load_policy.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
 #include "cflow/engine/io/bandwidth_probe.h"
@@ -85,8 +86,8 @@ int run_bench(const std::vector<std::string>& argv) {
     }
     const uint64_t peak = peak_rss_bytes();
     if (!json)
-        std::printf("kernel path %s, %u threads, %s KV cache; measured read bandwidth: %.2f GB/s (%llu MiB buffer)\n",
-                    isa.c_str(), plan.threads, std::string(kv_cache_type_name(plan.kvCache)).c_str(),
+        std::printf("kernel path %s%s, %u threads, %s KV cache; measured read bandwidth: %.2f GB/s (%llu MiB buffer)\n",
+                    isa.c_str(), amx_enabled() ? " (AMX prefill)" : "", plan.threads, std::string(kv_cache_type_name(plan.kvCache)).c_str(),
                     probe.bytesPerSecond / 1e9, (unsigned long long)(probe.bufferBytes >> 20));
     for (int m = 0; m < kArms && !json; ++m) {
         const SpeedMeasurement* r = &results[m];
@@ -106,14 +107,18 @@ int run_bench(const std::vector<std::string>& argv) {
         out["prompt_tokens"] = plan.promptTokens;
         out["decode_tokens"] = plan.decodeTokens;
         out["load"] = "read";
+        out["default_load"] = choose_load_options(path, false).name;  // what generate/chat/the app load it as
+        out["amx"] = amx_enabled();  // AMX tiles under the batched prefill
         out["mapped"] = to_json(results[0], probe.bytesPerSecond);
         out["lanes"] = to_json(results[2], probe.bytesPerSecond);
         std::printf("%s\n", out.dump().c_str());
         return 0;
     }
-    std::printf("ratio read/map decode speed = %.3f; lanes/read = %.3f; peak resident memory %.1f MiB\n",
+    const LoadChoice defaultLoad = choose_load_options(path, false);
+    std::printf("ratio read/map decode speed = %.3f; lanes/read = %.3f; peak resident memory %.1f MiB; "
+                "generate/chat/the app load it as %s (%s)\n",
                 results[1].decodeTokPerS / results[0].decodeTokPerS, results[2].decodeTokPerS / results[1].decodeTokPerS,
-                double(peak) / (1 << 20));
+                double(peak) / (1 << 20), defaultLoad.name.c_str(), defaultLoad.reason.c_str());
     return 0;
 }
 

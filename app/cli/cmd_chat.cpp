@@ -201,14 +201,14 @@ int run_chat(const std::vector<std::string>& argv) {
     session_options.io_backend = *io_backend;
     auto cache_mib = parse_cache_mib_arg(*args);
     if (!cache_mib) return fail("chat", cache_mib.error());
-    auto load = parse_load_args(*args);
+    auto load = parse_load_args(*args, *model_path, *fetch != ExpertFetch::Mapped);
     if (!load) return fail("chat", load.error());
     auto chosen_template = parse_template_arg(*args);
     if (!chosen_template) return fail("chat", chosen_template.error());
     auto policy = parse_context_policy_arg(*args, ContextPolicy::Stop);
     if (!policy) return fail("chat", policy.error());
 
-    auto model = Model::load(*model_path, *load);
+    auto model = Model::load(*model_path, load->options);
     if (!model) return fail("chat", model.error());
     if (*cache_mib) {
         auto bytes = expert_cache_bytes_for(**cache_mib, session_options.expert_fetch, **model);

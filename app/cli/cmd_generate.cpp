@@ -51,11 +51,11 @@ int run_generate(const std::vector<std::string>& argv) {
     auto kv_cache = parse_kv_cache_arg(*args);
     if (!kv_cache) return fail("generate", kv_cache.error());
     session_options.kv_cache = *kv_cache;
-    auto load = parse_load_args(*args);
+    auto load = parse_load_args(*args, *model_path, *fetch != ExpertFetch::Mapped);
     if (!load) return fail("generate", load.error());
 
     const auto t_load = std::chrono::steady_clock::now();
-    auto model = Model::load(*model_path, *load);
+    auto model = Model::load(*model_path, load->options);
     if (!model) return fail("generate", model.error());
     const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
     if (*cache_mib) {
@@ -101,10 +101,10 @@ int run_generate(const std::vector<std::string>& argv) {
     }
     if (!args->flag("--no-stats")) {
         std::fprintf(stderr,
-                     "\n[cflow] model %s | isa %s | threads %u | seed %llu | load %.1f ms\n"
+                     "\n[cflow] model %s | isa %s | threads %u | seed %llu | load %.1f ms (%s: %s)\n"
                      "[cflow] prompt %u tokens, %.2f tok/s | generated %u tokens, %.2f tok/s | first token %.1f ms | stop: %s\n",
                      terminal_safe((*model)->name()).c_str(), std::string(isa_name((*session)->isa())).c_str(), (*session)->threads(),
-                     (unsigned long long)request.sampling.seed, load_ms, stats->prompt_tokens, stats->prompt_tokens_per_s(),
+                     (unsigned long long)request.sampling.seed, load_ms, load->name.c_str(), load->reason.c_str(), stats->prompt_tokens, stats->prompt_tokens_per_s(),
                      stats->generated_tokens, stats->decode_tokens_per_s(), stats->time_to_first_token_ms,
                      std::string(stop_reason_name(stats->stop_reason)).c_str());
         if (auto backend = (*session)->io_backend()) {

@@ -98,7 +98,8 @@ int run_logits(const std::vector<std::string>& argv) {
     if (!ctx) return fail("logits", ctx.error());
     auto kv_cache = parse_kv_cache_arg(*args);
     if (!kv_cache) return fail("logits", kv_cache.error());
-    auto load = parse_load_args(*args);
+    // The reference tool: the file layout unless asked (lanes differ from it by f32 reassociation).
+    auto load = parse_load_args(*args, *model_path, false, "map");
     if (!load) return fail("logits", load.error());
     SessionOptions session_options;
     session_options.threads = unsigned(*threads);
@@ -114,7 +115,7 @@ int run_logits(const std::vector<std::string>& argv) {
         session_options.isa = *isa;
     }
 
-    auto model = Model::load(*model_path, *load);
+    auto model = Model::load(*model_path, load->options);
     if (!model) return fail("logits", model.error());
     std::vector<int32_t> ids;
     if (auto id_text = args->value("--ids")) {

@@ -1,4 +1,4 @@
-// cflow perplexity MODEL -f TEXT [--ctx N] [--stride N] [--max-tokens N] [--threads N] [--load map|read|lanes] [--json]
+// cflow perplexity MODEL -f TEXT [--ctx N] [--stride N] [--max-tokens N] [--threads N] [--load auto|map|read|lanes] [--json]
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -33,14 +33,14 @@ int run_perplexity(const std::vector<std::string>& argv) {
     if (!threads) return fail("perplexity", threads.error());
     auto kv_cache = parse_kv_cache_arg(*args);
     if (!kv_cache) return fail("perplexity", kv_cache.error());
-    auto load = parse_load_args(*args);
+    auto load = parse_load_args(*args, args->positionals()[0], false);
     if (!load) return fail("perplexity", load.error());
 
     auto read = read_whole_file(*text_path, kMaxTextInputBytes, "a text to score");
     if (!read) return fail("perplexity", read.error());
     const std::string text = std::move(read).value();
 
-    auto model = Model::load(args->positionals()[0], *load);
+    auto model = Model::load(args->positionals()[0], load->options);
     if (!model) return fail("perplexity", model.error());
     const uint32_t trained = (*model)->header().max_seq_len;
     if (trained > 0 && uint64_t(*ctx) > trained)

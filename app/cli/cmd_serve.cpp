@@ -72,7 +72,7 @@ int run_serve(const std::vector<std::string>& argv) {
     if (!fetch) return fail("serve", fetch.error());
     auto cache_mib = parse_cache_mib_arg(*args);
     if (!cache_mib) return fail("serve", cache_mib.error());
-    auto load = parse_load_args(*args);
+    auto load = parse_load_args(*args, *model_path, *fetch != ExpertFetch::Mapped);
     if (!load) return fail("serve", load.error());
     auto chosen_template = parse_template_arg(*args);
     if (!chosen_template) return fail("serve", chosen_template.error());
@@ -99,7 +99,7 @@ int run_serve(const std::vector<std::string>& argv) {
     session_options.kv_cache = *kv_cache;
     session_options.expert_fetch = *fetch;
 
-    auto model = Model::load(*model_path, *load);
+    auto model = Model::load(*model_path, load->options);
     if (!model) return fail("serve", model.error());
     if (*cache_mib) {
         auto bytes = expert_cache_bytes_for(**cache_mib, session_options.expert_fetch, **model);

@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cflow/engine/forward/load_policy.h"
 #include "cflow/engine/io/expert_cache_budget.h"
 
 
@@ -51,7 +52,11 @@ void EngineWorker::shutdown() {
 void EngineWorker::loadModel(const QString& path, unsigned threads) {
     if (shutDown_.load()) return;
     // The loaded model stays until the new one is ready: a file that fails to load costs nothing.
-    auto loaded = Model::load(path.toStdString());
+    // The same default as the CLI's --load auto. Experts count as mapped here: the session starts
+    // with mapped experts, and a later switch to sync/staged keeps working from either layout.
+    const LoadChoice load = choose_load_options(path.toStdString(), false);
+    spdlog::info("engine: loading '{}' as {} ({})", path.toStdString(), load.name, load.reason);
+    auto loaded = Model::load(path.toStdString(), load.options);
     if (!loaded) {
         spdlog::warn("engine: cannot load '{}': {}", path.toStdString(), loaded.error());
         emit loadFailed(path, QString::fromStdString(loaded.error()));

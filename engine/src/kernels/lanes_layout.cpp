@@ -1,5 +1,5 @@
 // The lanes layout (lanes_layout.h), written and read back with plain loops: it runs once per
-// tile at load, and the scalar code is the specification the tests hold the SIMD kernel to.
+// tile at load, and this code is the specification the tests hold the SIMD kernels to.
 #include "cflow/engine/kernels/lanes_layout.h"
 
 #include <cstring>
@@ -16,11 +16,13 @@ uint32_t block_bytes(DType dtype) { return dtype == DType::Q4_0 ? kQuantGroup / 
 // Bytes of one lane group's weights for one block: 16 rows' blocks.
 uint32_t lane_block_bytes(DType dtype) { return kLanesTileRows * block_bytes(dtype); }
 
-// Weight i (0..31) of a file-layout block.
-uint8_t block_weight(DType dtype, const uint8_t* block, uint32_t i) {
-    if (dtype == DType::Q8_0) return static_cast<uint8_t>(block[i] ^ 0x80u);  // w + 128 as unsigned
-    return i < 16 ? static_cast<uint8_t>(block[i] & 0x0F) : static_cast<uint8_t>(block[i - 16] >> 4);
+// Little-endian 4-byte words (byte j of the word is byte j in memory; x86, the only host with kernels).
+uint32_t load_u32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
 }
+void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, sizeof(v)); }
 
 // Walks every (row, block, weight byte position) once and hands the matching byte addresses of
 // both layouts to `visit(fileScale, lanesScale, fileBlock, lanesRowBlock)`.
@@ -55,14 +57,20 @@ void repack_tile_lanes(DType dtype, const uint8_t* payload, uint32_t rows, uint3
         std::memcpy(out + lanesScale, payload + fileScale, sizeof(uint16_t));
         const uint8_t* block = payload + fileBlock;
         uint8_t* chunks = out + lanesWeights;  // [chunks][64]
+        // Four bytes at a time (a load pass over the whole model). With w(i) weight i of the block
+        // as stored (Q4_0: i < 16 the low nibble of byte i, else the high nibble of byte i - 16;
+        // Q8_0: byte i + 128 as unsigned), byte j of chunk c is w(8c + j) | w(8c + 4 + j) << 4
+        // for Q4_0 and w(4c + j) for Q8_0, as unpack_tile_lanes reads them back byte by byte.
         if (dtype == DType::Q4_0) {
-            for (uint32_t c = 0; c < 4; ++c)
-                for (uint32_t j = 0; j < 4; ++j)
-                    chunks[c * kChunkBytes + 4 * lane + j] =
-                        static_cast<uint8_t>(block_weight(dtype, block, 8 * c + j) | (block_weight(dtype, block, 8 * c + 4 + j) << 4));
+            for (uint32_t c = 0; c < 4; ++c) {
+                const uint32_t at = c < 2 ? 8 * c : 8 * c - 16;  // weights 16..31 are the high nibbles of bytes 0..15
+                const uint32_t shift = c < 2 ? 0 : 4;
+                const uint32_t low = (load_u32(block + at) >> shift) & 0x0F0F0F0Fu;
+                const uint32_t high = (load_u32(block + at + 4) >> shift) & 0x0F0F0F0Fu;
+                store_u32(chunks + c * kChunkBytes + 4 * lane, low | (high << 4));
+            }
         } else {
-            for (uint32_t c = 0; c < 8; ++c)
-                for (uint32_t j = 0; j < 4; ++j) chunks[c * kChunkBytes + 4 * lane + j] = block_weight(dtype, block, 4 * c + j);
+            for (uint32_t c = 0; c < 8; ++c) store_u32(chunks + c * kChunkBytes + 4 * lane, load_u32(block + 4 * c) ^ 0x80808080u);
         }
     });
 }

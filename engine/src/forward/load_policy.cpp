@@ -1,0 +1,33 @@
+#include "cflow/engine/forward/load_policy.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "cflow/engine/io/system_memory.h"
+#include "cflow/engine/kernels/kernels.h"
+
+namespace cflow {
+
+namespace {
+
+LoadChoice mapped(std::string reason) { return {LoadOptions{}, "map", std::move(reason)}; }
+
+} // namespace
+
+LoadChoice choose_load_options(const std::string& path, bool expertsReadFromFile) {
+    const Kernels& kernels = active_kernels();
+    if (!kernels.tile_matvec_quantized_lanes)
+        return mapped("the " + std::string(isa_name(kernels.isa)) + " kernels have no lanes walk");
+    if (expertsReadFromFile) return mapped("experts are read from the file");
+    std::error_code error;
+    const uint64_t fileBytes = std::filesystem::file_size(path, error);
+    if (error) return mapped("the file size is unknown");
+    const uint64_t availableBytes = query_system_memory().available_bytes;
+    if (availableBytes == 0 || fileBytes > availableBytes / 4 * 3)
+        return mapped("the model does not fit three quarters of the available memory");
+    LoadChoice lanes{LoadOptions{}, "lanes", "the " + std::string(isa_name(kernels.isa)) + " kernels walk the lanes layout"};
+    lanes.options.lanes = true;
+    return lanes;
+}
+
+} // namespace cflow
