@@ -431,6 +431,16 @@ void lane_tokens(const LaneTile& lt, uint32_t rows, uint32_t rg0, uint32_t group
 // into C = [16 tokens][16 rows] int32, the block dots lane_rows_tokens sums step by step. C plus
 // the same offset, converted, scaled and added with the same three AVX-512 operations as there
 // gives bit-identical results; one tile instruction replaces 128 vpdpbusd and their broadcasts.
+// GCC's tile intrinsics pass the row stride as `long`, which is 32 bits on Windows (LLP64) and
+// which the assembler then rejects as an index register; Windows gets no tile permission here
+// anyway (amx_permission_win32.cpp), so the tile walk is compiled for the other hosts only.
+#if defined(_WIN32)
+#define CFLOW_AMX_TILES 0
+#else
+#define CFLOW_AMX_TILES 1
+#endif
+
+#if CFLOW_AMX_TILES
 struct alignas(64) AmxTileConfig {
     uint8_t palette = 1;   // palette 1: 8 tiles of up to 16 rows x 64 bytes
     uint8_t startRow = 0;
@@ -513,6 +523,7 @@ CFLOW_AMX_TARGET void lane_tokens_amx(const LaneTile& lt, uint32_t rows, uint32_
     }
     _tile_release();
 }
+#endif  // CFLOW_AMX_TILES
 
 // Every token of a LaneTile's matmat: whole blocks of 16 on AMX where it is active, the rest (and
 // everything elsewhere) on the vpdpbusd walk, two row groups at a time.
@@ -521,11 +532,13 @@ void lane_tile_tokens(const LaneTile& lt, uint32_t rows, uint32_t groups, const 
                       uint32_t tokens, float* y, size_t yStride) {
     const uint32_t rowGroups = (rows + kLaneRows - 1) / kLaneRows;
     uint32_t done = 0;
+#if CFLOW_AMX_TILES
     if (tokens >= kAmxTokens && amx_active()) {
         const uint32_t tokenBlocks = tokens / kAmxTokens;
         lane_tokens_amx<kQ4>(lt, rows, rowGroups, groups, slices, sliceStride, tokenBlocks, y, yStride);
         done = tokenBlocks * kAmxTokens;
     }
+#endif
     if (done == tokens) return;
     slices += static_cast<size_t>(done) * sliceStride;
     y += static_cast<size_t>(done) * yStride;
