@@ -48,7 +48,7 @@ int run_serve(const std::vector<std::string>& argv) {
     return fail("serve", "this build has no server (it was built without cpp-httplib: libcpp-httplib-dev)");
 #else
     ArgSpec spec{{"--host", "--port", "--api-key", "--threads", "--ctx", "--parallel", "--queue", "--load", "--kv-cache",
-                  "--max-body-mib", "--expert-fetch", "--cache-mib", kTemplateOption, kContextPolicyOption},
+                  "--max-body-mib", "--expert-fetch", "--cache-mib", "--io-backend", kTemplateOption, kContextPolicyOption},
                  {}};
     auto args = Args::parse(argv, spec);
     if (!args) return fail("serve", args.error());
@@ -70,6 +70,9 @@ int run_serve(const std::vector<std::string>& argv) {
     if (!kv_cache) return fail("serve", kv_cache.error());
     auto fetch = parse_expert_fetch_arg(*args);
     if (!fetch) return fail("serve", fetch.error());
+    auto io_backend = parse_io_backend_arg(*args);
+    if (!io_backend) return fail("serve", io_backend.error());
+    if (Status st = check_io_backend_for(*io_backend, *fetch); !st) return fail("serve", st.error());
     auto cache_mib = parse_cache_mib_arg(*args);
     if (!cache_mib) return fail("serve", cache_mib.error());
     auto load = parse_load_args(*args, *model_path, *fetch != ExpertFetch::Mapped);
@@ -98,6 +101,7 @@ int run_serve(const std::vector<std::string>& argv) {
     session_options.context_length = uint32_t(*ctx);
     session_options.kv_cache = *kv_cache;
     session_options.expert_fetch = *fetch;
+    session_options.io_backend = *io_backend;
 
     auto model = Model::load(*model_path, load->options);
     if (!model) return fail("serve", model.error());

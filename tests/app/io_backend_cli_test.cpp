@@ -1,4 +1,4 @@
-// --io-backend auto|uring|overlapped|threads on generate, chat and bench experts: bench experts
+// --io-backend auto|uring|overlapped|threads on generate, chat, serve and bench experts: bench experts
 // names the backend that ran on every line (io_backend) and the sync line's read bandwidth,
 // generate --stats says it per step (ioBackend), an explicit backend this OS cannot run and bad
 // values fail with one line. No timing is asserted.
@@ -109,7 +109,12 @@ TEST(IoBackendCli, BadValuesAndImpossibleChoicesFailWithOneLine) {
             run_cflow({"generate", model, "-p", "a", "-n", "1", "--expert-fetch", "staged", "--io-backend", bad}), "--io-backend");
         expect_one_line_failure(run_cflow_with_input({"chat", model, "--expert-fetch", "staged", "--io-backend", bad}, "hi\n"),
                                 "--io-backend");
+        // Refused before the server binds a port (serve would otherwise run until Ctrl-C).
+        expect_one_line_failure(run_cflow({"serve", model, "--port", "0", "--expert-fetch", "staged", "--io-backend", bad}),
+                                "--io-backend");
     }
+    expect_one_line_failure(run_cflow({"serve", model, "--port", "0", "--io-backend", "threads"}), "--expert-fetch");
+    expect_one_line_failure(run_cflow({"serve", model, "--port", "0", "--load", "lazy"}), "--load");
     // Mapped experts are not read by any backend: an explicit one is said to be pointless.
     expect_one_line_failure(run_cflow({"generate", model, "-p", "a", "-n", "1", "--io-backend", "threads"}), "--expert-fetch");
     expect_one_line_failure(run_cflow_with_input({"chat", model, "--io-backend", "threads"}, "hi\n"), "--expert-fetch");
