@@ -450,6 +450,11 @@ TEST(ChatControllerTest, TheExpertFetchSettingReachesTheEngineAndChangesNothingB
         const auto stats = finished.last().at(0).value<cflow::ui::ReplyStats>();
         EXPECT_EQ(stats.expertFetch.toStdString(), std::string(cflow::expert_fetch_name(fetch)));
         EXPECT_TRUE(window.metricsText().contains(QStringLiteral("experts ") + stats.expertFetch)) << window.metricsText().toStdString();
+        // Direct reads name what read them (io_uring here, or the reader threads where it cannot start).
+        EXPECT_EQ(stats.ioBackend.isEmpty(), fetch == cflow::ExpertFetch::Mapped) << stats.ioBackend.toStdString();
+        if (!stats.ioBackend.isEmpty()) {
+            EXPECT_TRUE(window.metricsText().contains(QStringLiteral(" via ") + stats.ioBackend)) << window.metricsText().toStdString();
+        }
         replies << window.controller()->entries().back().content;
         EXPECT_TRUE(window.store()->conversation(window.controller()->conversationId())->settingsJson.contains(
             QStringLiteral("\"expert_fetch\":\"%1\"").arg(stats.expertFetch)));

@@ -13,6 +13,7 @@
 
 #include "cflow/engine/chat/chat_template.h"
 #include "cflow/engine/generation/generate.h"
+#include "cflow/engine/forward/load_policy.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
 #include "cflow/ui/engine_worker.h"
@@ -143,6 +144,9 @@ TEST(EngineWorkerTest, StreamsTheSameReplyAsTheEngineWithTheModelsTemplate) {
     EXPECT_EQ(steps.load(), promptChunks + 40) << "one telemetry record per forward step";
     EXPECT_EQ(stepTokens.load(), c.prompts[0].promptTokens + 40) << "the records cover every token fed";
     EXPECT_GT(stats.mappedBytes, 0u);
+    // Loaded as --load auto would load it: the lanes copy (the whole file) exactly where it chooses that.
+    const bool lanes = cflow::choose_load_options(chatml_model().string(), false).options.lanes;
+    EXPECT_EQ(stats.lanesCopyBytes, lanes ? stats.mappedBytes : 0u);
     EXPECT_GT(stats.timeToFirstTokenMs, 0);
     EXPECT_GT(stats.decodeTokensPerS, 0);
 }

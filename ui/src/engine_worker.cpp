@@ -13,6 +13,7 @@
 
 #include "cflow/engine/forward/load_policy.h"
 #include "cflow/engine/io/expert_cache_budget.h"
+#include "cflow/engine/io/io_backend.h"
 
 
 namespace cflow::ui {
@@ -309,12 +310,17 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
     if (model_->header().n_experts > 0) {
         const std::string_view fetch = expert_fetch_name(chat_->session().expert_fetch());
         stats.expertFetch = QString::fromLatin1(fetch.data(), static_cast<qsizetype>(fetch.size()));
+        if (const auto backend = chat_->session().io_backend()) {
+            const std::string_view name = io_backend_name(*backend);
+            stats.ioBackend = QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()));
+        }
         stats.expertCacheBytes = chat_->session().expert_cache_bytes();
         stats.expertCacheHits = cacheHits;
         stats.expertCacheMisses = cacheMisses;
     }
     stats.mappedBytes = model_->file().file().size();
     stats.residentBytes = model_->file().file().resident_bytes();
+    stats.lanesCopyBytes = model_->lanes_base() ? stats.mappedBytes : 0;  // the copy spans the whole file
     emit finished(stats);
 }
 

@@ -557,12 +557,14 @@ void MainWindow::showStats(const ReplyStats& stats) {
                           .arg(stats.generatedTokens)
                           .arg(stats.stopReason)
                           .arg(data_size(stats.mappedBytes), data_size(stats.residentBytes), stats.kvCache) +
+                      (stats.lanesCopyBytes > 0 ? tr(" + lanes copy %1").arg(data_size(stats.lanesCopyBytes)) : QString()) +
                       expertFetchText(stats));
 }
 
 QString MainWindow::expertFetchText(const ReplyStats& stats) {
     if (stats.expertFetch.isEmpty()) return {};
     QString text = tr(" · experts %1").arg(stats.expertFetch);
+    if (!stats.ioBackend.isEmpty()) text += tr(" via %1").arg(stats.ioBackend);
     const uint64_t lookups = stats.expertCacheHits + stats.expertCacheMisses;
     if (stats.expertCacheBytes > 0)
         text += lookups > 0 ? tr(", cache %1: %2% hits").arg(data_size(stats.expertCacheBytes)).arg(100.0 * stats.expertCacheHits / lookups, 0, 'f', 1)

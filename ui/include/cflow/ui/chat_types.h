@@ -75,6 +75,7 @@ struct ReplyStats {
     QString stopReason;            // stop_reason_name() ("max_tokens", "context_full", ...) or "cancelled"
     QString kvCache;               // how the session's KV cache stores keys and values ("f32", "f16")
     QString expertFetch;           // MoE: how expert tiles were read ("mapped", "sync", "staged"); "" for dense models
+    QString ioBackend;             // sync/staged: what read them ("uring", "overlapped", "threads"); "" otherwise
     uint64_t expertCacheBytes = 0; // the session's expert cache budget (0: none)
     uint64_t expertCacheHits = 0;  // this reply's routed experts served from the cache
     uint64_t expertCacheMisses = 0;  // ... and read from storage (both 0 for mapped)
@@ -82,6 +83,7 @@ struct ReplyStats {
     int contextLength = 0;
     uint64_t mappedBytes = 0;      // size of the model's file mapping
     uint64_t residentBytes = 0;    // of it, resident in RAM right after the reply
+    uint64_t lanesCopyBytes = 0;   // the rearranged copy the matrices are read from (load "lanes"); 0: none
 };
 
 struct ModelInfo {
