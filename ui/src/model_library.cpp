@@ -140,10 +140,12 @@ ModelLibrary::~ModelLibrary() = default;
 void ModelLibrary::setFolder(const QString& folder) {
     folder_ = folder;
     const uint64_t id = ++scanId_;
+    scanning_ = true;
     auto* watcher = new QFutureWatcher<std::vector<LibraryEntry>>(this);
     connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, id] {
         watcher->deleteLater();
         if (id != scanId_) return;  // superseded by a newer folder
+        scanning_ = false;
         showEntries(watcher->result());
     });
     watcher->setFuture(QtConcurrent::run([folder] { return scan_model_folder(folder); }));

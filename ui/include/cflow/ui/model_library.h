@@ -62,7 +62,9 @@ public:
     const QString& folder() const { return folder_; }
     const std::vector<LibraryEntry>& entries() const { return entries_; }
     QTreeWidget* tree() const { return tree_; }
-    bool isScanning() const { return pending_.isRunning(); }
+    // True from setFolder until its rows are shown: the future can have finished while the
+    // watcher's queued finished() has not yet reached this thread.
+    bool isScanning() const { return scanning_; }
 
 signals:
     void scanFinished(int rows);
@@ -73,6 +75,7 @@ private:
 
     QTreeWidget* tree_ = nullptr;
     QFuture<std::vector<LibraryEntry>> pending_;  // the newest scan
+    bool scanning_ = false;
     QString folder_;
     std::vector<LibraryEntry> entries_;
     uint64_t scanId_ = 0;  // id of the newest scan; results of older ones are dropped
