@@ -27,6 +27,16 @@ make_sqlite_amalgamation() {
 build_qtbase() {
   local prefix="$1" qt_version="$2" sqlite_version="$3" src build t0
   src="$(fetch_source qt6-base "$qt_version")" || die "apt-get source qt6-base=$qt_version failed"
+  # Our fixes for this configuration (deps/patches/qtbase-*.patch), once per source tree: patch -N
+  # skips one already applied, its --dry-run tells the two apart.
+  local fix
+  for fix in "$here"/deps/patches/qtbase-*.patch; do
+    if patch -d "$src" -p1 -N --dry-run -s <"$fix" >/dev/null 2>&1; then
+      patch -d "$src" -p1 -N -s <"$fix" || die "$(basename "$fix") does not apply"
+    elif ! patch -d "$src" -p1 -R --dry-run -s <"$fix" >/dev/null 2>&1; then
+      die "$(basename "$fix") neither applies nor is applied to $src"
+    fi
+  done
   if [[ ! -f "$src/src/3rdparty/sqlite/sqlite3.c" ]]; then
     t0=$SECONDS
     make_sqlite_amalgamation "$sqlite_version" "$src/src/3rdparty/sqlite"
