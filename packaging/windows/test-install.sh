@@ -111,7 +111,7 @@ mkdir -p "$shot_dir"
 shot="$shot_dir/studio-1366x768.png"
 rm -f "$shot"
 model_win="$(winepath -w "$install_dir/share/cflow-studio/default-model.cflow")"
-# Seen once under wine 8 (December 2026, 1 of 3 runs): the self-test passed and wrote its screenshot,
+# Seen under wine 8 (December 2026, 2 of 3 runs): the self-test passed and wrote its screenshot,
 # then cflow-studio.exe never exited (one thread left; not seen on Linux). So the run gets 300 s, and
 # a run that said "passed" but did not exit is reported as that known problem, not as a failure of
 # the window; the install test goes on to the uninstaller with the process killed.
