@@ -29,3 +29,35 @@ if(NOT DEFINED CACHE{NLOHMANN_JSON_INCLUDE_DIR} AND EXISTS /usr/include/nlohmann
   endif()
   set(NLOHMANN_JSON_INCLUDE_DIR "${_cflow_host_headers}" CACHE PATH "nlohmann/json headers (host copy, header-only)")
 endif()
+
+# The Windows dependencies packaging/windows/build-deps.sh cross-builds into the CI cache (PCRE2, Qt,
+# QCoro, spdlog/fmt), named by the mingw-deps.cmake it writes there. Found only through this file,
+# so a Windows build never picks up a Linux library, and builds without them where the cache is
+# absent (the `mingw` preset then gives the CLI without PCRE2). CFLOW_MINGW_NO_DEPS: the
+# dependencies' own builds. CFLOW_MINGW_DEPS_FILE: another cache's file.
+if(NOT CFLOW_MINGW_NO_DEPS)
+  if(NOT CFLOW_MINGW_DEPS_FILE)
+    if(DEFINED ENV{CFLOW_CI_CACHE})
+      set(_cflow_cache "$ENV{CFLOW_CI_CACHE}")
+    elseif(DEFINED ENV{XDG_CACHE_HOME})
+      set(_cflow_cache "$ENV{XDG_CACHE_HOME}/cflow-ci")
+    else()
+      set(_cflow_cache "$ENV{HOME}/.cache/cflow-ci")
+    endif()
+    set(CFLOW_MINGW_DEPS_FILE "${_cflow_cache}/windows/mingw-deps.cmake")
+  endif()
+  if(EXISTS "${CFLOW_MINGW_DEPS_FILE}")
+    include("${CFLOW_MINGW_DEPS_FILE}")
+    list(APPEND CMAKE_FIND_ROOT_PATH ${CFLOW_MINGW_PCRE2_PREFIX} ${CFLOW_MINGW_QT_PREFIX} ${CFLOW_MINGW_QCORO_PREFIX} ${CFLOW_MINGW_SPDLOG_PREFIX})
+    list(APPEND CMAKE_PREFIX_PATH ${CFLOW_MINGW_QT_PREFIX} ${CFLOW_MINGW_QCORO_PREFIX} ${CFLOW_MINGW_SPDLOG_PREFIX})
+    # Qt's build tools (moc, rcc, uic) run on the host: Debian's (qt6-base-dev-tools), the ones the
+    # cached Qt was built with.
+    set(QT_HOST_PATH /usr)
+    set(QT_HOST_PATH_CMAKE_DIR /usr/lib/x86_64-linux-gnu/cmake)
+  endif()
+endif()
+# The Windows PCRE2's pkg-config folder: engine/CMakeLists.txt points pkg-config there (and only
+# there, so no host .pc file leaks into the Windows build). Unset without the cache.
+if(CFLOW_MINGW_PCRE2_PREFIX AND EXISTS "${CFLOW_MINGW_PCRE2_PREFIX}/lib/pkgconfig/libpcre2-8.pc")
+  set(CFLOW_CROSS_PKG_CONFIG_LIBDIR "${CFLOW_MINGW_PCRE2_PREFIX}/lib/pkgconfig")
+endif()

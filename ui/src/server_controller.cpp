@@ -8,6 +8,12 @@
 
 #if CFLOW_HAVE_SERVER
 #include "cflow/server/openai_server.h"
+#else
+// Builds without the server (no cpp-httplib: the Windows cross build) never create one, but the
+// unique_ptr member's deleter still needs a complete type here.
+namespace cflow::server {
+class OpenAiServer {};
+} // namespace cflow::server
 #endif
 
 namespace cflow::ui {
