@@ -18,9 +18,13 @@
 #include "cflow/ui/main_window.h"
 #include "compare_self_test.h"
 #include "convert_self_test.h"
+#include "process_exit.h"
 #include "self_test.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+// Everything the app owns lives in here, so it is all destroyed before main ends the process.
+int run_studio(int argc, char** argv) {
     // Fractional scale factors (125%, 150%) as the desktop sets them, not rounded to 1x or 2x.
     QGuiApplication::setHighDpiScaleFactorRoundingPolicy(Qt::HighDpiScaleFactorRoundingPolicy::PassThrough);
     QApplication app(argc, argv);
@@ -152,3 +156,7 @@ int main(int argc, char** argv) {
     spdlog::shutdown();
     return status;
 }
+
+} // namespace
+
+int main(int argc, char** argv) { return cflow::studio::end_process(run_studio(argc, argv)); }
