@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 const char* kTinyTokenizer = R"({"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]},"added_tokens":[]})";
 
 TEST(ModelFolder, AChatTemplateLinkedOutOfTheFolderIsRefusedNamingItsTarget) {
+    CFLOW_REQUIRE_SYMLINKS();
     const fs::path root = test::temp_dir("folder_link_out");
     const fs::path secret = root / "elsewhere" / "secret.txt";
     fs::create_directories(secret.parent_path());
@@ -37,6 +38,7 @@ TEST(ModelFolder, AChatTemplateLinkedOutOfTheFolderIsRefusedNamingItsTarget) {
 }
 
 TEST(ModelFolder, ATokenizerLinkedOutOfTheFolderIsRefused) {
+    CFLOW_REQUIRE_SYMLINKS();
     const fs::path root = test::temp_dir("folder_tokenizer_out");
     fs::create_directories(root / "other");
     test::write_text(root / "other" / "tokenizer.json", kTinyTokenizer);
@@ -57,6 +59,7 @@ TEST(ModelFolder, AnUnreadableChatTemplateIsAnErrorNotAMissingTemplate) {
 }
 
 TEST(ModelFolder, HubCacheLinksAndLinksInsideTheFolderRead) {
+    CFLOW_REQUIRE_SYMLINKS();
     // models--org--name/snapshots/<rev>/{tokenizer.json, chat_template.jinja} -> ../../blobs/<hash>
     const fs::path cache = test::temp_dir("folder_hub_cache") / "models--org--tiny";
     const fs::path snapshot = cache / "snapshots" / "0123abcd";

@@ -21,12 +21,22 @@ std::filesystem::path shared_asset(const std::string& relative) {
 }
 
 namespace {
+// remove_all, and where that fails (Windows will not delete a read-only file, and copies of the
+// shared assets keep their read-only bits) again after making everything below writable.
+void remove_tree(const std::filesystem::path& dir) {
+    std::error_code ec;
+    if (std::filesystem::remove_all(dir, ec) != static_cast<std::uintmax_t>(-1) && !ec) return;
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
+         it.increment(ec))
+        std::filesystem::permissions(it->path(), std::filesystem::perms::owner_write, std::filesystem::perm_options::add, ec);
+    std::filesystem::remove_all(dir, ec);
+}
+
 struct TempDirs {
     std::mutex mutex;
     std::vector<std::filesystem::path> dirs;
     ~TempDirs() {
-        std::error_code ec;
-        for (auto& d : dirs) std::filesystem::remove_all(d, ec);
+        for (auto& d : dirs) remove_tree(d);
     }
 };
 TempDirs& temp_dirs() {
@@ -41,12 +51,19 @@ std::filesystem::path temp_dir(const std::string& name) {
     std::string unique = name;
     if (info) unique = std::string(info->test_suite_name()) + "." + info->name() + "." + name;
     auto dir = base / unique;
+    remove_tree(dir);
     std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
     std::filesystem::create_directories(dir, ec);
     std::lock_guard lock(temp_dirs().mutex);
     temp_dirs().dirs.push_back(dir);
     return dir;
+}
+
+std::string symlinks_unavailable() {
+    const std::filesystem::path dir = temp_dir("symlink_probe");
+    std::error_code ec;
+    std::filesystem::create_symlink("target", dir / "link", ec);
+    return ec ? ec.message() : std::string();
 }
 
 } // namespace cflow::test

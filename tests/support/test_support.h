@@ -41,6 +41,9 @@ std::filesystem::path shared_dir();
 std::filesystem::path shared_asset(const std::string& relative);
 // A fresh empty directory under the build tree, removed at process exit.
 std::filesystem::path temp_dir(const std::string& name);
+// "" where this process can create symbolic links, else why not (Windows without the privilege,
+// wine: "Function not implemented").
+std::string symlinks_unavailable();
 
 } // namespace cflow::test
 
@@ -50,3 +53,9 @@ std::filesystem::path temp_dir(const std::string& name);
     if (path_var.empty() || !std::filesystem::exists(path_var))                                   \
         GTEST_SKIP() << "test asset '" << (relative) << "' not found: this test needs ../shared " \
                      << "(the shared assets checkout) beside the repository"
+
+// Skips the current test, saying why, where symbolic links cannot be created.
+#define CFLOW_REQUIRE_SYMLINKS()                                                                 \
+    if (const std::string cflow_symlinks_why = ::cflow::test::symlinks_unavailable();            \
+        !cflow_symlinks_why.empty())                                                              \
+    GTEST_SKIP() << "symbolic links cannot be created here: " << cflow_symlinks_why

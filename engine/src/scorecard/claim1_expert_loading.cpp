@@ -53,10 +53,15 @@ ClaimResult scorecard_claim1_expert_loading(const std::string& moe_model, const 
     r.claim = 1;
     r.title = kTitle;
     const double k_over_e = double(h.top_k) / double(h.n_experts);
-    const bool os_counter = before >= 0 && after >= before;
+    // A counter that stood still while the engine issued reads is not counting them (wine's
+    // GetProcessIoCounters returns zeros): then the engine's own count is the figure, as without one.
+    const bool counter_stood_still = after == before && totals.expertBytesFromDisk > 0;
+    const bool os_counter = before >= 0 && after >= before && !counter_stood_still;
     const double read_per_token = os_counter ? double(after - before) / totals.tokens : totals.expertBytesFromDisk / totals.tokens;
     if (!os_counter)
-        method += "; this OS gives no read counter, so bytes read = the engine's own count of direct reads issued";
+        method += counter_stood_still
+                      ? "; the OS read counter did not move while the engine read, so bytes read = the engine's own count of direct reads issued"
+                      : "; this OS gives no read counter, so bytes read = the engine's own count of direct reads issued";
     r.method = method;
     const double ratio = read_per_token / bank_bytes;
     r.measured = {{"experts", double(h.n_experts), "count"},

@@ -169,7 +169,9 @@ TEST_P(AsyncReaderTest, AFileThatShrankIsAnIoErrorNamingTheOffset) {
     const auto path = write_file("shrunk", file);
     OPEN_OR_SKIP(reader, path);
     // Shrinks to 3 sectors and 100 bytes after the reader learnt its size.
-    std::filesystem::resize_file(path, 3 * kSector + 100);
+    std::error_code shrinkError;
+    std::filesystem::resize_file(path, 3 * kSector + 100, shrinkError);
+    if (shrinkError) GTEST_SKIP() << "this OS refuses to shrink a file that is open (" << shrinkError.message() << ")";
     struct Case {
         uint64_t offset, bytes;
         uint64_t endedAt;  // where the file now ends inside the range

@@ -228,6 +228,9 @@ TEST(ExpertFetch, StagedFetchOfAVanishedFileIsAnIoError) {
     auto model = delayed_moe_model("vanished", CombineStyle::Sequential, 0, 0);
     ASSERT_TRUE(model);
     const std::string path = model->file().path();
+#ifdef _WIN32
+    GTEST_SKIP() << "Windows deletes an open file only when its last handle closes, so it never vanishes under a model";
+#endif
     std::error_code ec;
     if (!std::filesystem::remove(path, ec)) GTEST_SKIP() << "this OS keeps a mapped file from being removed";
     SessionOptions options{1, 16};
@@ -253,7 +256,9 @@ TEST(ExpertFetch, StagedReadOfAShrunkFileIsAnIoError) {
     options.expert_fetch = ExpertFetch::Staged;
     auto session = Session::create(*model, options);
     ASSERT_TRUE(session.ok()) << session.error();
-    std::filesystem::resize_file(path, 4096);
+    std::error_code shrinkError;
+    std::filesystem::resize_file(path, 4096, shrinkError);
+    if (shrinkError) GTEST_SKIP() << "this OS refuses to shrink a file that is open (" << shrinkError.message() << ")";
     Status failure;
     for (int32_t t = 0; t < 8 && failure.ok(); ++t) {
         auto r = (*session)->step(3 + t);

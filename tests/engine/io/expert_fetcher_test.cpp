@@ -139,7 +139,9 @@ TEST_P(ExpertFetcherTest, AShrunkFileFailsTheWaitWithIo) {
     const auto file = random_bytes(1024 * 1024, 31);
     const auto path = write_file("shrunk", file);
     CREATE_OR_SKIP(fetcher, path);
-    std::filesystem::resize_file(path, 10000);
+    std::error_code shrinkError;
+    std::filesystem::resize_file(path, 10000, shrinkError);
+    if (shrinkError) GTEST_SKIP() << "this OS refuses to shrink a file that is open (" << shrinkError.message() << ")";
     const auto t = fetcher->request(1, 500000, 4000).id;
     float waited_us = 0;
     auto staged = fetcher->wait(t, waited_us);
