@@ -578,7 +578,10 @@ void tile_matmat_quantized_avx512vnni(DType dtype, const uint8_t* payload, uint3
 template <bool kQ4>
 void lanes_matvec(const uint8_t* lanes, uint32_t rows, uint32_t cols, const QuantizedX& xq, float* y) {
     constexpr uint32_t kChunks = kQ4 ? 4 : 8;  // 64-byte loads per 16 rows and block
-    constexpr size_t kLanesPrefetchBytes = 4096;  // measured ahead of 2 KiB on a Xeon (DRAM-resident tiles)
+    // 2 KiB ahead: on machine C (Xeon, AMX) A/B in one process against 4 KiB, decode of dense-1b
+    // +11 % at 1 thread and +6 % at 2 (median of 8 alternating rounds; 1 KiB +5 / +7 %); an
+    // earlier session had measured 4 KiB ahead of 2 KiB on another Xeon (BENCHMARKS.md).
+    constexpr size_t kLanesPrefetchBytes = 2048;
     const uint32_t groups = cols / kGroup;
     const size_t rgBytes = static_cast<size_t>(groups) * (kLaneRows * sizeof(uint16_t) + kChunks * 64);
     const bool prefetch = ::cflow::kernels::g_explicit_prefetch.load(std::memory_order_relaxed);
