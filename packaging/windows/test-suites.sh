@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The base, formats and engine GoogleTest suites cross-built for Windows (preset mingw-tests) and
+# The base, formats and engine GoogleTest suites cross-built for Windows (preset mingw) and
 # run under wine: the Windows code paths (mapped files, FILE_FLAG_NO_BUFFERING reads, overlapped
 # I/O, the thread pool's WaitOnAddress hand-over, the kernels' run-time dispatch) exercised by the
 # same tests as on Linux. Tests that need what Windows does not offer (symlinks under wine, shrinking
@@ -16,8 +16,8 @@ build=1
 for tool in wine wineserver; do command -v "$tool" >/dev/null || die "$tool not found (apt-get install wine64)"; done
 
 if [[ "$build" -eq 1 ]]; then
-  cmake --preset mingw-tests >/dev/null
-  cmake --build --preset mingw-tests -j2
+  cmake --preset mingw >/dev/null
+  cmake --build --preset mingw -j2
 fi
 
 scratch="$(mktemp -d)"
@@ -29,8 +29,8 @@ wineserver -w
 
 failed=0
 for suite in base formats engine; do
-  exe="build/mingw-tests/tests/cflow_${suite}_tests.exe"
-  [[ -f "$exe" ]] || die "$exe is missing (build the mingw-tests preset)"
+  exe="build/mingw/tests/cflow_${suite}_tests.exe"
+  [[ -f "$exe" ]] || die "$exe is missing (build the mingw preset)"
   t0=$SECONDS
   rc=0
   timeout 1200 wine "$exe" --gtest_brief=1 >"$scratch/$suite.log" 2>&1 || rc=$?
