@@ -208,7 +208,7 @@ int run_chat(const std::vector<std::string>& argv) {
     auto policy = parse_context_policy_arg(*args, ContextPolicy::Stop);
     if (!policy) return fail("chat", policy.error());
 
-    auto model = Model::load(*model_path, load->options);
+    auto model = load_model(*model_path, *load);
     if (!model) return fail("chat", model.error());
     if (*cache_mib) {
         auto bytes = expert_cache_bytes_for(**cache_mib, session_options.expert_fetch, **model);

@@ -55,7 +55,7 @@ int run_generate(const std::vector<std::string>& argv) {
     if (!load) return fail("generate", load.error());
 
     const auto t_load = std::chrono::steady_clock::now();
-    auto model = Model::load(*model_path, load->options);
+    auto model = load_model(*model_path, *load);
     if (!model) return fail("generate", model.error());
     const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
     if (*cache_mib) {

@@ -115,7 +115,7 @@ int run_logits(const std::vector<std::string>& argv) {
         session_options.isa = *isa;
     }
 
-    auto model = Model::load(*model_path, load->options);
+    auto model = load_model(*model_path, *load);
     if (!model) return fail("logits", model.error());
     std::vector<int32_t> ids;
     if (auto id_text = args->value("--ids")) {

@@ -40,7 +40,7 @@ int run_perplexity(const std::vector<std::string>& argv) {
     if (!read) return fail("perplexity", read.error());
     const std::string text = std::move(read).value();
 
-    auto model = Model::load(args->positionals()[0], load->options);
+    auto model = load_model(args->positionals()[0], *load);
     if (!model) return fail("perplexity", model.error());
     const uint32_t trained = (*model)->header().max_seq_len;
     if (trained > 0 && uint64_t(*ctx) > trained)

@@ -103,7 +103,7 @@ int run_serve(const std::vector<std::string>& argv) {
     session_options.expert_fetch = *fetch;
     session_options.io_backend = *io_backend;
 
-    auto model = Model::load(*model_path, load->options);
+    auto model = load_model(*model_path, *load);
     if (!model) return fail("serve", model.error());
     if (*cache_mib) {
         auto bytes = expert_cache_bytes_for(**cache_mib, session_options.expert_fetch, **model);

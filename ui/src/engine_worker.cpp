@@ -55,14 +55,14 @@ void EngineWorker::loadModel(const QString& path, unsigned threads) {
     // The loaded model stays until the new one is ready: a file that fails to load costs nothing.
     // The same default as the CLI's --load auto. Experts count as mapped here: the session starts
     // with mapped experts, and a later switch to sync/staged keeps working from either layout.
-    const LoadChoice load = choose_load_options(path.toStdString(), false);
-    spdlog::info("engine: loading '{}' as {} ({})", path.toStdString(), load.name, load.reason);
-    auto loaded = Model::load(path.toStdString(), load.options);
+    LoadChoice load = choose_load_options(path.toStdString(), false);
+    auto loaded = load_model(path.toStdString(), load);
     if (!loaded) {
         spdlog::warn("engine: cannot load '{}': {}", path.toStdString(), loaded.error());
         emit loadFailed(path, QString::fromStdString(loaded.error()));
         return;
     }
+    spdlog::info("engine: loaded '{}' as {} ({})", path.toStdString(), load.name, load.reason);
     auto previousModel = std::move(model_);
     auto previousChat = std::move(chat_);
     const QString previousPath = modelPath_;

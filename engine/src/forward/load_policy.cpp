@@ -10,7 +10,7 @@ namespace cflow {
 
 namespace {
 
-LoadChoice mapped(std::string reason) { return {LoadOptions{}, "map", std::move(reason)}; }
+LoadChoice mapped(std::string reason) { return {LoadOptions{}, "map", std::move(reason), true}; }
 
 } // namespace
 
@@ -25,9 +25,17 @@ LoadChoice choose_load_options(const std::string& path, bool expertsReadFromFile
     const uint64_t availableBytes = query_system_memory().available_bytes;
     if (availableBytes == 0 || fileBytes > availableBytes / 4 * 3)
         return mapped("the model does not fit three quarters of the available memory");
-    LoadChoice lanes{LoadOptions{}, "lanes", "the " + std::string(isa_name(kernels.isa)) + " kernels walk the lanes layout"};
+    LoadChoice lanes{LoadOptions{}, "lanes", "the " + std::string(isa_name(kernels.isa)) + " kernels walk the lanes layout", true};
     lanes.options.lanes = true;
     return lanes;
+}
+
+Result<std::shared_ptr<const Model>> load_model(const std::string& path, LoadChoice& choice, const ModelLoader& loader) {
+    auto model = loader(path, choice.options);
+    if (model || !choice.automatic || !choice.options.lanes || model.kind() != ErrorKind::OutOfMemory) return model;
+    const std::string why = model.error();
+    choice = mapped("the lanes copy did not fit (" + why + ")");
+    return loader(path, choice.options);
 }
 
 } // namespace cflow

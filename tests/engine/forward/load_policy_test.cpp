@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "cflow/engine/forward/load_policy.h"
 #include "cflow/engine/forward/session.h"
@@ -45,6 +46,37 @@ TEST(LoadPolicy, StreamedExpertsAndUnreadableFilesStayMapped) {
     const LoadChoice missing = choose_load_options("/nonexistent/model.cflow", false);
     EXPECT_FALSE(missing.options.lanes);
     EXPECT_EQ(missing.name, "map") << "Model::load then reports the missing file itself";
+}
+
+// The lanes copy needs the file's size again in anonymous memory; where an automatic choice runs
+// out of it, the model loads mapped and the choice says why. A lanes load the user asked for fails.
+TEST(LoadPolicy, AnAutomaticLanesChoiceThatRunsOutOfMemoryLoadsMapped) {
+    std::vector<bool> lanesAsked;
+    const ModelLoader lanesOutOfMemory = [&](const std::string& path, const LoadOptions& options)
+        -> Result<std::shared_ptr<const Model>> {
+        lanesAsked.push_back(options.lanes);
+        if (options.lanes) return make_error(ErrorKind::OutOfMemory, path + ": out of memory while rearranging tiles");
+        return Model::load(path, options);
+    };
+    LoadChoice automatic{LoadOptions{}, "lanes", "the kernels walk the lanes layout", true};
+    automatic.options.lanes = true;
+    auto model = load_model(kDefaultModel, automatic, lanesOutOfMemory);
+    ASSERT_TRUE(model.ok()) << model.error();
+    EXPECT_EQ(lanesAsked, (std::vector<bool>{true, false}));
+    EXPECT_EQ(automatic.name, "map");
+    EXPECT_FALSE(automatic.options.lanes);
+    EXPECT_NE(automatic.reason.find("the lanes copy did not fit"), std::string::npos) << automatic.reason;
+    EXPECT_NE(automatic.reason.find("out of memory while rearranging tiles"), std::string::npos) << automatic.reason;
+    EXPECT_FALSE((*model)->lanes_base());
+
+    lanesAsked.clear();
+    LoadChoice named{LoadOptions{}, "lanes", "--load lanes", false};
+    named.options.lanes = true;
+    auto refused = load_model(kDefaultModel, named, lanesOutOfMemory);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.kind(), ErrorKind::OutOfMemory);
+    EXPECT_EQ(lanesAsked, (std::vector<bool>{true})) << "a named --load lanes is not silently replaced";
+    EXPECT_EQ(named.name, "lanes");
 }
 
 } // namespace

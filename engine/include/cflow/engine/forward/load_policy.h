@@ -1,5 +1,7 @@
 #pragma once
 // What a model is loaded as when the user does not say (`--load auto`, the desktop app, the server).
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "cflow/engine/forward/model.h"
@@ -10,6 +12,7 @@ struct LoadChoice {
     LoadOptions options;
     std::string name;    // "lanes" or "map", as --load spells it
     std::string reason;  // one clause: why, for the stats line and the log
+    bool automatic = false;  // chosen by choose_load_options, not named by the user
 };
 
 // The lanes layout (LoadOptions::lanes) where the selected kernel path walks it
@@ -19,5 +22,13 @@ struct LoadChoice {
 // the page cache), and the experts are not streamed from the file (sync/staged expert fetch
 // exists to keep them out of memory); the zero-copy file mapping otherwise.
 LoadChoice choose_load_options(const std::string& path, bool expertsReadFromFile);
+
+// Model::load with `choice`; where the choice was automatic and the lanes copy ran out of memory
+// (MemAvailable can shrink between the check and the copy), loads the file mapping instead and
+// rewrites `choice` to say so. A choice the user named fails as named. `loader` is Model::load
+// except in tests.
+using ModelLoader = std::function<Result<std::shared_ptr<const Model>>(const std::string&, const LoadOptions&)>;
+Result<std::shared_ptr<const Model>> load_model(const std::string& path, LoadChoice& choice,
+                                                const ModelLoader& loader = &Model::load);
 
 } // namespace cflow
