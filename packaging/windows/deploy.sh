@@ -58,3 +58,9 @@ while [[ ${#queue[@]} -gt 0 ]]; do
   done < <("$objdump" -p "$file" | awk '/DLL Name:/ { print $3 }')
 done
 echo "    Windows' own: $(printf '%s\n' "${system_dlls[@]}" | sort -fu | tr '\n' ' ')"
+
+# Symbols and debug sections serve no user (the mingw-w64 runtime's libstdc++-6.dll alone carries
+# ~20 MB of them): everything in BIN_DIR is stripped of what relocation and linking do not need.
+before_bytes="$(du -sb "$bin" | cut -f1)"
+find "$bin" -type f \( -iname '*.exe' -o -iname '*.dll' \) -exec x86_64-w64-mingw32-strip --strip-unneeded {} +
+echo "    stripped: $((before_bytes / 1048576)) MiB -> $(( $(du -sb "$bin" | cut -f1) / 1048576 )) MiB"
