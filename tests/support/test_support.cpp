@@ -25,7 +25,8 @@ namespace {
 // shared assets keep their read-only bits) again after making everything below writable.
 void remove_tree(const std::filesystem::path& dir) {
     std::error_code ec;
-    if (std::filesystem::remove_all(dir, ec) != static_cast<std::uintmax_t>(-1) && !ec) return;
+    std::filesystem::remove_all(dir, ec);
+    if (!ec) return;
     for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
          it.increment(ec))
         std::filesystem::permissions(it->path(), std::filesystem::perms::owner_write, std::filesystem::perm_options::add, ec);
