@@ -6,7 +6,17 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
+// GCC 12's AVX-512 intrinsics use _mm512_undefined_* as a don't-care source operand, which
+// -Wmaybe-uninitialized reports inside the header (GCC PR 105593).
+#if !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
 #define CFLOW_CODEC_X86 1
 #endif
 
@@ -28,7 +38,7 @@ __attribute__((target("avx2,f16c"))) void f16_row_avx2(const uint8_t* src, uint6
 
 // The same operations as the scalar quantize_block_q4_0, in the same order (multiply, then
 // add 8.5, clamp, truncate: no FMA in this target, so nothing is contracted), on 8 lanes.
-__attribute__((target("avx2,f16c"))) bool q4_0_block_avx2(const float* x, uint16_t* scale, uint8_t* nibbles) {
+__attribute__((target("avx2,f16c"))) bool quantize_q4_0_avx2(const float* x, uint16_t* scale, uint8_t* nibbles) {
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256 infinity = _mm256_castsi256_ps(_mm256_set1_epi32(0x7f800000));
     __m256 v[4], a[4];
@@ -58,9 +68,15 @@ __attribute__((target("avx2,f16c"))) bool q4_0_block_avx2(const float* x, uint16
     // d is finite here: vcvtps2ph with round-to-nearest-even gives f32_to_f16's bits.
     *scale = static_cast<uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
     const __m256 vid = _mm256_set1_ps(id), half_offset = _mm256_set1_ps(8.5f), top = _mm256_set1_ps(15.0f);
+    const __m256 zero = _mm256_setzero_ps(), nan_index = _mm256_set1_ps(8.0f);
     __m256i q[4];
-    for (int i = 0; i < 4; ++i)
-        q[i] = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_add_ps(_mm256_mul_ps(v[i], vid), half_offset), top));
+    for (int i = 0; i < 4; ++i) {
+        // q4_index: NaN (0 x an infinite id, when the maximum is so small that 1/d overflows) -> 8,
+        // below 0 -> 0, above 15 -> 15. max/min return their second operand for a NaN.
+        const __m256 t = _mm256_add_ps(_mm256_mul_ps(v[i], vid), half_offset);
+        const __m256 clamped = _mm256_min_ps(_mm256_max_ps(t, zero), top);
+        q[i] = _mm256_cvttps_epi32(_mm256_blendv_ps(clamped, nan_index, _mm256_cmp_ps(t, t, _CMP_UNORD_Q)));
+    }
     // nibbles[j] = q[j] | q[16 + j] << 4, narrowed 32 -> 16 -> 8 bits (packus works per 128-bit lane,
     // the permutes put the lanes back in order).
     const __m256i n0 = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));  // j = 0..7
@@ -69,6 +85,153 @@ __attribute__((target("avx2,f16c"))) bool q4_0_block_avx2(const float* x, uint16
     const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(words, words), 0xD8);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(nibbles), _mm256_castsi256_si128(bytes));
     return true;
+}
+
+// q4_index of v x id on 16 lanes, narrowed to bytes. The arithmetic uses the explicit-rounding
+// intrinsics: avx512f includes FMA, and GCC may contract a plain multiply-then-add into one
+// (its _mm512_mul_ps/_mm512_add_ps are ordinary vector expressions), which would round once
+// where the scalar path rounds twice.
+__attribute__((target("avx512f"))) __m128i q4_indexes_avx512(__m512 v, __m512 vid) {
+    constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    const __m512 t = _mm512_add_round_ps(_mm512_mul_round_ps(v, vid, kRound), _mm512_set1_ps(8.5f), kRound);
+    const __m512 clamped = _mm512_min_ps(_mm512_max_ps(t, _mm512_setzero_ps()), _mm512_set1_ps(15.0f));
+    const __m512 index = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q), clamped, _mm512_set1_ps(8.0f));
+    return _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(index));
+}
+
+// The AVX2 function's steps on two 16-lane registers holding x[0..16) and x[16..32).
+__attribute__((target("avx512f,f16c"))) inline bool quantize_q4_0_zmm(__m512 v0, __m512 v1, uint16_t* scale,
+                                                                      uint8_t* nibbles) {
+    const __m512 infinity = _mm512_castsi512_ps(_mm512_set1_epi32(0x7f800000));
+    const __m512 a0 = _mm512_abs_ps(v0), a1 = _mm512_abs_ps(v1);
+    // NaN compares false: a block with a NaN or an infinity goes to the scalar path.
+    if ((_mm512_cmp_ps_mask(a0, infinity, _CMP_LT_OQ) & _mm512_cmp_ps_mask(a1, infinity, _CMP_LT_OQ)) != 0xffff)
+        return false;
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
+    // The scalar loop keeps the first element of largest magnitude, and +0 when all are zero.
+    float max = 0.0f;
+    if (amax > 0.0f) {
+        const __m512 target = _mm512_set1_ps(amax);
+        const uint32_t hits = uint32_t(_mm512_cmp_ps_mask(a0, target, _CMP_EQ_OQ)) |
+                              uint32_t(_mm512_cmp_ps_mask(a1, target, _CMP_EQ_OQ)) << 16;
+        const unsigned first = __builtin_ctz(hits);
+        max = _mm512_cvtss_f32(_mm512_permutexvar_ps(_mm512_set1_epi32(int(first & 15)), first < 16 ? v0 : v1));
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    *scale = static_cast<uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    const __m512 vid = _mm512_set1_ps(id);
+    // nibbles[j] = q[j] | q[16 + j] << 4: each q is at most 15, so a 16-bit shift stays in its byte.
+    const __m128i low = q4_indexes_avx512(v0, vid), high = q4_indexes_avx512(v1, vid);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(nibbles), _mm_or_si128(low, _mm_slli_epi16(high, 4)));
+    return true;
+}
+
+__attribute__((target("avx512f,f16c"))) bool quantize_q4_0_avx512(const float* x, uint16_t* scale, uint8_t* nibbles) {
+    return quantize_q4_0_zmm(_mm512_loadu_ps(x), _mm512_loadu_ps(x + 16), scale, nibbles);
+}
+
+// vcvtph2ps is f16_to_f32 exactly for every non-NaN value, and a block with a NaN falls back.
+__attribute__((target("avx512f,f16c"))) bool quantize_q4_0_from_f16_avx512(const uint8_t* halfs, uint16_t* scale,
+                                                                           uint8_t* nibbles) {
+    const __m512 v0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halfs)));
+    const __m512 v1 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halfs + 32)));
+    return quantize_q4_0_zmm(v0, v1, scale, nibbles);
+}
+
+// bf16_to_f32 is a 16-bit shift into the high half.
+__attribute__((target("avx512f"))) inline __m512 bf16x16_to_f32(const uint8_t* p) {
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+
+__attribute__((target("avx512f,f16c"))) bool quantize_q4_0_from_bf16_avx512(const uint8_t* halfs, uint16_t* scale,
+                                                                            uint8_t* nibbles) {
+    return quantize_q4_0_zmm(bf16x16_to_f32(halfs), bf16x16_to_f32(halfs + 32), scale, nibbles);
+}
+
+// Sixteen blocks at a time, a block per lane where the per-block function has a scalar step
+// (its maximum, sign, divisions and f16 scale are one long dependency chain per block, ~60
+// cycles even with the data in L1): the maxima of 16 blocks are reduced together, d and 1/d
+// are computed for 16 blocks in one division each, and the 16 scales stored at once.
+struct F16Loader {
+    static constexpr uint32_t kBytes = 2;
+    __attribute__((target("avx512f,f16c"))) static __m512 load16(const uint8_t* p) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+};
+struct Bf16Loader {
+    static constexpr uint32_t kBytes = 2;
+    __attribute__((target("avx512f"))) static __m512 load16(const uint8_t* p) { return bf16x16_to_f32(p); }
+};
+
+// lane b of the result = the largest lane of m[b] (m[b] >= 0, no NaN).
+__attribute__((target("avx512f"))) inline __m512 max_of_each(const __m512 m[16]) {
+    __m512 r[8], s[4];
+    for (int i = 0; i < 8; ++i)  // 128-bit lanes: m[2i] q0|q2, q1|q3, m[2i+1] q0|q2, q1|q3
+        r[i] = _mm512_max_ps(_mm512_shuffle_f32x4(m[2 * i], m[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(m[2 * i], m[2 * i + 1], 0xEE));
+    for (int j = 0; j < 4; ++j)  // 128-bit lane k: block 4j + k (four values)
+        s[j] = _mm512_max_ps(_mm512_shuffle_f32x4(r[2 * j], r[2 * j + 1], 0x88),
+                             _mm512_shuffle_f32x4(r[2 * j], r[2 * j + 1], 0xDD));
+    const __m512 t0 = _mm512_max_ps(_mm512_unpacklo_ps(s[0], s[1]), _mm512_unpackhi_ps(s[0], s[1]));
+    const __m512 t1 = _mm512_max_ps(_mm512_unpacklo_ps(s[2], s[3]), _mm512_unpackhi_ps(s[2], s[3]));
+    // 128-bit lane k: blocks k, 8 + k, 4 + k, 12 + k
+    const __m512 u = _mm512_max_ps(_mm512_unpacklo_ps(t0, t1), _mm512_unpackhi_ps(t0, t1));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15);
+    return _mm512_permutexvar_ps(order, u);
+}
+
+template <class Loader>
+__attribute__((target("avx512f,f16c"))) uint32_t quantize_q4_0_row_avx512(const uint8_t* values, uint32_t groups,
+                                                                         uint8_t* scales, uint8_t* nibbles) {
+    const __m512 infinity = _mm512_castsi512_ps(_mm512_set1_epi32(0x7f800000));
+    uint32_t done = 0;
+    for (; done + 16 <= groups; done += 16) {
+        const uint8_t* base = values + uint64_t{done} * 32 * Loader::kBytes;
+        __m512 magnitude[16];
+        uint32_t finite = 0xffff;
+        for (int b = 0; b < 16; ++b) {
+            const __m512 a0 = _mm512_abs_ps(Loader::load16(base + (32 * b) * Loader::kBytes));
+            const __m512 a1 = _mm512_abs_ps(Loader::load16(base + (32 * b + 16) * Loader::kBytes));
+            finite &= _mm512_cmp_ps_mask(a0, infinity, _CMP_LT_OQ) & _mm512_cmp_ps_mask(a1, infinity, _CMP_LT_OQ);
+            magnitude[b] = _mm512_max_ps(a0, a1);
+        }
+        if (finite != 0xffff) break;  // a NaN or an infinity: the caller takes these blocks one by one
+        const __m512 amax = max_of_each(magnitude);
+        // The scalar loop keeps the first element of largest magnitude: the block's maximum is
+        // negative when the first lane equal to -amax comes before the first equal to +amax.
+        uint32_t negative = 0;
+        for (int b = 0; b < 16; ++b) {
+            const __m512 v0 = Loader::load16(base + (32 * b) * Loader::kBytes);
+            const __m512 v1 = Loader::load16(base + (32 * b + 16) * Loader::kBytes);
+            const __m512 plus = _mm512_permutexvar_ps(_mm512_set1_epi32(b), amax);
+            const __m512 minus = _mm512_sub_ps(_mm512_setzero_ps(), plus);
+            const uint32_t at_plus = uint32_t(_mm512_cmp_ps_mask(v0, plus, _CMP_EQ_OQ)) |
+                                     uint32_t(_mm512_cmp_ps_mask(v1, plus, _CMP_EQ_OQ)) << 16;
+            const uint32_t at_minus = uint32_t(_mm512_cmp_ps_mask(v0, minus, _CMP_EQ_OQ)) |
+                                      uint32_t(_mm512_cmp_ps_mask(v1, minus, _CMP_EQ_OQ)) << 16;
+            const uint32_t either = at_plus | at_minus;
+            // The lowest lane that hits decides. With amax == 0 every zero lane hits, and the
+            // "negative" maximum 0 - (+0) is +0, the scalar loop's +0.
+            if (either & (0u - either) & at_minus) negative |= 1u << b;
+        }
+        const __m512 max = _mm512_mask_sub_ps(amax, __mmask16(negative), _mm512_setzero_ps(), amax);
+        const __m512 d = _mm512_div_ps(max, _mm512_set1_ps(-8.0f));
+        const __mmask16 nonzero = _mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+        const __m512 id = _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(1.0f), d);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(scales + uint64_t{done} * 2),
+                            _mm512_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        for (int b = 0; b < 16; ++b) {
+            const __m512 v0 = Loader::load16(base + (32 * b) * Loader::kBytes);
+            const __m512 v1 = Loader::load16(base + (32 * b + 16) * Loader::kBytes);
+            const __m512 vid = _mm512_permutexvar_ps(_mm512_set1_epi32(b), id);
+            const __m128i low = q4_indexes_avx512(v0, vid), high = q4_indexes_avx512(v1, vid);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(nibbles + (uint64_t{done} + b) * 16),
+                             _mm_or_si128(low, _mm_slli_epi16(high, 4)));
+        }
+    }
+    return done;
 }
 
 // CPUID and XCR0 directly (clang's __builtin_cpu_supports knows no "f16c"): AVX2 (leaf 7
@@ -82,19 +245,47 @@ __attribute__((target("xsave"))) bool has_avx2_f16c() {
     return (ebx >> 5) & 1u;
 }
 
+// AVX-512 F (leaf 7 EBX bit 16) and the OS saving the opmask and ZMM state (XCR0 bits 5-7).
+__attribute__((target("xsave"))) bool has_avx512f() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!has_avx2_f16c() || (_xgetbv(0) & 0xe0u) != 0xe0u) return false;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    return (ebx >> 16) & 1u;
+}
+
 // CPUID traps to the hypervisor in a VM (tens of microseconds): ask once.
 bool cpu_has_avx2_f16c() {
     static const bool has = has_avx2_f16c();
     return has;
 }
 
+bool cpu_has_avx512f() {
+    static const bool has = has_avx512f();
+    return has;
+}
+
 } // namespace
 
 F16RowFn f16_row() { return cpu_has_avx2_f16c() ? &f16_row_avx2 : nullptr; }
-Q4BlockFn q4_0_block() { return cpu_has_avx2_f16c() ? &q4_0_block_avx2 : nullptr; }
+Q4BlockFn q4_0_block_avx2() { return cpu_has_avx2_f16c() ? &quantize_q4_0_avx2 : nullptr; }
+Q4BlockFn q4_0_block_avx512() { return cpu_has_avx512f() ? &quantize_q4_0_avx512 : nullptr; }
+Q4HalfBlockFn q4_0_block_from_f16() { return cpu_has_avx512f() ? &quantize_q4_0_from_f16_avx512 : nullptr; }
+Q4HalfBlockFn q4_0_block_from_bf16() { return cpu_has_avx512f() ? &quantize_q4_0_from_bf16_avx512 : nullptr; }
+Q4HalfRowFn q4_0_row_from_f16() { return cpu_has_avx512f() ? &quantize_q4_0_row_avx512<F16Loader> : nullptr; }
+Q4HalfRowFn q4_0_row_from_bf16() { return cpu_has_avx512f() ? &quantize_q4_0_row_avx512<Bf16Loader> : nullptr; }
 #else
 F16RowFn f16_row() { return nullptr; }
-Q4BlockFn q4_0_block() { return nullptr; }
+Q4BlockFn q4_0_block_avx2() { return nullptr; }
+Q4BlockFn q4_0_block_avx512() { return nullptr; }
+Q4HalfBlockFn q4_0_block_from_f16() { return nullptr; }
+Q4HalfBlockFn q4_0_block_from_bf16() { return nullptr; }
+Q4HalfRowFn q4_0_row_from_f16() { return nullptr; }
+Q4HalfRowFn q4_0_row_from_bf16() { return nullptr; }
 #endif
+
+Q4BlockFn q4_0_block() {
+    if (Q4BlockFn fast = q4_0_block_avx512()) return fast;
+    return q4_0_block_avx2();
+}
 
 } // namespace cflow::codec_x86

@@ -90,6 +90,45 @@ void quantize_block_q4_0(const float* x, uint16_t* scale, uint8_t nibbles[16]) {
     quantize_block_q4_0_scalar(x, scale, nibbles);
 }
 
+namespace {
+
+codec_x86::Q4HalfBlockFn direct_q4_0_block(DType src) {
+    static const codec_x86::Q4HalfBlockFn from_f16 = codec_x86::q4_0_block_from_f16();
+    static const codec_x86::Q4HalfBlockFn from_bf16 = codec_x86::q4_0_block_from_bf16();
+    return src == DType::F16 ? from_f16 : src == DType::BF16 ? from_bf16 : nullptr;
+}
+
+codec_x86::Q4HalfRowFn direct_q4_0_row(DType src) {
+    static const codec_x86::Q4HalfRowFn from_f16 = codec_x86::q4_0_row_from_f16();
+    static const codec_x86::Q4HalfRowFn from_bf16 = codec_x86::q4_0_row_from_bf16();
+    return src == DType::F16 ? from_f16 : src == DType::BF16 ? from_bf16 : nullptr;
+}
+
+} // namespace
+
+bool has_direct_q4_0_from(DType src) { return direct_q4_0_block(src) && direct_q4_0_row(src); }
+
+void quantize_row_q4_0_from(DType src, const uint8_t* values, uint32_t n, uint8_t* scales, uint8_t* nibbles) {
+    const codec_x86::Q4HalfRowFn row = direct_q4_0_row(src);
+    const codec_x86::Q4HalfBlockFn block_fn = direct_q4_0_block(src);
+    const uint32_t groups = n / kQuantGroup;
+    for (uint32_t b = 0; b < groups;) {
+        if (row) b += row(values + uint64_t{b} * kQuantGroup * 2, groups - b, scales + uint64_t{b} * 2,
+                          nibbles + uint64_t{b} * 16);
+        if (b == groups) break;
+        // One block on its own: fewer than 16 left, or a run of 16 with a non-finite value.
+        const uint8_t* block = values + uint64_t{b} * kQuantGroup * 2;
+        uint16_t scale = 0;
+        if (!block_fn || !block_fn(block, &scale, nibbles + uint64_t{b} * 16)) {
+            float x[32];
+            convert_to_f32(src, block, kQuantGroup, x);
+            quantize_block_q4_0(x, &scale, nibbles + uint64_t{b} * 16);
+        }
+        std::memcpy(scales + uint64_t{b} * 2, &scale, 2);
+        ++b;
+    }
+}
+
 void quantize_block_q4_0_scalar(const float* x, uint16_t* scale, uint8_t nibbles[16]) {
     // ggml quantize_row_q4_0_ref: the signed element of largest magnitude maps to -8.
     float amax = 0.0f, max = 0.0f;
@@ -158,10 +197,15 @@ void encode_tile(DType dtype, const float* src, uint64_t src_stride, uint32_t ro
             const uint64_t block_data = dtype == DType::Q4_0 ? 16 : 32;
             uint8_t* scales = payload;            // f16 [rows * G]
             uint8_t* data = payload + blocks * 2;  // [rows * G * block_data]
-            float block[32];
+            float padded[32];
             for (uint32_t r = 0; r < rows; ++r) {
                 for (uint32_t g = 0; g < groups; ++g) {
-                    gather_group(src + r * src_stride, cols, g, block);
+                    // A whole group is read in place; only a short last group is copied and zero-padded.
+                    const float* block = src + r * src_stride + uint64_t{g} * kQuantGroup;
+                    if (uint64_t{g + 1} * kQuantGroup > cols) {
+                        gather_group(src + r * src_stride, cols, g, padded);
+                        block = padded;
+                    }
                     const uint64_t b = uint64_t{r} * groups + g;
                     uint16_t scale = 0;
                     if (dtype == DType::Q4_0)

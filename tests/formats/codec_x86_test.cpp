@@ -1,7 +1,8 @@
-// The converter's AVX2 paths (formats/src/codec_x86.h) against the scalar codec they replace:
+// The converter's AVX2 and AVX-512 paths (formats/src/codec_x86.h) against the scalar codec they replace:
 // every one of the 65,536 f16 values converts to the same f32 bits (a signalling NaN comes out
 // quiet, the one named difference), and Q4_0 blocks quantise to the same scale and nibbles on
-// random, tied-maximum, all-zero, signed-zero, subnormal, huge and non-finite inputs.
+// random, tied-maximum, all-zero, signed-zero, subnormal (also with an infinite 1/d), huge and
+// non-finite inputs.
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -41,8 +42,7 @@ TEST(CodecX86, EveryF16ValueConvertsAsTheScalarPath) {
     for (uint32_t i = 0; i < 13; ++i) EXPECT_EQ(out[i], f16_to_f32(uint16_t(1000 + i)));
 }
 
-void expect_same_q4_0(const float* x, const char* what) {
-    const auto fast = codec_x86::q4_0_block();
+void expect_same_q4_0(codec_x86::Q4BlockFn fast, const float* x, const char* what) {
     uint16_t want_scale = 0, got_scale = 0;
     uint8_t want[16] = {}, got[16] = {};
     quantize_block_q4_0_scalar(x, &want_scale, want);
@@ -56,8 +56,7 @@ void expect_same_q4_0(const float* x, const char* what) {
     EXPECT_EQ(std::memcmp(got, want, 16), 0) << what;
 }
 
-TEST(CodecX86, Q4_0BlocksQuantiseAsTheScalarPath) {
-    if (!codec_x86::q4_0_block()) GTEST_SKIP() << "this CPU (or build) has no AVX2 + F16C: the scalar path is the only one";
+void expect_q4_0_path_matches_scalar(codec_x86::Q4BlockFn fast) {
     std::mt19937 rng(7);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     float x[32];
@@ -66,24 +65,99 @@ TEST(CodecX86, Q4_0BlocksQuantiseAsTheScalarPath) {
         for (float& v : x) v = normal(rng) * spread;
         if (trial % 7 == 0) x[rng() % 32] = -x[rng() % 32];       // equal magnitudes, opposite signs
         if (trial % 11 == 0) x[rng() % 32] = x[rng() % 32];       // a tied maximum: the first one counts
-        expect_same_q4_0(x, "random");
-        if (HasFailure()) return;
+        expect_same_q4_0(fast, x, "random");
+        if (::testing::Test::HasFailure()) return;
     }
     for (float& v : x) v = 0.0f;
-    expect_same_q4_0(x, "all +0");
+    expect_same_q4_0(fast, x, "all +0");
     for (float& v : x) v = -0.0f;
-    expect_same_q4_0(x, "all -0");
+    expect_same_q4_0(fast, x, "all -0");
     for (int j = 0; j < 32; ++j) x[j] = (j % 2 ? -1.0f : 1.0f) * std::numeric_limits<float>::denorm_min() * float(j + 1);
-    expect_same_q4_0(x, "subnormals");
+    expect_same_q4_0(fast, x, "subnormals");
+    // A maximum so small that 1/d overflows: id is infinite, 0 x id is NaN (index 8), a
+    // nonzero element x id is infinite (index 0 or 15).
+    for (float& v : x) v = 0.0f;
+    x[3] = 1e-39f;
+    x[7] = -5e-40f;
+    x[20] = 2e-40f;
+    expect_same_q4_0(fast, x, "a subnormal maximum beside zeros");
     for (int j = 0; j < 32; ++j) x[j] = (j % 3 ? 1.0f : -1.0f) * std::numeric_limits<float>::max() / float(j + 1);
-    expect_same_q4_0(x, "near FLT_MAX");
+    expect_same_q4_0(fast, x, "near FLT_MAX");
     for (int j = 0; j < 32; ++j) x[j] = 3.0f;
     x[5] = -3.0f;
-    expect_same_q4_0(x, "tie between +3 and -3, the first wins");
+    expect_same_q4_0(fast, x, "tie between +3 and -3, the first wins");
     x[9] = std::numeric_limits<float>::infinity();
-    expect_same_q4_0(x, "an infinity");
+    expect_same_q4_0(fast, x, "an infinity");
     x[9] = std::numeric_limits<float>::quiet_NaN();
-    expect_same_q4_0(x, "a NaN");
+    expect_same_q4_0(fast, x, "a NaN");
+}
+
+TEST(CodecX86, Q4_0BlocksQuantiseAsTheScalarPathAvx2) {
+    const auto fast = codec_x86::q4_0_block_avx2();
+    if (!fast) GTEST_SKIP() << "this CPU (or build) has no AVX2 + F16C: that path cannot run here";
+    expect_q4_0_path_matches_scalar(fast);
+}
+
+TEST(CodecX86, Q4_0BlocksQuantiseAsTheScalarPathAvx512) {
+    const auto fast = codec_x86::q4_0_block_avx512();
+    if (!fast) GTEST_SKIP() << "this CPU (or build) has no AVX-512 F: that path cannot run here";
+    expect_q4_0_path_matches_scalar(fast);
+}
+
+TEST(CodecX86, TheConverterUsesTheWidestPathTheCpuHas) {
+    if (codec_x86::q4_0_block_avx512()) EXPECT_EQ(codec_x86::q4_0_block(), codec_x86::q4_0_block_avx512());
+    else EXPECT_EQ(codec_x86::q4_0_block(), codec_x86::q4_0_block_avx2());
+}
+
+// quantize_row_q4_0_from (16 blocks a lane each where the CPU has AVX-512, one by one
+// elsewhere) against its specification: each value converted to f32, each block through the
+// scalar Q4_0 quantiser. Rows of 1 to 50 blocks (whole runs of 16 and the tail), F16 and BF16,
+// with ties between +max and -max, all-zero blocks, subnormal maxima beside zeros, and
+// non-finite values inside a run of 16 (that run goes block by block).
+TEST(CodecX86, Q4_0RowsFromHalvesQuantiseAsTheScalarPath) {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (DType src : {DType::F16, DType::BF16}) {
+        SCOPED_TRACE(src == DType::F16 ? "f16" : "bf16");
+        auto encode = [&](float v) -> uint16_t {
+            if (src == DType::F16) return f32_to_f16(v);
+            return static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16);
+        };
+        auto decode = [&](uint16_t h) { return src == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h); };
+        for (int trial = 0; trial < 3000; ++trial) {
+            const uint32_t groups = 1 + uint32_t(rng() % 50);
+            std::vector<uint16_t> values(groups * 32);
+            const float spread = std::ldexp(1.0f, int(rng() % 24) - 16);
+            for (uint16_t& h : values) h = encode(normal(rng) * spread);
+            const uint32_t g = uint32_t(rng() % groups);
+            switch (trial % 8) {
+                case 1: values[g * 32 + rng() % 32] = encode(-decode(values[g * 32 + rng() % 32])); break;  // +-max tie
+                case 2: std::fill(values.begin() + g * 32, values.begin() + g * 32 + 32, uint16_t{0}); break;
+                case 3: std::fill(values.begin() + g * 32, values.begin() + g * 32 + 32, uint16_t{0x8000}); break;
+                case 4:  // a subnormal maximum beside zeros: 1/d overflows (bf16 reaches below 1e-38)
+                    std::fill(values.begin() + g * 32, values.begin() + g * 32 + 32, uint16_t{0});
+                    values[g * 32 + rng() % 32] = encode(src == DType::F16 ? 6e-8f : 1e-39f);
+                    break;
+                case 5: values[g * 32 + rng() % 32] = encode(std::numeric_limits<float>::infinity()); break;
+                case 6: values[g * 32 + rng() % 32] = encode(std::numeric_limits<float>::quiet_NaN()); break;
+                default: break;
+            }
+            std::vector<uint8_t> want_scales(groups * 2), want_nibbles(groups * 16);
+            for (uint32_t b = 0; b < groups; ++b) {
+                float x[32];
+                for (int j = 0; j < 32; ++j) x[j] = decode(values[b * 32 + j]);
+                uint16_t scale = 0;
+                quantize_block_q4_0_scalar(x, &scale, want_nibbles.data() + b * 16);
+                std::memcpy(want_scales.data() + b * 2, &scale, 2);
+            }
+            std::vector<uint8_t> got_scales(groups * 2, 0xAA), got_nibbles(groups * 16, 0xAA);
+            quantize_row_q4_0_from(src, reinterpret_cast<const uint8_t*>(values.data()), groups * 32, got_scales.data(),
+                                   got_nibbles.data());
+            ASSERT_EQ(got_scales, want_scales) << "trial " << trial << ", " << groups << " blocks";
+            ASSERT_EQ(got_nibbles, want_nibbles) << "trial " << trial << ", " << groups << " blocks";
+        }
+    }
+    if (!has_direct_q4_0_from(DType::F16)) GTEST_SKIP() << "checked the block-by-block path only: this CPU has no AVX-512 F";
 }
 
 } // namespace
