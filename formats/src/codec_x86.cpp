@@ -1,6 +1,8 @@
 #include "codec_x86.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "cflow/formats/tile_codec.h"
 
@@ -234,6 +236,107 @@ __attribute__((target("avx512f,f16c"))) uint32_t quantize_q4_0_row_avx512(const 
     return done;
 }
 
+// ---- the same on 8 lanes (AVX2 + F16C, no FMA in the target: nothing is contracted) ----
+
+struct F16LoaderAvx2 {
+    __attribute__((target("avx2,f16c"))) static __m256 load8(const uint8_t* p) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+};
+struct Bf16LoaderAvx2 {
+    __attribute__((target("avx2,f16c"))) static __m256 load8(const uint8_t* p) {
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+    }
+};
+
+template <class Loader>
+__attribute__((target("avx2,f16c"))) bool quantize_q4_0_from_halves_avx2(const uint8_t* halfs, uint16_t* scale,
+                                                                         uint8_t* nibbles) {
+    alignas(32) float x[32];
+    for (int i = 0; i < 4; ++i) _mm256_store_ps(x + 8 * i, Loader::load8(halfs + 16 * i));
+    return quantize_q4_0_avx2(x, scale, nibbles);
+}
+
+// lane b of the result = the largest lane of m[b] (m[b] >= 0, no NaN).
+__attribute__((target("avx2"))) inline __m256 max_of_each_avx2(const __m256 m[8]) {
+    __m256 r[4];
+    for (int i = 0; i < 4; ++i)  // 128-bit lane 0: block 2i (four values), lane 1: block 2i + 1
+        r[i] = _mm256_max_ps(_mm256_permute2f128_ps(m[2 * i], m[2 * i + 1], 0x20),
+                             _mm256_permute2f128_ps(m[2 * i], m[2 * i + 1], 0x31));
+    const __m256 s0 = _mm256_max_ps(_mm256_unpacklo_ps(r[0], r[1]), _mm256_unpackhi_ps(r[0], r[1]));
+    const __m256 s1 = _mm256_max_ps(_mm256_unpacklo_ps(r[2], r[3]), _mm256_unpackhi_ps(r[2], r[3]));
+    // lane 0: blocks 0, 4, 2, 6; lane 1: blocks 1, 5, 3, 7
+    const __m256 u = _mm256_max_ps(_mm256_unpacklo_ps(s0, s1), _mm256_unpackhi_ps(s0, s1));
+    return _mm256_permutevar8x32_ps(u, _mm256_setr_epi32(0, 4, 2, 6, 1, 5, 3, 7));
+}
+
+template <class Loader>
+__attribute__((target("avx2,f16c"))) uint32_t quantize_q4_0_row_avx2(const uint8_t* values, uint32_t groups,
+                                                                    uint8_t* scales, uint8_t* nibbles) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 infinity = _mm256_castsi256_ps(_mm256_set1_epi32(0x7f800000));
+    const __m256 half_offset = _mm256_set1_ps(8.5f), top = _mm256_set1_ps(15.0f);
+    const __m256 zero = _mm256_setzero_ps(), nan_index = _mm256_set1_ps(8.0f);
+    uint32_t done = 0;
+    for (; done + 8 <= groups; done += 8) {
+        const uint8_t* base = values + uint64_t{done} * 64;  // 8 blocks of 32 two-byte values
+        __m256 magnitude[8];
+        int finite = 0xff;
+        for (int b = 0; b < 8; ++b) {
+            __m256 m = zero;
+            for (int i = 0; i < 4; ++i) {
+                const __m256 a = _mm256_and_ps(Loader::load8(base + 64 * b + 16 * i), abs_mask);
+                finite &= _mm256_movemask_ps(_mm256_cmp_ps(a, infinity, _CMP_LT_OQ));  // NaN compares false
+                m = _mm256_max_ps(m, a);
+            }
+            magnitude[b] = m;
+        }
+        if (finite != 0xff) break;  // a NaN or an infinity: the caller takes these blocks one by one
+        const __m256 amax = max_of_each_avx2(magnitude);
+        // Negative when the first lane equal to -amax comes before the first equal to +amax
+        // (amax == 0: 0 - (+0) is +0, the scalar loop's +0).
+        int negative = 0;
+        for (int b = 0; b < 8; ++b) {
+            const __m256 plus = _mm256_permutevar8x32_ps(amax, _mm256_set1_epi32(b));
+            const __m256 minus = _mm256_sub_ps(zero, plus);
+            uint32_t at_plus = 0, at_minus = 0;
+            for (int i = 0; i < 4; ++i) {
+                const __m256 v = Loader::load8(base + 64 * b + 16 * i);
+                at_plus |= uint32_t(_mm256_movemask_ps(_mm256_cmp_ps(v, plus, _CMP_EQ_OQ))) << (8 * i);
+                at_minus |= uint32_t(_mm256_movemask_ps(_mm256_cmp_ps(v, minus, _CMP_EQ_OQ))) << (8 * i);
+            }
+            const uint32_t either = at_plus | at_minus;
+            if (either & (0u - either) & at_minus) negative |= 1 << b;
+        }
+        const __m256 sign = _mm256_castsi256_ps(_mm256_and_si256(
+            _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(negative), _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128)),
+                               _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128)),
+            _mm256_set1_epi32(int(0x80000000u))));
+        const __m256 max = _mm256_blendv_ps(amax, _mm256_sub_ps(zero, amax), sign);
+        const __m256 d = _mm256_div_ps(max, _mm256_set1_ps(-8.0f));
+        const __m256 nonzero = _mm256_cmp_ps(d, zero, _CMP_NEQ_OQ);
+        const __m256 id = _mm256_and_ps(nonzero, _mm256_div_ps(_mm256_set1_ps(1.0f), d));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(scales + uint64_t{done} * 2),
+                         _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        for (int b = 0; b < 8; ++b) {
+            const __m256 vid = _mm256_permutevar8x32_ps(id, _mm256_set1_epi32(b));
+            __m256i q[4];
+            for (int i = 0; i < 4; ++i) {
+                const __m256 t = _mm256_add_ps(_mm256_mul_ps(Loader::load8(base + 64 * b + 16 * i), vid), half_offset);
+                const __m256 clamped = _mm256_min_ps(_mm256_max_ps(t, zero), top);
+                q[i] = _mm256_cvttps_epi32(_mm256_blendv_ps(clamped, nan_index, _mm256_cmp_ps(t, t, _CMP_UNORD_Q)));
+            }
+            const __m256i n0 = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));  // j = 0..7
+            const __m256i n1 = _mm256_or_si256(q[1], _mm256_slli_epi32(q[3], 4));  // j = 8..15
+            const __m256i words = _mm256_permute4x64_epi64(_mm256_packus_epi32(n0, n1), 0xD8);
+            const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(words, words), 0xD8);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(nibbles + (uint64_t{done} + b) * 16), _mm256_castsi256_si128(bytes));
+        }
+    }
+    return done;
+}
+
 // CPUID and XCR0 directly (clang's __builtin_cpu_supports knows no "f16c"): AVX2 (leaf 7
 // EBX bit 5), F16C (leaf 1 ECX bit 29), and the OS saving the YMM state (OSXSAVE, XCR0 bits 1-2).
 __attribute__((target("xsave"))) bool has_avx2_f16c() {
@@ -253,14 +356,26 @@ __attribute__((target("xsave"))) bool has_avx512f() {
     return (ebx >> 16) & 1u;
 }
 
+// CFLOW_ISA, the engine's kernel choice, also caps the converter's paths, so that the AVX2
+// and scalar conversions can be run (and timed) on a CPU with more: scalar -> none,
+// avx2 / avx2int8 / avxvnni -> AVX2 at most, anything else -> what the CPU has.
+int isa_cap() {
+    const char* requested = std::getenv("CFLOW_ISA");
+    if (!requested) return 2;
+    const std::string_view isa(requested);
+    if (isa == "scalar") return 0;
+    if (isa == "avx2" || isa == "avx2int8" || isa == "avxvnni") return 1;
+    return 2;
+}
+
 // CPUID traps to the hypervisor in a VM (tens of microseconds): ask once.
 bool cpu_has_avx2_f16c() {
-    static const bool has = has_avx2_f16c();
+    static const bool has = isa_cap() >= 1 && has_avx2_f16c();
     return has;
 }
 
 bool cpu_has_avx512f() {
-    static const bool has = has_avx512f();
+    static const bool has = isa_cap() >= 2 && has_avx512f();
     return has;
 }
 
@@ -269,18 +384,30 @@ bool cpu_has_avx512f() {
 F16RowFn f16_row() { return cpu_has_avx2_f16c() ? &f16_row_avx2 : nullptr; }
 Q4BlockFn q4_0_block_avx2() { return cpu_has_avx2_f16c() ? &quantize_q4_0_avx2 : nullptr; }
 Q4BlockFn q4_0_block_avx512() { return cpu_has_avx512f() ? &quantize_q4_0_avx512 : nullptr; }
-Q4HalfBlockFn q4_0_block_from_f16() { return cpu_has_avx512f() ? &quantize_q4_0_from_f16_avx512 : nullptr; }
-Q4HalfBlockFn q4_0_block_from_bf16() { return cpu_has_avx512f() ? &quantize_q4_0_from_bf16_avx512 : nullptr; }
-Q4HalfRowFn q4_0_row_from_f16() { return cpu_has_avx512f() ? &quantize_q4_0_row_avx512<F16Loader> : nullptr; }
-Q4HalfRowFn q4_0_row_from_bf16() { return cpu_has_avx512f() ? &quantize_q4_0_row_avx512<Bf16Loader> : nullptr; }
+Q4HalfPath q4_0_from_f16_avx512() {
+    if (!cpu_has_avx512f()) return {};
+    return {&quantize_q4_0_row_avx512<F16Loader>, &quantize_q4_0_from_f16_avx512};
+}
+Q4HalfPath q4_0_from_bf16_avx512() {
+    if (!cpu_has_avx512f()) return {};
+    return {&quantize_q4_0_row_avx512<Bf16Loader>, &quantize_q4_0_from_bf16_avx512};
+}
+Q4HalfPath q4_0_from_f16_avx2() {
+    if (!cpu_has_avx2_f16c()) return {};
+    return {&quantize_q4_0_row_avx2<F16LoaderAvx2>, &quantize_q4_0_from_halves_avx2<F16LoaderAvx2>};
+}
+Q4HalfPath q4_0_from_bf16_avx2() {
+    if (!cpu_has_avx2_f16c()) return {};
+    return {&quantize_q4_0_row_avx2<Bf16LoaderAvx2>, &quantize_q4_0_from_halves_avx2<Bf16LoaderAvx2>};
+}
 #else
 F16RowFn f16_row() { return nullptr; }
 Q4BlockFn q4_0_block_avx2() { return nullptr; }
 Q4BlockFn q4_0_block_avx512() { return nullptr; }
-Q4HalfBlockFn q4_0_block_from_f16() { return nullptr; }
-Q4HalfBlockFn q4_0_block_from_bf16() { return nullptr; }
-Q4HalfRowFn q4_0_row_from_f16() { return nullptr; }
-Q4HalfRowFn q4_0_row_from_bf16() { return nullptr; }
+Q4HalfPath q4_0_from_f16_avx512() { return {}; }
+Q4HalfPath q4_0_from_bf16_avx512() { return {}; }
+Q4HalfPath q4_0_from_f16_avx2() { return {}; }
+Q4HalfPath q4_0_from_bf16_avx2() { return {}; }
 #endif
 
 Q4BlockFn q4_0_block() {

@@ -6,6 +6,8 @@
 // these to them bit for bit (tests/formats/codec_x86_test.cpp).
 #include <cstdint>
 
+#include "cflow/formats/dtype.h"
+
 namespace cflow::codec_x86 {
 
 // out[i] = f16_to_f32(src[i]) (little-endian f16 in src), except that a signalling NaN comes
@@ -15,7 +17,9 @@ using F16RowFn = void (*)(const uint8_t* src /* [n x 2] */, uint64_t n, float* o
 // an infinity or NaN, which the scalar path handles.
 using Q4BlockFn = bool (*)(const float* x /* [32] */, uint16_t* scale, uint8_t* nibbles /* [16] */);
 
-// nullptr when this build is not for x86 or the CPU lacks AVX2 or F16C.
+// Every function below returns nullptr (or an empty path) when this build is not for x86 or the
+// CPU lacks the ISA. CFLOW_ISA, the engine's kernel override, caps them too: scalar -> none,
+// avx2 / avx2int8 / avxvnni -> AVX2 at most (to run and time the narrower paths on a wider CPU).
 F16RowFn f16_row();
 // The fastest Q4_0 path this CPU has (AVX-512 F, else AVX2), or nullptr.
 Q4BlockFn q4_0_block();
@@ -23,18 +27,28 @@ Q4BlockFn q4_0_block();
 Q4BlockFn q4_0_block_avx2();
 Q4BlockFn q4_0_block_avx512();
 
-// quantize_block_q4_0 of 32 little-endian f16 (or bf16) values converted to f32, without the f32
-// row in between; returns false (nothing written) for a block with an infinity or NaN. AVX-512 F
-// only (nullptr elsewhere): the converter then takes the f32 row.
+// Q4_0 straight from little-endian F16 (or BF16) values, without an f32 row in between: the
+// bits of converting each value (f16_to_f32 / bf16_to_f32) and calling quantize_block_q4_0.
+// `block` quantises one block of 32 and returns false (nothing written) for a block with an
+// infinity or NaN; `row` quantises groups [0, k) of a row and returns k, a multiple of its width
+// (16 blocks on AVX-512, 8 on AVX2, a block per lane), stopping before a run that holds a
+// non-finite value or where fewer than its width remain: the caller takes those block by block.
 using Q4HalfBlockFn = bool (*)(const uint8_t* halfs /* [32 x 2] */, uint16_t* scale, uint8_t* nibbles /* [16] */);
-Q4HalfBlockFn q4_0_block_from_f16();
-Q4HalfBlockFn q4_0_block_from_bf16();
-// The same on whole rows, sixteen blocks at a time: quantises groups [0, k) of the row, k the
-// number returned, a multiple of 16; it stops before a run of 16 that holds a non-finite value,
-// or fewer than 16 remaining, which the caller takes block by block.
 using Q4HalfRowFn = uint32_t (*)(const uint8_t* values /* [groups x 32 x 2] */, uint32_t groups,
                                  uint8_t* scales /* [groups x 2] */, uint8_t* nibbles /* [groups x 16] */);
-Q4HalfRowFn q4_0_row_from_f16();
-Q4HalfRowFn q4_0_row_from_bf16();
+struct Q4HalfPath {
+    Q4HalfRowFn row = nullptr;
+    Q4HalfBlockFn block = nullptr;
+};
+// By ISA (both members nullptr where the CPU lacks it); tile_codec.cpp takes the widest.
+Q4HalfPath q4_0_from_f16_avx512();
+Q4HalfPath q4_0_from_bf16_avx512();
+Q4HalfPath q4_0_from_f16_avx2();
+Q4HalfPath q4_0_from_bf16_avx2();
+
+// quantize_row_q4_0_from (tile_codec.h) on a given path, for the tests of each path; a path with
+// nullptr members takes the scalar route. Defined in tile_codec.cpp.
+void quantize_row_q4_0_via(const Q4HalfPath& path, DType src, const uint8_t* values, uint32_t n, uint8_t* scales,
+                           uint8_t* nibbles);
 
 } // namespace cflow::codec_x86

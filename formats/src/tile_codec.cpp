@@ -92,34 +92,47 @@ void quantize_block_q4_0(const float* x, uint16_t* scale, uint8_t nibbles[16]) {
 
 namespace {
 
-codec_x86::Q4HalfBlockFn direct_q4_0_block(DType src) {
-    static const codec_x86::Q4HalfBlockFn from_f16 = codec_x86::q4_0_block_from_f16();
-    static const codec_x86::Q4HalfBlockFn from_bf16 = codec_x86::q4_0_block_from_bf16();
-    return src == DType::F16 ? from_f16 : src == DType::BF16 ? from_bf16 : nullptr;
+codec_x86::Q4HalfPath widest_q4_0_path(DType src) {
+    if (src == DType::F16) {
+        const codec_x86::Q4HalfPath wide = codec_x86::q4_0_from_f16_avx512();
+        return wide.row ? wide : codec_x86::q4_0_from_f16_avx2();
+    }
+    if (src == DType::BF16) {
+        const codec_x86::Q4HalfPath wide = codec_x86::q4_0_from_bf16_avx512();
+        return wide.row ? wide : codec_x86::q4_0_from_bf16_avx2();
+    }
+    return {};
 }
 
-codec_x86::Q4HalfRowFn direct_q4_0_row(DType src) {
-    static const codec_x86::Q4HalfRowFn from_f16 = codec_x86::q4_0_row_from_f16();
-    static const codec_x86::Q4HalfRowFn from_bf16 = codec_x86::q4_0_row_from_bf16();
-    return src == DType::F16 ? from_f16 : src == DType::BF16 ? from_bf16 : nullptr;
+const codec_x86::Q4HalfPath& direct_q4_0_path(DType src) {
+    static const codec_x86::Q4HalfPath from_f16 = widest_q4_0_path(DType::F16);
+    static const codec_x86::Q4HalfPath from_bf16 = widest_q4_0_path(DType::BF16);
+    static const codec_x86::Q4HalfPath none;
+    return src == DType::F16 ? from_f16 : src == DType::BF16 ? from_bf16 : none;
 }
 
 } // namespace
 
-bool has_direct_q4_0_from(DType src) { return direct_q4_0_block(src) && direct_q4_0_row(src); }
+bool has_direct_q4_0_from(DType src) {
+    const codec_x86::Q4HalfPath& path = direct_q4_0_path(src);
+    return path.row && path.block;
+}
 
 void quantize_row_q4_0_from(DType src, const uint8_t* values, uint32_t n, uint8_t* scales, uint8_t* nibbles) {
-    const codec_x86::Q4HalfRowFn row = direct_q4_0_row(src);
-    const codec_x86::Q4HalfBlockFn block_fn = direct_q4_0_block(src);
+    codec_x86::quantize_row_q4_0_via(direct_q4_0_path(src), src, values, n, scales, nibbles);
+}
+
+void codec_x86::quantize_row_q4_0_via(const Q4HalfPath& path, DType src, const uint8_t* values, uint32_t n,
+                                      uint8_t* scales, uint8_t* nibbles) {
     const uint32_t groups = n / kQuantGroup;
     for (uint32_t b = 0; b < groups;) {
-        if (row) b += row(values + uint64_t{b} * kQuantGroup * 2, groups - b, scales + uint64_t{b} * 2,
-                          nibbles + uint64_t{b} * 16);
+        if (path.row) b += path.row(values + uint64_t{b} * kQuantGroup * 2, groups - b, scales + uint64_t{b} * 2,
+                                    nibbles + uint64_t{b} * 16);
         if (b == groups) break;
-        // One block on its own: fewer than 16 left, or a run of 16 with a non-finite value.
+        // One block on its own: fewer than the row path's width left, or a run with a non-finite value.
         const uint8_t* block = values + uint64_t{b} * kQuantGroup * 2;
         uint16_t scale = 0;
-        if (!block_fn || !block_fn(block, &scale, nibbles + uint64_t{b} * 16)) {
+        if (!path.block || !path.block(block, &scale, nibbles + uint64_t{b} * 16)) {
             float x[32];
             convert_to_f32(src, block, kQuantGroup, x);
             quantize_block_q4_0(x, &scale, nibbles + uint64_t{b} * 16);

@@ -109,55 +109,77 @@ TEST(CodecX86, TheConverterUsesTheWidestPathTheCpuHas) {
     else EXPECT_EQ(codec_x86::q4_0_block(), codec_x86::q4_0_block_avx2());
 }
 
-// quantize_row_q4_0_from (16 blocks a lane each where the CPU has AVX-512, one by one
-// elsewhere) against its specification: each value converted to f32, each block through the
-// scalar Q4_0 quantiser. Rows of 1 to 50 blocks (whole runs of 16 and the tail), F16 and BF16,
-// with ties between +max and -max, all-zero blocks, subnormal maxima beside zeros, and
-// non-finite values inside a run of 16 (that run goes block by block).
-TEST(CodecX86, Q4_0RowsFromHalvesQuantiseAsTheScalarPath) {
+// The direct F16/BF16 -> Q4_0 row paths (a block per lane: 16 at a time on AVX-512, 8 on AVX2;
+// one by one otherwise) against their specification: each value converted to f32, each block
+// through the scalar Q4_0 quantiser. Rows of 1 to 50 blocks (whole runs and the tail), with
+// ties between +max and -max, all-zero blocks, subnormal maxima beside zeros, and non-finite
+// values inside a run (that run goes block by block).
+void expect_rows_match_scalar(const codec_x86::Q4HalfPath* path, DType src) {
     std::mt19937 rng(11);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (DType src : {DType::F16, DType::BF16}) {
-        SCOPED_TRACE(src == DType::F16 ? "f16" : "bf16");
-        auto encode = [&](float v) -> uint16_t {
-            if (src == DType::F16) return f32_to_f16(v);
-            return static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16);
-        };
-        auto decode = [&](uint16_t h) { return src == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h); };
-        for (int trial = 0; trial < 3000; ++trial) {
-            const uint32_t groups = 1 + uint32_t(rng() % 50);
-            std::vector<uint16_t> values(groups * 32);
-            const float spread = std::ldexp(1.0f, int(rng() % 24) - 16);
-            for (uint16_t& h : values) h = encode(normal(rng) * spread);
-            const uint32_t g = uint32_t(rng() % groups);
-            switch (trial % 8) {
-                case 1: values[g * 32 + rng() % 32] = encode(-decode(values[g * 32 + rng() % 32])); break;  // +-max tie
-                case 2: std::fill(values.begin() + g * 32, values.begin() + g * 32 + 32, uint16_t{0}); break;
-                case 3: std::fill(values.begin() + g * 32, values.begin() + g * 32 + 32, uint16_t{0x8000}); break;
-                case 4:  // a subnormal maximum beside zeros: 1/d overflows (bf16 reaches below 1e-38)
-                    std::fill(values.begin() + g * 32, values.begin() + g * 32 + 32, uint16_t{0});
-                    values[g * 32 + rng() % 32] = encode(src == DType::F16 ? 6e-8f : 1e-39f);
-                    break;
-                case 5: values[g * 32 + rng() % 32] = encode(std::numeric_limits<float>::infinity()); break;
-                case 6: values[g * 32 + rng() % 32] = encode(std::numeric_limits<float>::quiet_NaN()); break;
-                default: break;
-            }
-            std::vector<uint8_t> want_scales(groups * 2), want_nibbles(groups * 16);
-            for (uint32_t b = 0; b < groups; ++b) {
-                float x[32];
-                for (int j = 0; j < 32; ++j) x[j] = decode(values[b * 32 + j]);
-                uint16_t scale = 0;
-                quantize_block_q4_0_scalar(x, &scale, want_nibbles.data() + b * 16);
-                std::memcpy(want_scales.data() + b * 2, &scale, 2);
-            }
-            std::vector<uint8_t> got_scales(groups * 2, 0xAA), got_nibbles(groups * 16, 0xAA);
-            quantize_row_q4_0_from(src, reinterpret_cast<const uint8_t*>(values.data()), groups * 32, got_scales.data(),
-                                   got_nibbles.data());
-            ASSERT_EQ(got_scales, want_scales) << "trial " << trial << ", " << groups << " blocks";
-            ASSERT_EQ(got_nibbles, want_nibbles) << "trial " << trial << ", " << groups << " blocks";
+    auto encode = [&](float v) -> uint16_t {
+        if (src == DType::F16) return f32_to_f16(v);
+        return static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16);
+    };
+    auto decode = [&](uint16_t h) { return src == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h); };
+    for (int trial = 0; trial < 3000; ++trial) {
+        const uint32_t groups = 1 + uint32_t(rng() % 50);
+        std::vector<uint16_t> values(groups * 32);
+        const float spread = std::ldexp(1.0f, int(rng() % 24) - 16);
+        for (uint16_t& h : values) h = encode(normal(rng) * spread);
+        const uint32_t g = uint32_t(rng() % groups);
+        switch (trial % 8) {
+            case 1: values[g * 32 + rng() % 32] = encode(-decode(values[g * 32 + rng() % 32])); break;  // +-max tie
+            case 2: std::fill(values.begin() + g * 32, values.begin() + g * 32 + 32, uint16_t{0}); break;
+            case 3: std::fill(values.begin() + g * 32, values.begin() + g * 32 + 32, uint16_t{0x8000}); break;
+            case 4:  // a subnormal maximum beside zeros: 1/d overflows (bf16 reaches below 1e-38)
+                std::fill(values.begin() + g * 32, values.begin() + g * 32 + 32, uint16_t{0});
+                values[g * 32 + rng() % 32] = encode(src == DType::F16 ? 6e-8f : 1e-39f);
+                break;
+            case 5: values[g * 32 + rng() % 32] = encode(std::numeric_limits<float>::infinity()); break;
+            case 6: values[g * 32 + rng() % 32] = encode(std::numeric_limits<float>::quiet_NaN()); break;
+            default: break;
         }
+        std::vector<uint8_t> want_scales(groups * 2), want_nibbles(groups * 16);
+        for (uint32_t b = 0; b < groups; ++b) {
+            float x[32];
+            for (int j = 0; j < 32; ++j) x[j] = decode(values[b * 32 + j]);
+            uint16_t scale = 0;
+            quantize_block_q4_0_scalar(x, &scale, want_nibbles.data() + b * 16);
+            std::memcpy(want_scales.data() + b * 2, &scale, 2);
+        }
+        std::vector<uint8_t> got_scales(groups * 2, 0xAA), got_nibbles(groups * 16, 0xAA);
+        const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
+        if (path) codec_x86::quantize_row_q4_0_via(*path, src, bytes, groups * 32, got_scales.data(), got_nibbles.data());
+        else quantize_row_q4_0_from(src, bytes, groups * 32, got_scales.data(), got_nibbles.data());
+        ASSERT_EQ(got_scales, want_scales) << "trial " << trial << ", " << groups << " blocks";
+        ASSERT_EQ(got_nibbles, want_nibbles) << "trial " << trial << ", " << groups << " blocks";
     }
-    if (!has_direct_q4_0_from(DType::F16)) GTEST_SKIP() << "checked the block-by-block path only: this CPU has no AVX-512 F";
+}
+
+TEST(CodecX86, Q4_0RowsFromHalvesAvx512) {
+    const codec_x86::Q4HalfPath f16 = codec_x86::q4_0_from_f16_avx512(), bf16 = codec_x86::q4_0_from_bf16_avx512();
+    if (!f16.row) GTEST_SKIP() << "this CPU (or build) has no AVX-512 F: that path cannot run here";
+    expect_rows_match_scalar(&f16, DType::F16);
+    expect_rows_match_scalar(&bf16, DType::BF16);
+}
+
+TEST(CodecX86, Q4_0RowsFromHalvesAvx2) {
+    const codec_x86::Q4HalfPath f16 = codec_x86::q4_0_from_f16_avx2(), bf16 = codec_x86::q4_0_from_bf16_avx2();
+    if (!f16.row) GTEST_SKIP() << "this CPU (or build) has no AVX2 + F16C: that path cannot run here";
+    expect_rows_match_scalar(&f16, DType::F16);
+    expect_rows_match_scalar(&bf16, DType::BF16);
+}
+
+TEST(CodecX86, Q4_0RowsFromHalvesWithoutAFastPath) {
+    const codec_x86::Q4HalfPath none;
+    expect_rows_match_scalar(&none, DType::F16);
+    expect_rows_match_scalar(&none, DType::BF16);
+}
+
+TEST(CodecX86, Q4_0RowsFromHalvesOnTheConvertersPath) {
+    expect_rows_match_scalar(nullptr, DType::F16);
+    expect_rows_match_scalar(nullptr, DType::BF16);
 }
 
 } // namespace
