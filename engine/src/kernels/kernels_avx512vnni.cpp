@@ -580,7 +580,9 @@ void lanes_matvec(const uint8_t* lanes, uint32_t rows, uint32_t cols, const Quan
     constexpr uint32_t kChunks = kQ4 ? 4 : 8;  // 64-byte loads per 16 rows and block
     // 2 KiB ahead: on machine C (Xeon, AMX) A/B in one process against 4 KiB, decode of dense-1b
     // +11 % at 1 thread and +6 % at 2 (median of 8 alternating rounds; 1 KiB +5 / +7 %); an
-    // earlier session had measured 4 KiB ahead of 2 KiB on another Xeon (BENCHMARKS.md).
+    // earlier session had measured 4 KiB ahead of 2 KiB on another Xeon (BENCHMARKS.md). Every
+    // 64-byte line rather than every other: +3 to +8 % at 1 thread (three runs of 8-12 rounds),
+    // +5 / +7 % at 2; 3 KiB, prefetchnta, or an extra T2 prefetch 8 KiB ahead were slower.
     constexpr size_t kLanesPrefetchBytes = 2048;
     const uint32_t groups = cols / kGroup;
     const size_t rgBytes = static_cast<size_t>(groups) * (kLaneRows * sizeof(uint16_t) + kChunks * 64);
@@ -602,8 +604,7 @@ void lanes_matvec(const uint8_t* lanes, uint32_t rows, uint32_t cols, const Quan
             const uint8_t* w = weights + static_cast<size_t>(g) * kChunks * 64;
             CFLOW_UNROLL_ROWS
             for (uint32_t c = 0; c < kChunks; ++c) {
-                if (prefetch && c % 2 == 0)
-                    _mm_prefetch(reinterpret_cast<const char*>(w + c * 64 + kLanesPrefetchBytes), _MM_HINT_T0);
+                if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(w + c * 64 + kLanesPrefetchBytes), _MM_HINT_T0);
                 const __m512i v = _mm512_loadu_si512(w + c * 64);
                 if constexpr (kQ4) {
                     dot = _mm512_dpbusd_epi32(dot, _mm512_and_si512(v, lowNibbles), step(g, 2 * c));
