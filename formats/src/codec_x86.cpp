@@ -8,17 +8,7 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
-// GCC 12's AVX-512 intrinsics use _mm512_undefined_* as a don't-care source operand, which
-// -Wmaybe-uninitialized reports inside the header (GCC PR 105593).
-#if !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#else
-#include <immintrin.h>
-#endif
+#include "cflow/base/x86_intrinsics.h"
 #define CFLOW_CODEC_X86 1
 #endif
 
@@ -36,6 +26,27 @@ __attribute__((target("avx2,f16c"))) void f16_row_avx2(const uint8_t* src, uint6
         std::memcpy(&h, src + i * 2, 2);
         out[i] = f16_to_f32(h);
     }
+}
+
+// The 16 nibble bytes of one block: q4_index(v x id) of its 32 values in v[0..4) (8 each), with
+// nibbles[j] = q[j] | q[16 + j] << 4. q4_index: NaN (0 x an infinite id, when the maximum is so
+// small that 1/d overflows) -> 8, below 0 -> 0, above 15 -> 15; max/min return their second
+// operand for a NaN.
+__attribute__((target("avx2,f16c"))) inline void store_q4_nibbles_avx2(const __m256 v[4], __m256 vid, uint8_t* nibbles) {
+    const __m256 half_offset = _mm256_set1_ps(8.5f), top = _mm256_set1_ps(15.0f);
+    const __m256 zero = _mm256_setzero_ps(), nan_index = _mm256_set1_ps(8.0f);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i) {
+        const __m256 t = _mm256_add_ps(_mm256_mul_ps(v[i], vid), half_offset);
+        const __m256 clamped = _mm256_min_ps(_mm256_max_ps(t, zero), top);
+        q[i] = _mm256_cvttps_epi32(_mm256_blendv_ps(clamped, nan_index, _mm256_cmp_ps(t, t, _CMP_UNORD_Q)));
+    }
+    // Narrowed 32 -> 16 -> 8 bits (packus works per 128-bit lane, the permutes put the lanes back in order).
+    const __m256i n0 = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));  // j = 0..7
+    const __m256i n1 = _mm256_or_si256(q[1], _mm256_slli_epi32(q[3], 4));  // j = 8..15
+    const __m256i words = _mm256_permute4x64_epi64(_mm256_packus_epi32(n0, n1), 0xD8);
+    const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(words, words), 0xD8);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(nibbles), _mm256_castsi256_si128(bytes));
 }
 
 // The same operations as the scalar quantize_block_q4_0, in the same order (multiply, then
@@ -69,23 +80,7 @@ __attribute__((target("avx2,f16c"))) bool quantize_q4_0_avx2(const float* x, uin
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     // d is finite here: vcvtps2ph with round-to-nearest-even gives f32_to_f16's bits.
     *scale = static_cast<uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
-    const __m256 vid = _mm256_set1_ps(id), half_offset = _mm256_set1_ps(8.5f), top = _mm256_set1_ps(15.0f);
-    const __m256 zero = _mm256_setzero_ps(), nan_index = _mm256_set1_ps(8.0f);
-    __m256i q[4];
-    for (int i = 0; i < 4; ++i) {
-        // q4_index: NaN (0 x an infinite id, when the maximum is so small that 1/d overflows) -> 8,
-        // below 0 -> 0, above 15 -> 15. max/min return their second operand for a NaN.
-        const __m256 t = _mm256_add_ps(_mm256_mul_ps(v[i], vid), half_offset);
-        const __m256 clamped = _mm256_min_ps(_mm256_max_ps(t, zero), top);
-        q[i] = _mm256_cvttps_epi32(_mm256_blendv_ps(clamped, nan_index, _mm256_cmp_ps(t, t, _CMP_UNORD_Q)));
-    }
-    // nibbles[j] = q[j] | q[16 + j] << 4, narrowed 32 -> 16 -> 8 bits (packus works per 128-bit lane,
-    // the permutes put the lanes back in order).
-    const __m256i n0 = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));  // j = 0..7
-    const __m256i n1 = _mm256_or_si256(q[1], _mm256_slli_epi32(q[3], 4));  // j = 8..15
-    const __m256i words = _mm256_permute4x64_epi64(_mm256_packus_epi32(n0, n1), 0xD8);
-    const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(words, words), 0xD8);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(nibbles), _mm256_castsi256_si128(bytes));
+    store_q4_nibbles_avx2(v, _mm256_set1_ps(id), nibbles);
     return true;
 }
 
@@ -276,8 +271,7 @@ __attribute__((target("avx2,f16c"))) uint32_t quantize_q4_0_row_avx2(const uint8
                                                                     uint8_t* scales, uint8_t* nibbles) {
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256 infinity = _mm256_castsi256_ps(_mm256_set1_epi32(0x7f800000));
-    const __m256 half_offset = _mm256_set1_ps(8.5f), top = _mm256_set1_ps(15.0f);
-    const __m256 zero = _mm256_setzero_ps(), nan_index = _mm256_set1_ps(8.0f);
+    const __m256 zero = _mm256_setzero_ps();
     uint32_t done = 0;
     for (; done + 8 <= groups; done += 8) {
         const uint8_t* base = values + uint64_t{done} * 64;  // 8 blocks of 32 two-byte values
@@ -320,18 +314,9 @@ __attribute__((target("avx2,f16c"))) uint32_t quantize_q4_0_row_avx2(const uint8
         _mm_storeu_si128(reinterpret_cast<__m128i*>(scales + uint64_t{done} * 2),
                          _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
         for (int b = 0; b < 8; ++b) {
-            const __m256 vid = _mm256_permutevar8x32_ps(id, _mm256_set1_epi32(b));
-            __m256i q[4];
-            for (int i = 0; i < 4; ++i) {
-                const __m256 t = _mm256_add_ps(_mm256_mul_ps(Loader::load8(base + 64 * b + 16 * i), vid), half_offset);
-                const __m256 clamped = _mm256_min_ps(_mm256_max_ps(t, zero), top);
-                q[i] = _mm256_cvttps_epi32(_mm256_blendv_ps(clamped, nan_index, _mm256_cmp_ps(t, t, _CMP_UNORD_Q)));
-            }
-            const __m256i n0 = _mm256_or_si256(q[0], _mm256_slli_epi32(q[2], 4));  // j = 0..7
-            const __m256i n1 = _mm256_or_si256(q[1], _mm256_slli_epi32(q[3], 4));  // j = 8..15
-            const __m256i words = _mm256_permute4x64_epi64(_mm256_packus_epi32(n0, n1), 0xD8);
-            const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(words, words), 0xD8);
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(nibbles + (uint64_t{done} + b) * 16), _mm256_castsi256_si128(bytes));
+            __m256 v[4];
+            for (int i = 0; i < 4; ++i) v[i] = Loader::load8(base + 64 * b + 16 * i);
+            store_q4_nibbles_avx2(v, _mm256_permutevar8x32_ps(id, _mm256_set1_epi32(b)), nibbles + (uint64_t{done} + b) * 16);
         }
     }
     return done;

@@ -6,17 +6,7 @@
 #include "kernels/kernels_internal.h"
 
 #if CFLOW_KERNELS_X86
-// GCC 12's AVX-512 intrinsics pass _mm*_undefined_*() (self-initialised "__Y = __Y") as the
-// don't-care source operand, which -Wuninitialized reports inside the header (GCC PR 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#else
-#include <immintrin.h>
-#endif
+#include "cflow/base/x86_intrinsics.h"
 
 namespace cflow::kernels {
 
