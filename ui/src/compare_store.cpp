@@ -13,13 +13,10 @@
 #include <QVariant>
 
 #include "cflow/ui/compare_codec.h"
+#include "sqlite_file.h"
 
 namespace cflow::ui {
 namespace {
-
-Error sql_error(const QString& path, const QString& what, const QSqlError& error) {
-    return make_error(QStringLiteral("%1: %2: %3").arg(QDir::toNativeSeparators(path), what, error.text()).toStdString());
-}
 
 QString json_text(const QJsonObject& o) { return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact)); }
 
@@ -41,31 +38,15 @@ QString comparison_title(const CompareReport& report) {
 
 CompareStore::CompareStore(QString path, QString connection) : path_(std::move(path)), connection_(std::move(connection)) {}
 
-CompareStore::~CompareStore() {
-    {
-        QSqlDatabase db = QSqlDatabase::database(connection_, false);
-        if (db.isOpen()) db.close();
-    }  // the handle must be gone before the connection is removed
-    QSqlDatabase::removeDatabase(connection_);
-}
+CompareStore::~CompareStore() { close_sqlite(connection_); }
 
 Result<std::unique_ptr<CompareStore>> CompareStore::open(const QString& path) {
     static std::atomic<int> counter{0};
     const QString connection = QStringLiteral("cflow-compare-%1").arg(counter.fetch_add(1));
     std::unique_ptr<CompareStore> store(new CompareStore(path, connection));
-    if (!QSqlDatabase::isDriverAvailable(QStringLiteral("QSQLITE")))
-        return make_error("the Qt SQLite driver (QSQLITE) is not available: install libqt6sql6-sqlite");
-    const QString dir = QFileInfo(path).absolutePath();
-    if (!QDir().mkpath(dir))
-        return make_error(QStringLiteral("%1: cannot create the folder").arg(QDir::toNativeSeparators(dir)).toStdString());
-    QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), connection);
-    db.setDatabaseName(path);
-    db.setConnectOptions(QStringLiteral("QSQLITE_BUSY_TIMEOUT=5000"));
-    if (!db.open()) return sql_error(path, QStringLiteral("cannot open the database"), db.lastError());
-    QSqlQuery q(db);
-    // The same journal as the conversation store (conversation_store.cpp): both open this file.
-    for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"})
-        if (!q.exec(QString::fromLatin1(pragma))) return sql_error(path, QString::fromLatin1(pragma), q.lastError());
+    auto db = open_sqlite(path, connection);  // the conversation store's file and journal
+    if (!db) return db.take_error();
+    QSqlQuery q(*db);
     if (!q.exec(QStringLiteral("CREATE TABLE IF NOT EXISTS comparisons ("
                                " id INTEGER PRIMARY KEY AUTOINCREMENT,"
                                " title TEXT NOT NULL,"

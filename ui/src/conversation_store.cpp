@@ -13,6 +13,8 @@
 #include <QStandardPaths>
 #include <QVariant>
 
+#include "sqlite_file.h"
+
 namespace cflow::ui {
 namespace {
 
@@ -20,10 +22,6 @@ qint64 now_ms() { return QDateTime::currentMSecsSinceEpoch(); }
 
 // A null QString binds as SQL NULL; the text columns are NOT NULL, so bind "" instead.
 QString text_value(const QString& s) { return s.isNull() ? QStringLiteral("") : s; }
-
-Error sql_error(const QString& path, const QString& what, const QSqlError& error) {
-    return make_error(QStringLiteral("%1: %2: %3").arg(QDir::toNativeSeparators(path), what, error.text()).toStdString());
-}
 
 constexpr const char* kSchema[] = {
     "CREATE TABLE IF NOT EXISTS conversations ("
@@ -79,35 +77,15 @@ QString default_database_path() {
 ConversationStore::ConversationStore(QString path, QString connection)
     : path_(std::move(path)), connection_(std::move(connection)) {}
 
-ConversationStore::~ConversationStore() {
-    {
-        QSqlDatabase db = QSqlDatabase::database(connection_, false);
-        if (db.isOpen()) db.close();
-    }  // the handle must be gone before the connection is removed
-    QSqlDatabase::removeDatabase(connection_);
-}
+ConversationStore::~ConversationStore() { close_sqlite(connection_); }
 
 Result<std::unique_ptr<ConversationStore>> ConversationStore::open(const QString& path) {
     static std::atomic<int> counter{0};
     const QString connection = QStringLiteral("cflow-store-%1").arg(counter.fetch_add(1));
     std::unique_ptr<ConversationStore> store(new ConversationStore(path, connection));
-    if (!QSqlDatabase::isDriverAvailable(QStringLiteral("QSQLITE")))
-        return make_error("the Qt SQLite driver (QSQLITE) is not available: install libqt6sql6-sqlite");
-    const QString dir = QFileInfo(path).absolutePath();
-    if (!QDir().mkpath(dir))
-        return make_error(QStringLiteral("%1: cannot create the folder").arg(QDir::toNativeSeparators(dir)).toStdString());
-
-    QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), connection);
-    db.setDatabaseName(path);
-    db.setConnectOptions(QStringLiteral("QSQLITE_BUSY_TIMEOUT=5000"));
-    if (!db.open()) return sql_error(path, QStringLiteral("cannot open the database"), db.lastError());
-
-    QSqlQuery q(db);
-    // WAL: readers never block the writer and a killed process leaves committed rows intact;
-    // synchronous=NORMAL is durable against app crashes (only an OS crash may lose the last commits).
-    for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"})
-        if (!q.exec(QString::fromLatin1(pragma)))
-            return sql_error(path, QString::fromLatin1(pragma), q.lastError());
+    auto db = open_sqlite(path, connection, {"PRAGMA foreign_keys=ON"});
+    if (!db) return db.take_error();
+    QSqlQuery q(*db);
     for (const char* statement : kSchema)
         if (!q.exec(QString::fromLatin1(statement)))
             return sql_error(path, QStringLiteral("cannot create the schema"), q.lastError());
