@@ -86,18 +86,8 @@ namespace {
 // issue's table needs, the prediction on the staged line, and the same greedy tokens in all
 // three arms (exit 0 only then). No timing is asserted.
 TEST(BenchExpertsCli, OneLinePerArmWithThePredictionAndIdenticalOutputs) {
-    SyntheticSpec spec;
-    spec.n_layers = 4;
-    spec.n_experts = 8;
-    spec.top_k = 2;
-    spec.expert_d_ff = 64;
-    spec.combine_style = CombineStyle::DelayedSum;
-    spec.dense_delay = 1;
-    spec.expert_delay = 2;
-    const auto model = (temp_dir("bench_experts_cli") / "moe.cflow").string();
-    ConvertOptions options;
-    options.weight_quant = DType::Q4_0;
-    ASSERT_TRUE(convert_to_cflow(make_synthetic_model(spec), model, options).ok());
+    const std::string model = write_synthetic_cflow(delayed_moe_spec(), temp_dir("bench_experts_cli") / "moe.cflow");
+    if (HasFailure()) return;
     auto r = run_cflow({"bench", "experts", model, "--threads", "1", "--tokens", "6", "--rounds", "2", "--warmup", "1", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     auto lines = json_lines(r.out);

@@ -5,7 +5,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cflow/formats/converter.h"
 #include "cli_runner.h"
 #include "json_lines.h"
 #include "synthetic_model.h"
@@ -16,20 +15,9 @@ namespace {
 
 // The model in `dir` (temp_dir() empties a directory: call it once per test).
 std::string moe_model(const std::filesystem::path& dir) {
-    SyntheticSpec spec;
-    spec.n_layers = 4;
-    spec.n_experts = 8;
-    spec.top_k = 2;
-    spec.expert_d_ff = 64;
-    spec.combine_style = CombineStyle::DelayedSum;
-    spec.dense_delay = 1;
-    spec.expert_delay = 2;
+    SyntheticSpec spec = delayed_moe_spec();
     spec.router_skew = 4.0f;
-    const auto model = (dir / "moe.cflow").string();
-    ConvertOptions options;
-    options.weight_quant = DType::Q4_0;
-    EXPECT_TRUE(convert_to_cflow(make_synthetic_model(spec), model, options).ok());
-    return model;
+    return write_synthetic_cflow(spec, dir / "moe.cflow");
 }
 
 TEST(ExpertCacheCli, BenchExpertsJsonCarriesTheCacheFigures) {

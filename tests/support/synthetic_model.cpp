@@ -5,6 +5,9 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <gtest/gtest.h>
+
+#include "cflow/formats/converter.h"
 #include "cflow/formats/ggml_blocks.h"
 #include "cflow/formats/tile_codec.h"
 
@@ -333,6 +336,26 @@ std::vector<float> tensor_to_f32(const TensorView& t) {
         }
     }
     return out;
+}
+
+SyntheticSpec delayed_moe_spec() {
+    SyntheticSpec spec;
+    spec.n_layers = 4;
+    spec.n_experts = 8;
+    spec.top_k = 2;
+    spec.expert_d_ff = 64;
+    spec.combine_style = CombineStyle::DelayedSum;
+    spec.dense_delay = 1;
+    spec.expert_delay = 2;
+    return spec;
+}
+
+std::string write_synthetic_cflow(const SyntheticSpec& spec, const std::filesystem::path& path, DType quant) {
+    ConvertOptions options;
+    options.weight_quant = quant;
+    const auto written = convert_to_cflow(make_synthetic_model(spec), path.string(), options);
+    EXPECT_TRUE(written.ok()) << path.string() << ": " << (written.ok() ? "" : written.error());
+    return path.string();
 }
 
 } // namespace cflow::test

@@ -12,6 +12,7 @@
 // matrices ~ N(0, weight_std) with a per-row scale in [0.5, 2] so rows differ in range,
 // norms ~ 1 + N(0, 0.1), biases ~ N(0, 0.1).
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,15 @@ SourceModel make_synthetic_model(const SyntheticSpec& spec);
 // implementation independent of the converter's; GgmlBlock tensors go through
 // dequantize_ggml_row, which tests/parity/ggml checks against an independent decoder.
 std::vector<float> tensor_to_f32(const TensorView& tensor);
+
+// The small pipeline-native MoE the CLI tests of expert reads use: 4 layers, 8 experts of 64,
+// top-2, DelayedSum with dense delay 1 and expert delay 2.
+SyntheticSpec delayed_moe_spec();
+
+// Converts make_synthetic_model(spec) to `path` with matrices in `quant` (a failed conversion
+// is a test failure); returns the path.
+std::string write_synthetic_cflow(const SyntheticSpec& spec, const std::filesystem::path& path,
+                                  DType quant = DType::Q4_0);
 
 // The token strings make_synthetic_model puts in tokenizer.ggml.tokens for `vocab`.
 std::vector<std::string> synthetic_vocabulary(uint32_t vocab);
