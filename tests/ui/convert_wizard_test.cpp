@@ -68,6 +68,16 @@ TEST(ConvertWizard, ConvertsAndValidatesTheStoriesGgufWithMixedQuantisation) {
     EXPECT_TRUE(page_text(wizard.currentPage()).contains(QStringLiteral("parameters: 292.8 K total")));
     wizard.next();
     ASSERT_EQ(wizard.currentId(), ConvertWizard::OptionsPageId);
+    {
+        // The page reads the source on a worker: until its result is delivered (the event loop
+        // has not run since next()), the page says so and cannot go on.
+        auto* reading = wizard.currentPage()->findChild<QLabel*>(QStringLiteral("wizardEstimate"));
+        ASSERT_NE(reading, nullptr);
+        EXPECT_TRUE(reading->text().startsWith(QStringLiteral("Reading "))) << reading->text().toStdString();
+        EXPECT_FALSE(wizard.currentPage()->isComplete());
+        EXPECT_TRUE(wizard.isBusy());
+    }
+    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
     for (const char* name : {"quant_attention", "quant_output"}) {
         auto* combo = wizard.currentPage()->findChild<QComboBox*>(QString::fromLatin1(name));
         ASSERT_NE(combo, nullptr) << name;
@@ -124,6 +134,7 @@ TEST(ConvertWizard, ConvertsAQ4KMGgufWhoseLogitsMatchTheFloat64Reference) {
     EXPECT_TRUE(page_text(wizard.currentPage()).contains(QStringLiteral("Q4_K x "))) << "the source's block types";
     EXPECT_TRUE(page_text(wizard.currentPage()).contains(QStringLiteral("Q6_K x ")));
     wizard.next();
+    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();  // the source is read on a worker
     for (const char* name : {"quant_embeddings", "quant_attention", "quant_ffn", "quant_experts", "quant_output"})
         wizard.currentPage()->findChild<QComboBox*>(QString::fromLatin1(name))->setCurrentText(QStringLiteral("f32"));
     wizard.next();
@@ -182,6 +193,7 @@ TEST(ConvertWizard, CancelDuringTheConversionLeavesNoOutput) {
     wizard.next();
     ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
     wizard.next();
+    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();  // the source is read on a worker
     for (const char* name : {"quant_embeddings", "quant_attention", "quant_ffn", "quant_experts", "quant_output"})
         wizard.currentPage()->findChild<QComboBox*>(QString::fromLatin1(name))->setCurrentText(QStringLiteral("f32"));
     ASSERT_TRUE(wizard.currentPage()->isComplete());

@@ -308,14 +308,25 @@ public:
         layout->addStretch(1);
     }
     void initializePage() override {
-        // Opened once per visit (an HF folder parses its shard headers and tokenizer.json), not per choice.
-        auto opened = open_source_model(utf8(shared_->source), utf8(shared_->tokenizer));
+        // Opened once per visit, not per choice, and on a worker: an HF folder with many shards
+        // parses every shard header and its tokenizer.json, which made the window stutter here.
         source_.reset();
         sourceError_.clear();
-        if (opened) source_ = std::move(opened).value();
-        else sourceError_ = qt(opened.error());
+        opening_ = true;
         output_->setText(shared_->output);
         update();
+        const uint64_t visit = ++visits_;
+        const std::string source = utf8(shared_->source), tokenizer = utf8(shared_->tokenizer);
+        using Opened = std::shared_ptr<Result<SourceModel>>;
+        run_worker<Opened>(
+            this, shared_, [source, tokenizer] { return std::make_shared<Result<SourceModel>>(open_source_model(source, tokenizer)); },
+            [this, visit](Opened opened) {
+                if (visit != visits_) return;  // the page was left and shown again: that visit's read counts
+                opening_ = false;
+                if (*opened) source_ = std::move(*opened).value();
+                else sourceError_ = qt(opened->error());
+                update();
+            });
     }
     bool isComplete() const override { return ok_; }
     bool validatePage() override {
@@ -353,7 +364,7 @@ private:
             return;
         }
         if (!source_) {
-            estimate_->setText(sourceError_);
+            estimate_->setText(opening_ ? tr("Reading %1…").arg(QDir::toNativeSeparators(shared_->source)) : sourceError_);
             emit completeChanged();
             return;
         }
@@ -385,6 +396,8 @@ private:
     std::shared_ptr<Shared> shared_;
     std::optional<SourceModel> source_;  // for the size estimate; the conversion opens its own
     QString sourceError_;
+    bool opening_ = false;
+    uint64_t visits_ = 0;
     std::vector<std::pair<TensorClass, QComboBox*>> combos_;
     QComboBox* container_ = nullptr;
     QLineEdit* output_ = nullptr;
