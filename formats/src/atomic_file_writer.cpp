@@ -97,6 +97,12 @@ Status AtomicFileWriter::write(const void* data, uint64_t bytes) {
         return make_error(ErrorKind::Io, temp_path_ + ": write failed at byte " + std::to_string(bytes_written_) +
                                              ": " + errno_text());
     bytes_written_ += bytes;
+    // The disk writes of each finished 64 MiB start now, beside the rest of the job, instead of
+    // all in commit's fsync (a 620 MB conversion spent 0.35 s of its 1.3 s there).
+    if (bytes_written_ - writeback_started_ >= kWritebackBytes) {
+        atomic_file::start_writeback(as_file(handle_), writeback_started_, bytes_written_ - writeback_started_);
+        writeback_started_ = bytes_written_;
+    }
     return {};
 }
 

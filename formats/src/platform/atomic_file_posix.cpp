@@ -64,6 +64,17 @@ Result<std::FILE*> create_exclusive(const std::string& temp_path, const Target& 
     return f;
 }
 
+void start_writeback(std::FILE* f, uint64_t offset, uint64_t bytes) {
+#if defined(__linux__)
+    if (std::fflush(f) == 0)
+        (void)::sync_file_range(::fileno(f), static_cast<off_t>(offset), static_cast<off_t>(bytes), SYNC_FILE_RANGE_WRITE);
+#else
+    (void)f;
+    (void)offset;
+    (void)bytes;
+#endif
+}
+
 Status sync_and_close(std::FILE* f, const std::string& temp_path) {
     const bool flushed = std::fflush(f) == 0;
     int saved = flushed ? 0 : errno;

@@ -82,6 +82,8 @@ private:
     std::string temp_path_;
     void* handle_ = nullptr;  // FILE*
     uint64_t bytes_written_ = 0;
+    static constexpr uint64_t kWritebackBytes = uint64_t{64} << 20;
+    uint64_t writeback_started_ = 0;  // bytes [0, this) have had their disk writes started
     std::vector<std::string> removed_stale_;
     std::vector<std::string> recent_temps_;
     bool created_ = false;
