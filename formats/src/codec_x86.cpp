@@ -128,29 +128,8 @@ __attribute__((target("avx512f,f16c"))) bool quantize_q4_0_avx512(const float* x
     return quantize_q4_0_zmm(_mm512_loadu_ps(x), _mm512_loadu_ps(x + 16), scale, nibbles);
 }
 
-// vcvtph2ps is f16_to_f32 exactly for every non-NaN value, and a block with a NaN falls back.
-__attribute__((target("avx512f,f16c"))) bool quantize_q4_0_from_f16_avx512(const uint8_t* halfs, uint16_t* scale,
-                                                                           uint8_t* nibbles) {
-    const __m512 v0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halfs)));
-    const __m512 v1 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halfs + 32)));
-    return quantize_q4_0_zmm(v0, v1, scale, nibbles);
-}
-
-// bf16_to_f32 is a 16-bit shift into the high half.
-__attribute__((target("avx512f"))) inline __m512 bf16x16_to_f32(const uint8_t* p) {
-    return _mm512_castsi512_ps(
-        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
-}
-
-__attribute__((target("avx512f,f16c"))) bool quantize_q4_0_from_bf16_avx512(const uint8_t* halfs, uint16_t* scale,
-                                                                            uint8_t* nibbles) {
-    return quantize_q4_0_zmm(bf16x16_to_f32(halfs), bf16x16_to_f32(halfs + 32), scale, nibbles);
-}
-
-// Sixteen blocks at a time, a block per lane where the per-block function has a scalar step
-// (its maximum, sign, divisions and f16 scale are one long dependency chain per block, ~60
-// cycles even with the data in L1): the maxima of 16 blocks are reduced together, d and 1/d
-// are computed for 16 blocks in one division each, and the 16 scales stored at once.
+// Loaders of 16 two-byte values as f32: vcvtph2ps is f16_to_f32 exactly for every non-NaN value
+// (a block with a NaN falls back), and bf16_to_f32 is a 16-bit shift into the high half.
 struct F16Loader {
     static constexpr uint32_t kBytes = 2;
     __attribute__((target("avx512f,f16c"))) static __m512 load16(const uint8_t* p) {
@@ -159,8 +138,22 @@ struct F16Loader {
 };
 struct Bf16Loader {
     static constexpr uint32_t kBytes = 2;
-    __attribute__((target("avx512f"))) static __m512 load16(const uint8_t* p) { return bf16x16_to_f32(p); }
+    __attribute__((target("avx512f"))) static __m512 load16(const uint8_t* p) {
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+    }
 };
+
+template <class Loader>
+__attribute__((target("avx512f,f16c"))) bool quantize_q4_0_from_halves_avx512(const uint8_t* halfs, uint16_t* scale,
+                                                                              uint8_t* nibbles) {
+    return quantize_q4_0_zmm(Loader::load16(halfs), Loader::load16(halfs + 32), scale, nibbles);
+}
+
+// Sixteen blocks at a time, a block per lane where the per-block function has a scalar step
+// (its maximum, sign, divisions and f16 scale are one long dependency chain per block, ~60
+// cycles even with the data in L1): the maxima of 16 blocks are reduced together, d and 1/d
+// are computed for 16 blocks in one division each, and the 16 scales stored at once.
 
 // lane b of the result = the largest lane of m[b] (m[b] >= 0, no NaN).
 __attribute__((target("avx512f"))) inline __m512 max_of_each(const __m512 m[16]) {
@@ -371,11 +364,11 @@ Q4BlockFn q4_0_block_avx2() { return cpu_has_avx2_f16c() ? &quantize_q4_0_avx2 :
 Q4BlockFn q4_0_block_avx512() { return cpu_has_avx512f() ? &quantize_q4_0_avx512 : nullptr; }
 Q4HalfPath q4_0_from_f16_avx512() {
     if (!cpu_has_avx512f()) return {};
-    return {&quantize_q4_0_row_avx512<F16Loader>, &quantize_q4_0_from_f16_avx512};
+    return {&quantize_q4_0_row_avx512<F16Loader>, &quantize_q4_0_from_halves_avx512<F16Loader>};
 }
 Q4HalfPath q4_0_from_bf16_avx512() {
     if (!cpu_has_avx512f()) return {};
-    return {&quantize_q4_0_row_avx512<Bf16Loader>, &quantize_q4_0_from_bf16_avx512};
+    return {&quantize_q4_0_row_avx512<Bf16Loader>, &quantize_q4_0_from_halves_avx512<Bf16Loader>};
 }
 Q4HalfPath q4_0_from_f16_avx2() {
     if (!cpu_has_avx2_f16c()) return {};
