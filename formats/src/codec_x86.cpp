@@ -227,11 +227,13 @@ __attribute__((target("avx512f,f16c"))) uint32_t quantize_q4_0_row_avx512(const 
 // ---- the same on 8 lanes (AVX2 + F16C, no FMA in the target: nothing is contracted) ----
 
 struct F16LoaderAvx2 {
+    static constexpr uint32_t kBytes = 2;
     __attribute__((target("avx2,f16c"))) static __m256 load8(const uint8_t* p) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     }
 };
 struct Bf16LoaderAvx2 {
+    static constexpr uint32_t kBytes = 2;
     __attribute__((target("avx2,f16c"))) static __m256 load8(const uint8_t* p) {
         return _mm256_castsi256_ps(
             _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
@@ -315,6 +317,118 @@ __attribute__((target("avx2,f16c"))) uint32_t quantize_q4_0_row_avx2(const uint8
     return done;
 }
 
+// ---- Q8_0 (ggml quantize_row_q8_0_ref: d = amax / 127, id = 1/d or 0, q = roundf(x * id)) ----
+// A block at a time: unlike Q4_0 there is no "first element of largest magnitude" to find, so
+// every step is a vector one and consecutive blocks overlap in the out-of-order core.
+
+struct F32Loader {
+    static constexpr uint32_t kBytes = 4;
+    __attribute__((target("avx512f"))) static __m512 load16(const uint8_t* p) { return _mm512_loadu_ps(p); }
+};
+
+// roundf (half away from zero) of y = v x id, clamped to +-127, NaN -> 0, as q8_value. trunc(y)
+// and y - trunc(y) are exact for |y| < 2^23; an infinite y (id infinite: the maximum is so small
+// that 1/d overflows) truncates to itself and clamps; 0 x an infinite id is NaN. Explicit
+// rounding keeps GCC from contracting the multiply into the subtraction (avx512f has FMA).
+__attribute__((target("avx512f"))) __m128i q8_values_avx512(__m512 v, __m512 vid) {
+    constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    const __m512 y = _mm512_mul_round_ps(v, vid, kRound);
+    __m512 t = _mm512_roundscale_ps(y, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m512 frac = _mm512_abs_ps(_mm512_sub_round_ps(y, t, kRound));
+    const __m512 away = _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_castps_si512(_mm512_set1_ps(1.0f)),
+        _mm512_and_si512(_mm512_castps_si512(y), _mm512_set1_epi32(int(0x80000000u)))));  // copysign(1, y)
+    t = _mm512_mask_add_ps(t, _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ), t, away);
+    t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+    t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q), t, _mm512_setzero_ps());
+    return _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(t));
+}
+
+template <class Loader>
+__attribute__((target("avx512f,f16c"))) uint32_t quantize_q8_0_row_avx512(const uint8_t* values, uint32_t groups,
+                                                                         uint8_t* scales, int8_t* quants) {
+    const __m512 infinity = _mm512_castsi512_ps(_mm512_set1_epi32(0x7f800000));
+    for (uint32_t b = 0; b < groups; ++b) {
+        const uint8_t* block = values + uint64_t{b} * 32 * Loader::kBytes;
+        const __m512 v0 = Loader::load16(block), v1 = Loader::load16(block + 16 * Loader::kBytes);
+        const __m512 a0 = _mm512_abs_ps(v0), a1 = _mm512_abs_ps(v1);
+        // NaN compares false: a block with a NaN or an infinity goes to the scalar path.
+        if ((_mm512_cmp_ps_mask(a0, infinity, _CMP_LT_OQ) & _mm512_cmp_ps_mask(a1, infinity, _CMP_LT_OQ)) != 0xffff)
+            return b;
+        __m512 m = _mm512_max_ps(a0, a1);  // the maximum into every lane
+        m = _mm512_max_ps(m, _mm512_shuffle_f32x4(m, m, 0x4E));
+        m = _mm512_max_ps(m, _mm512_shuffle_f32x4(m, m, 0xB1));
+        m = _mm512_max_ps(m, _mm512_permute_ps(m, 0x4E));
+        m = _mm512_max_ps(m, _mm512_permute_ps(m, 0xB1));
+        const __m512 d = _mm512_div_ps(m, _mm512_set1_ps(127.0f));
+        const __m512 id =
+            _mm512_maskz_div_ps(_mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_OQ), _mm512_set1_ps(1.0f), d);
+        // d is finite: vcvtps2ph with round-to-nearest-even gives f32_to_f16's bits.
+        const uint16_t scale = static_cast<uint16_t>(
+            _mm_extract_epi16(_mm256_castsi256_si128(_mm512_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), 0));
+        std::memcpy(scales + uint64_t{b} * 2, &scale, 2);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(quants + uint64_t{b} * 32), q8_values_avx512(v0, id));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(quants + uint64_t{b} * 32 + 16), q8_values_avx512(v1, id));
+    }
+    return groups;
+}
+
+struct F32LoaderAvx2 {
+    static constexpr uint32_t kBytes = 4;
+    __attribute__((target("avx2,f16c"))) static __m256 load8(const uint8_t* p) {
+        return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+    }
+};
+
+// q8_values_avx512's steps on 8 lanes (no FMA in this target: nothing is contracted), as int32.
+__attribute__((target("avx2,f16c"))) inline __m256i q8_values_avx2(__m256 v, __m256 vid) {
+    const __m256 y = _mm256_mul_ps(v, vid);
+    __m256 t = _mm256_round_ps(y, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(int(0x80000000u)));
+    const __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(y, t));
+    const __m256 away = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(y, sign));
+    t = _mm256_add_ps(t, _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), away));
+    t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+    t = _mm256_andnot_ps(_mm256_cmp_ps(y, y, _CMP_UNORD_Q), t);
+    return _mm256_cvttps_epi32(t);
+}
+
+template <class Loader>
+__attribute__((target("avx2,f16c"))) uint32_t quantize_q8_0_row_avx2(const uint8_t* values, uint32_t groups,
+                                                                    uint8_t* scales, int8_t* quants) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 infinity = _mm256_castsi256_ps(_mm256_set1_epi32(0x7f800000));
+    for (uint32_t b = 0; b < groups; ++b) {
+        const uint8_t* block = values + uint64_t{b} * 32 * Loader::kBytes;
+        __m256 v[4];
+        __m256 m = _mm256_setzero_ps();
+        int finite = 0xff;
+        for (int i = 0; i < 4; ++i) {
+            v[i] = Loader::load8(block + 8 * i * Loader::kBytes);
+            const __m256 a = _mm256_and_ps(v[i], abs_mask);
+            finite &= _mm256_movemask_ps(_mm256_cmp_ps(a, infinity, _CMP_LT_OQ));  // NaN compares false
+            m = _mm256_max_ps(m, a);
+        }
+        if (finite != 0xff) return b;
+        m = _mm256_max_ps(m, _mm256_permute2f128_ps(m, m, 0x01));  // the maximum into every lane
+        m = _mm256_max_ps(m, _mm256_permute_ps(m, 0x4E));
+        m = _mm256_max_ps(m, _mm256_permute_ps(m, 0xB1));
+        const __m256 d = _mm256_div_ps(m, _mm256_set1_ps(127.0f));
+        const __m256 id = _mm256_and_ps(_mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_OQ),
+                                        _mm256_div_ps(_mm256_set1_ps(1.0f), d));
+        const uint16_t scale =
+            static_cast<uint16_t>(_mm_extract_epi16(_mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), 0));
+        std::memcpy(scales + uint64_t{b} * 2, &scale, 2);
+        // int32 -> int16 -> int8 with saturation (values are within +-127); packs works per
+        // 128-bit lane, the permute puts the 64-bit quarters back in order.
+        const __m256i w01 = _mm256_packs_epi32(q8_values_avx2(v[0], id), q8_values_avx2(v[1], id));
+        const __m256i w23 = _mm256_packs_epi32(q8_values_avx2(v[2], id), q8_values_avx2(v[3], id));
+        const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(quants + uint64_t{b} * 32), bytes);
+    }
+    return groups;
+}
+
 // CPUID and XCR0 directly (clang's __builtin_cpu_supports knows no "f16c"): AVX2 (leaf 7
 // EBX bit 5), F16C (leaf 1 ECX bit 29), and the OS saving the YMM state (OSXSAVE, XCR0 bits 1-2).
 __attribute__((target("xsave"))) bool has_avx2_f16c() {
@@ -378,8 +492,28 @@ Q4HalfPath q4_0_from_bf16_avx2() {
     if (!cpu_has_avx2_f16c()) return {};
     return {&quantize_q4_0_row_avx2<Bf16LoaderAvx2>, &quantize_q4_0_from_halves_avx2<Bf16LoaderAvx2>};
 }
+Q8RowFn q8_0_row_avx512(DType src) {
+    if (!cpu_has_avx512f()) return nullptr;
+    switch (src) {
+        case DType::F32: return &quantize_q8_0_row_avx512<F32Loader>;
+        case DType::F16: return &quantize_q8_0_row_avx512<F16Loader>;
+        case DType::BF16: return &quantize_q8_0_row_avx512<Bf16Loader>;
+        default: return nullptr;
+    }
+}
+Q8RowFn q8_0_row_avx2(DType src) {
+    if (!cpu_has_avx2_f16c()) return nullptr;
+    switch (src) {
+        case DType::F32: return &quantize_q8_0_row_avx2<F32LoaderAvx2>;
+        case DType::F16: return &quantize_q8_0_row_avx2<F16LoaderAvx2>;
+        case DType::BF16: return &quantize_q8_0_row_avx2<Bf16LoaderAvx2>;
+        default: return nullptr;
+    }
+}
 #else
 F16RowFn f16_row() { return nullptr; }
+Q8RowFn q8_0_row_avx512(DType) { return nullptr; }
+Q8RowFn q8_0_row_avx2(DType) { return nullptr; }
 Q4BlockFn q4_0_block_avx2() { return nullptr; }
 Q4BlockFn q4_0_block_avx512() { return nullptr; }
 Q4HalfPath q4_0_from_f16_avx512() { return {}; }

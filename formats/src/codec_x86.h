@@ -1,6 +1,6 @@
 #pragma once
-// AVX2 + F16C (and for Q4_0 also AVX-512 F) paths of the converter's two hot loops (f16 rows to f32, Q4_0 block
-// quantisation), chosen at run time: the formats library is built for baseline x86-64, so
+// AVX2 + F16C and AVX-512 F paths of the converter's hot loops (f16 rows to f32, Q4_0 and Q8_0
+// block quantisation), chosen at run time: the formats library is built for baseline x86-64, so
 // these functions carry their own target attributes and are used only where the CPU has the
 // instructions. The scalar functions of tile_codec.cpp are the specification; the tests hold
 // these to them bit for bit (tests/formats/codec_x86_test.cpp).
@@ -45,6 +45,18 @@ Q4HalfPath q4_0_from_f16_avx512();
 Q4HalfPath q4_0_from_bf16_avx512();
 Q4HalfPath q4_0_from_f16_avx2();
 Q4HalfPath q4_0_from_bf16_avx2();
+
+// Q8_0 blocks from a row of F32, F16 or BF16 values (little-endian): the bits of converting each
+// value to f32 and calling quantize_block_q8_0. Quantises blocks [0, k) of `groups` and returns
+// k: it stops before the first block holding an infinity or a NaN, which the caller quantises
+// with the scalar codec and then calls again past it.
+using Q8RowFn = uint32_t (*)(const uint8_t* values /* [groups x 32 x element bytes] */, uint32_t groups,
+                             uint8_t* scales /* [groups x 2] */, int8_t* quants /* [groups x 32] */);
+Q8RowFn q8_0_row_avx512(DType src);  // nullptr where the CPU lacks AVX-512 F or src is another type
+Q8RowFn q8_0_row_avx2(DType src);    // nullptr where the CPU lacks AVX2 + F16C or src is another type
+// quantize_row_q8_0_from (tile_codec.h) on a given path (nullptr: the scalar route), for the tests.
+// Defined in tile_codec.cpp.
+void quantize_row_q8_0_via(Q8RowFn path, DType src, const uint8_t* values, uint32_t n, uint8_t* scales, int8_t* quants);
 
 // quantize_row_q4_0_from (tile_codec.h) on a given path, for the tests of each path; a path with
 // nullptr members takes the scalar route. Defined in tile_codec.cpp.

@@ -1,4 +1,4 @@
-// Tile codec (scalar reference; the two hot loops also have AVX2 paths, codec_x86.h): f16/bf16 conversion, ggml-exact Q4_0/Q8_0 block
+// Tile codec (scalar reference; the hot loops also have AVX2 and AVX-512 paths, codec_x86.h): f16/bf16 conversion, ggml-exact Q4_0/Q8_0 block
 // quantization, and tile payload encode/decode in the layout of cflow_layout.h.
 #include "cflow/formats/tile_codec.h"
 
@@ -142,6 +142,51 @@ void codec_x86::quantize_row_q4_0_via(const Q4HalfPath& path, DType src, const u
     }
 }
 
+namespace {
+
+codec_x86::Q8RowFn widest_q8_0_path(DType src) {
+    if (codec_x86::Q8RowFn wide = codec_x86::q8_0_row_avx512(src)) return wide;
+    return codec_x86::q8_0_row_avx2(src);
+}
+
+codec_x86::Q8RowFn direct_q8_0_path(DType src) {
+    static const codec_x86::Q8RowFn from_f32 = widest_q8_0_path(DType::F32);
+    static const codec_x86::Q8RowFn from_f16 = widest_q8_0_path(DType::F16);
+    static const codec_x86::Q8RowFn from_bf16 = widest_q8_0_path(DType::BF16);
+    switch (src) {
+        case DType::F32: return from_f32;
+        case DType::F16: return from_f16;
+        case DType::BF16: return from_bf16;
+        default: return nullptr;
+    }
+}
+
+} // namespace
+
+bool has_direct_q8_0_from(DType src) { return direct_q8_0_path(src) != nullptr; }
+
+void quantize_row_q8_0_from(DType src, const uint8_t* values, uint32_t n, uint8_t* scales, int8_t* quants) {
+    codec_x86::quantize_row_q8_0_via(direct_q8_0_path(src), src, values, n, scales, quants);
+}
+
+void codec_x86::quantize_row_q8_0_via(Q8RowFn path, DType src, const uint8_t* values, uint32_t n, uint8_t* scales,
+                                      int8_t* quants) {
+    const uint32_t groups = n / kQuantGroup;
+    const uint64_t value_bytes = src == DType::F32 ? 4 : 2;
+    for (uint32_t b = 0; b < groups;) {
+        if (path) b += path(values + uint64_t{b} * kQuantGroup * value_bytes, groups - b, scales + uint64_t{b} * 2,
+                            quants + uint64_t{b} * 32);
+        if (b == groups) break;
+        // A block with an infinity or a NaN (or no vector path): the scalar codec.
+        float x[32];
+        convert_to_f32(src, values + uint64_t{b} * kQuantGroup * value_bytes, kQuantGroup, x);
+        uint16_t scale = 0;
+        quantize_block_q8_0(x, &scale, quants + uint64_t{b} * 32);
+        std::memcpy(scales + uint64_t{b} * 2, &scale, 2);
+        ++b;
+    }
+}
+
 void quantize_block_q4_0_scalar(const float* x, uint16_t* scale, uint8_t nibbles[16]) {
     // ggml quantize_row_q4_0_ref: the signed element of largest magnitude maps to -8.
     float amax = 0.0f, max = 0.0f;
@@ -212,7 +257,14 @@ void encode_tile(DType dtype, const float* src, uint64_t src_stride, uint32_t ro
             uint8_t* data = payload + blocks * 2;  // [rows * G * block_data]
             float padded[32];
             for (uint32_t r = 0; r < rows; ++r) {
-                for (uint32_t g = 0; g < groups; ++g) {
+                uint32_t g = 0;
+                if (dtype == DType::Q8_0) {  // the whole groups of the row on the vector path
+                    g = cols / kQuantGroup;
+                    quantize_row_q8_0_from(DType::F32, reinterpret_cast<const uint8_t*>(src + r * src_stride),
+                                           g * kQuantGroup, scales + uint64_t{r} * groups * 2,
+                                           reinterpret_cast<int8_t*>(data + uint64_t{r} * groups * block_data));
+                }
+                for (; g < groups; ++g) {
                     // A whole group is read in place; only a short last group is copied and zero-padded.
                     const float* block = src + r * src_stride + uint64_t{g} * kQuantGroup;
                     if (uint64_t{g + 1} * kQuantGroup > cols) {

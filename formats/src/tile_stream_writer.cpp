@@ -58,27 +58,40 @@ void copy_blocks(DType dtype, const MatrixSource& src, const PlannedTile& t, uin
     }
 }
 
-// Q4_0 tiles straight from F16/BF16 source rows (no f32 stripe: on a 1B-parameter F16 checkpoint
-// the f32 stripe's write and re-read were a fifth of the conversion's CPU time). Each source row
-// is quantised whole, front to back (the fast path takes 16 blocks at a time, more than a
-// 256-column tile row holds), and its blocks are then copied into the unit's tiles.
-void encode_q4_0_direct(const TileUnit& unit, const MatrixSource& src, std::vector<uint8_t>& row_blocks, uint8_t* out) {
+// Q4_0 and Q8_0 tiles straight from source rows (F16/BF16 for Q4_0; F32/F16/BF16 for Q8_0): no
+// f32 stripe (on a 1B-parameter F16 checkpoint the f32 stripe's write and re-read were a fifth of
+// the conversion's CPU time). Each source row is quantised whole, front to back (the Q4_0 path
+// takes 16 blocks at a time, more than a 256-column tile row holds), and its blocks are then
+// copied into the unit's tiles.
+bool has_direct_path(DType dtype, DType src) {
+    if (dtype == DType::Q4_0) return has_direct_q4_0_from(src);
+    if (dtype == DType::Q8_0) return has_direct_q8_0_from(src);
+    return false;
+}
+
+void encode_direct(const TileUnit& unit, DType dtype, const MatrixSource& src, std::vector<uint8_t>& row_blocks,
+                   uint8_t* out) {
     const PlannedTile& first = (*unit.plan)[unit.first_tile];
     const uint32_t row_groups = src.cols / kQuantGroup;
-    row_blocks.resize(uint64_t{row_groups} * 18);  // f16 scales [row_groups], then nibbles [row_groups x 16]
+    const uint64_t block_data = dtype == DType::Q4_0 ? 16 : 32;
+    row_blocks.resize(uint64_t{row_groups} * (2 + block_data));  // f16 scales [row_groups], then quants [row_groups x block_data]
     uint8_t* row_scales = row_blocks.data();
-    uint8_t* row_nibbles = row_blocks.data() + uint64_t{row_groups} * 2;
+    uint8_t* row_quants = row_blocks.data() + uint64_t{row_groups} * 2;
     for (uint32_t r = 0; r < first.rows; ++r) {
-        quantize_row_q4_0_from(src.tensor->dtype, src.row_blocks(first.row_offset + r, 0), src.cols, row_scales,
-                               row_nibbles);
+        const uint8_t* values = src.row_blocks(first.row_offset + r, 0);
+        if (dtype == DType::Q4_0)
+            quantize_row_q4_0_from(src.tensor->dtype, values, src.cols, row_scales, row_quants);
+        else
+            quantize_row_q8_0_from(src.tensor->dtype, values, src.cols, row_scales, reinterpret_cast<int8_t*>(row_quants));
         for (uint32_t i = 0; i < unit.n_tiles; ++i) {
             const PlannedTile& t = (*unit.plan)[unit.first_tile + i];
             const uint32_t groups = t.cols / kQuantGroup, group0 = t.col_offset / kQuantGroup;
             uint8_t* payload = out + (t.offset - first.offset) + sizeof(TileHeader);
-            uint8_t* scales = payload;                                    // f16 [rows x groups]
-            uint8_t* nibbles = payload + uint64_t{t.rows} * groups * 2;  // [rows x groups x 16]
+            uint8_t* scales = payload;                                   // f16 [rows x groups]
+            uint8_t* quants = payload + uint64_t{t.rows} * groups * 2;  // [rows x groups x block_data]
             std::memcpy(scales + uint64_t{r} * groups * 2, row_scales + uint64_t{group0} * 2, uint64_t{groups} * 2);
-            std::memcpy(nibbles + uint64_t{r} * groups * 16, row_nibbles + uint64_t{group0} * 16, uint64_t{groups} * 16);
+            std::memcpy(quants + uint64_t{r} * groups * block_data, row_quants + group0 * block_data,
+                        groups * block_data);
         }
     }
 }
@@ -89,8 +102,7 @@ void encode_unit(const TileUnit& unit, DType dtype, uint16_t layer_id, std::vect
     const MatrixSource& src = *unit.source;
     // Exact copies need whole 32-blocks in every tile; cols % 32 == 0 guarantees it (tiles start at multiples of 256).
     const bool exact = unit.exact && src.cols % kQuantGroup == 0;
-    bool direct = !exact && dtype == DType::Q4_0 && src.tensor && src.cols % kQuantGroup == 0 &&
-                  has_direct_q4_0_from(src.tensor->dtype);
+    bool direct = !exact && src.tensor && src.cols % kQuantGroup == 0 && has_direct_path(dtype, src.tensor->dtype);
     for (uint32_t i = 1; direct && i < unit.n_tiles; ++i) direct = (*unit.plan)[unit.first_tile + i].rows == first.rows;
     if (!exact && !direct) {
         stripe.resize(uint64_t{first.rows} * src.cols);  // [rows x cols] f32 of this stripe
@@ -114,7 +126,7 @@ void encode_unit(const TileUnit& unit, DType dtype, uint16_t layer_id, std::vect
         else if (!direct)
             encode_tile(dtype, stripe.data() + t.col_offset, src.cols, t.rows, t.cols, tile + sizeof(h));
     }
-    if (direct) encode_q4_0_direct(unit, src, row_blocks, out);
+    if (direct) encode_direct(unit, dtype, src, row_blocks, out);
 }
 
 } // namespace

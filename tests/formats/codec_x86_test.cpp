@@ -2,7 +2,7 @@
 // every one of the 65,536 f16 values converts to the same f32 bits (a signalling NaN comes out
 // quiet, the one named difference), and Q4_0 blocks quantise to the same scale and nibbles on
 // random, tied-maximum, all-zero, signed-zero, subnormal (also with an infinite 1/d), huge and
-// non-finite inputs.
+// non-finite inputs; Q8_0 rows from F32, F16 and BF16 likewise, with values on the .5 rounding ties.
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -180,6 +180,99 @@ TEST(CodecX86, Q4_0RowsFromHalvesWithoutAFastPath) {
 TEST(CodecX86, Q4_0RowsFromHalvesOnTheConvertersPath) {
     expect_rows_match_scalar(nullptr, DType::F16);
     expect_rows_match_scalar(nullptr, DType::BF16);
+}
+
+// The Q8_0 row paths (F32, F16 or BF16 source; a block at a time, non-finite blocks through the
+// scalar codec) against their specification: each value converted to f32, each block through
+// quantize_block_q8_0. Rows of 1 to 40 blocks with rounding ties (x * id exactly k + 0.5, which
+// roundf takes away from zero), all-zero and -0 blocks, a subnormal maximum beside zeros (1/d
+// overflows: 0 x id is NaN -> 0, the rest saturate), values near the type's largest, and
+// infinities and NaNs among finite blocks.
+void expect_q8_0_rows_match_scalar(const codec_x86::Q8RowFn* path, DType src) {
+    std::mt19937 rng(13);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const uint32_t bytes_per_value = src == DType::F32 ? 4 : 2;
+    auto encode = [&](float v, uint8_t* out) {
+        if (src == DType::F32) return std::memcpy(out, &v, 4), void();
+        const uint16_t h = src == DType::F16 ? f32_to_f16(v) : static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16);
+        std::memcpy(out, &h, 2);
+    };
+    const float largest = src == DType::F16 ? 65504.0f : std::numeric_limits<float>::max();
+    for (int trial = 0; trial < 4000; ++trial) {
+        const uint32_t groups = 1 + uint32_t(rng() % 40);
+        std::vector<float> x(groups * 32);
+        const float spread = std::ldexp(1.0f, int(rng() % 24) - 16);
+        for (float& v : x) v = normal(rng) * spread;
+        const uint32_t g = uint32_t(rng() % groups);
+        float* block = x.data() + g * 32;
+        switch (trial % 9) {
+            case 1:  // amax 127 -> d = 1: halves are exact ties in every source type
+                for (int j = 0; j < 32; ++j) block[j] = float(int(rng() % 253) - 126) + ((rng() & 1) ? 0.5f : 0.0f);
+                block[rng() % 32] = (rng() & 1) ? 127.0f : -127.0f;
+                break;
+            case 2: std::fill(block, block + 32, 0.0f); break;
+            case 3: std::fill(block, block + 32, -0.0f); break;
+            case 4:
+                std::fill(block, block + 32, 0.0f);
+                block[rng() % 32] = src == DType::F16 ? 6e-8f : 1e-39f;
+                block[rng() % 32] = src == DType::F16 ? -3e-8f : -5e-40f;
+                break;
+            case 5:
+                for (int j = 0; j < 32; ++j) block[j] = (j % 3 ? 1.0f : -1.0f) * largest / float(j + 1);
+                break;
+            case 6: block[rng() % 32] = std::numeric_limits<float>::infinity(); break;
+            case 7: block[rng() % 32] = std::numeric_limits<float>::quiet_NaN(); break;
+            case 8: block[rng() % 32] = -std::numeric_limits<float>::infinity(); break;
+            default: break;
+        }
+        std::vector<uint8_t> values(x.size() * bytes_per_value);
+        for (size_t i = 0; i < x.size(); ++i) encode(x[i], values.data() + i * bytes_per_value);
+        std::vector<uint8_t> want_scales(groups * 2);
+        std::vector<int8_t> want_quants(groups * 32);
+        for (uint32_t b = 0; b < groups; ++b) {
+            float f[32];
+            convert_to_f32(src, values.data() + uint64_t{b} * 32 * bytes_per_value, 32, f);
+            uint16_t scale = 0;
+            quantize_block_q8_0(f, &scale, want_quants.data() + b * 32);
+            std::memcpy(want_scales.data() + b * 2, &scale, 2);
+        }
+        std::vector<uint8_t> got_scales(groups * 2, 0xAA);
+        std::vector<int8_t> got_quants(groups * 32, 0x55);
+        if (path) codec_x86::quantize_row_q8_0_via(*path, src, values.data(), groups * 32, got_scales.data(), got_quants.data());
+        else quantize_row_q8_0_from(src, values.data(), groups * 32, got_scales.data(), got_quants.data());
+        ASSERT_EQ(got_scales, want_scales) << "trial " << trial << ", " << groups << " blocks";
+        ASSERT_EQ(got_quants, want_quants) << "trial " << trial << ", " << groups << " blocks";
+    }
+}
+
+void expect_q8_0_path_for_each_source(codec_x86::Q8RowFn (*path_for)(DType)) {
+    for (DType src : {DType::F32, DType::F16, DType::BF16}) {
+        SCOPED_TRACE(src == DType::F32 ? "F32" : src == DType::F16 ? "F16" : "BF16");
+        const codec_x86::Q8RowFn path = path_for(src);
+        ASSERT_NE(path, nullptr);
+        expect_q8_0_rows_match_scalar(&path, src);
+    }
+}
+
+TEST(CodecX86, Q8_0RowsAvx512) {
+    if (!codec_x86::q8_0_row_avx512(DType::F32)) GTEST_SKIP() << "this CPU (or build) has no AVX-512 F: that path cannot run here";
+    expect_q8_0_path_for_each_source(&codec_x86::q8_0_row_avx512);
+}
+
+TEST(CodecX86, Q8_0RowsAvx2) {
+    if (!codec_x86::q8_0_row_avx2(DType::F32)) GTEST_SKIP() << "this CPU (or build) has no AVX2 + F16C: that path cannot run here";
+    expect_q8_0_path_for_each_source(&codec_x86::q8_0_row_avx2);
+}
+
+TEST(CodecX86, Q8_0RowsWithoutAFastPath) {
+    const codec_x86::Q8RowFn none = nullptr;
+    for (DType src : {DType::F32, DType::F16, DType::BF16}) expect_q8_0_rows_match_scalar(&none, src);
+}
+
+TEST(CodecX86, Q8_0RowsOnTheConvertersPath) {
+    for (DType src : {DType::F32, DType::F16, DType::BF16}) expect_q8_0_rows_match_scalar(nullptr, src);
+    EXPECT_EQ(has_direct_q8_0_from(DType::F16), codec_x86::q8_0_row_avx2(DType::F16) != nullptr);
+    EXPECT_FALSE(has_direct_q8_0_from(DType::Q4_0));
 }
 
 } // namespace

@@ -40,6 +40,13 @@ bool has_direct_q4_0_from(DType src);
 void quantize_row_q4_0_from(DType src, const uint8_t* values /* [n x 2] */, uint32_t n, uint8_t* scales /* [n/32 x 2] */,
                             uint8_t* nibbles /* [n/32 x 16] */);
 
+// Q8_0 blocks from n F32, F16 or BF16 source values (n % 32 == 0): the same bits as converting
+// each value to f32 and calling quantize_block_q8_0. Writes n / 32 f16 scales and n / 32 x 32
+// quants. has_direct_q8_0_from says whether this CPU has a vector path (AVX-512 F or AVX2).
+bool has_direct_q8_0_from(DType src);
+void quantize_row_q8_0_from(DType src, const uint8_t* values /* [n x element bytes] */, uint32_t n,
+                            uint8_t* scales /* [n/32 x 2] */, int8_t* quants /* [n/32 x 32] */);
+
 // Converts n source elements of type src (F32, F16, BF16) to f32 (block types: ggml_blocks.h).
 void convert_to_f32(DType src, const uint8_t* data, uint64_t n, float* out);
 
