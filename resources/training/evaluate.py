@@ -25,7 +25,12 @@ Per model (RUNS/<arch>/export/<arch>, the HF folder train.py wrote):
     engine on the f32 file, and the top-1 agreement of q8_0 / q4_0 with f32 over those steps (until
     the texts first diverge);
   * teacher-forced top-1 agreement of the q8_0 / q4_0 round-tripped weights with f32 over the first
-    4096 tokens of test.txt (the engine equals the round-tripped reference: tests/parity/trained).
+    4096 tokens of test.txt (the engine equals the round-tripped reference: tests/parity/trained);
+  * the converter's own validation, `cflow convert EXPORT --quant q8_0|q4_0 --validate` (what the
+    conversion wizard shows a user: tokenizer round trip, template, smoke generation, and over 128
+    teacher-forced positions of its sample text the top-1 agreement and KL divergence of the
+    converted file against the export in F32, with its pass / warn / fail verdict); the reports
+    stay beside the files as RUNS/<arch>/<arch>.<quant>.validated.cflow.report.{json,md}.
 Results are cached per model in RUNS/<arch>/eval.json (delete it to re-measure).
 """
 import argparse
@@ -177,6 +182,26 @@ def convert_all(cflow, export_dir, out_dir, arch):
     return files
 
 
+VALIDATION_KEYS = ("verdict", "verdict_reason", "top1_agreement", "mean_kl_nats", "max_kl_nats", "positions",
+                   "tokenizer_round_trip", "tokenizer_matches_source", "template_renders", "smoke_ok")
+
+
+def conversion_validation(cflow, export_dir, out_dir, arch):
+    res = {}
+    for quant in ("q8_0", "q4_0"):
+        path = os.path.join(out_dir, "%s.%s.validated.cflow" % (arch, quant))
+        cmd = [cflow, "convert", export_dir, "-o", path, "--quant", quant, "--validate", "--quiet"]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+        if proc.returncode not in (0, 3):  # 3 = converted, but the verdict is "fail": still a result
+            raise RuntimeError("%s failed (rc %d): %s" % (" ".join(cmd), proc.returncode,
+                                                         proc.stderr.decode("utf-8", "replace")[-400:]))
+        with open(path + ".report.json", "r", encoding="utf-8") as f:
+            validation = json.load(f)["validation"]
+        res[quant] = {k: validation.get(k) for k in VALIDATION_KEYS}
+        print("evaluate: %s %s validation: %s" % (arch, quant, validation.get("verdict_reason")), flush=True)
+    return res
+
+
 def critical_path(cflow, path):
     j = json.loads(run([cflow, "critical-path", path, "--json"]))
     out = {"ideal_b_naive_mib": j["ideal"]["b_naive_mib"], "ideal_b_critical_mib": j["ideal"]["b_critical_mib"],
@@ -188,11 +213,13 @@ def critical_path(cflow, path):
 
 
 def bench(cflow, path, threads, tokens=128):
-    text = run([cflow, "bench", path, "--threads", str(threads), "--tokens", str(tokens)])
-    m = re.search(r"map \(page cache\)\s+([0-9.]+) tok/s", text)
-    if not m:
-        raise RuntimeError("cflow bench: no 'map (page cache) ... tok/s' line in: " + text[-300:])
-    return float(m.group(1))
+    """Decode tok/s of the file mapped from the page cache (`cflow bench --json`, its "mapped" arm)."""
+    text = run([cflow, "bench", path, "--threads", str(threads), "--tokens", str(tokens), "--json"])
+    lines = [line for line in text.splitlines() if line.startswith("{")]
+    if not lines:
+        raise RuntimeError("cflow bench --json printed no JSON object: " + text[-300:])
+    j = json.loads(lines[-1])
+    return float(j.get("mapped", j)["decode_tokens_per_second"])
 
 
 def engine_greedy(cflow, path, prompt, n):
@@ -213,27 +240,30 @@ def teacher_forced_top1(cfg, model, ids, ctx, max_tokens):
     """Share of positions where the model with weights round-tripped through q8_0 / q4_0 (exactly as
     `cflow convert` stores them: make_parity_trace.py) predicts the same next token as the f32 model,
     over the first max_tokens of `ids` in non-overlapping windows of ctx. The engine equals that
-    round-tripped reference (tests/parity/trained), so this is the quantization's own effect."""
+    round-tripped reference (tests/parity/trained), so this is the quantization's own effect. Also the
+    mean KL divergence KL(f32 || quantized) of the next-token distributions, in nats."""
     import make_parity_trace as mpt
     tensors = model.hf_tensors()  # the f32 weights load_export read
     ids = torch.tensor(ids[:max_tokens + 1], dtype=torch.long)
 
-    def argmaxes(m):
+    def log_probs(m):  # [positions x vocab], float64
         out = []
         for start in range(0, ids.numel() - 1, ctx):
             window = ids[start:min(start + ctx, ids.numel() - 1)]
             logits, _ = m(window[None, :])
-            out.append(torch.argmax(logits[0], dim=-1))
+            out.append(torch.log_softmax(logits[0].double(), dim=-1))
         return torch.cat(out)
 
-    ref = argmaxes(model)
+    ref = log_probs(model)
     res = {}
     for quant in ("q8_0", "q4_0"):
         qm = M.CflowTrainModel(cfg)
         qm.load_hf_tensors(mpt.quantized_tensors(tensors, quant, quant))
         qm.eval()
-        res[quant] = float((argmaxes(qm) == ref).float().mean())
-    res["positions"] = int(ref.numel())
+        got = log_probs(qm)
+        res[quant] = float((torch.argmax(got, dim=-1) == torch.argmax(ref, dim=-1)).float().mean())
+        res[quant + "_mean_kl"] = float((ref.exp() * (ref - got)).sum(dim=-1).mean())
+    res["positions"] = int(ref.shape[0])
     return res
 
 
@@ -265,7 +295,12 @@ def evaluate_one(arch, args, tok):
             with open(cache, "w", encoding="utf-8", newline="\n") as f:
                 json.dump(res, f, indent=2, sort_keys=True, ensure_ascii=False)
                 f.write("\n")
-        if "teacher_forced_top1" not in res:  # added after the first evaluations: fill it in
+        if "conversion_validation" not in res:  # added after the first evaluations: fill it in
+            res["conversion_validation"] = conversion_validation(args.cflow, export_dir, run_dir, arch)
+            with open(cache, "w", encoding="utf-8", newline="\n") as f:
+                json.dump(res, f, indent=2, sort_keys=True, ensure_ascii=False)
+                f.write("\n")
+        if "q8_0_mean_kl" not in res.get("teacher_forced_top1", {}):  # added after the first evaluations
             cfg, model = load_export(export_dir)
             res["teacher_forced_top1"] = teacher_forced_top1(cfg, model,
                                                              token_stream(tok, os.path.join(args.corpus, "test.txt")),
@@ -309,6 +344,7 @@ def evaluate_one(arch, args, tok):
     res["teacher_forced_top1"] = teacher_forced_top1(cfg, model,
                                                      token_stream(tok, os.path.join(args.corpus, "test.txt")),
                                                      args.ctx, 4096)
+    res["conversion_validation"] = conversion_validation(args.cflow, export_dir, run_dir, arch)
     res["eval_seconds"] = round(time.monotonic() - start, 1)
     with open(cache, "w", encoding="utf-8", newline="\n") as f:
         json.dump(res, f, indent=2, sort_keys=True, ensure_ascii=False)

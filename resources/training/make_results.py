@@ -43,15 +43,27 @@ def slot(blocks, key):
     return "<!-- commentary:%s -->\n%s<!-- /commentary -->\n" % (key, body)
 
 
+def kl(x):
+    """A KL divergence in nats: small ones in scientific notation, so that none prints as 0.0000."""
+    return ("%.1e" % x) if x < 1e-3 else ("%.4f" % x)
+
+
+def tf_kl(m):
+    tf = m.get("teacher_forced_top1", {})
+    if "q8_0_mean_kl" not in tf:
+        return ""
+    return " (%s / %s)" % (kl(tf["q8_0_mean_kl"]), kl(tf["q4_0_mean_kl"]))
+
+
 def table(models):
     head = ("| architecture | style | δd | δe | params (active) | valid PPL | test PPL | TinyStories PPL "
             "(sample / prefix) | test / TinyStories-sample PPL, engine q8_0 | B_naive | B_critical | reduction | B_crit q8_0 file | f32 / q8_0 / q4_0 / vflow MB "
-            "| tok/s 1T / 2T | greedy f32 = torch | q8_0 / q4_0 greedy top-1 | q8_0 / q4_0 teacher-forced top-1 |")
+            "| tok/s 1T / 2T | greedy f32 = torch | q8_0 / q4_0 greedy top-1 | q8_0 / q4_0 teacher-forced top-1 (mean KL, nats) |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for m in models:
         cp, f, pt, pe = m["critical_path"], m["files"], m["ppl_torch"], m.get("ppl_engine", {})
         lines.append("| %s | %s | %d | %d | %.2fM (%.2fM) | %s | %s | %s / %s | %s / %s | %s | %s | %.2fx | %s | %s / %s / %s / %s "
-                     "| %.0f / %.0f | %s | %.2f / %.2f | %s / %s |" % (
+                     "| %.0f / %.0f | %s | %.2f / %.2f | %s / %s%s |" % (
                          m["arch"] + ("†" if m["arch"] == "arch2_4_sync" else ""), m["combine_style"], m["dense_delay"],
                          m["expert_delay"], m["parameters"] / 1e6, m["active_parameters"] / 1e6,
                          fmt(pt.get("valid")), fmt(pt.get("test")), fmt(pt.get(TS[0])), fmt(pt.get(TS[1])),
@@ -62,8 +74,43 @@ def table(models):
                          "yes" if m["greedy"]["f32_identical"] else "**no**", m["greedy"]["q8_0_top1_agreement"],
                          m["greedy"]["q4_0_top1_agreement"],
                          fmt(m.get("teacher_forced_top1", {}).get("q8_0"), 3),
-                         fmt(m.get("teacher_forced_top1", {}).get("q4_0"), 3)))
+                         fmt(m.get("teacher_forced_top1", {}).get("q4_0"), 3), tf_kl(m)))
     return "\n".join(lines) + "\n"
+
+
+def validation_table(models, blocks):
+    """The converter's own validation (`cflow convert --validate`) of each export at q8_0 and q4_0."""
+    rows = [m for m in models if m.get("conversion_validation")]
+    if not rows:
+        return ("\n## Conversion validation\n\nNot in this results.json (evaluated before `evaluate.py` ran "
+                "`cflow convert --validate`).\n\n%s" % slot(blocks, "conversion_validation"))
+
+    def cell(v):
+        if not v:
+            return "-"
+        return "%s: %.1f%% / %s / %s" % (v["verdict"], 100 * v["top1_agreement"], kl(v["mean_kl_nats"]),
+                                        kl(v["max_kl_nats"]))
+
+    def checks(m):
+        vs = [v for v in m["conversion_validation"].values() if v]
+        ok = all(v.get("tokenizer_round_trip") and v.get("tokenizer_matches_source") and v.get("template_renders")
+                 and v.get("smoke_ok") for v in vs)
+        return "ok" if ok else "**failed**"
+
+    lines = ["| architecture | q8_0: verdict, top-1 / mean KL / max KL (nats) | q4_0: verdict, top-1 / mean KL / max KL (nats) "
+             "| tokenizer, template, smoke generation |", "|---|---|---|---|"]
+    for m in rows:
+        cv = m["conversion_validation"]
+        lines.append("| %s | %s | %s | %s |" % (m["arch"] + ("†" if m["arch"] == "arch2_4_sync" else ""),
+                                              cell(cv.get("q8_0")), cell(cv.get("q4_0")), checks(m)))
+    positions = sorted({v["positions"] for m in rows for v in m["conversion_validation"].values() if v})
+    return ("\n## Conversion validation\n\nWhat the conversion wizard and `cflow convert EXPORT --quant Q --validate` "
+            "report for each export: teacher-forced over %s positions of the converter's sample text, the share "
+            "where the converted file's top-1 token equals that of the export converted to F32, and the KL "
+            "divergence of the two next-token distributions; verdict pass (top-1 >= 90%% and mean KL <= 0.10 "
+            "nats), warn (top-1 >= 70%%) or fail. The last column: the tokenizer round trip (and the same ids as "
+            "the source's tokenizer), the template render and a smoke generation all passed.\n\n%s\n\n%s" % (
+                " / ".join(str(p) for p in positions), "\n".join(lines), slot(blocks, "conversion_validation")))
 
 
 def findings(by, blocks):
@@ -127,10 +174,11 @@ def render(results, blocks):
                      "q8_0 file, the map (page cache) line. Greedy: 64 tokens from \"Once upon a time\"; q8_0 / "
                      "q4_0 greedy top-1 is the share of those steps that agree with the f32 engine before the texts "
                      "diverge; teacher-forced top-1: the share of the first 4096 test tokens where the q8_0 / q4_0 "
-                     "weights (round-tripped exactly as the converter stores them) predict the f32 model's next token. Training steps: %s. † = ablation, not one of the five candidates.\n" % (
+                     "weights (round-tripped exactly as the converter stores them) predict the f32 model's next token, and in brackets the mean KL divergence KL(f32 || quantized) of the next-token distributions there. Training steps: %s. † = ablation, not one of the five candidates.\n" % (
                          first["ctx"], first["stride"], first["max_eval_tokens"],
                          ", ".join("%s %s" % (m["arch"], m.get("train_steps")) for m in models)))
         parts.append(table(models))
+        parts.append(validation_table(models, blocks))
         parts.append("\n## Paper findings\n\n" + findings(by, blocks))
         parts.append("\n## Default model\n\n%s\n%s" % (
             "arch2_4_combined: test perplexity %s, B_critical reduction %.2fx; the best test perplexity is %s." % (
