@@ -67,7 +67,7 @@ int run_bench(const std::vector<std::string>& argv) {
 
     ThreadPool pool{unsigned(*threads)};
     const BandwidthProbeResult probe = probe_read_bandwidth(pool);
-    auto kv_cache = parse_kv_cache_arg(*args);
+    auto kv_cache = parse_kv_cache_arg(*args, KvCacheType::F16);
     if (!kv_cache) return fail("bench", kv_cache.error());
     const BenchPlan plan{pool.size(), int(*prompt), int(*warmup), int(*tokens), *kv_cache};
     const std::string isa(isa_name(selected_isa()));

@@ -189,7 +189,7 @@ int run_chat(const std::vector<std::string>& argv) {
     if (!ctx) return fail("chat", ctx.error());
     session_options.threads = unsigned(*threads);
     session_options.context_length = uint32_t(*ctx);
-    auto kv_cache = parse_kv_cache_arg(*args);
+    auto kv_cache = parse_kv_cache_arg(*args, KvCacheType::F16);
     if (!kv_cache) return fail("chat", kv_cache.error());
     session_options.kv_cache = *kv_cache;
     auto fetch = parse_expert_fetch_arg(*args);

@@ -48,7 +48,7 @@ int run_generate(const std::vector<std::string>& argv) {
     session_options.io_backend = *io_backend;
     auto cache_mib = parse_cache_mib_arg(*args);
     if (!cache_mib) return fail("generate", cache_mib.error());
-    auto kv_cache = parse_kv_cache_arg(*args);
+    auto kv_cache = parse_kv_cache_arg(*args, KvCacheType::F16);
     if (!kv_cache) return fail("generate", kv_cache.error());
     session_options.kv_cache = *kv_cache;
     auto load = parse_load_args(*args, *model_path, *fetch != ExpertFetch::Mapped);
@@ -101,10 +101,10 @@ int run_generate(const std::vector<std::string>& argv) {
     }
     if (!args->flag("--no-stats")) {
         std::fprintf(stderr,
-                     "\n[cflow] model %s | isa %s | threads %u | seed %llu | load %.1f ms (%s: %s)\n"
+                     "\n[cflow] model %s | isa %s | threads %u | kv cache %s | seed %llu | load %.1f ms (%s: %s)\n"
                      "[cflow] prompt %u tokens, %.2f tok/s | generated %u tokens, %.2f tok/s | first token %.1f ms | stop: %s\n",
                      terminal_safe((*model)->name()).c_str(), std::string(isa_name((*session)->isa())).c_str(), (*session)->threads(),
-                     (unsigned long long)request.sampling.seed, load_ms, load->name.c_str(), load->reason.c_str(), stats->prompt_tokens, stats->prompt_tokens_per_s(),
+                     std::string(kv_cache_type_name((*session)->kv_cache_type())).c_str(), (unsigned long long)request.sampling.seed, load_ms, load->name.c_str(), load->reason.c_str(), stats->prompt_tokens, stats->prompt_tokens_per_s(),
                      stats->generated_tokens, stats->decode_tokens_per_s(), stats->time_to_first_token_ms,
                      std::string(stop_reason_name(stats->stop_reason)).c_str());
         if (auto backend = (*session)->io_backend()) {

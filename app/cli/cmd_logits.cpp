@@ -96,7 +96,7 @@ int run_logits(const std::vector<std::string>& argv) {
     if (!threads) return fail("logits", threads.error());
     auto ctx = args->integer("--ctx", 0, 0, 1 << 24);
     if (!ctx) return fail("logits", ctx.error());
-    auto kv_cache = parse_kv_cache_arg(*args);
+    auto kv_cache = parse_kv_cache_arg(*args, KvCacheType::F32);
     if (!kv_cache) return fail("logits", kv_cache.error());
     // The reference tool: the file layout unless asked (lanes differ from it by f32 reassociation).
     auto load = parse_load_args(*args, *model_path, false, "map");

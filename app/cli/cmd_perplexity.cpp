@@ -31,7 +31,7 @@ int run_perplexity(const std::vector<std::string>& argv) {
     if (!max_tokens) return fail("perplexity", max_tokens.error());
     auto threads = args->integer("--threads", 0, 0, 1024);
     if (!threads) return fail("perplexity", threads.error());
-    auto kv_cache = parse_kv_cache_arg(*args);
+    auto kv_cache = parse_kv_cache_arg(*args, KvCacheType::F32);
     if (!kv_cache) return fail("perplexity", kv_cache.error());
     auto load = parse_load_args(*args, args->positionals()[0], false);
     if (!load) return fail("perplexity", load.error());
@@ -78,7 +78,8 @@ int run_perplexity(const std::vector<std::string>& argv) {
                          {"stream_tokens", ids.size()}, {"scored_tokens", stats->scored_tokens},
                          {"evaluated_tokens", stats->evaluated_tokens}, {"windows", stats->windows}, {"ctx", window},
                          {"stride", step}, {"mean_nll", stats->mean_nll()}, {"perplexity", stats->perplexity()},
-                         {"elapsed_ms", stats->elapsed_ms}, {"tokens_per_s", tok_per_s}};
+                         {"elapsed_ms", stats->elapsed_ms}, {"tokens_per_s", tok_per_s},
+                         {"kv_cache", std::string(kv_cache_type_name((*session)->kv_cache_type()))}};
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         std::printf("perplexity %.4f\n"

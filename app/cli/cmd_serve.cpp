@@ -66,7 +66,7 @@ int run_serve(const std::vector<std::string>& argv) {
     if (!ctx) return fail("serve", ctx.error());
     auto max_body = args->integer("--max-body-mib", 8, 1, 1024);
     if (!max_body) return fail("serve", max_body.error());
-    auto kv_cache = parse_kv_cache_arg(*args);
+    auto kv_cache = parse_kv_cache_arg(*args, KvCacheType::F16);
     if (!kv_cache) return fail("serve", kv_cache.error());
     auto fetch = parse_expert_fetch_arg(*args);
     if (!fetch) return fail("serve", fetch.error());

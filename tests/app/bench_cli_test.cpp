@@ -70,6 +70,25 @@ TEST(BenchCli, KvCacheOptionReachesTheSession) {
     expect_one_line_failure(run_cflow({"bench", model, "--kv-cache", "bf16"}), "--kv-cache must be 'f32' or 'f16'");
 }
 
+// Without --kv-cache, the commands a user runs (bench, generate) take the f16 cache and say so;
+// --kv-cache f32 still gives the exact one.
+TEST(BenchCli, TheKvCacheIsF16UnlessF32IsAsked) {
+    const std::string model = bench_model();
+    auto r = run_cflow({"bench", model, "--threads", "1", "--tokens", "2", "--prompt-tokens", "3", "--warmup", "0", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["kv_cache"], "f16");
+    r = run_cflow({"bench", model, "--threads", "1", "--tokens", "2", "--prompt-tokens", "3", "--warmup", "0",
+                   "--kv-cache", "f32", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["kv_cache"], "f32");
+    auto g = run_cflow({"generate", model, "-p", "hello", "-n", "3", "--temp", "0", "--threads", "1"});
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    EXPECT_NE(g.err.find("| kv cache f16 |"), std::string::npos) << g.err;
+    g = run_cflow({"generate", model, "-p", "hello", "-n", "3", "--temp", "0", "--threads", "1", "--kv-cache", "f32"});
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    EXPECT_NE(g.err.find("| kv cache f32 |"), std::string::npos) << g.err;
+}
+
 TEST(BenchCli, BadArgumentsFailOnOneLine) {
     expect_one_line_failure(run_cflow({"bench"}), "expected exactly one MODEL.cflow");
     expect_one_line_failure(run_cflow({"bench", "x.cflow", "--prompt-tokens", "0"}), "--prompt-tokens");

@@ -81,6 +81,7 @@ TEST_F(PerplexityCli, RealStoriesScoreFarBetterThanShuffledWords) {
     EXPECT_EQ(j.at("scored_tokens").get<int>(), 1500);
     EXPECT_EQ(j.at("ctx").get<int>(), 128);
     EXPECT_EQ(j.at("stride").get<int>(), 128);
+    EXPECT_EQ(j.at("kv_cache").get<std::string>(), "f32") << "perplexity measures: the exact cache unless asked";
 }
 
 TEST_F(PerplexityCli, OverlappingWindowsSeeMoreHistoryAndNeverScoreWorse) {

@@ -395,6 +395,22 @@ TEST(ChatControllerTest, StatusClearsOldErrorsAndShowsPromptProgress) {
     EXPECT_EQ(progress.last().at(0).toInt(), total) << "the last report is the whole prompt";
 }
 
+TEST(ChatControllerTest, ANewWindowDecodesWithTheF16CacheByDefault) {
+    ScopedDb db("controller_kv_cache_default");
+    MainWindow window;
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    EXPECT_EQ(window.samplingPanel()->settings().kvCache, cflow::KvCacheType::F16);
+    const auto* combo = window.samplingPanel()->findChild<QComboBox*>(QStringLiteral("kvCache"));
+    ASSERT_NE(combo, nullptr);
+    EXPECT_EQ(combo->currentData().toInt(), int(cflow::KvCacheType::F16));
+    QSignalSpy finished(window.controller(), &ChatController::replyFinished);
+    window.controller()->newConversation();
+    ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("hello")));
+    ASSERT_TRUE(idle(window));
+    ASSERT_FALSE(finished.isEmpty());
+    EXPECT_EQ(finished.last().at(0).value<cflow::ui::ReplyStats>().kvCache, QStringLiteral("f16"));
+}
+
 TEST(ChatControllerTest, TheKvCacheSettingReachesTheEngine) {
     ScopedDb db("controller_kv_cache");
     MainWindow window;
