@@ -69,6 +69,7 @@ GreedyTurn fresh_greedy_turn(const std::string& model_path, const std::vector<Ch
     if (!prompt) return turn;
     SessionOptions options;
     options.threads = 1;
+    options.kv_cache = KvCacheType::F16;  // as `cflow chat` decodes unless --kv-cache f32
     auto session = Session::create(model.value(), options);
     EXPECT_TRUE(session.ok());
     if (!session) return turn;

@@ -121,6 +121,7 @@ int32_t greedy_token_at(const std::string& model_path, size_t step) {
     if (!model) return -1;
     cflow::SessionOptions options;
     options.threads = 1;
+    options.kv_cache = cflow::ui::GenerationSettings{}.kvCache;  // as both front ends decode by default
     auto session = cflow::Session::create(*model, options);
     EXPECT_TRUE(session.ok());
     if (!session) return -1;

@@ -94,6 +94,7 @@ std::string direct_reply(const std::string& prompt, int maxTokens) {
     EXPECT_TRUE(model) << model.error();
     cflow::SessionOptions options;
     options.threads = 2;
+    options.kv_cache = GenerationSettings{}.kvCache;  // the worker's cache type
     auto session = cflow::Session::create(*model, options);
     EXPECT_TRUE(session) << session.error();
     cflow::GenerateRequest request;
@@ -225,6 +226,7 @@ TEST(EngineWorkerTest, FollowUpTurnReusesTheCacheAndMatchesAFreshRun) {
     ASSERT_TRUE(model);
     cflow::SessionOptions options;
     options.threads = 2;
+    options.kv_cache = GenerationSettings{}.kvCache;  // the worker's cache type
     auto session = cflow::Session::create(*model, options);
     ASSERT_TRUE(session) << session.error();
     cflow::GenerateRequest request;
