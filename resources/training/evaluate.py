@@ -27,8 +27,8 @@ Per model (RUNS/<arch>/export/<arch>, the HF folder train.py wrote):
   * teacher-forced top-1 agreement of the q8_0 / q4_0 round-tripped weights with f32 over the first
     4096 tokens of test.txt (the engine equals the round-tripped reference: tests/parity/trained);
   * the converter's own validation, `cflow convert EXPORT --quant q8_0|q4_0 --validate` (what the
-    conversion wizard shows a user: tokenizer round trip, template, smoke generation, and over 128
-    teacher-forced positions of its sample text the top-1 agreement and KL divergence of the
+    conversion wizard shows a user: tokenizer round trip, template, smoke generation, and over up to
+    128 teacher-forced positions of its sample text the top-1 agreement and KL divergence of the
     converted file against the export in F32, with its pass / warn / fail verdict); the reports
     stay beside the files as RUNS/<arch>/<arch>.<quant>.validated.cflow.report.{json,md}.
 Results are cached per model in RUNS/<arch>/eval.json (delete it to re-measure).
@@ -219,7 +219,7 @@ def bench(cflow, path, threads, tokens=128):
     if not lines:
         raise RuntimeError("cflow bench --json printed no JSON object: " + text[-300:])
     j = json.loads(lines[-1])
-    return float(j.get("mapped", j)["decode_tokens_per_second"])
+    return float(j["mapped"]["decode_tokens_per_second"])
 
 
 def engine_greedy(cflow, path, prompt, n):
@@ -282,6 +282,12 @@ def top1_agreement(text_a, text_b, tok):
 
 # ----------------------------------------------------------------------------- main
 
+def save_json(path, obj):
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        json.dump(obj, f, indent=2, sort_keys=True, ensure_ascii=False)
+        f.write("\n")
+
+
 def evaluate_one(arch, args, tok):
     run_dir = os.path.join(args.runs, arch)
     export_dir = os.path.join(run_dir, "export", arch)
@@ -292,22 +298,16 @@ def evaluate_one(arch, args, tok):
         if args.rebench:  # decode speed only, with this --cflow (e.g. after an engine change)
             q8 = os.path.join(run_dir, "%s.q8_0.cflow" % arch)
             res["decode_tok_s"] = {str(t): bench(args.cflow, q8, t) for t in (1, 2)}
-            with open(cache, "w", encoding="utf-8", newline="\n") as f:
-                json.dump(res, f, indent=2, sort_keys=True, ensure_ascii=False)
-                f.write("\n")
+            save_json(cache, res)
         if "conversion_validation" not in res:  # added after the first evaluations: fill it in
             res["conversion_validation"] = conversion_validation(args.cflow, export_dir, run_dir, arch)
-            with open(cache, "w", encoding="utf-8", newline="\n") as f:
-                json.dump(res, f, indent=2, sort_keys=True, ensure_ascii=False)
-                f.write("\n")
+            save_json(cache, res)
         if "q8_0_mean_kl" not in res.get("teacher_forced_top1", {}):  # added after the first evaluations
             cfg, model = load_export(export_dir)
             res["teacher_forced_top1"] = teacher_forced_top1(cfg, model,
                                                              token_stream(tok, os.path.join(args.corpus, "test.txt")),
                                                              args.ctx, 4096)
-            with open(cache, "w", encoding="utf-8", newline="\n") as f:
-                json.dump(res, f, indent=2, sort_keys=True, ensure_ascii=False)
-                f.write("\n")
+            save_json(cache, res)
         return res
     if not os.path.exists(os.path.join(export_dir, "model.safetensors")):
         print("evaluate: %s has no export yet (train it first); skipped" % arch)
@@ -346,9 +346,7 @@ def evaluate_one(arch, args, tok):
                                                      args.ctx, 4096)
     res["conversion_validation"] = conversion_validation(args.cflow, export_dir, run_dir, arch)
     res["eval_seconds"] = round(time.monotonic() - start, 1)
-    with open(cache, "w", encoding="utf-8", newline="\n") as f:
-        json.dump(res, f, indent=2, sort_keys=True, ensure_ascii=False)
-        f.write("\n")
+    save_json(cache, res)
     return res
 
 

@@ -43,6 +43,10 @@ def slot(blocks, key):
     return "<!-- commentary:%s -->\n%s<!-- /commentary -->\n" % (key, body)
 
 
+def label(arch):
+    return arch + ("†" if arch == "arch2_4_sync" else "")  # the ablation
+
+
 def kl(x):
     """A KL divergence in nats: small ones in scientific notation, so that none prints as 0.0000."""
     return ("%.1e" % x) if x < 1e-3 else ("%.4f" % x)
@@ -64,7 +68,7 @@ def table(models):
         cp, f, pt, pe = m["critical_path"], m["files"], m["ppl_torch"], m.get("ppl_engine", {})
         lines.append("| %s | %s | %d | %d | %.2fM (%.2fM) | %s | %s | %s / %s | %s / %s | %s | %s | %.2fx | %s | %s / %s / %s / %s "
                      "| %.0f / %.0f | %s | %.2f / %.2f | %s / %s%s |" % (
-                         m["arch"] + ("†" if m["arch"] == "arch2_4_sync" else ""), m["combine_style"], m["dense_delay"],
+                         label(m["arch"]), m["combine_style"], m["dense_delay"],
                          m["expert_delay"], m["parameters"] / 1e6, m["active_parameters"] / 1e6,
                          fmt(pt.get("valid")), fmt(pt.get("test")), fmt(pt.get(TS[0])), fmt(pt.get(TS[1])),
                          fmt(pe.get("test")), fmt(pe.get(TS[0])),
@@ -101,7 +105,7 @@ def validation_table(models, blocks):
              "| tokenizer, template, smoke generation |", "|---|---|---|---|"]
     for m in rows:
         cv = m["conversion_validation"]
-        lines.append("| %s | %s | %s | %s |" % (m["arch"] + ("†" if m["arch"] == "arch2_4_sync" else ""),
+        lines.append("| %s | %s | %s | %s |" % (label(m["arch"]),
                                               cell(cv.get("q8_0")), cell(cv.get("q4_0")), checks(m)))
     positions = sorted({v["positions"] for m in rows for v in m["conversion_validation"].values() if v})
     return ("\n## Conversion validation\n\nWhat the conversion wizard and `cflow convert EXPORT --quant Q --validate` "
