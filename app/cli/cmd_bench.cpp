@@ -42,7 +42,7 @@ Result<SpeedMeasurement> measure(const std::string& path, const LoadOptions& loa
     return measure_speed(model.value(), speed);
 }
 
-nlohmann::json to_json(const SpeedMeasurement& m, double bandwidth) {
+nlohmann::json speed_json(const SpeedMeasurement& m, double bandwidth) {
     return {{"prefill_tokens_per_second", m.prefillTokPerS},
             {"decode_tokens_per_second", m.decodeTokPerS},
             {"decode_bytes_per_token", m.decodeBytesPerToken},
@@ -98,7 +98,7 @@ int run_bench(const std::vector<std::string>& argv) {
                     r->decodeBytesPerToken / (1 << 20), achieved / 1e9, achieved / probe.bytesPerSecond);
     }
     if (json) {
-        nlohmann::json out = to_json(results[1], probe.bytesPerSecond);
+        nlohmann::json out = speed_json(results[1], probe.bytesPerSecond);
         out["read_bandwidth_bytes_per_second"] = probe.bytesPerSecond;
         out["peak_rss_bytes"] = peak;
         out["isa"] = isa;
@@ -109,8 +109,8 @@ int run_bench(const std::vector<std::string>& argv) {
         out["load"] = "read";
         out["default_load"] = choose_load_options(path, false).name;  // what generate/chat/the app load it as
         out["amx"] = amx_enabled();  // AMX tiles under the batched prefill
-        out["mapped"] = to_json(results[0], probe.bytesPerSecond);
-        out["lanes"] = to_json(results[2], probe.bytesPerSecond);
+        out["mapped"] = speed_json(results[0], probe.bytesPerSecond);
+        out["lanes"] = speed_json(results[2], probe.bytesPerSecond);
         std::printf("%s\n", out.dump().c_str());
         return 0;
     }

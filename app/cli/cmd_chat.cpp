@@ -30,12 +30,6 @@ constexpr const char* kChatHelp =
     "cflow chat: type a message and press Enter; /reset forgets the conversation, /system TEXT sets the system "
     "prompt (and resets), /quit exits; Ctrl-C stops a reply, Ctrl-D exits\n";
 
-std::string one_line(std::string message) {
-    for (char& c : message)
-        if (c == '\n' || c == '\r') c = ' ';
-    return message;
-}
-
 // The conversation as the template sees it: the system prompt (if any) and the turns so far.
 struct Conversation {
     std::string system_prompt;

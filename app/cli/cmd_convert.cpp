@@ -53,6 +53,12 @@ int run_preflight_only(const std::string& source, const std::string& tokenizer, 
 
 } // namespace
 
+std::string one_line(std::string message) {
+    for (char& c : message)
+        if (c == '\n' || c == '\r') c = ' ';
+    return message;
+}
+
 int fail(const std::string& command, const std::string& message) {
     std::fprintf(stderr, "cflow %s: %s\n", command.c_str(), message.c_str());
     return 1;

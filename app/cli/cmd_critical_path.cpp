@@ -18,7 +18,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-constexpr long long kMaxDim = 1LL << 24;  // far above any real geometry; keeps products exact in double
+constexpr long long kMaxGeometryDim = 1LL << 24;  // far above any real geometry; keeps products exact in double
 
 // Built on first use, not at static initialisation: an allocation that fails before main()
 // aborts with bad_alloc where no handler can turn it into a one-line error (ulimit -v sweep).
@@ -51,14 +51,14 @@ Result<CriticalPathGeometry> geometry_from_args(const Args& args) {
 
     CriticalPathGeometry g;
     std::string error;
-    if (!read_u32(args, "--d", 0, 1, kMaxDim, g.d_model, error) ||
-        !read_u32(args, "--d-ff", 0, 0, kMaxDim, g.d_ff, error) ||
+    if (!read_u32(args, "--d", 0, 1, kMaxGeometryDim, g.d_model, error) ||
+        !read_u32(args, "--d-ff", 0, 0, kMaxGeometryDim, g.d_ff, error) ||
         !read_u32(args, "--experts", 0, 0, 65535, g.n_experts, error) ||
         !read_u32(args, "--top-k", 0, 0, 65535, g.top_k, error) ||
-        !read_u32(args, "--expert-hidden", 0, 0, kMaxDim, g.expert_d_ff, error) ||
+        !read_u32(args, "--expert-hidden", 0, 0, kMaxGeometryDim, g.expert_d_ff, error) ||
         !read_u32(args, "--heads", 0, 1, 65535, g.n_heads, error) ||
         !read_u32(args, "--kv-heads", g.n_heads, 1, 65535, g.n_kv_heads, error) ||
-        !read_u32(args, "--shared-expert-hidden", 0, 0, kMaxDim, g.shared_expert_d_ff, error) ||
+        !read_u32(args, "--shared-expert-hidden", 0, 0, kMaxGeometryDim, g.shared_expert_d_ff, error) ||
         !read_u32(args, "--dense-delay", 0, 0, 255, g.dense_delay, error) ||
         !read_u32(args, "--expert-delay", 0, 0, 255, g.expert_delay, error))
         return make_error(error);
@@ -80,11 +80,11 @@ Result<CriticalPathGeometry> geometry_from_args(const Args& args) {
             !read_u32(args, "--iters", 0, 1, 255, g.n_iter, error))
             return make_error(error);
         // FixedPoint stores its unique blocks as its layers (cflow_layout.h).
-        if (!read_u32(args, "--layers", g.n_blocks, 1, kMaxDim, g.n_layers, error)) return make_error(error);
+        if (!read_u32(args, "--layers", g.n_blocks, 1, kMaxGeometryDim, g.n_layers, error)) return make_error(error);
         if (g.n_layers != g.n_blocks)
             return make_error("option --layers " + std::to_string(g.n_layers) + " must equal --blocks " +
                               std::to_string(g.n_blocks) + " for FixedPoint (or be omitted)");
-    } else if (!read_u32(args, "--layers", 0, 1, kMaxDim, g.n_layers, error)) {
+    } else if (!read_u32(args, "--layers", 0, 1, kMaxGeometryDim, g.n_layers, error)) {
         return make_error(error);
     }
     return g;
@@ -148,7 +148,7 @@ void print_table(const char* title, const std::vector<LayerStreams>& rows, const
     std::printf("  B_serial    %8.2f MiB/token (every stream back-to-back)\n", to_mib(t.b_serial_bytes));
 }
 
-void print_text(const CriticalPathReport& r, const std::string& source) {
+void print_report_text(const CriticalPathReport& r, const std::string& source) {
     const CriticalPathGeometry& g = r.geometry;
     std::printf("critical-path bandwidth of %s\n", source.c_str());
     std::printf("  d %u, d_ff %u, layers %u, heads %u/%u x %u", g.d_model, g.d_ff, g.n_layers, g.n_heads,
@@ -193,7 +193,7 @@ int run_critical_path(const std::vector<std::string>& argv) {
     if (args->flag("--json"))
         std::printf("%s\n", report_json(report->value(), source).dump(2, ' ', false, json::error_handler_t::replace).c_str());
     else
-        print_text(report->value(), source);
+        print_report_text(report->value(), source);
     return 0;
 }
 

@@ -91,7 +91,7 @@ json describe(const CflowFile& f) {
     return j;
 }
 
-void print_text(const json& j) {
+void print_inspection_text(const json& j) {
     std::printf("%s\n  %llu bytes, .cflow version %u, weights %s\n", j["file"].get<std::string>().c_str(),
                 (unsigned long long)j["file_bytes"].get<uint64_t>(), j["version"].get<unsigned>(),
                 j["weight_quant"].get<std::string>().c_str());
@@ -133,7 +133,7 @@ int run_inspect(const std::vector<std::string>& argv) {
     if (!file) return fail("inspect", file.error());
     const json j = describe(**file);
     if (args->flag("--json")) std::printf("%s\n", j.dump(2, ' ', false, json::error_handler_t::replace).c_str());
-    else print_text(j);
+    else print_inspection_text(j);
     return 0;
 }
 

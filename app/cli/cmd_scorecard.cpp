@@ -124,7 +124,7 @@ std::string format_value(double v) {
     return b;
 }
 
-nlohmann::json to_json(const ClaimResult& r) {
+nlohmann::json claim_json(const ClaimResult& r) {
     nlohmann::json measured = nlohmann::json::array();
     for (const Figure& f : r.measured) measured.push_back({{"name", f.name}, {"value", f.value}, {"unit", f.unit}});
     return {{"claim", r.claim},           {"title", r.title},   {"measured", measured},
@@ -192,7 +192,7 @@ int run_scorecard(const std::vector<std::string>& argv) {
 
     if (json) {
         nlohmann::json out = nlohmann::json::array();
-        for (const ClaimResult& r : *results) out.push_back(to_json(r));
+        for (const ClaimResult& r : *results) out.push_back(claim_json(r));
         std::printf("%s\n", out.dump().c_str());
         return 0;
     }

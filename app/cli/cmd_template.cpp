@@ -17,13 +17,6 @@
 namespace cflow::cli {
 namespace {
 
-// Errors go out as one stderr line even when a message (e.g. a raise_exception text) has newlines.
-std::string one_line(std::string message) {
-    for (char& c : message)
-        if (c == '\n' || c == '\r') c = ' ';
-    return message;
-}
-
 // Reads a JSON file and checks its top-level kind; parse errors name the file, line and column.
 Result<nlohmann::ordered_json> read_json_file(const std::string& path, bool want_array, const char* what) {
     auto text = read_whole_file(path, kMaxJsonConfigBytes, what);

@@ -23,5 +23,8 @@ int run_logits(const std::vector<std::string>& args);
 int run_scorecard(const std::vector<std::string>& args);  // the paper's eight claims measured here
 
 int fail(const std::string& command, const std::string& message);  // prints and returns 1
+// message with its line breaks as spaces: an error goes out as one stderr line even when it
+// has newlines (a template's raise_exception text, a compiler's note).
+std::string one_line(std::string message);
 
 } // namespace cflow::cli

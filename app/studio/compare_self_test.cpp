@@ -23,9 +23,9 @@ namespace {
 
 using cflow::ui::CompareWizard;
 
-const char* const kPageNames[] = {"1-models", "2-workloads", "3-running", "4-results-table"};
-constexpr int kPollMs = 100;
-constexpr int kIdleTicksBeforeFailing = 20;  // 2 s with nothing running and the page incomplete
+const char* const kComparePageNames[] = {"1-models", "2-workloads", "3-running", "4-results-table"};
+constexpr int kComparePollMs = 100;
+constexpr int kCompareIdleTicksBeforeFailing = 20;  // 2 s with nothing running and the page incomplete
 
 // Splits one CSV line of the model's own export (fields quoted only when they hold , or ").
 QStringList csv_fields(const QString& line) {
@@ -75,7 +75,7 @@ void CompareSelfTest::start() {
     wizard_->setRequest(request);
     wizard_->show();
     connect(&poll_, &QTimer::timeout, this, &CompareSelfTest::poll);
-    poll_.start(kPollMs);
+    poll_.start(kComparePollMs);
     timeout_.setSingleShot(true);
     connect(&timeout_, &QTimer::timeout, this, [this] { fail(QStringLiteral("timed out after %1 s").arg(kTimeoutMs / 1000)); });
     timeout_.start(kTimeoutMs);
@@ -98,15 +98,15 @@ void CompareSelfTest::poll() {
     if (id < 0 || id > CompareWizard::ResultsPageId) return fail(QStringLiteral("the wizard shows no page"));
     if (!page->isComplete()) {
         idleTicks_ = wizard_->isBusy() ? 0 : idleTicks_ + 1;
-        if (idleTicks_ < kIdleTicksBeforeFailing) return;
+        if (idleTicks_ < kCompareIdleTicksBeforeFailing) return;
         QString text;
         for (auto* label : page->findChildren<QLabel*>()) text += label->text() + QStringLiteral(" ");
-        savePage(QString::fromLatin1(kPageNames[id]));
-        return fail(QStringLiteral("page %1 cannot go on: %2").arg(QString::fromLatin1(kPageNames[id]), text.simplified()));
+        savePage(QString::fromLatin1(kComparePageNames[id]));
+        return fail(QStringLiteral("page %1 cannot go on: %2").arg(QString::fromLatin1(kComparePageNames[id]), text.simplified()));
     }
     idleTicks_ = 0;
     if (lastSavedId_ != id) {
-        if (!savePage(QString::fromLatin1(kPageNames[id]))) return;
+        if (!savePage(QString::fromLatin1(kComparePageNames[id]))) return;
         lastSavedId_ = id;
     }
     if (id != CompareWizard::ResultsPageId) {

@@ -17,9 +17,9 @@
 namespace cflow::studio {
 namespace {
 
-const char* const kPageNames[] = {"1-source", "2-preflight", "3-options", "4-progress", "5-validation"};
-constexpr int kPollMs = 100;
-constexpr int kIdleTicksBeforeFailing = 20;  // 2 s with nothing running and the page incomplete
+const char* const kConvertPageNames[] = {"1-source", "2-preflight", "3-options", "4-progress", "5-validation"};
+constexpr int kConvertPollMs = 100;
+constexpr int kConvertIdleTicksBeforeFailing = 20;  // 2 s with nothing running and the page incomplete
 
 } // namespace
 
@@ -37,7 +37,7 @@ void ConvertSelfTest::start() {
     wizard_->setOutputPath(QFileInfo(output_).absoluteFilePath());
     wizard_->show();
     connect(&poll_, &QTimer::timeout, this, &ConvertSelfTest::poll);
-    poll_.start(kPollMs);
+    poll_.start(kConvertPollMs);
     timeout_.setSingleShot(true);
     connect(&timeout_, &QTimer::timeout, this, [this] { fail(QStringLiteral("timed out after %1 s").arg(kTimeoutMs / 1000)); });
     timeout_.start(kTimeoutMs);
@@ -45,12 +45,12 @@ void ConvertSelfTest::start() {
 
 bool ConvertSelfTest::savePage() {
     const int id = wizard_->currentId();
-    const QString path = QDir(screenshotDir_).filePath(QString::fromLatin1(kPageNames[id]) + QStringLiteral(".png"));
+    const QString path = QDir(screenshotDir_).filePath(QString::fromLatin1(kConvertPageNames[id]) + QStringLiteral(".png"));
     if (!wizard_->grab().save(path)) {
         fail(QStringLiteral("cannot save %1").arg(path));
         return false;
     }
-    std::printf("cflow-studio convert self-test: page %s saved to %s\n", kPageNames[id], path.toLocal8Bit().constData());
+    std::printf("cflow-studio convert self-test: page %s saved to %s\n", kConvertPageNames[id], path.toLocal8Bit().constData());
     lastSavedId_ = id;
     return true;
 }
@@ -61,13 +61,13 @@ void ConvertSelfTest::poll() {
     const int id = wizard_->currentId();
     if (!page->isComplete()) {
         idleTicks_ = wizard_->isBusy() ? 0 : idleTicks_ + 1;
-        if (idleTicks_ < kIdleTicksBeforeFailing) return;
+        if (idleTicks_ < kConvertIdleTicksBeforeFailing) return;
         // Nothing runs and the page cannot go on: report what it says.
         QString text;
         for (auto* label : page->findChildren<QLabel*>()) text += label->text() + QStringLiteral(" ");
         for (auto* view : page->findChildren<QPlainTextEdit*>()) text += view->toPlainText();
         savePage();
-        return fail(QStringLiteral("page %1 cannot go on: %2").arg(QString::fromLatin1(kPageNames[id]), text.simplified()));
+        return fail(QStringLiteral("page %1 cannot go on: %2").arg(QString::fromLatin1(kConvertPageNames[id]), text.simplified()));
     }
     idleTicks_ = 0;
     if (lastSavedId_ != id && !savePage()) return;

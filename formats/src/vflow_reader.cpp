@@ -13,14 +13,14 @@
 namespace cflow::reader_detail {
 namespace {
 
-std::string u(uint64_t v) { return std::to_string(v); }
+std::string decimal(uint64_t v) { return std::to_string(v); }
 
 // Built by appending: GCC 12 reports a false -Wrestrict for "literal" + std::string&& here.
 std::string range(uint64_t begin, uint64_t end) {
     std::string out = "[";
-    out += u(begin);
+    out += decimal(begin);
     out += ", ";
-    out += u(end);
+    out += decimal(end);
     out += ")";
     return out;
 }
@@ -32,9 +32,9 @@ Status check_inside(const FileContext& ctx, const char* field, uint64_t field_of
                     uint64_t offset, uint64_t bytes) {
     uint64_t end = 0;
     if (!checked::add(offset, bytes, &end))
-        return located(ctx, field, field_offset, what + " offset " + u(offset) + " + " + u(bytes) + " bytes overflows 64 bits");
+        return located(ctx, field, field_offset, what + " offset " + decimal(offset) + " + " + decimal(bytes) + " bytes overflows 64 bits");
     if (end > ctx.size)
-        return located(ctx, field, field_offset, what + " " + range(offset, end) + " past end of file (" + u(ctx.size) + " bytes)");
+        return located(ctx, field, field_offset, what + " " + range(offset, end) + " past end of file (" + decimal(ctx.size) + " bytes)");
     return {};
 }
 
@@ -43,26 +43,26 @@ Status check_after(const FileContext& ctx, const std::string& field, uint64_t fi
                    const std::string& previous, uint64_t previous_end) {
     if (start >= previous_end) return {};
     return located(ctx, field, field_offset,
-                   "starts at " + u(start) + ", before the end of the " + previous + " (" + u(previous_end) + ")");
+                   "starts at " + decimal(start) + ", before the end of the " + previous + " (" + decimal(previous_end) + ")");
 }
 
 Status check_group(const FileContext& ctx, const VFlowHeader& vh, uint32_t index, const GroupDescriptor& g,
                    uint32_t expected_first, uint64_t previous_end) {
     const GlobalHeader& h = ctx.header;
     const uint64_t at = vh.group_table_offset + uint64_t{index} * sizeof(GroupDescriptor);
-    const std::string name = "GroupTable[" + u(index) + "].";
+    const std::string name = "GroupTable[" + decimal(index) + "].";
     auto fail = [&](const char* field, size_t field_offset, const std::string& problem,
                     ErrorKind kind = ErrorKind::InvalidInput) {
         return located(ctx, name + field, at + field_offset, problem, kind);
     };
     if (g.first_layer != expected_first)
         return fail("first_layer", offsetof(GroupDescriptor, first_layer),
-                    "is " + u(g.first_layer) + ", expected " + u(expected_first) +
+                    "is " + decimal(g.first_layer) + ", expected " + decimal(expected_first) +
                         " (groups cover the layers in order, each exactly once)");
     if (g.n_layers == 0 || g.n_layers > h.n_layers - g.first_layer)
         return fail("n_layers", offsetof(GroupDescriptor, n_layers),
-                    "group of " + u(g.n_layers) + " layers starting at layer " + u(g.first_layer) + " does not fit the " +
-                        u(h.n_layers) + " layers of the file (needs 1.." + u(h.n_layers - g.first_layer) + ")");
+                    "group of " + decimal(g.n_layers) + " layers starting at layer " + decimal(g.first_layer) + " does not fit the " +
+                        decimal(h.n_layers) + " layers of the file (needs 1.." + decimal(h.n_layers - g.first_layer) + ")");
     // This version has one attention geometry per file (the GlobalHeader's); every group repeats it.
     struct GeometryField {
         const char* name;
@@ -74,7 +74,7 @@ Status check_group(const FileContext& ctx, const VFlowHeader& vh, uint32_t index
                                    GeometryField{"head_dim", offsetof(GroupDescriptor, head_dim), g.head_dim, h.head_dim}})
         if (f.group_value != f.file_value)
             return fail(f.name, f.offset,
-                        "is " + u(f.group_value) + ", the file's attention geometry has " + u(f.file_value) +
+                        "is " + decimal(f.group_value) + ", the file's attention geometry has " + decimal(f.file_value) +
                             " (this version stores one attention geometry per file)",
                         ErrorKind::Unsupported);
     if (g.reserved0 != 0) return fail("reserved0", offsetof(GroupDescriptor, reserved0), "must be 0");
@@ -89,16 +89,16 @@ Status check_group(const FileContext& ctx, const VFlowHeader& vh, uint32_t index
                         range(previous_end, stream_end));
     if (g.attn_offset != g.offset)
         return fail("attn_offset", offsetof(GroupDescriptor, attn_offset),
-                    "is " + u(g.attn_offset) + ", expected the group's offset " + u(g.offset) +
+                    "is " + decimal(g.attn_offset) + ", expected the group's offset " + decimal(g.offset) +
                         " (the attention stage comes first)");
     if (g.dense_offset < attn_end)
         return fail("dense_offset", offsetof(GroupDescriptor, dense_offset),
-                    "dense stage at " + u(g.dense_offset) + " starts inside the attention stage " +
+                    "dense stage at " + decimal(g.dense_offset) + " starts inside the attention stage " +
                         range(g.attn_offset, attn_end));
     if (dense_end != group_end)
         return fail("dense_bytes", offsetof(GroupDescriptor, dense_bytes),
                     "dense stage " + range(g.dense_offset, dense_end) + " does not end where the group ends (" +
-                        u(group_end) + ")");
+                        decimal(group_end) + ")");
     return {};
 }
 
@@ -109,8 +109,8 @@ DataSpan VflowLayout::span(uint32_t layer, SegmentRole role) const {
     const GroupDescriptor& d = groups[g];
     switch (vflow_stage(role)) {
         case VflowStage::Attention:
-            return {d.attn_offset, d.attn_offset + d.attn_bytes, "group " + u(g) + " attention stage"};
-        case VflowStage::Dense: return {d.dense_offset, d.dense_offset + d.dense_bytes, "group " + u(g) + " dense stage"};
+            return {d.attn_offset, d.attn_offset + d.attn_bytes, "group " + decimal(g) + " attention stage"};
+        case VflowStage::Dense: return {d.dense_offset, d.dense_offset + d.dense_bytes, "group " + decimal(g) + " dense stage"};
         case VflowStage::Bank: return {header.bank_offset, header.bank_offset + header.bank_bytes, "the expert bank"};
         case VflowStage::Vocab: break;  // rejected before (vocabulary roles do not belong in layer regions)
     }
@@ -120,32 +120,32 @@ DataSpan VflowLayout::span(uint32_t layer, SegmentRole role) const {
 Result<VFlowHeader> read_vflow_header(const std::string& path, const uint8_t* data, uint64_t size) {
     auto fail = [&](const std::string& field, uint64_t offset, const std::string& problem,
                     ErrorKind kind = ErrorKind::InvalidInput) {
-        return make_error(kind, path + ": " + field + " at offset " + u(offset) + ": " + problem);
+        return make_error(kind, path + ": " + field + " at offset " + decimal(offset) + ": " + problem);
     };
     if (size < sizeof(VFlowHeader))
         return fail("VFlowHeader", 0,
-                    "file is " + u(size) + " bytes, smaller than the " + u(sizeof(VFlowHeader)) + "-byte header");
+                    "file is " + decimal(size) + " bytes, smaller than the " + decimal(sizeof(VFlowHeader)) + "-byte header");
     VFlowHeader vh;
     std::memcpy(&vh, data, sizeof(vh));
     if (vh.version != kVflowVersion)
         return fail(
             CFLOW_VH(version),
-            "unsupported version " + u(vh.version) + " (this build reads .vflow version " + u(kVflowVersion) + ")",
+            "unsupported version " + decimal(vh.version) + " (this build reads .vflow version " + decimal(kVflowVersion) + ")",
             ErrorKind::Unsupported);
     if (vh.cflow_header_offset < sizeof(VFlowHeader))
         return fail(CFLOW_VH(cflow_header_offset),
-                    "embedded GlobalHeader at " + u(vh.cflow_header_offset) + " overlaps the 64-byte VFlowHeader");
+                    "embedded GlobalHeader at " + decimal(vh.cflow_header_offset) + " overlaps the 64-byte VFlowHeader");
     if (!checked::range_inside(vh.cflow_header_offset, sizeof(GlobalHeader), size))
         return fail(CFLOW_VH(cflow_header_offset),
-                    "embedded GlobalHeader (" + u(sizeof(GlobalHeader)) + " bytes) at " + u(vh.cflow_header_offset) +
-                        " past end of file (" + u(size) + " bytes)");
+                    "embedded GlobalHeader (" + decimal(sizeof(GlobalHeader)) + " bytes) at " + decimal(vh.cflow_header_offset) +
+                        " past end of file (" + decimal(size) + " bytes)");
     return vh;
 }
 
 Result<VflowLayout> read_vflow_layout(const FileContext& ctx, const VFlowHeader& vh) {
     const GlobalHeader& h = ctx.header;
     if (vh.n_groups == 0 || vh.n_groups > h.n_layers)
-        return located(ctx, CFLOW_VH(n_groups), "is " + u(vh.n_groups) + ", must be 1..n_layers (" + u(h.n_layers) + ")");
+        return located(ctx, CFLOW_VH(n_groups), "is " + decimal(vh.n_groups) + ", must be 1..n_layers (" + decimal(h.n_layers) + ")");
     const uint64_t table_bytes = uint64_t{vh.n_groups} * sizeof(GroupDescriptor);  // n_groups <= 65,535
     if (Status s = check_inside(ctx, CFLOW_VH(group_table_offset), "group table", vh.group_table_offset, table_bytes); !s)
         return s.take_error();
@@ -181,17 +181,17 @@ Result<VflowLayout> read_vflow_layout(const FileContext& ctx, const VFlowHeader&
         if (Status s = check_group(ctx, vh, i, g, next_layer, previous_end); !s) return s.take_error();
         if (i == 0 && g.offset != vh.stream_offset)
             return located(ctx, "GroupTable[0].offset", vh.group_table_offset + offsetof(GroupDescriptor, offset),
-                           "is " + u(g.offset) + ", expected the start of the streaming region " + u(vh.stream_offset));
+                           "is " + decimal(g.offset) + ", expected the start of the streaming region " + decimal(vh.stream_offset));
         next_layer += g.n_layers;
         previous_end = g.offset + g.bytes;
         layout.group_of_layer.insert(layout.group_of_layer.end(), g.n_layers, i);
     }
     if (next_layer != h.n_layers)
         return located(ctx, "GroupTable", vh.group_table_offset,
-                       "the " + u(vh.n_groups) + " groups cover " + u(next_layer) + " of the " + u(h.n_layers) + " layers");
+                       "the " + decimal(vh.n_groups) + " groups cover " + decimal(next_layer) + " of the " + decimal(h.n_layers) + " layers");
     if (previous_end != stream_end)
         return located(ctx, CFLOW_VH(stream_bytes),
-                       "streaming region ends at " + u(stream_end) + " but its last group ends at " + u(previous_end));
+                       "streaming region ends at " + decimal(stream_end) + " but its last group ends at " + decimal(previous_end));
     return layout;
 }
 
@@ -201,7 +201,7 @@ Status check_vflow_order(const FileContext& ctx, const std::vector<RegionView>& 
     const uint64_t layer_table_end = h.layer_table_offset + (uint64_t{h.n_layers} + 1) * sizeof(RegionEntry);
     const uint64_t bank_end = v.header.bank_offset + v.header.bank_bytes;
     auto table_field = [&](uint32_t index) {
-        return std::make_pair("LayerTable[" + u(index) + "].offset", h.layer_table_offset + uint64_t{index} * sizeof(RegionEntry));
+        return std::make_pair("LayerTable[" + decimal(index) + "].offset", h.layer_table_offset + uint64_t{index} * sizeof(RegionEntry));
     };
 
     struct Piece {
@@ -217,17 +217,17 @@ Status check_vflow_order(const FileContext& ctx, const std::vector<RegionView>& 
                                " lies outside the directory area between the LayerTable and the streaming region " +
                                range(layer_table_end, v.header.stream_offset));
         }
-        pieces.push_back({r.offset, r.offset + r.bytes, "layer " + u(r.index) + " directory"});
+        pieces.push_back({r.offset, r.offset + r.bytes, "layer " + decimal(r.index) + " directory"});
         for (const SegmentView& s : r.segments)
             pieces.push_back({s.offset, s.offset + s.bytes,
-                              "layer " + u(r.index) + " segment " + segment_shapes::role_name(s.role)});
+                              "layer " + decimal(r.index) + " segment " + segment_shapes::role_name(s.role)});
     }
     if (vocab.offset < bank_end || vocab.offset + vocab.bytes > ctx.params.metadata_offset) {
         auto [field, at] = table_field(h.n_layers);
         return located(ctx, field, at,
                        "vocabulary region " + range(vocab.offset, vocab.offset + vocab.bytes) +
-                           " must lie between the end of the expert bank (" + u(bank_end) + ") and the metadata section (" +
-                           u(ctx.params.metadata_offset) + ")");
+                           " must lie between the end of the expert bank (" + decimal(bank_end) + ") and the metadata section (" +
+                           decimal(ctx.params.metadata_offset) + ")");
     }
 
     // No two layer segments or directories share a byte (each layer's own were checked per region).
@@ -251,9 +251,9 @@ Status check_vflow_order(const FileContext& ctx, const std::vector<RegionView>& 
                 for (const SegmentView& s : layers[l].segments) {
                     if (vflow_stage(s.role) != stage) continue;
                     if (s.offset < previous_end)
-                        return located(ctx, "layer " + u(l) + " segment " + segment_shapes::role_name(s.role), s.offset,
-                                       "lies before the end of layer " + u(l - 1) + "'s data in group " + u(g) + " " +
-                                           stage_name + " stage (" + u(previous_end) +
+                        return located(ctx, "layer " + decimal(l) + " segment " + segment_shapes::role_name(s.role), s.offset,
+                                       "lies before the end of layer " + decimal(l - 1) + "'s data in group " + decimal(g) + " " +
+                                           stage_name + " stage (" + decimal(previous_end) +
                                            "): a stage holds its layers in layer order");
                     layer_end = std::max(layer_end, s.offset + s.bytes);
                 }

@@ -16,7 +16,7 @@ std::string shell_quote(const std::string& s) {
     for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return q + "'";
 }
-std::string slurp(const std::filesystem::path& p) {
+std::string slurp_runner(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -33,8 +33,8 @@ CommandResult run_cflow(const std::vector<std::string>& args) {
     CommandResult r;
     const int status = std::system(cmd.c_str());
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    r.out = slurp(dir / "out");
-    r.err = slurp(dir / "err");
+    r.out = slurp_runner(dir / "out");
+    r.err = slurp_runner(dir / "err");
     return r;
 }
 
@@ -55,8 +55,8 @@ CommandResult run_cflow_with_stdin_from(const std::vector<std::string>& args, co
     CommandResult r;
     const int status = std::system(cmd.c_str());
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    r.out = slurp(dir / "out");
-    r.err = slurp(dir / "err");
+    r.out = slurp_runner(dir / "out");
+    r.err = slurp_runner(dir / "err");
     return r;
 }
 

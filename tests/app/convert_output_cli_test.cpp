@@ -25,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
+std::string slurp_output(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
@@ -53,9 +53,9 @@ std::string synth_gguf(const fs::path& dir, const std::vector<std::string>& geom
 TEST(ConvertOutputCli, TheSourceADirectoryOrAFifoAsOutputAreRefused) {
     const fs::path dir = temp_dir("convert_targets");
     const std::string gguf = synth_gguf(dir);
-    const std::string before = slurp(gguf);
+    const std::string before = slurp_output(gguf);
     expect_one_line_failure(run_cflow({"convert", gguf, "-o", gguf, "--quiet"}), "the output is the source itself");
-    EXPECT_EQ(slurp(gguf), before) << "convert X -o X replaced its own source";
+    EXPECT_EQ(slurp_output(gguf), before) << "convert X -o X replaced its own source";
 
     const fs::path folder = dir / "folder.cflow";
     fs::create_directory(folder);
@@ -86,7 +86,7 @@ TEST(ConvertOutputCli, AnExistingTargetKeepsItsMode) {
 // Rewrites the GGUF's tokenizer.ggml.model value "llama" as "LLAMA": a tokenizer family the
 // converter carries through untouched and the engine refuses.
 void break_tokenizer_model(const std::string& gguf) {
-    std::string bytes = slurp(gguf);
+    std::string bytes = slurp_output(gguf);
     const std::string key = "tokenizer.ggml.model";
     const size_t at = bytes.find(key);
     ASSERT_NE(at, std::string::npos);
@@ -141,7 +141,7 @@ void expect_signal_cleans_up(int sig) {
     if (started) ::kill(pid, sig);
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(started) << "the conversion never created its temporary file";
-    const std::string err = slurp(err_path);
+    const std::string err = slurp_output(err_path);
     EXPECT_TRUE(WIFEXITED(status)) << "ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << ": " << err;
     EXPECT_NE(WEXITSTATUS(status), 0) << "the signal arrived after the conversion ended: make the model bigger";
     EXPECT_NE(err.find("cancel"), std::string::npos) << err;

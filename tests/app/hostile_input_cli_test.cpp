@@ -30,7 +30,7 @@ void expect_quick_failure(const std::function<CommandResult()>& command, const s
     EXPECT_LT(seconds, 30.0) << r.err;
 }
 
-std::string write_file(const std::filesystem::path& path, const std::string& text) {
+std::string write_hostile_file(const std::filesystem::path& path, const std::string& text) {
     std::ofstream(path, std::ios::binary) << text;
     return path.string();
 }
@@ -61,8 +61,8 @@ TEST(HostileInputCli, ChatStillReadsOrdinaryLines) {
 
 TEST(HostileInputCli, TemplateRefusesDevicesAsMessagesToolsAndTemplate) {
     const auto dir = temp_dir("template");
-    const std::string jinja = write_file(dir / "t.jinja", "{{ messages[0]['content'] }}");
-    const std::string messages = write_file(dir / "m.json", R"([{"role": "user", "content": "hi"}])");
+    const std::string jinja = write_hostile_file(dir / "t.jinja", "{{ messages[0]['content'] }}");
+    const std::string messages = write_hostile_file(dir / "m.json", R"([{"role": "user", "content": "hi"}])");
     expect_quick_failure([&] { return run_cflow({"template", "--template", jinja, "--messages", "/dev/zero"}); },
                          "/dev/zero: is a character device, not a regular file");
     expect_quick_failure(
@@ -84,9 +84,9 @@ TEST(HostileInputCli, TemplateRefusesDevicesAsMessagesToolsAndTemplate) {
 TEST(HostileInputCli, DeeplyNestedToolsEndWithOneLine) {
     // --tools was dumped back to text for the renderer: a recursive dump at ~60k levels.
     const auto dir = temp_dir("deep-tools");
-    const std::string jinja = write_file(dir / "t.jinja", "{{ tools | length }}");
-    const std::string messages = write_file(dir / "m.json", R"([{"role": "user", "content": "hi"}])");
-    const std::string tools = write_file(dir / "tools.json", "[" + std::string(100000, '{') + std::string(100000, '}') + "]");
+    const std::string jinja = write_hostile_file(dir / "t.jinja", "{{ tools | length }}");
+    const std::string messages = write_hostile_file(dir / "m.json", R"([{"role": "user", "content": "hi"}])");
+    const std::string tools = write_hostile_file(dir / "tools.json", "[" + std::string(100000, '{') + std::string(100000, '}') + "]");
     expect_quick_failure(
         [&] { return run_cflow({"template", "--template", jinja, "--messages", messages, "--tools", tools}); },
         "tools.json: JSON nested 100001 levels deep; at most 256");

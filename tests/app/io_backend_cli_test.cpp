@@ -16,7 +16,7 @@
 namespace cflow::test {
 namespace {
 
-std::string moe_model(const std::filesystem::path& dir) {
+std::string io_moe_model(const std::filesystem::path& dir) {
     return write_synthetic_cflow(delayed_moe_spec(), dir / "moe.cflow");
 }
 
@@ -29,7 +29,7 @@ constexpr const char* kOtherOsBackend = "overlapped";
 #endif
 
 TEST(IoBackendCli, BenchExpertsNamesTheBackendThatRan) {
-    const std::string model = moe_model(temp_dir("io_backend_bench"));
+    const std::string model = io_moe_model(temp_dir("io_backend_bench"));
     for (const char* backend : {"threads", kOsBackend, "auto"}) {
         SCOPED_TRACE(backend);
         auto r = run_cflow({"bench", "experts", model, "--threads", "1", "--tokens", "4", "--rounds", "2", "--warmup", "1",
@@ -64,7 +64,7 @@ TEST(IoBackendCli, BenchExpertsNamesTheBackendThatRan) {
 
 TEST(IoBackendCli, GenerateStatsSayWhichBackendReadTheExperts) {
     const auto dir = temp_dir("io_backend_generate");
-    const std::string model = moe_model(dir);
+    const std::string model = io_moe_model(dir);
     const auto trace = (dir / "trace.jsonl").string();
     auto r = run_cflow({"generate", model, "-p", "ab", "-n", "4", "--temp", "0", "--expert-fetch", "sync", "--io-backend",
                         "threads", "--stats", "--telemetry-file", trace});
@@ -88,7 +88,7 @@ TEST(IoBackendCli, GenerateStatsSayWhichBackendReadTheExperts) {
 }
 
 TEST(IoBackendCli, BadValuesAndImpossibleChoicesFailWithOneLine) {
-    const std::string model = moe_model(temp_dir("io_backend_bad"));
+    const std::string model = io_moe_model(temp_dir("io_backend_bad"));
     for (const char* bad : {"io_uring", "", "THREADS", "aio"}) {
         SCOPED_TRACE(bad);
         expect_one_line_failure(run_cflow({"bench", "experts", model, "--io-backend", bad}), "--io-backend");

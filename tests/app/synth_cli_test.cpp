@@ -23,17 +23,17 @@ const std::vector<std::string> kDense = {"synth", "--d", "256", "--layers", "2",
 const std::vector<std::string> kMoe = {"synth", "--d", "256", "--layers", "2", "--heads", "8", "--kv-heads", "2",
                                        "--experts", "4", "--top-k", "2", "--expert-hidden", "128", "--vocab", "300"};
 
-std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& extra) {
+std::vector<std::string> with_args(std::vector<std::string> base, const std::vector<std::string>& extra) {
     base.insert(base.end(), extra.begin(), extra.end());
     return base;
 }
 
-std::string slurp(const std::filesystem::path& p) {
+std::string slurp_synth(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// Every segment of every region (tiles with their headers, norms, routers, expert tables) equal.
+// Every segment of every region (tiles with_args their headers, norms, routers, expert tables) equal.
 void expect_same_segments(const std::string& a_path, const std::string& b_path) {
     auto a = CflowFile::open(a_path);
     auto b = CflowFile::open(b_path);
@@ -62,7 +62,7 @@ void expect_same_segments(const std::string& a_path, const std::string& b_path) 
 void check_gguf_round_trip(const std::vector<std::string>& synth_args, const std::string& quant) {
     const auto dir = temp_dir("synth");
     const std::string x = (dir / "x.cflow").string(), gguf = (dir / "x.gguf").string(), y = (dir / "y.cflow").string();
-    auto r = run_cflow(with(synth_args, {"--quant", quant, "-o", x, "--gguf", gguf}));
+    auto r = run_cflow(with_args(synth_args, {"--quant", quant, "-o", x, "--gguf", gguf}));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
     EXPECT_NE(r.err.find("wrote " + gguf), std::string::npos) << r.err;
@@ -97,15 +97,15 @@ TEST(SynthCli, SameSeedSameBytesOtherSeedOtherBytes) {
     const auto dir = temp_dir("seeds");
     auto write = [&](const std::string& name, const std::string& seed) {
         const std::string gguf = (dir / (name + ".gguf")).string();
-        auto r = run_cflow(with(kDense, {"--seed", seed, "-o", (dir / (name + ".cflow")).string(), "--gguf", gguf}));
+        auto r = run_cflow(with_args(kDense, {"--seed", seed, "-o", (dir / (name + ".cflow")).string(), "--gguf", gguf}));
         EXPECT_EQ(r.exit_code, 0) << r.err;
-        return slurp(gguf);
+        return slurp_synth(gguf);
     };
     const std::string a = write("a", "7"), b = write("b", "7"), c = write("c", "8");
     EXPECT_FALSE(a.empty());
     EXPECT_EQ(a, b);
     EXPECT_NE(a, c);
-    EXPECT_EQ(slurp(dir / "a.cflow"), slurp(dir / "b.cflow"));
+    EXPECT_EQ(slurp_synth(dir / "a.cflow"), slurp_synth(dir / "b.cflow"));
 }
 
 TEST(SynthCli, FlagsOverrideAPreset) {
@@ -133,7 +133,7 @@ TEST(SynthCli, BadFlagsFailWithOneLine) {
     const auto dir = temp_dir("bad");
     const std::string out = (dir / "x.cflow").string();
     auto bad = [&](std::vector<std::string> args, const std::string& needle) {
-        if (std::find(args.begin(), args.end(), "-o") == args.end()) args = with(args, {"-o", out});
+        if (std::find(args.begin(), args.end(), "-o") == args.end()) args = with_args(args, {"-o", out});
         expect_one_line_failure(run_cflow(args), needle);
     };
     bad({"synth", "--preset", "tiny"}, "--preset");
@@ -141,30 +141,30 @@ TEST(SynthCli, BadFlagsFailWithOneLine) {
     expect_one_line_failure(run_cflow({"synth", "--preset", "dense-1b"}), "-o");
     bad({"synth", "--layers", "2", "--heads", "4", "--d-ff", "512"}, "--d");
     bad({"synth", "--d", "256", "--layers", "2", "--heads", "4"}, "--d-ff or --experts");
-    bad(with(kDense, {"--d", "100"}), "--d: 100 is not a multiple of 32");
-    bad(with(kDense, {"--heads", "3"}), "--heads");
-    bad(with(kDense, {"--heads", "256"}), "odd head dimension");
-    bad(with(kDense, {"--kv-heads", "3"}), "--kv-heads");
-    bad(with(kDense, {"--d-ff", "500"}), "--d-ff");
-    bad(with(kDense, {"--top-k", "2"}), "--top-k needs --experts");
-    bad(with(kDense, {"--experts", "4", "--expert-hidden", "128"}), "--top-k");
-    bad(with(kMoe, {"--top-k", "5"}), "--top-k: 5 exceeds --experts 4");
-    bad(with(kMoe, {"--expert-hidden", "100"}), "--expert-hidden");
-    bad(with(kDense, {"--vocab", "100"}), "--vocab");
-    bad(with(kDense, {"--layers", "0"}), "--layers");
-    bad(with(kDense, {"--dense-delay", "2"}), "--dense-delay");
-    bad(with(kDense, {"--expert-delay", "5"}), "--expert-delay");
-    bad(with(kDense, {"--expert-delay", "1"}), "needs experts");
-    bad(with(kMoe, {"--combine-style", "DelayedSum", "--dense-delay", "1"}), "needs a dense FFN");  // the loader refused such files
-    bad(with(kDense, {"--combine-style", "Bogus"}), "--combine-style");
-    bad(with(kDense, {"--combine-style", "FixedPoint"}), "FixedPoint");
-    bad(with(kDense, {"--combine-style", "ParallelSqrt2", "--dense-delay", "1"}), "ParallelSqrt2");
-    bad(with(kDense, {"--quant", "q5_0"}), "--quant");
-    bad(with(kDense, {"--seed", "-1"}), "--seed");
-    bad(with(kDense, {"--bogus", "1"}), "--bogus");
-    bad(with(kMoe, {"--d-ff", "512", "--gguf", (dir / "x.gguf").string()}), "--gguf");
-    bad(with(kDense, {"-o", out, "--gguf", out}), "same file");
-    bad(with(kDense, {"-o", (dir / "missing" / "x.cflow").string()}), "missing");
+    bad(with_args(kDense, {"--d", "100"}), "--d: 100 is not a multiple of 32");
+    bad(with_args(kDense, {"--heads", "3"}), "--heads");
+    bad(with_args(kDense, {"--heads", "256"}), "odd head dimension");
+    bad(with_args(kDense, {"--kv-heads", "3"}), "--kv-heads");
+    bad(with_args(kDense, {"--d-ff", "500"}), "--d-ff");
+    bad(with_args(kDense, {"--top-k", "2"}), "--top-k needs --experts");
+    bad(with_args(kDense, {"--experts", "4", "--expert-hidden", "128"}), "--top-k");
+    bad(with_args(kMoe, {"--top-k", "5"}), "--top-k: 5 exceeds --experts 4");
+    bad(with_args(kMoe, {"--expert-hidden", "100"}), "--expert-hidden");
+    bad(with_args(kDense, {"--vocab", "100"}), "--vocab");
+    bad(with_args(kDense, {"--layers", "0"}), "--layers");
+    bad(with_args(kDense, {"--dense-delay", "2"}), "--dense-delay");
+    bad(with_args(kDense, {"--expert-delay", "5"}), "--expert-delay");
+    bad(with_args(kDense, {"--expert-delay", "1"}), "needs experts");
+    bad(with_args(kMoe, {"--combine-style", "DelayedSum", "--dense-delay", "1"}), "needs a dense FFN");  // the loader refused such files
+    bad(with_args(kDense, {"--combine-style", "Bogus"}), "--combine-style");
+    bad(with_args(kDense, {"--combine-style", "FixedPoint"}), "FixedPoint");
+    bad(with_args(kDense, {"--combine-style", "ParallelSqrt2", "--dense-delay", "1"}), "ParallelSqrt2");
+    bad(with_args(kDense, {"--quant", "q5_0"}), "--quant");
+    bad(with_args(kDense, {"--seed", "-1"}), "--seed");
+    bad(with_args(kDense, {"--bogus", "1"}), "--bogus");
+    bad(with_args(kMoe, {"--d-ff", "512", "--gguf", (dir / "x.gguf").string()}), "--gguf");
+    bad(with_args(kDense, {"-o", out, "--gguf", out}), "same file");
+    bad(with_args(kDense, {"-o", (dir / "missing" / "x.cflow").string()}), "missing");
     EXPECT_TRUE(std::filesystem::is_empty(dir)) << "a failed synth left files in " << dir;
 }
 
@@ -197,8 +197,8 @@ TEST(SynthCli, RouterSkewFavoursLowNumberedExperts) {
     const std::vector<std::string> moe8 = {"synth", "--d", "256", "--layers", "2", "--heads", "8", "--kv-heads", "2",
                                            "--experts", "8", "--top-k", "2", "--expert-hidden", "128", "--vocab", "300"};
     const std::string flat = (dir / "flat.cflow").string(), skewed = (dir / "skewed.cflow").string();
-    ASSERT_EQ(run_cflow(with(moe8, {"-o", flat})).exit_code, 0);
-    ASSERT_EQ(run_cflow(with(moe8, {"--router-skew", "8", "-o", skewed})).exit_code, 0);
+    ASSERT_EQ(run_cflow(with_args(moe8, {"-o", flat})).exit_code, 0);
+    ASSERT_EQ(run_cflow(with_args(moe8, {"--router-skew", "8", "-o", skewed})).exit_code, 0);
     const auto f = expert_counts(flat, dir / "flat.jsonl", 8), s = expert_counts(skewed, dir / "skewed.jsonl", 8);
     int total = 0, low_flat = 0, low_skewed = 0;
     for (int e = 0; e < 8; ++e) total += s[size_t(e)];
@@ -211,8 +211,8 @@ TEST(SynthCli, RouterSkewFavoursLowNumberedExperts) {
     ASSERT_GT(total, 0);
     EXPECT_GT(low_skewed, total / 4) << "above the even share of 2 experts in 8";
     EXPECT_GT(low_skewed, low_flat);
-    expect_one_line_failure(run_cflow(with(moe8, {"--router-skew", "-1", "-o", (dir / "x.cflow").string()})), "--router-skew");
-    expect_one_line_failure(run_cflow(with(moe8, {"--router-skew", "lots", "-o", (dir / "x.cflow").string()})), "--router-skew");
+    expect_one_line_failure(run_cflow(with_args(moe8, {"--router-skew", "-1", "-o", (dir / "x.cflow").string()})), "--router-skew");
+    expect_one_line_failure(run_cflow(with_args(moe8, {"--router-skew", "lots", "-o", (dir / "x.cflow").string()})), "--router-skew");
 }
 
 } // namespace

@@ -16,7 +16,7 @@ namespace {
 
 constexpr const char* kCasesDir = "assets/chat-templates/llama.cpp-test-chat-template/";
 
-std::string write_file(const std::filesystem::path& path, const std::string& bytes) {
+std::string write_template_file(const std::filesystem::path& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;
     return path.string();
 }
@@ -31,8 +31,8 @@ CaseFiles write_case(const std::filesystem::path& case_json, const std::filesyst
     CaseFiles files;
     std::ifstream in(case_json);
     files.spec = nlohmann::json::parse(in);
-    files.template_path = write_file(dir / "template.jinja", files.spec["template"].get<std::string>());
-    files.messages_path = write_file(dir / "messages.json", files.spec["messages"].dump());
+    files.template_path = write_template_file(dir / "template.jinja", files.spec["template"].get<std::string>());
+    files.messages_path = write_template_file(dir / "messages.json", files.spec["messages"].dump());
     return files;
 }
 
@@ -102,7 +102,7 @@ TEST(TemplateCli, ModelTemplateAndSpecialTokensComeFromMetadata) {
     const std::string source = "{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}"
                                "{% if add_generation_prompt %}[assistant]{% endif %}";
     const std::string model = synthetic_model_with_template(dir, &source);
-    const std::string messages = write_file(dir / "m.json", R"([{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}])");
+    const std::string messages = write_template_file(dir / "m.json", R"([{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}])");
     auto r = run_cflow({"template", model, "--messages", messages});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, "<s>[user] hi</s>[assistant] yo</s>[assistant]");  // the synthetic vocabulary's <s> and </s>
@@ -112,11 +112,11 @@ TEST(TemplateCli, ModelTemplateAndSpecialTokensComeFromMetadata) {
 
 TEST(TemplateCli, KwargsAndToolsBecomeVariables) {
     const auto dir = temp_dir("template-vars");
-    const std::string tmpl = write_file(dir / "t.jinja",
+    const std::string tmpl = write_template_file(dir / "t.jinja",
                                         "{% if enable_thinking %}think{% else %}plain{% endif %}:{{ tools | length }}:"
                                         "{{ tools[1].name }}:{{ messages[0].content }}");
-    const std::string messages = write_file(dir / "m.json", R"([{"role":"user","content":"q"}])");
-    const std::string tools = write_file(dir / "tools.json", R"([{"name":"search"},{"name":"calc"}])");
+    const std::string messages = write_template_file(dir / "m.json", R"([{"role":"user","content":"q"}])");
+    const std::string tools = write_template_file(dir / "tools.json", R"([{"name":"search"},{"name":"calc"}])");
     auto r = run_cflow({"template", "--template", tmpl, "--messages", messages, "--tools", tools,
                         "--kwargs", R"({"enable_thinking": true})"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -129,7 +129,7 @@ TEST(TemplateCli, KwargsAndToolsBecomeVariables) {
 TEST(TemplateCli, ModelWithoutTemplateUsesVisibleFallback) {
     const auto dir = temp_dir("template-fallback");
     const std::string model = synthetic_model_with_template(dir, nullptr);
-    const std::string messages = write_file(dir / "m.json", R"([{"role":"system","content":"be brief"},{"role":"user","content":"Hello"}])");
+    const std::string messages = write_template_file(dir / "m.json", R"([{"role":"system","content":"be brief"},{"role":"user","content":"Hello"}])");
     auto r = run_cflow({"template", model, "--messages", messages});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, "system: be brief\nuser: Hello\nassistant: ");
@@ -140,19 +140,19 @@ TEST(TemplateCli, ModelWithoutTemplateUsesVisibleFallback) {
 
 TEST(TemplateCli, BadInputsFailWithOneLine) {
     const auto dir = temp_dir("template-bad");
-    const std::string good_template = write_file(dir / "ok.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}");
-    const std::string messages = write_file(dir / "m.json", R"([{"role":"user","content":"q"}])");
+    const std::string good_template = write_template_file(dir / "ok.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}");
+    const std::string messages = write_template_file(dir / "m.json", R"([{"role":"user","content":"q"}])");
     expect_one_line_failure(run_cflow({"template", "--template", "/nonexistent/t.jinja", "--messages", messages}),
                             "/nonexistent/t.jinja");
     expect_one_line_failure(run_cflow({"template", "--template", good_template, "--messages", "/nonexistent/m.json"}),
                             "/nonexistent/m.json");
     expect_one_line_failure(run_cflow({"template", "/nonexistent/model.cflow", "--messages", messages}), "/nonexistent/model.cflow");
-    const std::string malformed = write_file(dir / "bad.json", "[{\"role\": \"user\", \"content\": ");
+    const std::string malformed = write_template_file(dir / "bad.json", "[{\"role\": \"user\", \"content\": ");
     expect_one_line_failure(run_cflow({"template", "--template", good_template, "--messages", malformed}), "bad.json");
-    const std::string not_array = write_file(dir / "obj.json", R"({"role":"user"})");
+    const std::string not_array = write_template_file(dir / "obj.json", R"({"role":"user"})");
     expect_one_line_failure(run_cflow({"template", "--template", good_template, "--messages", not_array}), "array");
     // A syntax error on line 2: the message names the file, the line and the column.
-    const std::string broken = write_file(dir / "broken.jinja", "{% for m in messages %}\n{{ m.content }{% endfor %}");
+    const std::string broken = write_template_file(dir / "broken.jinja", "{% for m in messages %}\n{{ m.content }{% endfor %}");
     auto r = run_cflow({"template", "--template", broken, "--messages", messages});
     expect_one_line_failure(r, "broken.jinja");
     EXPECT_NE(r.err.find("line 2"), std::string::npos) << r.err;

@@ -13,7 +13,7 @@ namespace {
 
 constexpr const char* kVocabDir = "assets/tokenizer-vocab-gguf/llama.cpp/";
 
-std::string read_file(const std::filesystem::path& path) {
+std::string read_text_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
@@ -58,8 +58,8 @@ void check_vocab_suite(const std::string& name) {
     CFLOW_REQUIRE_ASSET(gguf, base);
     CFLOW_REQUIRE_ASSET(inp, base + ".inp");
     CFLOW_REQUIRE_ASSET(out, base + ".out");
-    const auto inputs = split_inputs(read_file(inp));
-    const auto expected = out_lines(read_file(out));
+    const auto inputs = split_inputs(read_text_file(inp));
+    const auto expected = out_lines(read_text_file(out));
     ASSERT_EQ(inputs.size(), expected.size());
     ASSERT_GE(inputs.size(), 40u);
     // Every case starts the CLI twice: a sanitized build takes every fifth (see kSanitizedBuild).

@@ -21,7 +21,7 @@ using test::Expectation;
 using test::Stage;
 
 // Header fields, in file order (int32 each).
-enum Field { kDim, kHidden, kLayers, kHeads, kKvHeads, kVocab, kSeqLen };
+enum Field { kDimField, kHiddenField, kLayersField, kHeadsField, kKvHeadsField, kVocabField, kSeqLenField };
 constexpr int32_t kValid[7] = {32, 64, 1, 2, 2, 8, 16};
 
 struct BlockSpec {
@@ -101,11 +101,11 @@ uint64_t token_at(size_t i) {
 }
 
 template <class T>
-void poke(std::vector<uint8_t>& b, uint64_t at, T value) {
+void poke_llama2c(std::vector<uint8_t>& b, uint64_t at, T value) {
     std::memcpy(b.data() + at, &value, sizeof(T));
 }
 
-struct Case {
+struct Llama2cCase {
     std::string name;
     std::function<std::vector<uint8_t>()> checkpoint;
     std::function<std::vector<uint8_t>()> tok;
@@ -113,130 +113,130 @@ struct Case {
     bool damaged_tokenizer = false;  // the message must name tokenizer.bin instead of model.bin
 };
 
-Expectation open_error(std::string expected, ErrorKind kind = ErrorKind::InvalidInput) {
+Expectation llama2c_open_error(std::string expected, ErrorKind kind = ErrorKind::InvalidInput) {
     return {std::move(expected), kind, Stage::Open};
 }
 
 std::vector<uint8_t> with_field(Field f, int32_t value) {
     auto b = legacy_checkpoint();
-    poke(b, 4 * static_cast<uint64_t>(f), value);
+    poke_llama2c(b, 4 * static_cast<uint64_t>(f), value);
     return b;
 }
-Case header(std::string name, Field f, int32_t value, Expectation want) {
+Llama2cCase header(std::string name, Field f, int32_t value, Expectation want) {
     return {std::move(name), [f, value] { return with_field(f, value); }, [] { return tokenizer(tokens()); }, std::move(want)};
 }
-Case bin(std::string name, std::function<std::vector<uint8_t>()> make, Expectation want) {
+Llama2cCase bin(std::string name, std::function<std::vector<uint8_t>()> make, Expectation want) {
     return {std::move(name), std::move(make), [] { return tokenizer(tokens()); }, std::move(want)};
 }
-Case tok(std::string name, std::function<std::vector<uint8_t>()> make, Expectation want) {
+Llama2cCase tok(std::string name, std::function<std::vector<uint8_t>()> make, Expectation want) {
     return {std::move(name), legacy_checkpoint, std::move(make), std::move(want), true};
 }
-std::string n(uint64_t v) { return std::to_string(v); }
+std::string decimal(uint64_t v) { return std::to_string(v); }
 
-std::vector<Case> cases() {
+std::vector<Llama2cCase> llama2c_cases() {
     constexpr int32_t kMaxI32 = std::numeric_limits<int32_t>::max(), kMinI32 = std::numeric_limits<int32_t>::min();
     const auto at = block_offsets();
     const auto blocks = legacy_blocks();
     const uint64_t size = at.back();
-    std::vector<Case> c;
+    std::vector<Llama2cCase> c;
 
     // --- the header ---
     c.push_back(bin("empty file", [] { return std::vector<uint8_t>{}; },
-                    open_error("header at offset 0: file is 0 bytes, too short for the 28-byte llama2.c header")));
-    c.push_back(bin("header cut at 27 bytes", [] { auto b = legacy_checkpoint(); b.resize(27); return b; }, open_error("file is 27 bytes, too short")));
-    c.push_back(header("dim 0", kDim, 0, open_error("header at offset 0: dim (int32 at offset 0) is 0, must be positive")));
-    c.push_back(header("dim negative", kDim, -32, open_error("dim (int32 at offset 0) is -32, must be positive")));
-    c.push_back(header("hidden_dim 0", kHidden, 0, open_error("hidden_dim (int32 at offset 4) is 0, must be positive")));
-    c.push_back(header("hidden_dim negative", kHidden, kMinI32, open_error("hidden_dim (int32 at offset 4) is -2147483648")));
-    c.push_back(header("n_layers 0", kLayers, 0, open_error("n_layers (int32 at offset 8) is 0, must be positive")));
-    c.push_back(header("n_layers negative", kLayers, -1, open_error("n_layers (int32 at offset 8) is -1, must be positive")));
-    c.push_back(header("n_heads 0", kHeads, 0, open_error("n_heads (int32 at offset 12) is 0, must be positive")));
-    c.push_back(header("n_kv_heads 0", kKvHeads, 0, open_error("n_kv_heads (int32 at offset 16) is 0, must be positive")));
-    c.push_back(header("seq_len 0", kSeqLen, 0, open_error("seq_len (int32 at offset 24) is 0, must be positive")));
-    c.push_back(header("seq_len negative", kSeqLen, -16, open_error("seq_len (int32 at offset 24) is -16, must be positive")));
-    c.push_back(header("vocab_size 0", kVocab, 0, open_error("vocab_size (int32 at offset 20) is 0, must be non-zero")));
-    c.push_back(header("vocab_size INT32_MIN", kVocab, kMinI32, open_error("vocab_size (int32 at offset 20) is -2147483648, out of range")));
-    c.push_back(bin("n_heads not dividing dim", [] { auto b = with_field(kHeads, 3); poke<int32_t>(b, 16, 3); return b; }, open_error("n_heads (int32 at offset 12): dim 32 / n_heads 3 is not an even head size")));
-    c.push_back(header("odd head size", kHeads, 32, open_error("dim 32 / n_heads 32 is not an even head size")));
-    c.push_back(header("n_kv_heads above n_heads", kKvHeads, 4, open_error("n_kv_heads (int32 at offset 16): n_kv_heads 4 does not divide n_heads 2")));
-    c.push_back(bin("n_kv_heads not dividing n_heads", [] { auto b = with_field(kHeads, 4); poke<int32_t>(b, 16, 3); return b; },
-                    open_error("n_kv_heads 3 does not divide n_heads 4")));
+                    llama2c_open_error("header at offset 0: file is 0 bytes, too short for the 28-byte llama2.c header")));
+    c.push_back(bin("header cut at 27 bytes", [] { auto b = legacy_checkpoint(); b.resize(27); return b; }, llama2c_open_error("file is 27 bytes, too short")));
+    c.push_back(header("dim 0", kDimField, 0, llama2c_open_error("header at offset 0: dim (int32 at offset 0) is 0, must be positive")));
+    c.push_back(header("dim negative", kDimField, -32, llama2c_open_error("dim (int32 at offset 0) is -32, must be positive")));
+    c.push_back(header("hidden_dim 0", kHiddenField, 0, llama2c_open_error("hidden_dim (int32 at offset 4) is 0, must be positive")));
+    c.push_back(header("hidden_dim negative", kHiddenField, kMinI32, llama2c_open_error("hidden_dim (int32 at offset 4) is -2147483648")));
+    c.push_back(header("n_layers 0", kLayersField, 0, llama2c_open_error("n_layers (int32 at offset 8) is 0, must be positive")));
+    c.push_back(header("n_layers negative", kLayersField, -1, llama2c_open_error("n_layers (int32 at offset 8) is -1, must be positive")));
+    c.push_back(header("n_heads 0", kHeadsField, 0, llama2c_open_error("n_heads (int32 at offset 12) is 0, must be positive")));
+    c.push_back(header("n_kv_heads 0", kKvHeadsField, 0, llama2c_open_error("n_kv_heads (int32 at offset 16) is 0, must be positive")));
+    c.push_back(header("seq_len 0", kSeqLenField, 0, llama2c_open_error("seq_len (int32 at offset 24) is 0, must be positive")));
+    c.push_back(header("seq_len negative", kSeqLenField, -16, llama2c_open_error("seq_len (int32 at offset 24) is -16, must be positive")));
+    c.push_back(header("vocab_size 0", kVocabField, 0, llama2c_open_error("vocab_size (int32 at offset 20) is 0, must be non-zero")));
+    c.push_back(header("vocab_size INT32_MIN", kVocabField, kMinI32, llama2c_open_error("vocab_size (int32 at offset 20) is -2147483648, out of range")));
+    c.push_back(bin("n_heads not dividing dim", [] { auto b = with_field(kHeadsField, 3); poke_llama2c<int32_t>(b, 16, 3); return b; }, llama2c_open_error("n_heads (int32 at offset 12): dim 32 / n_heads 3 is not an even head size")));
+    c.push_back(header("odd head size", kHeadsField, 32, llama2c_open_error("dim 32 / n_heads 32 is not an even head size")));
+    c.push_back(header("n_kv_heads above n_heads", kKvHeadsField, 4, llama2c_open_error("n_kv_heads (int32 at offset 16): n_kv_heads 4 does not divide n_heads 2")));
+    c.push_back(bin("n_kv_heads not dividing n_heads", [] { auto b = with_field(kHeadsField, 4); poke_llama2c<int32_t>(b, 16, 3); return b; },
+                    llama2c_open_error("n_kv_heads 3 does not divide n_heads 4")));
     // Consistent headers of another model than the weights that follow: the size check catches them, naming where.
-    c.push_back(header("fewer kv heads than stored", kKvHeads, 1,
-                       open_error("expected " + n(size - 2 * 16 * 32 * 4) + " bytes for dim 32, hidden_dim 64, 1 layers, vocab 8 (shared classifier), "
-                                  "but the file has " + n(size) + " bytes: 4096 trailing bytes after freq_cis_imag")));
-    c.push_back(header("a larger vocabulary than stored", kVocab, 9,
-                       open_error("the file ends inside freq_cis_imag ([" + n(at[12] + 128) + ", " + n(size + 128) + "))")));
-    c.push_back(header("vocab_size huge", kVocab, kMaxI32,
-                       open_error("vocab 2147483647 (shared classifier), but the file has " + n(size) + " bytes: the file ends inside token_embedding")));
-    c.push_back(header("negative vocab_size without a classifier", kVocab, -8,
-                       open_error("(separate classifier), but the file has " + n(size) + " bytes: the file ends where wcls begins (offset " + n(size) + ")")));
-    c.push_back(header("n_layers huge", kLayers, kMaxI32, open_error("2147483647 layers, vocab 8 (shared classifier), but the file has")));
-    c.push_back(header("hidden_dim huge", kHidden, kMaxI32, open_error("hidden_dim 2147483647, 1 layers")));
-    c.push_back(header("seq_len huge", kSeqLen, kMaxI32, open_error("the file ends inside freq_cis_real")));
+    c.push_back(header("fewer kv heads than stored", kKvHeadsField, 1,
+                       llama2c_open_error("expected " + decimal(size - 2 * 16 * 32 * 4) + " bytes for dim 32, hidden_dim 64, 1 layers, vocab 8 (shared classifier), "
+                                  "but the file has " + decimal(size) + " bytes: 4096 trailing bytes after freq_cis_imag")));
+    c.push_back(header("a larger vocabulary than stored", kVocabField, 9,
+                       llama2c_open_error("the file ends inside freq_cis_imag ([" + decimal(at[12] + 128) + ", " + decimal(size + 128) + "))")));
+    c.push_back(header("vocab_size huge", kVocabField, kMaxI32,
+                       llama2c_open_error("vocab 2147483647 (shared classifier), but the file has " + decimal(size) + " bytes: the file ends inside token_embedding")));
+    c.push_back(header("negative vocab_size without a classifier", kVocabField, -8,
+                       llama2c_open_error("(separate classifier), but the file has " + decimal(size) + " bytes: the file ends where wcls begins (offset " + decimal(size) + ")")));
+    c.push_back(header("n_layers huge", kLayersField, kMaxI32, llama2c_open_error("2147483647 layers, vocab 8 (shared classifier), but the file has")));
+    c.push_back(header("hidden_dim huge", kHiddenField, kMaxI32, llama2c_open_error("hidden_dim 2147483647, 1 layers")));
+    c.push_back(header("seq_len huge", kSeqLenField, kMaxI32, llama2c_open_error("the file ends inside freq_cis_real")));
     c.push_back(bin("dims whose sizes overflow 64 bits", [] {
-                        auto b = with_field(kDim, kMaxI32 - 3);  // 2147483644: an even head size for 2 heads
-                        poke<int32_t>(b, 4 * kLayers, kMaxI32);
+                        auto b = with_field(kDimField, kMaxI32 - 3);  // 2147483644: an even head size for 2 heads
+                        poke_llama2c<int32_t>(b, 4 * kLayersField, kMaxI32);
                         return b;
                     },
-                    open_error("header at offset 0: weight sizes implied by the header overflow 64 bits")));
+                    llama2c_open_error("header at offset 0: weight sizes implied by the header overflow 64 bits")));
 
     // --- truncation at every tensor boundary, and trailing bytes ---
     for (size_t i = 0; i < blocks.size(); ++i) {
         const uint64_t cut = at[i] + 4;
         c.push_back(bin(std::string("cut inside ") + blocks[i].what, [cut] { auto b = legacy_checkpoint(); b.resize(cut); return b; },
-                        open_error("but the file has " + n(cut) + " bytes: the file ends inside " + blocks[i].what + " ([" + n(at[i]) +
-                                   ", " + n(at[i + 1]) + "))")));
+                        llama2c_open_error("but the file has " + decimal(cut) + " bytes: the file ends inside " + blocks[i].what + " ([" + decimal(at[i]) +
+                                   ", " + decimal(at[i + 1]) + "))")));
     }
     for (size_t i : {1u, 5u, 11u}) {
         const uint64_t cut = at[i];
         c.push_back(bin(std::string("cut where ") + blocks[i].what + " begins", [cut] { auto b = legacy_checkpoint(); b.resize(cut); return b; },
-                        open_error("the file ends where " + std::string(blocks[i].what) + " begins (offset " + n(cut) + ")")));
+                        llama2c_open_error("the file ends where " + std::string(blocks[i].what) + " begins (offset " + decimal(cut) + ")")));
     }
     c.push_back(bin("trailing bytes", [] { auto b = legacy_checkpoint(); b.resize(b.size() + 6, 0); return b; },
-                    open_error("but the file has " + n(size + 6) + " bytes: 6 trailing bytes after freq_cis_imag (which ends at " + n(size) + ")")));
+                    llama2c_open_error("but the file has " + decimal(size + 6) + " bytes: 6 trailing bytes after freq_cis_imag (which ends at " + decimal(size) + ")")));
 
     // --- the version-1 header ---
     c.push_back(bin("v1 header cut", [] { auto b = v1_checkpoint(); b.resize(100); return b; },
-                    open_error("header at offset 0: file is 100 bytes, shorter than the 256-byte v1 header")));
-    c.push_back(bin("v1 version 2", [] { auto b = v1_checkpoint(); poke<int32_t>(b, 4, 2); return b; },
-                    open_error("header version at offset 4: version 2 (Q8_0 export) is not supported", ErrorKind::Unsupported)));
-    c.push_back(bin("v1 version 9", [] { auto b = v1_checkpoint(); poke<int32_t>(b, 4, 9); return b; },
-                    open_error("unsupported llama2.c export version 9", ErrorKind::Unsupported)));
-    c.push_back(bin("v1 negative vocab_size", [] { auto b = v1_checkpoint(); poke<int32_t>(b, 8 + 4 * kVocab, -8); return b; },
-                    open_error("vocab_size (int32 at offset 28) is -8: a v1 vocab_size must be positive")));
-    c.push_back(bin("v1 n_layers 0", [] { auto b = v1_checkpoint(); poke<int32_t>(b, 8 + 4 * kLayers, 0); return b; },
-                    open_error("n_layers (int32 at offset 16) is 0, must be positive")));
+                    llama2c_open_error("header at offset 0: file is 100 bytes, shorter than the 256-byte v1 header")));
+    c.push_back(bin("v1 version 2", [] { auto b = v1_checkpoint(); poke_llama2c<int32_t>(b, 4, 2); return b; },
+                    llama2c_open_error("header version at offset 4: version 2 (Q8_0 export) is not supported", ErrorKind::Unsupported)));
+    c.push_back(bin("v1 version 9", [] { auto b = v1_checkpoint(); poke_llama2c<int32_t>(b, 4, 9); return b; },
+                    llama2c_open_error("unsupported llama2.c export version 9", ErrorKind::Unsupported)));
+    c.push_back(bin("v1 negative vocab_size", [] { auto b = v1_checkpoint(); poke_llama2c<int32_t>(b, 8 + 4 * kVocabField, -8); return b; },
+                    llama2c_open_error("vocab_size (int32 at offset 28) is -8: a v1 vocab_size must be positive")));
+    c.push_back(bin("v1 n_layers 0", [] { auto b = v1_checkpoint(); poke_llama2c<int32_t>(b, 8 + 4 * kLayersField, 0); return b; },
+                    llama2c_open_error("n_layers (int32 at offset 16) is 0, must be positive")));
     c.push_back(bin("v1 separate classifier missing", [] { auto b = v1_checkpoint(); b[36] = 0; return b; },
-                    open_error("(separate classifier), but the file has " + n(v1_checkpoint().size()) + " bytes: the file ends where wcls begins")));
+                    llama2c_open_error("(separate classifier), but the file has " + decimal(v1_checkpoint().size()) + " bytes: the file ends where wcls begins")));
 
     // --- tokenizer.bin ---
     c.push_back(tok("tokenizer empty", [] { return std::vector<uint8_t>{}; },
-                    open_error("tokenizer.bin: max_token_length at offset 0: file is 0 bytes, truncated")));
-    c.push_back(tok("tokenizer cut inside max_token_length", [] { return std::vector<uint8_t>{7, 0, 0}; }, open_error("file is 3 bytes, truncated")));
-    c.push_back(tok("max_token_length 0", [] { return tokenizer(tokens(), 0); }, open_error("max_token_length at offset 0: is 0, must be positive")));
-    c.push_back(tok("max_token_length negative", [] { return tokenizer(tokens(), -7); }, open_error("max_token_length at offset 0: is -7, must be positive")));
+                    llama2c_open_error("tokenizer.bin: max_token_length at offset 0: file is 0 bytes, truncated")));
+    c.push_back(tok("tokenizer cut inside max_token_length", [] { return std::vector<uint8_t>{7, 0, 0}; }, llama2c_open_error("file is 3 bytes, truncated")));
+    c.push_back(tok("max_token_length 0", [] { return tokenizer(tokens(), 0); }, llama2c_open_error("max_token_length at offset 0: is 0, must be positive")));
+    c.push_back(tok("max_token_length negative", [] { return tokenizer(tokens(), -7); }, llama2c_open_error("max_token_length at offset 0: is -7, must be positive")));
     c.push_back(tok("a token longer than max_token_length", [] { return tokenizer(tokens(), 5); },
-                    open_error("token 2 length at offset " + n(token_at(2) + 4) + ": length 6 exceeds max_token_length 5 (offset 0)")));
+                    llama2c_open_error("token 2 length at offset " + decimal(token_at(2) + 4) + ": length 6 exceeds max_token_length 5 (offset 0)")));
     c.push_back(tok("tokenizer cut inside a score", [] { auto b = tokenizer(tokens()); b.resize(token_at(3) + 2); return b; },
-                    open_error("token 3 score/length at offset " + n(token_at(3)) + ": file is truncated (" + n(token_at(3) + 2) + " bytes")));
+                    llama2c_open_error("token 3 score/length at offset " + decimal(token_at(3)) + ": file is truncated (" + decimal(token_at(3) + 2) + " bytes")));
     c.push_back(tok("tokenizer cut inside a length", [] { auto b = tokenizer(tokens()); b.resize(token_at(4) + 6); return b; },
-                    open_error("token 4 score/length at offset " + n(token_at(4)) + ": file is truncated")));
+                    llama2c_open_error("token 4 score/length at offset " + decimal(token_at(4)) + ": file is truncated")));
     c.push_back(tok("tokenizer cut inside a token's bytes", [] { auto b = tokenizer(tokens()); b.resize(token_at(5) + 9); return b; },
-                    open_error("token 5 length at offset " + n(token_at(5) + 4) + ": length 2 runs past the end of the file")));
-    c.push_back(tok("negative token length", [] { auto b = tokenizer(tokens()); poke<int32_t>(b, token_at(6) + 4, -1); return b; },
-                    open_error("token 6 length at offset " + n(token_at(6) + 4) + ": length -1 is negative")));
+                    llama2c_open_error("token 5 length at offset " + decimal(token_at(5) + 4) + ": length 2 runs past the end of the file")));
+    c.push_back(tok("negative token length", [] { auto b = tokenizer(tokens()); poke_llama2c<int32_t>(b, token_at(6) + 4, -1); return b; },
+                    llama2c_open_error("token 6 length at offset " + decimal(token_at(6) + 4) + ": length -1 is negative")));
     c.push_back(tok("huge token length", [] {
                         auto b = tokenizer(tokens(), std::numeric_limits<int32_t>::max());
-                        poke<int32_t>(b, token_at(0) + 4, 1 << 30);
+                        poke_llama2c<int32_t>(b, token_at(0) + 4, 1 << 30);
                         return b;
                     },
-                    open_error("token 0 length at offset 8: length 1073741824 runs past the end of the file")));
+                    llama2c_open_error("token 0 length at offset 8: length 1073741824 runs past the end of the file")));
     c.push_back(tok("fewer tokens than vocab_size", [] { auto t = tokens(); t.pop_back(); return tokenizer(t); },
-                    open_error("token 7 score/length at offset " + n(token_at(7)) + ": file is truncated (" + n(token_at(7)) +
+                    llama2c_open_error("token 7 score/length at offset " + decimal(token_at(7)) + ": file is truncated (" + decimal(token_at(7)) +
                                " bytes; the model's vocab_size is 8)")));
     c.push_back(tok("more tokens than vocab_size", [] { auto t = tokens(); t.push_back({-6, "f"}); return tokenizer(t); },
-                    open_error("tokenizer.bin: offset " + n(token_at(8)) + ": 9 bytes after the model's 8 tokens")));
+                    llama2c_open_error("tokenizer.bin: offset " + decimal(token_at(8)) + ": 9 bytes after the model's 8 tokens")));
     return c;
 }
 
@@ -254,12 +254,12 @@ TEST(Llama2cCorruptMatrix, ValidFixturesConvert) {
 }
 
 TEST(Llama2cCorruptMatrix, EveryCaseIsRefusedWithItsOwnMessageAndWritesNothing) {
-    const std::vector<Case> table = cases();
+    const std::vector<Llama2cCase> table = llama2c_cases();
     ASSERT_GE(table.size(), 40u);
-    RecordProperty("cases", static_cast<int>(table.size()));
+    RecordProperty("llama2c_cases", static_cast<int>(table.size()));
     test::expect_distinct_expectations(table);
     for (size_t i = 0; i < table.size(); ++i) {
-        const Case& c = table[i];
+        const Llama2cCase& c = table[i];
         SCOPED_TRACE(c.name);
         const auto dir = test::temp_dir("case-" + std::to_string(i));
         test::write_bytes(dir / "model.bin", c.checkpoint());

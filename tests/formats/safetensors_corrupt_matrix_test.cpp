@@ -21,7 +21,7 @@ using nlohmann::json;
 using test::Expectation;
 using test::Stage;
 
-constexpr uint64_t kD = 32, kFf = 64, kVocab = 8;
+constexpr uint64_t kStD = 32, kFf = 64, kVocab = 8;
 
 struct StTensorSpec {
     std::string name;
@@ -29,14 +29,14 @@ struct StTensorSpec {
 };
 
 // HF names of the one-layer llama, in the order their bytes lie in the file.
-std::vector<StTensorSpec> llama_tensors() {
+std::vector<StTensorSpec> st_llama_tensors() {
     const std::string l = "model.layers.0.";
-    return {{"model.embed_tokens.weight", {kVocab, kD}},     {"model.norm.weight", {kD}},
-            {"lm_head.weight", {kVocab, kD}},                {l + "input_layernorm.weight", {kD}},
-            {l + "self_attn.q_proj.weight", {kD, kD}},       {l + "self_attn.k_proj.weight", {kD, kD}},
-            {l + "self_attn.v_proj.weight", {kD, kD}},       {l + "self_attn.o_proj.weight", {kD, kD}},
-            {l + "post_attention_layernorm.weight", {kD}},   {l + "mlp.gate_proj.weight", {kFf, kD}},
-            {l + "mlp.up_proj.weight", {kFf, kD}},           {l + "mlp.down_proj.weight", {kD, kFf}}};
+    return {{"model.embed_tokens.weight", {kVocab, kStD}},     {"model.norm.weight", {kStD}},
+            {"lm_head.weight", {kVocab, kStD}},                {l + "input_layernorm.weight", {kStD}},
+            {l + "self_attn.q_proj.weight", {kStD, kStD}},       {l + "self_attn.k_proj.weight", {kStD, kStD}},
+            {l + "self_attn.v_proj.weight", {kStD, kStD}},       {l + "self_attn.o_proj.weight", {kStD, kStD}},
+            {l + "post_attention_layernorm.weight", {kStD}},   {l + "mlp.gate_proj.weight", {kFf, kStD}},
+            {l + "mlp.up_proj.weight", {kFf, kStD}},           {l + "mlp.down_proj.weight", {kStD, kFf}}};
 }
 
 // A safetensors file as an editable header plus its data buffer.
@@ -67,9 +67,9 @@ StFile st_of(const std::vector<StTensorSpec>& tensors, uint32_t seed = 1) {
     StFile f;
     f.header["__metadata__"] = {{"format", "pt"}};
     for (const StTensorSpec& t : tensors) {
-        uint64_t n = 1;
-        for (uint64_t x : t.shape) n *= x;
-        const auto bytes = test::f32_bytes(test::test_floats(n, seed++));
+        uint64_t st_decimal = 1;
+        for (uint64_t x : t.shape) st_decimal *= x;
+        const auto bytes = test::f32_bytes(test::test_floats(st_decimal, seed++));
         f.header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {f.data.size(), f.data.size() + bytes.size()}}};
         f.data.insert(f.data.end(), bytes.begin(), bytes.end());
     }
@@ -77,7 +77,7 @@ StFile st_of(const std::vector<StTensorSpec>& tensors, uint32_t seed = 1) {
 }
 
 json valid_config() {
-    return {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", kD}, {"num_hidden_layers", 1},
+    return {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", kStD}, {"num_hidden_layers", 1},
             {"num_attention_heads", 2}, {"num_key_value_heads", 2}, {"intermediate_size", kFf},
             {"vocab_size", kVocab}, {"rms_norm_eps", 1e-5}, {"tie_word_embeddings", false}};
 }
@@ -91,7 +91,7 @@ std::string tokenizer_json() {
 // The folder every case starts from; what a case changes, it changes in here.
 struct Folder {
     json config = valid_config();
-    StFile weights = st_of(llama_tensors());
+    StFile weights = st_of(st_llama_tensors());
     bool sharded = false;  // two shards + index instead of model.safetensors
     StFile shard1, shard2;
     json index;
@@ -100,7 +100,7 @@ struct Folder {
     static Folder two_shards() {
         Folder f;
         f.sharded = true;
-        const auto all = llama_tensors();
+        const auto all = st_llama_tensors();
         f.shard1 = st_of({all.begin(), all.begin() + 6}, 1);
         f.shard2 = st_of({all.begin() + 6, all.end()}, 7);
         json map = json::object();
@@ -122,7 +122,7 @@ struct Folder {
     }
 };
 
-struct Case {
+struct StCase {
     std::string name;
     // Writes the corrupt source into the (empty) folder; returns what to open and the file the
     // message must name.
@@ -130,13 +130,13 @@ struct Case {
     Expectation want;
 };
 
-Expectation open_error(std::string expected, ErrorKind kind = ErrorKind::InvalidInput) {
+Expectation st_open_error(std::string expected, ErrorKind kind = ErrorKind::InvalidInput) {
     return {std::move(expected), kind, Stage::Open};
 }
-Expectation plan_error(std::string expected) { return {std::move(expected), ErrorKind::InvalidInput, Stage::Plan}; }
+Expectation st_plan_error(std::string expected) { return {std::move(expected), ErrorKind::InvalidInput, Stage::Plan}; }
 
 // model.safetensors replaced by `bytes`, opened as the file (its folder supplies config.json).
-Case file_case(std::string name, std::function<std::vector<uint8_t>()> bytes, Expectation want) {
+StCase file_case(std::string name, std::function<std::vector<uint8_t>()> bytes, Expectation want) {
     return {std::move(name),
             [bytes](const fs::path& dir) {
                 Folder::single().write(dir);
@@ -146,11 +146,11 @@ Case file_case(std::string name, std::function<std::vector<uint8_t>()> bytes, Ex
             std::move(want)};
 }
 // The header of model.safetensors edited as JSON.
-Case header_case(std::string name, std::function<void(StFile&)> change, Expectation want) {
-    return file_case(std::move(name), [change] { StFile f = st_of(llama_tensors()); change(f); return f.bytes(); }, std::move(want));
+StCase header_case(std::string name, std::function<void(StFile&)> change, Expectation want) {
+    return file_case(std::move(name), [change] { StFile f = st_of(st_llama_tensors()); change(f); return f.bytes(); }, std::move(want));
 }
 // The folder edited (config, tokenizer, weights), opened as the folder.
-Case folder_case(std::string name, std::function<void(Folder&)> change, Expectation want, std::string names = "",
+StCase folder_case(std::string name, std::function<void(Folder&)> change, Expectation want, std::string names = "",
                  bool sharded = false, std::function<void(const fs::path&)> after = {}) {
     return {std::move(name),
             [change, names, sharded, after](const fs::path& dir) {
@@ -164,171 +164,171 @@ Case folder_case(std::string name, std::function<void(Folder&)> change, Expectat
 }
 
 template <class T>
-void poke(std::vector<uint8_t>& b, uint64_t at, T value) {
+void poke_st(std::vector<uint8_t>& b, uint64_t at, T value) {
     std::memcpy(b.data() + at, &value, sizeof(T));
 }
-std::string n(uint64_t v) { return std::to_string(v); }
+std::string st_decimal(uint64_t v) { return std::to_string(v); }
 
-std::vector<Case> cases() {
-    const StFile v = st_of(llama_tensors());
+std::vector<StCase> safetensors_cases() {
+    const StFile v = st_of(st_llama_tensors());
     const std::vector<uint8_t> valid = v.bytes();
     const uint64_t size = valid.size(), data_at = v.data_offset(), data_bytes = v.data.size();
     const std::string norm = "model.norm.weight", q = "model.layers.0.self_attn.q_proj.weight";
-    std::vector<Case> c;
+    std::vector<StCase> c;
 
     // --- the 8-byte header length ---
     c.push_back(file_case("empty file", [] { return std::vector<uint8_t>{}; },
-                          open_error("header length at offset 0: file is 0 bytes, too short for a safetensors header")));
-    c.push_back(file_case("5-byte file", [] { return std::vector<uint8_t>{1, 0, 0, 0, 0}; }, open_error("file is 5 bytes")));
-    c.push_back(file_case("header length 0", [valid] { auto b = valid; poke<uint64_t>(b, 0, 0); return b; },
-                          open_error("header length at offset 0: is 0, too short for the JSON header")));
-    c.push_back(file_case("header length 2^40", [valid] { auto b = valid; poke<uint64_t>(b, 0, 1ull << 40); return b; },
-                          open_error("header length at offset 0: 1099511627776 bytes is past the end of the file")));
-    c.push_back(file_case("header length one past the end", [valid, size] { auto b = valid; poke<uint64_t>(b, 0, size - 7); return b; },
-                          open_error(n(size - 7) + " bytes is past the end of the file (" + n(size) + " bytes)")));
+                          st_open_error("header length at offset 0: file is 0 bytes, too short for a safetensors header")));
+    c.push_back(file_case("5-byte file", [] { return std::vector<uint8_t>{1, 0, 0, 0, 0}; }, st_open_error("file is 5 bytes")));
+    c.push_back(file_case("header length 0", [valid] { auto b = valid; poke_st<uint64_t>(b, 0, 0); return b; },
+                          st_open_error("header length at offset 0: is 0, too short for the JSON header")));
+    c.push_back(file_case("header length 2^40", [valid] { auto b = valid; poke_st<uint64_t>(b, 0, 1ull << 40); return b; },
+                          st_open_error("header length at offset 0: 1099511627776 bytes is past the end of the file")));
+    c.push_back(file_case("header length one past the end", [valid, size] { auto b = valid; poke_st<uint64_t>(b, 0, size - 7); return b; },
+                          st_open_error(st_decimal(size - 7) + " bytes is past the end of the file (" + st_decimal(size) + " bytes)")));
     c.push_back(file_case("file cut inside the header", [valid, data_at] { auto b = valid; b.resize(data_at / 2); return b; },
-                          open_error(n(data_at - 8) + " bytes is past the end of the file (" + n(data_at / 2) + " bytes)")));
+                          st_open_error(st_decimal(data_at - 8) + " bytes is past the end of the file (" + st_decimal(data_at / 2) + " bytes)")));
     c.push_back(file_case("file cut inside the data", [valid] { auto b = valid; b.resize(b.size() - 100); return b; },
-                          open_error("field 'data_offsets' end " + n(data_bytes) + " is past the data buffer (" + n(data_bytes - 100) + " bytes")));
+                          st_open_error("field 'data_offsets' end " + st_decimal(data_bytes) + " is past the data buffer (" + st_decimal(data_bytes - 100) + " bytes")));
     c.push_back(file_case("header length cutting the JSON short", [valid, data_at] {
                               auto b = valid;
-                              poke<uint64_t>(b, 0, (data_at - 8) / 2);
+                              poke_st<uint64_t>(b, 0, (data_at - 8) / 2);
                               return b;
                           },
-                          open_error("header JSON (bytes 8.." + n(8 + (data_at - 8) / 2) + ") is invalid")));
+                          st_open_error("header JSON (bytes 8.." + st_decimal(8 + (data_at - 8) / 2) + ") is invalid")));
 
     // --- header JSON ---
     c.push_back(file_case("header a JSON array", [v] { return v.with_header_text("[1, 2]  "); },
-                          open_error("header JSON at offset 8 is not an object")));
+                          st_open_error("header JSON at offset 8 is not an object")));
     c.push_back(file_case("header nested 1000 deep", [v] { return v.with_header_text(std::string(1000, '[') + std::string(1000, ']')); },
-                          open_error("model.safetensors: header JSON: JSON nested 1000 levels deep")));
+                          st_open_error("model.safetensors: header JSON: JSON nested 1000 levels deep")));
     c.push_back(file_case("header not UTF-8 JSON", [v] { return v.with_header_text("{\"a\xff\":1}"); },
-                          open_error("header JSON (bytes 8..16) is invalid")));
+                          st_open_error("header JSON (bytes 8..16) is invalid")));
     c.push_back(header_case("__metadata__ a string", [](StFile& f) { f.header["__metadata__"] = "pt"; },
-                            open_error("header '__metadata__' (bytes 8..")));
+                            st_open_error("header '__metadata__' (bytes 8..")));
     c.push_back(header_case("__metadata__ with a number", [](StFile& f) { f.header["__metadata__"]["total"] = 5; },
-                            open_error("holds {\"format\":\"pt\",\"total\":5}, not an object of strings")));
+                            st_open_error("holds {\"format\":\"pt\",\"total\":5}, not an object of strings")));
 
     // --- tensor entries ---
-    c.push_back(header_case("entry a number", [norm](StFile& f) { f.header[norm] = 5; }, open_error("entry holds 5, not an object")));
-    c.push_back(header_case("dtype missing", [norm](StFile& f) { f.header[norm].erase("dtype"); }, open_error("field 'dtype' is missing")));
-    c.push_back(header_case("dtype a number", [norm](StFile& f) { f.header[norm]["dtype"] = 32; }, open_error("field 'dtype' holds 32, not a string")));
-    c.push_back(header_case("shape missing", [norm](StFile& f) { f.header[norm].erase("shape"); }, open_error("field 'shape' is missing")));
-    c.push_back(header_case("shape a number", [norm](StFile& f) { f.header[norm]["shape"] = 32; }, open_error("field 'shape' holds 32, not a list")));
+    c.push_back(header_case("entry a number", [norm](StFile& f) { f.header[norm] = 5; }, st_open_error("entry holds 5, not an object")));
+    c.push_back(header_case("dtype missing", [norm](StFile& f) { f.header[norm].erase("dtype"); }, st_open_error("field 'dtype' is missing")));
+    c.push_back(header_case("dtype a number", [norm](StFile& f) { f.header[norm]["dtype"] = 32; }, st_open_error("field 'dtype' holds 32, not a string")));
+    c.push_back(header_case("shape missing", [norm](StFile& f) { f.header[norm].erase("shape"); }, st_open_error("field 'shape' is missing")));
+    c.push_back(header_case("shape a number", [norm](StFile& f) { f.header[norm]["shape"] = 32; }, st_open_error("field 'shape' holds 32, not a list")));
     c.push_back(header_case("shape negative", [norm](StFile& f) { f.header[norm]["shape"] = {-32}; },
-                            open_error("field 'shape' holds -32, not a non-negative integer")));
-    c.push_back(header_case("shape a float", [norm](StFile& f) { f.header[norm]["shape"] = {32.5}; }, open_error("field 'shape' holds 32.5")));
-    c.push_back(header_case("shape a string", [norm](StFile& f) { f.header[norm]["shape"] = {"32"}; }, open_error("field 'shape' holds \"32\"")));
+                            st_open_error("field 'shape' holds -32, not a non-negative integer")));
+    c.push_back(header_case("shape a float", [norm](StFile& f) { f.header[norm]["shape"] = {32.5}; }, st_open_error("field 'shape' holds 32.5")));
+    c.push_back(header_case("shape a string", [norm](StFile& f) { f.header[norm]["shape"] = {"32"}; }, st_open_error("field 'shape' holds \"32\"")));
     c.push_back(header_case("shape element count overflowing", [q](StFile& f) { f.header[q]["shape"] = {1ull << 32, 1ull << 32, 16}; },
-                            open_error("tensor '" + q + "' (header, bytes 8..")));
+                            st_open_error("tensor '" + q + "' (header, bytes 8..")));
     c.push_back(header_case("shape byte size overflowing", [q](StFile& f) { f.header[q]["shape"] = {1ull << 62, 2}; },
-                            open_error("byte size of shape overflows 64 bits")));
+                            st_open_error("byte size of shape overflows 64 bits")));
     c.push_back(header_case("data_offsets missing", [norm](StFile& f) { f.header[norm].erase("data_offsets"); },
-                            open_error("field 'data_offsets' is missing")));
+                            st_open_error("field 'data_offsets' is missing")));
     c.push_back(header_case("data_offsets one element", [norm](StFile& f) { f.header[norm]["data_offsets"] = {1024}; },
-                            open_error("field 'data_offsets' holds [1024], not [begin, end]")));
+                            st_open_error("field 'data_offsets' holds [1024], not [begin, end]")));
     c.push_back(header_case("data_offsets three elements", [norm](StFile& f) { f.header[norm]["data_offsets"] = {1024, 1152, 0}; },
-                            open_error("field 'data_offsets' holds [1024,1152,0], not [begin, end]")));
+                            st_open_error("field 'data_offsets' holds [1024,1152,0], not [begin, end]")));
     c.push_back(header_case("data_offsets strings", [norm](StFile& f) { f.header[norm]["data_offsets"] = {"1024", "1152"}; },
-                            open_error("must hold non-negative integers, not [\"1024\",\"1152\"]")));
+                            st_open_error("must hold non-negative integers, not [\"1024\",\"1152\"]")));
     c.push_back(header_case("data_offsets negative", [norm](StFile& f) { f.header[norm]["data_offsets"] = {-128, 0}; },
-                            open_error("must hold non-negative integers, not [-128,0]")));
+                            st_open_error("must hold non-negative integers, not [-128,0]")));
     c.push_back(header_case("data_offsets begin after end", [norm](StFile& f) { f.header[norm]["data_offsets"] = {1152, 1024}; },
-                            open_error("field 'data_offsets' begin 1152 is after end 1024")));
+                            st_open_error("field 'data_offsets' begin 1152 is after end 1024")));
     c.push_back(header_case("data_offsets past the buffer", [norm](StFile& f) { f.header[norm]["data_offsets"] = {1024, 1ull << 40}; },
-                            open_error("field 'data_offsets' end 1099511627776 is past the data buffer")));
+                            st_open_error("field 'data_offsets' end 1099511627776 is past the data buffer")));
     c.push_back(header_case("data_offsets at 2^64-1", [norm](StFile& f) { f.header[norm]["data_offsets"] = {~0ull, ~0ull}; },
-                            open_error("field 'data_offsets' end 18446744073709551615 is past")));
+                            st_open_error("field 'data_offsets' end 18446744073709551615 is past")));
     c.push_back(header_case("shape x dtype disagreeing with the span", [norm](StFile& f) { f.header[norm]["shape"] = {64}; },
-                            open_error("data_offsets span 128 bytes but shape x F32 needs 256 bytes")));
+                            st_open_error("data_offsets span 128 bytes but shape x F32 needs 256 bytes")));
     c.push_back(header_case("dtype size disagreeing with the span", [norm](StFile& f) { f.header[norm]["dtype"] = "F16"; },
-                            open_error("data_offsets span 128 bytes but shape x F16 needs 64 bytes")));
+                            st_open_error("data_offsets span 128 bytes but shape x F16 needs 64 bytes")));
     c.push_back(header_case("overlapping tensors", [norm](StFile& f) {
                                 // model.norm.weight takes the first 128 bytes of the embedding; its own bytes become a hole
                                 // (the overlap is met first, in offset order: the shorter span sorts first).
                                 f.header[norm]["data_offsets"] = {0, 128};
                             },
-                            open_error("tensor 'model.embed_tokens.weight' data_offsets [0, 1024) overlap tensor 'model.norm.weight', which ends at 128")));
+                            st_open_error("tensor 'model.embed_tokens.weight' data_offsets [0, 1024) overlap tensor 'model.norm.weight', which ends at 128")));
     c.push_back(header_case("a hole between tensors", [norm](StFile& f) {
                                 f.header.erase(norm);  // its 128 bytes stay in the buffer
                             },
-                            open_error("tensor 'lm_head.weight' data_offsets [1152, 2176) leave bytes [1024, 1152) of the data buffer to no tensor")));
+                            st_open_error("tensor 'lm_head.weight' data_offsets [1152, 2176) leave bytes [1024, 1152) of the data buffer to no tensor")));
     c.push_back(header_case("trailing unindexed bytes", [](StFile& f) { f.data.resize(f.data.size() + 24, 0); },
-                            open_error("24 trailing bytes after the last tensor's data")));
+                            st_open_error("24 trailing bytes after the last tensor's data")));
     c.push_back(header_case("unknown dtype", [norm](StFile& f) { f.header[norm]["dtype"] = "F99"; },
-                            open_error("tensor 'model.norm.weight' has dtype F99, which is not supported", ErrorKind::Unsupported)));
+                            st_open_error("tensor 'model.norm.weight' has dtype F99, which is not supported", ErrorKind::Unsupported)));
     c.push_back(header_case("a dtype the converter lacks", [norm](StFile& f) {
                                 f.header[norm]["dtype"] = "I64";
                                 f.header[norm]["shape"] = {16};
                             },
-                            open_error("tensor 'model.norm.weight' has dtype I64", ErrorKind::Unsupported)));
+                            st_open_error("tensor 'model.norm.weight' has dtype I64", ErrorKind::Unsupported)));
 
     // --- config.json ---
     const std::string cfg = "config.json";
     auto config_case = [&](std::string name, std::function<void(json&)> change, Expectation want) {
         c.push_back(folder_case(std::move(name), [change](Folder& f) { change(f.config); }, std::move(want), cfg));
     };
-    c.push_back(folder_case("config.json missing", [](Folder&) {}, open_error("config.json", ErrorKind::Io), cfg, false,
+    c.push_back(folder_case("config.json missing", [](Folder&) {}, st_open_error("config.json", ErrorKind::Io), cfg, false,
                             [](const fs::path& dir) { fs::remove(dir / "config.json"); }));
-    c.push_back(folder_case("config.json invalid JSON", [](Folder&) {}, open_error("config.json: invalid JSON"), cfg, false,
+    c.push_back(folder_case("config.json invalid JSON", [](Folder&) {}, st_open_error("config.json: invalid JSON"), cfg, false,
                             [](const fs::path& dir) { test::write_text(dir / "config.json", "{\"hidden_size\": 32,"); }));
-    config_case("config.json an array", [](json& j) { j = json::array({1}); }, open_error("config.json: top level is not a JSON object"));
-    config_case("hidden_size missing", [](json& j) { j.erase("hidden_size"); }, open_error("config.json: required field 'hidden_size' is missing"));
-    config_case("hidden_size a string", [](json& j) { j["hidden_size"] = "32"; }, open_error("field 'hidden_size' must be an integer"));
-    config_case("hidden_size negative", [](json& j) { j["hidden_size"] = -32; }, open_error("field 'hidden_size' value -32 is out of range"));
+    config_case("config.json an array", [](json& j) { j = json::array({1}); }, st_open_error("config.json: top level is not a JSON object"));
+    config_case("hidden_size missing", [](json& j) { j.erase("hidden_size"); }, st_open_error("config.json: required field 'hidden_size' is missing"));
+    config_case("hidden_size a string", [](json& j) { j["hidden_size"] = "32"; }, st_open_error("field 'hidden_size' must be an integer"));
+    config_case("hidden_size negative", [](json& j) { j["hidden_size"] = -32; }, st_open_error("field 'hidden_size' value -32 is out of range"));
     config_case("hidden_size past u32", [](json& j) { j["hidden_size"] = 1ull << 40; },
-                open_error("field 'hidden_size' value 1099511627776 is out of range"));
-    config_case("num_hidden_layers a float", [](json& j) { j["num_hidden_layers"] = 1.5; }, open_error("field 'num_hidden_layers' must be an integer"));
+                st_open_error("field 'hidden_size' value 1099511627776 is out of range"));
+    config_case("num_hidden_layers a float", [](json& j) { j["num_hidden_layers"] = 1.5; }, st_open_error("field 'num_hidden_layers' must be an integer"));
     config_case("num_attention_heads 0", [](json& j) { j["num_attention_heads"] = 0; },
-                open_error("hidden_size, num_hidden_layers and num_attention_heads must be non-zero"));
+                st_open_error("hidden_size, num_hidden_layers and num_attention_heads must be non-zero"));
     config_case("num_key_value_heads not dividing", [](json& j) { j["num_key_value_heads"] = 3; },
-                open_error("field 'num_key_value_heads' 3 does not divide num_attention_heads 2"));
+                st_open_error("field 'num_key_value_heads' 3 does not divide num_attention_heads 2"));
     config_case("hidden_size not a multiple of the heads", [](json& j) { j["hidden_size"] = 33; },
-                open_error("field 'hidden_size' 33 is not a multiple of num_attention_heads"));
+                st_open_error("field 'hidden_size' 33 is not a multiple of num_attention_heads"));
     config_case("architectures not a list", [](json& j) { j["architectures"] = "LlamaForCausalLM"; },
-                open_error("field 'architectures' must be a non-empty list of class names"));
+                st_open_error("field 'architectures' must be a non-empty list of class names"));
     config_case("architecture unknown", [](json& j) { j["architectures"] = {"GPT2LMHeadModel"}; },
-                open_error("unsupported architecture 'GPT2LMHeadModel'", ErrorKind::Unsupported));
-    config_case("rms_norm_eps a string", [](json& j) { j["rms_norm_eps"] = "1e-5"; }, open_error("field 'rms_norm_eps' must be a number"));
+                st_open_error("unsupported architecture 'GPT2LMHeadModel'", ErrorKind::Unsupported));
+    config_case("rms_norm_eps a string", [](json& j) { j["rms_norm_eps"] = "1e-5"; }, st_open_error("field 'rms_norm_eps' must be a number"));
     config_case("tie_word_embeddings a string", [](json& j) { j["tie_word_embeddings"] = "no"; },
-                open_error("field 'tie_word_embeddings' must be true or false"));
+                st_open_error("field 'tie_word_embeddings' must be true or false"));
     config_case("rope_scaling yarn", [](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}}; },
-                open_error("field 'rope_scaling' of type 'yarn' is not supported", ErrorKind::Unsupported));
+                st_open_error("field 'rope_scaling' of type 'yarn' is not supported", ErrorKind::Unsupported));
     c.push_back(folder_case("hidden_size disagreeing with the embedding", [](Folder& f) { f.config["hidden_size"] = 64; },
-                            open_error("model.safetensors: tensor 'model.embed_tokens.weight': shape does not match [vocab_size x hidden_size=64]"),
+                            st_open_error("model.safetensors: tensor 'model.embed_tokens.weight': shape does not match [vocab_size x hidden_size=64]"),
                             "model.safetensors"));
     c.push_back(folder_case("vocab_size disagreeing with the embedding", [](Folder& f) { f.config["vocab_size"] = 9; },
-                            plan_error("model.safetensors: tensor 'model.embed_tokens.weight': shape [8 x 32], expected [9 x 32]"),
+                            st_plan_error("model.safetensors: tensor 'model.embed_tokens.weight': shape [8 x 32], expected [9 x 32]"),
                             "model.safetensors"));
 
     // --- tensors of the folder ---
     c.push_back(folder_case("embedding missing", [](Folder& f) {
-                                auto t = llama_tensors();
+                                auto t = st_llama_tensors();
                                 t.erase(t.begin());
                                 f.weights = st_of(t);
                             },
-                            open_error("tensor 'model.embed_tokens.weight' is missing")));
+                            st_open_error("tensor 'model.embed_tokens.weight' is missing")));
     c.push_back(folder_case("a layer tensor missing", [](Folder& f) {
-                                auto t = llama_tensors();
+                                auto t = st_llama_tensors();
                                 t.pop_back();  // mlp.down_proj, the last one: no hole is left
                                 f.weights = st_of(t);
                             },
-                            plan_error("tensor 'blk.0.ffn_down.weight' is missing (expected shape [32 x 64]")));
+                            st_plan_error("tensor 'blk.0.ffn_down.weight' is missing (expected shape [32 x 64]")));
     c.push_back(folder_case("a tensor of the wrong shape", [](Folder& f) {
-                                auto t = llama_tensors();
-                                t[4].shape = {kD / 2, kD};
+                                auto t = st_llama_tensors();
+                                t[4].shape = {kStD / 2, kStD};
                                 f.weights = st_of(t);
                             },
-                            plan_error("model.safetensors: tensor 'model.layers.0.self_attn.q_proj.weight': shape [16 x 32], expected [32 x 32]"),
+                            st_plan_error("model.safetensors: tensor 'model.layers.0.self_attn.q_proj.weight': shape [16 x 32], expected [32 x 32]"),
                             "model.safetensors"));
     c.push_back(folder_case("a tensor with no canonical name", [](Folder& f) {
-                                auto t = llama_tensors();
-                                t.push_back({"model.layers.0.mystery.weight", {kD}});
+                                auto t = st_llama_tensors();
+                                t.push_back({"model.layers.0.mystery.weight", {kStD}});
                                 f.weights = st_of(t);
                             },
-                            open_error("tensor 'model.layers.0.mystery.weight' has no canonical name", ErrorKind::Unsupported),
+                            st_open_error("tensor 'model.layers.0.mystery.weight' has no canonical name", ErrorKind::Unsupported),
                             "model.safetensors"));
-    c.push_back(folder_case("tokenizer.json invalid JSON", [](Folder&) {}, open_error("tokenizer.json: invalid JSON"), "tokenizer.json", false,
+    c.push_back(folder_case("tokenizer.json invalid JSON", [](Folder&) {}, st_open_error("tokenizer.json: invalid JSON"), "tokenizer.json", false,
                             [](const fs::path& dir) { test::write_text(dir / "tokenizer.json", "{\"model\": "); }));
 
     // --- sharded folder and its index ---
@@ -336,23 +336,23 @@ std::vector<Case> cases() {
     auto index_case = [&](std::string name, std::function<void(json&)> change, Expectation want) {
         c.push_back(folder_case(std::move(name), [change](Folder& f) { change(f.index); }, std::move(want), idx, true));
     };
-    c.push_back(folder_case("index.json invalid JSON", [](Folder&) {}, open_error("model.safetensors.index.json: invalid JSON"), idx, true,
+    c.push_back(folder_case("index.json invalid JSON", [](Folder&) {}, st_open_error("model.safetensors.index.json: invalid JSON"), idx, true,
                             [](const fs::path& dir) { test::write_text(dir / "model.safetensors.index.json", "{\"weight_map\": {"); }));
     index_case("weight_map missing", [](json& j) { j.erase("weight_map"); },
-               open_error("model.safetensors.index.json: field 'weight_map' is missing or not an object"));
+               st_open_error("model.safetensors.index.json: field 'weight_map' is missing or not an object"));
     index_case("weight_map value a number", [](json& j) { j["weight_map"]["model.norm.weight"] = 1; },
-               open_error("weight_map['model.norm.weight'] is not a file name"));
+               st_open_error("weight_map['model.norm.weight'] is not a file name"));
     index_case("weight_map path with a slash", [](json& j) { j["weight_map"]["model.norm.weight"] = "../model-00001-of-00002.safetensors"; },
-               open_error("weight_map['model.norm.weight'] = '../model-00001-of-00002.safetensors' is not a file in the folder"));
+               st_open_error("weight_map['model.norm.weight'] = '../model-00001-of-00002.safetensors' is not a file in the folder"));
     index_case("weight_map '..'", [](json& j) { j["weight_map"]["model.norm.weight"] = ".."; },
-               open_error("weight_map['model.norm.weight'] = '..' is not a file in the folder"));
+               st_open_error("weight_map['model.norm.weight'] = '..' is not a file in the folder"));
     c.push_back(folder_case("weight_map naming a missing shard", [](Folder& f) { f.index["weight_map"]["lm_head.weight"] = "model-00003-of-00002.safetensors"; },
-                            open_error("model-00003-of-00002.safetensors", ErrorKind::Io), "model-00003-of-00002.safetensors", true));
+                            st_open_error("model-00003-of-00002.safetensors", ErrorKind::Io), "model-00003-of-00002.safetensors", true));
     c.push_back(folder_case("weight_map naming the wrong shard", [](Folder& f) { f.index["weight_map"]["lm_head.weight"] = "model-00002-of-00002.safetensors"; },
-                            open_error("model-00002-of-00002.safetensors: tensor 'lm_head.weight' listed in model.safetensors.index.json is not in this shard"),
+                            st_open_error("model-00002-of-00002.safetensors: tensor 'lm_head.weight' listed in model.safetensors.index.json is not in this shard"),
                             "model-00002-of-00002.safetensors", true));
     c.push_back(folder_case("a damaged shard", [](Folder& f) { f.shard2.data.resize(f.shard2.data.size() - 4); },
-                            open_error("model-00002-of-00002.safetensors: tensor 'model.layers.0.mlp.down_proj.weight' (header, bytes 8..640): field 'data_offsets' end 32896 is past"),
+                            st_open_error("model-00002-of-00002.safetensors: tensor 'model.layers.0.mlp.down_proj.weight' (header, bytes 8..640): field 'data_offsets' end 32896 is past"),
                             "model-00002-of-00002.safetensors", true));
     (void)size;
     return c;
@@ -368,7 +368,7 @@ TEST(SafetensorsCorruptMatrix, ValidFixturesConvert) {
         EXPECT_TRUE(o.converted) << o.error;
         EXPECT_EQ(o.left_in_output, std::vector<std::string>{"out.cflow"});
     }
-    // The single file, opened as a file, converts too: the file cases below open it that way.
+    // The single file, opened as a file, converts too: the file safetensors_cases below open it that way.
     const auto dir = test::temp_dir("valid-file");
     Folder::single().write(dir);
     const auto out = test::temp_dir("valid-file-out");
@@ -376,12 +376,12 @@ TEST(SafetensorsCorruptMatrix, ValidFixturesConvert) {
 }
 
 TEST(SafetensorsCorruptMatrix, EveryCaseIsRefusedWithItsOwnMessageAndWritesNothing) {
-    const std::vector<Case> table = cases();
+    const std::vector<StCase> table = safetensors_cases();
     ASSERT_GE(table.size(), 40u);
-    RecordProperty("cases", static_cast<int>(table.size()));
+    RecordProperty("safetensors_cases", static_cast<int>(table.size()));
     test::expect_distinct_expectations(table);
     for (size_t i = 0; i < table.size(); ++i) {
-        const Case& c = table[i];
+        const StCase& c = table[i];
         SCOPED_TRACE(c.name);
         const auto dir = test::temp_dir("case-" + std::to_string(i));
         const auto [source, names] = c.make(dir);

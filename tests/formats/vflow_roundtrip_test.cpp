@@ -277,7 +277,7 @@ void expect_expert_lookup(const CflowFile& v) {
     }
 }
 
-SyntheticSpec dense_spec() {
+SyntheticSpec vflow_dense_spec() {
     SyntheticSpec s;
     s.d_model = 320;  // two column tiles, the second 64 wide
     s.n_layers = 3;
@@ -289,7 +289,7 @@ SyntheticSpec dense_spec() {
     return s;
 }
 
-SyntheticSpec moe_spec() {
+SyntheticSpec vflow_moe_spec() {
     SyntheticSpec s;
     s.d_model = 64;
     s.n_layers = 3;
@@ -303,13 +303,13 @@ SyntheticSpec moe_spec() {
 }
 
 TEST(VflowRoundTrip, DenseQ8MatchesCflowTileForTile) {
-    const Pair p = convert_both(dense_spec(), {.weight_quant = DType::Q8_0}, "dense");
+    const Pair p = convert_both(vflow_dense_spec(), {.weight_quant = DType::Q8_0}, "dense");
     expect_same_model(p);
     expect_stage_major(*p.vflow);
 }
 
 TEST(VflowRoundTrip, DenseF16OddTilesMatchCflow) {
-    SyntheticSpec spec = dense_spec();
+    SyntheticSpec spec = vflow_dense_spec();
     spec.d_model = 100;  // F16 tiles of odd row*col byte counts: unaligned tile headers
     spec.n_heads = 3;
     spec.n_kv_heads = 1;
@@ -321,7 +321,7 @@ TEST(VflowRoundTrip, DenseF16OddTilesMatchCflow) {
 }
 
 TEST(VflowRoundTrip, MoeWithSharedExpertQ4MatchesCflow) {
-    const Pair p = convert_both(moe_spec(), {.weight_quant = DType::Q4_0}, "moe");
+    const Pair p = convert_both(vflow_moe_spec(), {.weight_quant = DType::Q4_0}, "moe");
     expect_same_model(p);
     expect_stage_major(*p.vflow);
     expect_expert_lookup(*p.vflow);
@@ -344,7 +344,7 @@ TEST(VflowRoundTrip, DelayedStylesMatchCflow) {
     for (Style st : {Style{CombineStyle::DelayedSum, 1, 2}, Style{CombineStyle::AsyncExperts, 0, 1},
                      Style{CombineStyle::PipelineRegisters, 0, 0}}) {
         SCOPED_TRACE(static_cast<int>(st.style));
-        SyntheticSpec spec = moe_spec();
+        SyntheticSpec spec = vflow_moe_spec();
         spec.d_ff = 96;  // dense FFN and experts in every layer
         spec.shared_expert_d_ff = 0;
         spec.combine_style = st.style;
@@ -376,7 +376,7 @@ TEST(VflowRoundTrip, TiedGqaBiasQkNormMatchCflow) {
 }
 
 TEST(VflowRoundTrip, OutputIsIndependentOfThreadCount) {
-    const SourceModel model = test::make_synthetic_model(moe_spec());
+    const SourceModel model = test::make_synthetic_model(vflow_moe_spec());
     const auto dir = test::temp_dir("vflow-threads");
     std::vector<std::vector<uint8_t>> outputs;
     for (unsigned threads : {1u, 3u}) {
@@ -394,7 +394,7 @@ TEST(VflowRoundTrip, OutputIsIndependentOfThreadCount) {
 }
 
 TEST(VflowRoundTrip, CancellationLeavesNoOutputAndNoTempFile) {
-    const SourceModel model = test::make_synthetic_model(moe_spec());
+    const SourceModel model = test::make_synthetic_model(vflow_moe_spec());
     const auto dir = test::temp_dir("vflow-cancel");
     const auto path = dir / "cancelled.vflow";
     CancelToken cancel;

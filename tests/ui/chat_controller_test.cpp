@@ -38,12 +38,12 @@ using cflow::ui::MainWindow;
 using cflow::ui::test::qpath;
 using cflow::ui::test::ScopedDb;
 
-constexpr int kTimeoutMs = 60000;
+constexpr int kControllerTimeoutMs = 60000;
 
 bool open_model(MainWindow& window, const std::filesystem::path& path) {
     window.openModel(qpath(path));
     return QTest::qWaitFor(
-        [&] { return window.controller()->modelReady() && window.controller()->model().path == qpath(path); }, kTimeoutMs);
+        [&] { return window.controller()->modelReady() && window.controller()->model().path == qpath(path); }, kControllerTimeoutMs);
 }
 
 void settings(MainWindow& window, int maxTokens, bool ignoreEos = true) {
@@ -57,7 +57,7 @@ void settings(MainWindow& window, int maxTokens, bool ignoreEos = true) {
 
 bool idle(MainWindow& window) {
     return QTest::qWaitFor([&] { return !window.controller()->isGenerating() && !window.controller()->switchPending(); },
-                           kTimeoutMs);
+                           kControllerTimeoutMs);
 }
 
 // A reply slow enough to act while it streams.
@@ -87,7 +87,7 @@ void click_conversation(MainWindow& window, qint64 id) {
 }
 
 // Every view shows the controller's conversation.
-void expect_consistent(MainWindow& window) {
+void expect_window_consistent(MainWindow& window) {
     ChatController* c = window.controller();
     EXPECT_EQ(window.sidebar()->selectedId(), c->conversationId()) << "the list highlights another conversation";
     ASSERT_EQ(window.chatPanel()->view()->count(), int(c->entries().size()));
@@ -115,10 +115,10 @@ TEST(ChatControllerTest, ClickingAnotherConversationWhileRegeneratingSwitchesOnl
     click_conversation(window, a);
     // Until the reply has stopped, everything still shows B.
     EXPECT_EQ(window.controller()->conversationId(), b);
-    expect_consistent(window);
+    expect_window_consistent(window);
     ASSERT_TRUE(idle(window));
     EXPECT_EQ(window.controller()->conversationId(), a);
-    expect_consistent(window);
+    expect_window_consistent(window);
 
     // The next message lands in the shown conversation, and Delete targets it too.
     settings(window, 4);
@@ -157,7 +157,7 @@ TEST(ChatControllerTest, MessageSentFromANewChatStaysThereWhenAnotherIsClickedRi
     click_conversation(window, a);
     ASSERT_TRUE(idle(window));
     EXPECT_EQ(window.controller()->conversationId(), a);
-    expect_consistent(window);
+    expect_window_consistent(window);
     auto inNew = window.store()->messages(created);
     ASSERT_GE(inNew->size(), 1u);
     EXPECT_EQ(inNew->at(0).content, QStringLiteral("typed in the new chat"));
@@ -222,7 +222,7 @@ TEST(ChatControllerTest, OpeningAModelWhileGeneratingWaitsForTheReplyAndEveryVie
             EXPECT_TRUE(window.windowTitle().startsWith(QStringLiteral("chatml.cflow"))) << "renamed while the old model ran";
         }
         ASSERT_TRUE(QTest::qWaitFor([&] { return window.controller()->model().path == qpath(cflow::ui::test::moe_chatml_model()); },
-                                    kTimeoutMs));
+                                    kControllerTimeoutMs));
     }
     EXPECT_TRUE(window.windowTitle().startsWith(QStringLiteral("moe_chatml.cflow"))) << window.windowTitle().toStdString();
     EXPECT_EQ(window.inspector()->inspectorGeometry().experts, 4u);
@@ -352,7 +352,7 @@ TEST(ChatControllerTest, RegenerateReusesTheCacheKeepsVersionsAndStopAndEditAreV
     {
         SlowSteps slow(window);
         ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("tell me more")));
-        ASSERT_TRUE(QTest::qWaitFor([&] { return window.engine()->tokensGenerated() >= 3; }, kTimeoutMs));
+        ASSERT_TRUE(QTest::qWaitFor([&] { return window.engine()->tokensGenerated() >= 3; }, kControllerTimeoutMs));
         window.chatPanel()->stop();
         ASSERT_TRUE(idle(window));
     }
@@ -373,7 +373,7 @@ TEST(ChatControllerTest, StatusClearsOldErrorsAndShowsPromptProgress) {
     ScopedDb db("controller_status");
     MainWindow window;
     window.openModel(QStringLiteral("/nonexistent/model.cflow"));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return window.statusArea()->showsError(); }, kTimeoutMs));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return window.statusArea()->showsError(); }, kControllerTimeoutMs));
     for (QWidget* box : window.findChildren<QDialog*>()) box->close();
     ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
     EXPECT_FALSE(window.statusArea()->showsError()) << window.statusArea()->message().toStdString();

@@ -33,7 +33,7 @@ using cflow::ui::Conversation;
 using cflow::ui::EngineThread;
 using cflow::ui::EngineWorker;
 
-constexpr int kTimeoutMs = 120000;
+constexpr int kParityTimeoutMs = 120000;
 constexpr int kMaxTokens = 24;
 constexpr uint32_t kVocab = 320;
 const std::vector<std::string> kUserTurns = {"hello the cat", "and the dog"};
@@ -180,7 +180,7 @@ FrontEndRun run_gui(const std::string& model) {
 
     const QString path = QString::fromStdString(model);
     QMetaObject::invokeMethod(worker, [worker, path] { worker->loadModel(path, 1); });
-    EXPECT_TRUE(QTest::qWaitFor([&] { return loaded || !errors.isEmpty(); }, kTimeoutMs) && loaded)
+    EXPECT_TRUE(QTest::qWaitFor([&] { return loaded || !errors.isEmpty(); }, kParityTimeoutMs) && loaded)
         << errors.join(u'\n').toStdString();
     if (!loaded) return run;
 
@@ -194,7 +194,7 @@ FrontEndRun run_gui(const std::string& model) {
         text.clear();
         const size_t before = run.stop_reasons.size();
         QMetaObject::invokeMethod(worker, [worker, conversation, settings] { worker->generate(conversation, settings); });
-        EXPECT_TRUE(QTest::qWaitFor([&] { return run.stop_reasons.size() > before || !errors.isEmpty(); }, kTimeoutMs))
+        EXPECT_TRUE(QTest::qWaitFor([&] { return run.stop_reasons.size() > before || !errors.isEmpty(); }, kParityTimeoutMs))
             << "no reply within the time limit";
         EXPECT_TRUE(errors.isEmpty()) << errors.join(u'\n').toStdString();
         if (!errors.isEmpty()) break;

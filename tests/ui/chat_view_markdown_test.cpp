@@ -16,6 +16,7 @@
 
 #include "cflow/ui/chat_markdown.h"
 #include "cflow/ui/chat_view.h"
+#include "cflow/ui/fixed_font.h"
 #include "cflow/ui/rendered_text_map.h"
 
 namespace {
@@ -39,10 +40,12 @@ QTextFragment fragment_linking(const QTextDocument& document, const QUrl& url) {
     return {};
 }
 
+// Set in the family the app chose for code, and that family measures fixed-pitch here. Not
+// QFontInfo::fixedPitch(): fontconfig flags some monospaced families (Noto Mono) as proportional.
 bool is_fixed_pitch(const QTextFragment& fragment) {
     const QTextCharFormat format = fragment.charFormat();
-    return format.fontFamilies().toStringList().contains(QFontDatabase::systemFont(QFontDatabase::FixedFont).family()) &&
-           QFontInfo(format.font()).fixedPitch();
+    return format.fontFamilies().toStringList().contains(cflow::ui::fixed_pitch_font().family()) &&
+           cflow::ui::is_fixed_pitch_by_metrics(format.font());
 }
 
 // The point size a fragment is drawn at: its own, else the document's.
@@ -109,6 +112,14 @@ TEST(ChatViewMarkdown, InlineCodeAndCodeBlocksUseTheFixedPitchFontAtTheTextSize)
     ASSERT_TRUE(prose.isValid());
     EXPECT_FALSE(prose.charFormat().fontFixedPitch());
     EXPECT_EQ(drawn_points(document, prose), kTextPoints);
+}
+
+TEST(ChatViewMarkdown, TheCodeFontIsFixedPitchByMetricsAndTheProseFontIsNot) {
+    EXPECT_TRUE(cflow::ui::is_fixed_pitch_by_metrics(cflow::ui::fixed_pitch_font()))
+        << cflow::ui::fixed_pitch_font().toString().toStdString();
+    const QFont prose = QFontDatabase::systemFont(QFontDatabase::GeneralFont);
+    if (QFontInfo(prose).fixedPitch()) GTEST_SKIP() << "this machine's general font is itself monospaced";
+    EXPECT_FALSE(cflow::ui::is_fixed_pitch_by_metrics(prose)) << prose.toString().toStdString();
 }
 
 TEST(ChatViewMarkdown, CopyCodeLinkCopiesExactlyItsBlock) {

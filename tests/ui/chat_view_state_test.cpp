@@ -22,9 +22,9 @@ W* child(ChatMessageCard* card, const char* name) {
     return card->findChild<W*>(QString::fromLatin1(name));
 }
 
-struct Conversation {
+struct ShownConversation {
     ChatView view;
-    Conversation() {
+    ShownConversation() {
         view.addMessage(QStringLiteral("user"), QStringLiteral("Tell me a story"));
         view.addMessage(QStringLiteral("assistant"), QStringLiteral("Once upon a time"));
         view.resize(600, 400);
@@ -33,7 +33,7 @@ struct Conversation {
 };
 
 TEST(ChatViewState, StoppedReplyShowsAMarker) {
-    Conversation c;
+    ShownConversation c;
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&c.view));
     auto* marker = child<QLabel>(c.view.card(1), "stoppedMarker");
     ASSERT_NE(marker, nullptr);
@@ -50,7 +50,7 @@ TEST(ChatViewState, StoppedReplyShowsAMarker) {
 }
 
 TEST(ChatViewState, AlternativesSwitchWithPreviousAndNext) {
-    Conversation c;
+    ShownConversation c;
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&c.view));
     ChatMessageCard* reply = c.view.card(1);
     auto* previous = child<QToolButton>(reply, "previousAlternative");
@@ -91,7 +91,7 @@ TEST(ChatViewState, AlternativesSwitchWithPreviousAndNext) {
 }
 
 TEST(ChatViewState, EditedMessageIsHighlighted) {
-    Conversation c;
+    ShownConversation c;
     ChatMessageCard* user = c.view.card(0);
     EXPECT_FALSE(user->isEditing());
     EXPECT_EQ(user->frameShape(), QFrame::NoFrame);
@@ -108,7 +108,7 @@ TEST(ChatViewState, EditedMessageIsHighlighted) {
 }
 
 TEST(ChatViewState, ButtonsHaveAccessibleNamesTooltipsAndKeyboardFocus) {
-    Conversation c;
+    ShownConversation c;
     c.view.setAlternatives(1, 0, 2);
     for (int i = 0; i < c.view.count(); ++i) {
         const auto buttons = c.view.card(i)->findChildren<QAbstractButton*>();

@@ -45,7 +45,7 @@ TEST(PlainTitle, CollapsesWhitespaceAndElides) {
     EXPECT_EQ(plain_title(QString(), 10), QString());
 }
 
-std::unique_ptr<cflow::ui::ConversationStore> open_store(const char* name) {
+std::unique_ptr<cflow::ui::ConversationStore> open_title_store(const char* name) {
     const auto path = cflow::test::temp_dir(name) / "studio.sqlite";
     auto store = cflow::ui::ConversationStore::open(cflow::ui::test::qpath(path));
     EXPECT_TRUE(store.ok()) << store.error();
@@ -53,7 +53,7 @@ std::unique_ptr<cflow::ui::ConversationStore> open_store(const char* name) {
 }
 
 TEST(ConversationSidebarTitles, ListsPlainTitlesWithTheFullTitleAsTooltip) {
-    auto store = open_store("sidebar_plain_titles");
+    auto store = open_title_store("sidebar_plain_titles");
     ASSERT_NE(store, nullptr);
     const QString longTitle = QStringLiteral("**Refactor** the `ConversationStore` ") + QString(QStringLiteral("and more ")).repeated(30);
     ASSERT_TRUE(store->createConversation(longTitle).ok());
@@ -69,7 +69,7 @@ TEST(ConversationSidebarTitles, ListsPlainTitlesWithTheFullTitleAsTooltip) {
 }
 
 TEST(ConversationSidebarTitles, RenameDialogFitsItsTitleAndRenames) {
-    auto store = open_store("sidebar_rename_dialog");
+    auto store = open_title_store("sidebar_rename_dialog");
     ASSERT_NE(store, nullptr);
     auto id = store->createConversation(QStringLiteral("# Old *title*"));
     ASSERT_TRUE(id.ok());

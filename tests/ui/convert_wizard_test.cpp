@@ -33,7 +33,7 @@ using cflow::ui::test::qpath;
 namespace fs = std::filesystem;
 
 // Waits until the current page may go on, or nothing runs and it still may not.
-bool wait_complete(ConvertWizard& wizard, int timeoutMs = 120000) {
+bool wait_convert_complete(ConvertWizard& wizard, int timeoutMs = 120000) {
     QElapsedTimer timer;
     timer.start();
     int idle = 0;
@@ -61,10 +61,10 @@ TEST(ConvertWizard, ConvertsAndValidatesTheStoriesGgufWithMixedQuantisation) {
     ConvertWizard wizard(qpath(gguf));
     wizard.setOutputPath(output);
     wizard.show();
-    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
     wizard.next();
     ASSERT_EQ(wizard.currentId(), ConvertWizard::PreflightPageId);
-    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
     EXPECT_TRUE(page_text(wizard.currentPage()).contains(QStringLiteral("parameters: 292.8 K total")));
     wizard.next();
     ASSERT_EQ(wizard.currentId(), ConvertWizard::OptionsPageId);
@@ -77,7 +77,7 @@ TEST(ConvertWizard, ConvertsAndValidatesTheStoriesGgufWithMixedQuantisation) {
         EXPECT_FALSE(wizard.currentPage()->isComplete());
         EXPECT_TRUE(wizard.isBusy());
     }
-    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
     for (const char* name : {"quant_attention", "quant_output"}) {
         auto* combo = wizard.currentPage()->findChild<QComboBox*>(QString::fromLatin1(name));
         ASSERT_NE(combo, nullptr) << name;
@@ -89,11 +89,11 @@ TEST(ConvertWizard, ConvertsAndValidatesTheStoriesGgufWithMixedQuantisation) {
     ASSERT_TRUE(wizard.currentPage()->isComplete());
     wizard.next();
     ASSERT_EQ(wizard.currentId(), ConvertWizard::ProgressPageId);
-    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
     ASSERT_TRUE(fs::exists(dir / "stories.cflow"));
     wizard.next();
     ASSERT_EQ(wizard.currentId(), ConvertWizard::ValidationPageId);
-    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
     EXPECT_EQ(wizard.convertedPath(), output);
 
     auto model = cflow::Model::load((dir / "stories.cflow").string());
@@ -128,19 +128,19 @@ TEST(ConvertWizard, ConvertsAQ4KMGgufWhoseLogitsMatchTheFloat64Reference) {
     ConvertWizard wizard(qpath(gguf));
     wizard.setOutputPath(qpath(dir / "kquant.cflow"));
     wizard.show();
-    ASSERT_TRUE(wait_complete(wizard));
+    ASSERT_TRUE(wait_convert_complete(wizard));
     wizard.next();
-    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
     EXPECT_TRUE(page_text(wizard.currentPage()).contains(QStringLiteral("Q4_K x "))) << "the source's block types";
     EXPECT_TRUE(page_text(wizard.currentPage()).contains(QStringLiteral("Q6_K x ")));
     wizard.next();
-    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();  // the source is read on a worker
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();  // the source is read on a worker
     for (const char* name : {"quant_embeddings", "quant_attention", "quant_ffn", "quant_experts", "quant_output"})
         wizard.currentPage()->findChild<QComboBox*>(QString::fromLatin1(name))->setCurrentText(QStringLiteral("f32"));
     wizard.next();
-    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
     wizard.next();
-    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
 
     std::ifstream in(fixtures / "llama_kquant/reference.json");
     const auto reference = nlohmann::json::parse(in);
@@ -168,10 +168,10 @@ TEST(ConvertWizard, AnUnconvertibleSourceStopsAtPreflightWithItsReason) {
     std::ofstream(dir / "noise.gguf") << std::string(2048, 'x');
     ConvertWizard wizard(qpath(dir / "noise.gguf"));
     wizard.show();
-    ASSERT_TRUE(wait_complete(wizard));
+    ASSERT_TRUE(wait_convert_complete(wizard));
     wizard.next();
     ASSERT_EQ(wizard.currentId(), ConvertWizard::PreflightPageId);
-    EXPECT_FALSE(wait_complete(wizard, 20000));
+    EXPECT_FALSE(wait_convert_complete(wizard, 20000));
     const QString text = page_text(wizard.currentPage());
     EXPECT_TRUE(text.contains(QStringLiteral("blocked: "))) << text.toStdString();
     EXPECT_TRUE(text.contains(QStringLiteral("noise.gguf"))) << text.toStdString();
@@ -189,11 +189,11 @@ TEST(ConvertWizard, CancelDuringTheConversionLeavesNoOutput) {
     ConvertWizard wizard(qpath(dir / "synth.gguf"));
     wizard.setOutputPath(output);
     wizard.show();
-    ASSERT_TRUE(wait_complete(wizard));
+    ASSERT_TRUE(wait_convert_complete(wizard));
     wizard.next();
-    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
     wizard.next();
-    ASSERT_TRUE(wait_complete(wizard)) << page_text(wizard.currentPage()).toStdString();  // the source is read on a worker
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();  // the source is read on a worker
     for (const char* name : {"quant_embeddings", "quant_attention", "quant_ffn", "quant_experts", "quant_output"})
         wizard.currentPage()->findChild<QComboBox*>(QString::fromLatin1(name))->setCurrentText(QStringLiteral("f32"));
     ASSERT_TRUE(wizard.currentPage()->isComplete());

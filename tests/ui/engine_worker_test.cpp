@@ -30,7 +30,7 @@ using cflow::ui::test::chatml_model;
 using cflow::ui::test::moe_chatml_model;
 using cflow::ui::test::qpath;
 
-constexpr int kTimeoutMs = 60000;
+constexpr int kWorkerTimeoutMs = 60000;
 
 // Receives the worker's signals on the test (GUI) thread.
 struct Collector {
@@ -65,21 +65,21 @@ struct Collector {
         tokens = 0;
     }
     bool waitReplies(size_t n) {
-        return QTest::qWaitFor([&] { return finished.size() >= n || !errors.isEmpty(); }, kTimeoutMs) &&
+        return QTest::qWaitFor([&] { return finished.size() >= n || !errors.isEmpty(); }, kWorkerTimeoutMs) &&
                finished.size() >= n;
     }
 };
 
 bool load(EngineWorker* worker, Collector& c, const QString& path) {
     QMetaObject::invokeMethod(worker, [worker, path] { worker->loadModel(path, 2); });
-    return QTest::qWaitFor([&] { return c.loaded || !c.loadError.isEmpty(); }, kTimeoutMs) && c.loaded;
+    return QTest::qWaitFor([&] { return c.loaded || !c.loadError.isEmpty(); }, kWorkerTimeoutMs) && c.loaded;
 }
 
 void post_generate(EngineWorker* worker, const Conversation& conversation, const GenerationSettings& settings) {
     QMetaObject::invokeMethod(worker, [worker, conversation, settings] { worker->generate(conversation, settings); });
 }
 
-GenerationSettings greedy(int maxTokens) {
+GenerationSettings greedy_settings(int maxTokens) {
     GenerationSettings s;
     s.sampling.temperature = 0;
     s.maxTokens = maxTokens;
@@ -124,7 +124,7 @@ TEST(EngineWorkerTest, StreamsTheSameReplyAsTheEngineWithTheModelsTemplate) {
     });
     ASSERT_TRUE(load(engine.worker(), c, qpath(chatml_model()))) << c.loadError.toStdString();
 
-    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Hello")}}, greedy(40));
+    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Hello")}}, greedy_settings(40));
     ASSERT_TRUE(c.waitReplies(1)) << c.errors.join(u'\n').toStdString();
 
     ASSERT_EQ(c.prompts.size(), 1u);
@@ -160,7 +160,7 @@ TEST(EngineWorkerTest, ExpertCacheSettingReachesTheSessionAndItsStats) {
     Collector c(engine.worker());
     ASSERT_TRUE(load(engine.worker(), c, qpath(moe_chatml_model()))) << c.loadError.toStdString();
     const Conversation hello{{QStringLiteral("user"), QStringLiteral("Hello")}};
-    GenerationSettings mapped = greedy(24);
+    GenerationSettings mapped = greedy_settings(24);
     mapped.expertCacheMiB = 16;  // ignored: the page cache is mapped's cache
     post_generate(engine.worker(), hello, mapped);
     ASSERT_TRUE(c.waitReplies(1)) << c.errors.join(u'\n').toStdString();
@@ -188,8 +188,8 @@ TEST(EngineWorkerTest, StopEndsGenerationWithinOneToken) {
     // A slow consumer of telemetry slows every step, so the reply is surely mid-stream when stopped.
     engine.worker()->setTelemetrySink([](const cflow::TokenTelemetry&) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
     ASSERT_TRUE(load(engine.worker(), c, qpath(chatml_model())));
-    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Tell me a long story")}}, greedy(900));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return engine.worker()->tokensGenerated() >= 10; }, kTimeoutMs));
+    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Tell me a long story")}}, greedy_settings(900));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return engine.worker()->tokensGenerated() >= 10; }, kWorkerTimeoutMs));
     const int atStop = engine.worker()->stop();
     ASSERT_TRUE(c.waitReplies(1)) << c.errors.join(u'\n').toStdString();
     const cflow::ui::ReplyStats& stats = c.finished[0];
@@ -205,13 +205,13 @@ TEST(EngineWorkerTest, FollowUpTurnReusesTheCacheAndMatchesAFreshRun) {
     Collector c(engine.worker());
     ASSERT_TRUE(load(engine.worker(), c, qpath(chatml_model())));
     Conversation conversation{{QStringLiteral("user"), QStringLiteral("Hello")}};
-    post_generate(engine.worker(), conversation, greedy(16));
+    post_generate(engine.worker(), conversation, greedy_settings(16));
     ASSERT_TRUE(c.waitReplies(1));
     const QString reply = c.text;
     conversation.push_back({QStringLiteral("assistant"), reply});
     conversation.push_back({QStringLiteral("user"), QStringLiteral("And then?")});
     c.resetReply();
-    post_generate(engine.worker(), conversation, greedy(16));
+    post_generate(engine.worker(), conversation, greedy_settings(16));
     ASSERT_TRUE(c.waitReplies(2)) << c.errors.join(u'\n').toStdString();
     ASSERT_EQ(c.prompts.size(), 2u);
     // The cache held turn 1's prompt and its 16 reply tokens: at least the prompt is kept (the
@@ -249,7 +249,7 @@ TEST(EngineWorkerTest, RegenerateRerunsTheLastRequestWithTheNextSeed) {
     EngineThread engine;
     Collector c(engine.worker());
     ASSERT_TRUE(load(engine.worker(), c, qpath(chatml_model())));
-    GenerationSettings sampled = greedy(32);
+    GenerationSettings sampled = greedy_settings(32);
     sampled.sampling.temperature = 1.5f;
     sampled.sampling.top_k = 0;
     sampled.sampling.top_p = 1;
@@ -275,7 +275,7 @@ TEST(EngineWorkerTest, BrokenTemplateFallsBackVisibly) {
     EngineThread engine;
     Collector c(engine.worker());
     ASSERT_TRUE(load(engine.worker(), c, qpath(path)));
-    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Hello")}}, greedy(4));
+    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Hello")}}, greedy_settings(4));
     ASSERT_TRUE(c.waitReplies(1)) << c.errors.join(u'\n').toStdString();
     ASSERT_EQ(c.prompts.size(), 1u);
     EXPECT_EQ(c.prompts[0].kind, cflow::ui::TemplateKind::Fallback);
@@ -287,8 +287,8 @@ TEST(EngineWorkerTest, ConversationLongerThanTheContextIsReported) {
     EngineThread engine;
     Collector c(engine.worker());
     ASSERT_TRUE(load(engine.worker(), c, qpath(chatml_model())));
-    post_generate(engine.worker(), {{QStringLiteral("user"), QString(1500, u'x')}}, greedy(4));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.errors.isEmpty(); }, kTimeoutMs));
+    post_generate(engine.worker(), {{QStringLiteral("user"), QString(1500, u'x')}}, greedy_settings(4));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.errors.isEmpty(); }, kWorkerTimeoutMs));
     EXPECT_TRUE(c.errors[0].contains(QStringLiteral("context is full"))) << c.errors[0].toStdString();
     EXPECT_TRUE(c.errors[0].contains(QStringLiteral("1024"))) << c.errors[0].toStdString();
     EXPECT_TRUE(c.finished.empty());
@@ -299,7 +299,7 @@ TEST(EngineWorkerTest, MissingModelReportsThePath) {
     Collector c(engine.worker());
     const QString missing = QStringLiteral("/nonexistent/model.cflow");
     QMetaObject::invokeMethod(engine.worker(), [w = engine.worker(), missing] { w->loadModel(missing, 1); });
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.loadError.isEmpty(); }, kTimeoutMs));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.loadError.isEmpty(); }, kWorkerTimeoutMs));
     EXPECT_TRUE(c.loadError.contains(missing)) << c.loadError.toStdString();
 }
 

@@ -47,7 +47,7 @@ constexpr uint32_t kLayers = 3;
 constexpr uint32_t kExperts = 4;
 
 std::shared_ptr<const Model> make_model(bool moe, const std::string& name) {
-    test::SyntheticSpec spec;
+    cflow::test::SyntheticSpec spec;
     spec.n_layers = kLayers;
     if (moe) {
         spec.n_experts = kExperts;
@@ -57,8 +57,8 @@ std::shared_ptr<const Model> make_model(bool moe, const std::string& name) {
         spec.dense_delay = 1;
         spec.expert_delay = 1;
     }
-    const std::string path = (test::temp_dir("inspector_" + name) / (name + ".cflow")).string();
-    auto converted = convert_to_cflow(test::make_synthetic_model(spec), path, {.weight_quant = DType::F32});
+    const std::string path = (cflow::test::temp_dir("inspector_" + name) / (name + ".cflow")).string();
+    auto converted = convert_to_cflow(cflow::test::make_synthetic_model(spec), path, {.weight_quant = DType::F32});
     EXPECT_TRUE(converted.ok()) << (converted.ok() ? "" : converted.error());
     auto model = Model::load(path);
     EXPECT_TRUE(model.ok()) << (model.ok() ? "" : model.error());
@@ -327,7 +327,7 @@ std::vector<std::string> read_lines(const std::filesystem::path& path) {
 
 TEST_F(InspectorDockTest, ExportsCsvAndJsonl) {
     feed(0, 5);
-    const auto dir = test::temp_dir("inspector_export");
+    const auto dir = cflow::test::temp_dir("inspector_export");
     const auto csvPath = dir / "t.csv";
     const auto jsonlPath = dir / "t.jsonl";
     ASSERT_TRUE(dock->exportTelemetry(QString::fromStdString(csvPath.string()), TelemetryFormat::Csv).ok());
@@ -408,7 +408,7 @@ TEST_F(InspectorDockTest, RecordsOfARealGenerationArriveComplete) {
 }
 
 TEST(DefaultModelPath, FindsTheModelBesideTheExecutableOrInShare) {
-    const auto root = test::temp_dir("default_model_path");
+    const auto root = cflow::test::temp_dir("default_model_path");
     const auto bin = root / "bin";
     const auto share = root / "share" / "cflow-studio";
     std::filesystem::create_directories(bin);

@@ -25,6 +25,7 @@
 #include "cflow/ui/model_header_view.h"
 #include "synthetic_model.h"
 #include "test_support.h"
+#include "ui_test_models.h"
 
 namespace {
 
@@ -74,7 +75,7 @@ std::filesystem::path write_garbage_file() {
     return path;
 }
 
-QString qpath(const std::filesystem::path& p) { return QString::fromStdString(p.string()); }
+using cflow::ui::test::qpath;
 
 // Spins the event loop until the task finishes, then returns its value. With a window, an
 // opened model is also waited for in the engine: the header, title and inspector show it then.

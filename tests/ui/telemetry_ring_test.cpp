@@ -16,7 +16,7 @@ using cflow::TokenTelemetry;
 using cflow::ui::TelemetryRing;
 
 // Every field derives from (position, layer) so the consumer can check each record it gets.
-TokenTelemetry make_token(uint32_t position, uint32_t layers) {
+TokenTelemetry make_ring_token(uint32_t position, uint32_t layers) {
     TokenTelemetry t;
     t.position = position;
     t.token = int32_t(position * 7 + 1);
@@ -81,7 +81,7 @@ TEST(TelemetryRing, ConcurrentProducerAndConsumerLoseNothingBelowCapacity) {
         for (uint32_t p = 0; p < kTokens; ++p) {
             // Stay below capacity (what the test is about); the ring itself never blocks.
             while (ring.pending() + kLayers > ring.capacity()) std::this_thread::yield();
-            if (!ring.push(make_token(p, kLayers))) failedPushes.fetch_add(1);
+            if (!ring.push(make_ring_token(p, kLayers))) failedPushes.fetch_add(1);
         }
         producerDone.store(true, std::memory_order_release);
     });
@@ -110,11 +110,11 @@ TEST(TelemetryRing, ConcurrentProducerAndConsumerLoseNothingBelowCapacity) {
 
 TEST(TelemetryRing, AFullRingDropsWholeTokensAndCountsThem) {
     TelemetryRing ring(16);
-    EXPECT_TRUE(ring.push(make_token(0, 6)));
-    EXPECT_TRUE(ring.push(make_token(1, 6)));
-    EXPECT_FALSE(ring.push(make_token(2, 6)));  // 12 used, 6 more do not fit in 16
-    EXPECT_TRUE(ring.push(make_token(3, 4)));   // exactly fills the ring
-    EXPECT_FALSE(ring.push(make_token(4, 1)));
+    EXPECT_TRUE(ring.push(make_ring_token(0, 6)));
+    EXPECT_TRUE(ring.push(make_ring_token(1, 6)));
+    EXPECT_FALSE(ring.push(make_ring_token(2, 6)));  // 12 used, 6 more do not fit in 16
+    EXPECT_TRUE(ring.push(make_ring_token(3, 4)));   // exactly fills the ring
+    EXPECT_FALSE(ring.push(make_ring_token(4, 1)));
     EXPECT_EQ(ring.droppedTokens(), 2u);
     EXPECT_EQ(ring.droppedRecords(), 7u);
     EXPECT_EQ(ring.pending(), 16u);
@@ -126,13 +126,13 @@ TEST(TelemetryRing, AFullRingDropsWholeTokensAndCountsThem) {
     expect_token(out[1], 1, 6);
     expect_token(out[2], 3, 4);
     EXPECT_EQ(ring.pending(), 0u);
-    EXPECT_TRUE(ring.push(make_token(5, 6)));  // room again after the drain
-    EXPECT_FALSE(ring.push(make_token(6, 17)));  // larger than the ring: never fits
+    EXPECT_TRUE(ring.push(make_ring_token(5, 6)));  // room again after the drain
+    EXPECT_FALSE(ring.push(make_ring_token(6, 17)));  // larger than the ring: never fits
 }
 
 TEST(TelemetryRing, ATokenWithoutLayerRecordsStillArrives) {
     TelemetryRing ring(8);
-    EXPECT_TRUE(ring.push(make_token(9, 0)));
+    EXPECT_TRUE(ring.push(make_ring_token(9, 0)));
     std::vector<TokenTelemetry> out;
     ASSERT_EQ(ring.drain(out), 1u);
     EXPECT_EQ(out[0].position, 9u);

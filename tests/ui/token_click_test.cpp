@@ -38,7 +38,7 @@ using cflow::ui::TokenSpan;
 using cflow::ui::test::qpath;
 using cflow::ui::test::ScopedDb;
 
-constexpr int kTimeoutMs = 60000;
+constexpr int kTokenClickTimeoutMs = 60000;
 constexpr int kReplyTokens = 24;
 
 bool open_and_show(MainWindow& window) {
@@ -46,7 +46,7 @@ bool open_and_show(MainWindow& window) {
     window.show();
     if (!QTest::qWaitForWindowExposed(&window)) return false;
     window.openModel(qpath(cflow::ui::test::moe_chatml_model()));
-    if (!QTest::qWaitFor([&] { return window.chatPanel()->modelReady(); }, kTimeoutMs)) return false;
+    if (!QTest::qWaitFor([&] { return window.chatPanel()->modelReady(); }, kTokenClickTimeoutMs)) return false;
     cflow::ui::GenerationSettings s;
     s.sampling.temperature = 0;
     s.maxTokens = kReplyTokens;
@@ -56,7 +56,7 @@ bool open_and_show(MainWindow& window) {
     return true;
 }
 
-bool wait_idle(ChatPanel* chat) { return QTest::qWaitFor([&] { return !chat->isGenerating(); }, kTimeoutMs); }
+bool wait_click_idle(ChatPanel* chat) { return QTest::qWaitFor([&] { return !chat->isGenerating(); }, kTokenClickTimeoutMs); }
 
 // Letters and digits of a text with their offsets. Markdown rendering drops or adds only
 // syntax, so when both texts have the same letter-and-digit sequence, the i-th such
@@ -130,7 +130,7 @@ TEST(TokenClickTest, ClickingAStreamedTokenHighlightsItsColumnInTheInspector) {
                          piecesAddUp = piecesAddUp && length == text.size() && int(pieces.size()) >= tokenCount;
                      });
     ASSERT_TRUE(chat->send(QStringLiteral("Hello")));
-    ASSERT_TRUE(wait_idle(chat));
+    ASSERT_TRUE(wait_click_idle(chat));
     EXPECT_EQ(tokens, kReplyTokens);
     EXPECT_TRUE(piecesAddUp);
     EXPECT_LE(batches, tokens);
@@ -212,14 +212,14 @@ TEST(TokenClickTest, RegenerateReplacesTheSpansWithTheNewReplys) {
     ASSERT_TRUE(open_and_show(window));
     ChatPanel* chat = window.chatPanel();
     ASSERT_TRUE(chat->send(QStringLiteral("Hello")));
-    ASSERT_TRUE(wait_idle(chat));
+    ASSERT_TRUE(wait_click_idle(chat));
     ASSERT_FALSE(chat->view()->card(1)->tokenSpans().empty());
     const QString first = chat->view()->card(1)->text();
 
     // The regenerated version streams into the same card (the old one stays a browsable
     // version): the spans are the new reply's only.
     ASSERT_TRUE(chat->regenerate());
-    ASSERT_TRUE(wait_idle(chat));
+    ASSERT_TRUE(wait_click_idle(chat));
     ASSERT_EQ(chat->view()->count(), 2);
     ChatMessageCard* fresh = chat->view()->card(1);
     EXPECT_EQ(window.controller()->entries()[1].versions, (QStringList{first, fresh->text()}));
@@ -234,7 +234,7 @@ TEST(TokenClickTest, RegenerateReplacesTheSpansWithTheNewReplys) {
     ASSERT_TRUE(chat->editAndResend(0, QStringLiteral("Hi")));
     EXPECT_EQ(chat->view()->count(), 2);
     EXPECT_TRUE(chat->view()->card(1)->tokenSpans().empty()) << "the new reply starts without spans";
-    ASSERT_TRUE(wait_idle(chat));
+    ASSERT_TRUE(wait_click_idle(chat));
     EXPECT_EQ(chat->view()->card(1)->tokenSpans().spans().back().end, chat->view()->card(1)->text().size());
 }
 
@@ -245,7 +245,7 @@ TEST(TokenClickTest, ClickingAReloadedReplyDoesNothing) {
         MainWindow window;
         ASSERT_TRUE(open_and_show(window));
         ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("Hello")));
-        ASSERT_TRUE(wait_idle(window.chatPanel()));
+        ASSERT_TRUE(wait_click_idle(window.chatPanel()));
         conversation = window.chatPanel()->conversationId();
     }
     // A restarted app reopens the conversation from SQLite: there is no telemetry for it.

@@ -27,7 +27,7 @@ namespace {
 using cflow::ui::MainWindow;
 using cflow::ui::test::ScopedDb;
 
-bool ready(MainWindow& window) {
+bool layout_ready(MainWindow& window) {
     window.openModel(cflow::ui::test::qpath(cflow::ui::test::moe_chatml_model()));
     return QTest::qWaitFor([&] { return window.controller()->modelReady(); }, 60000);
 }
@@ -50,7 +50,7 @@ TEST_P(WindowSizes, TakesTheSizeAndNothingIsClippedOrOverlaps) {
     window.resize(GetParam());
     window.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
-    ASSERT_TRUE(ready(window));
+    ASSERT_TRUE(layout_ready(window));
     chat_turn(window);
     QTest::qWait(50);  // the last layout pass
     EXPECT_EQ(window.size(), GetParam());

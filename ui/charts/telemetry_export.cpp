@@ -9,7 +9,7 @@ namespace cflow::ui {
 namespace {
 
 // Shortest text that reads back to the same float (CSV consumers parse it as a double).
-std::string number(float v) {
+std::string float_text(float v) {
     char buf[32];
     const int n = std::snprintf(buf, sizeof buf, "%.9g", double(v));
     return std::string(buf, n > 0 ? size_t(n) : 0);
@@ -45,9 +45,9 @@ std::string telemetry_csv(const std::vector<TokenTelemetry>& tokens) {
             field(std::to_string(r.routing_layer));
             field(std::to_string(r.injectionLayer));
             for (uint64_t b : r.bytesRead) field(std::to_string(b));
-            field(number(r.computeUs));
-            field(number(r.expertWaitUs));
-            field(number(r.residualNorm));
+            field(float_text(r.computeUs));
+            field(float_text(r.expertWaitUs));
+            field(float_text(r.residualNorm));
             // Expert lists are ';'-separated inside one field, so the column count stays fixed.
             const uint32_t n = r.nSelected < kMaxTopK ? r.nSelected : kMaxTopK;
             for (uint32_t i = 0; i < n; ++i) {
@@ -57,11 +57,11 @@ std::string telemetry_csv(const std::vector<TokenTelemetry>& tokens) {
             out += ',';
             for (uint32_t i = 0; i < n; ++i) {
                 if (i) out += ';';
-                out += number(r.expertWeights[i]);
+                out += float_text(r.expertWeights[i]);
             }
             out += ',';
             field(std::to_string(t.vocabBytes));
-            out += number(t.totalUs);
+            out += float_text(t.totalUs);
             out += '\n';
         }
     }

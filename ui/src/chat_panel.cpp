@@ -3,7 +3,6 @@
 #include <QDialog>
 #include <QDir>
 #include <QFileInfo>
-#include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QKeyEvent>
 #include <QShortcut>
@@ -14,6 +13,7 @@
 #include <QTextDocumentFragment>
 #include <QVBoxLayout>
 
+#include "cflow/ui/fixed_font.h"
 #include "cflow/ui/chat_controller.h"
 #include "cflow/ui/chat_view.h"
 #include "labelled_button.h"
@@ -328,7 +328,7 @@ void ChatPanel::showRawPrompt() {
     layout->addWidget(label);
     auto* text = new QPlainTextEdit(prompt.text, dialog);
     text->setReadOnly(true);
-    text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    text->setFont(fixed_pitch_font());
     layout->addWidget(text);
     dialog->resize(640, 420);
     dialog->show();

@@ -6,7 +6,6 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QDesktopServices>
-#include <QFontDatabase>
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -20,6 +19,7 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include "cflow/ui/fixed_font.h"
 #include "cflow/ui/chat_markdown.h"
 #include "labelled_button.h"
 
@@ -124,7 +124,7 @@ void ChatMessageCard::render() {
     map_.reset();
     browser_->setExtraSelections({});
     browser_->setMarkdown(chat_markdown(text_, tr("Copy code"), tr("Copy this code block to the clipboard")));
-    apply_code_font(*browser_->document(), QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    apply_code_font(*browser_->document(), fixed_pitch_font());
     fitHeight();
     if (flashed_) showHighlight();
 }

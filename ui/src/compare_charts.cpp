@@ -17,11 +17,11 @@
 #include <QtCharts/QValueAxis>
 
 #include "cflow/ui/compare_results_model.h"
+#include "qt_text.h"
 
 namespace cflow::ui {
 namespace {
 
-QString qt(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
 // Long entry names would squeeze the bars: the axis shows "1: name…" elided.
 QString short_name(size_t index, const std::string& name) {

@@ -1,12 +1,12 @@
 #include "cflow/ui/compare_codec.h"
+#include "qt_text.h"
 
 #include <QJsonArray>
 
 namespace cflow::ui {
 namespace {
 
-QString qt(const std::string& s) { return QString::fromStdString(s); }
-std::string utf8(const QJsonValue& v) { return v.toString().toStdString(); }
+std::string json_utf8(const QJsonValue& v) { return v.toString().toStdString(); }
 
 QJsonObject entry_to_json(const CompareEntry& e) {
     return {{"label", qt(e.label)},
@@ -18,11 +18,11 @@ QJsonObject entry_to_json(const CompareEntry& e) {
 
 Result<CompareEntry> entry_from_json(const QJsonObject& j) {
     CompareEntry e;
-    e.label = utf8(j["label"]);
-    e.modelPath = utf8(j["model_path"]);
+    e.label = json_utf8(j["label"]);
+    e.modelPath = json_utf8(j["model_path"]);
     e.threads = unsigned(std::max(0, j["threads"].toInt()));
-    const auto fetch = parse_expert_fetch(utf8(j["expert_fetch"]));
-    const auto kv = parse_kv_cache_type(utf8(j["kv_cache"]));
+    const auto fetch = parse_expert_fetch(json_utf8(j["expert_fetch"]));
+    const auto kv = parse_kv_cache_type(json_utf8(j["kv_cache"]));
     if (!fetch || !kv) return make_error("a saved comparison entry has an unknown expert fetch or KV cache type");
     e.expertFetch = *fetch;
     e.kvCache = *kv;
@@ -62,8 +62,8 @@ Result<CompareRequest> request_from_json(const QJsonObject& j) {
     r.promptTokens = j["prompt_tokens"].toInt(r.promptTokens);
     r.warmupTokens = j["warmup_tokens"].toInt(r.warmupTokens);
     r.decodeTokens = j["decode_tokens"].toInt(r.decodeTokens);
-    r.text = utf8(j["text"]);
-    r.textName = utf8(j["text_name"]);
+    r.text = json_utf8(j["text"]);
+    r.textName = json_utf8(j["text_name"]);
     r.contextTokens = uint32_t(j["context_tokens"].toInteger(r.contextTokens));
     r.maxScoredTokens = uint64_t(j["max_scored_tokens"].toInteger(qint64(r.maxScoredTokens)));
     r.referenceEntry = size_t(j["reference_entry"].toInteger(0));
@@ -98,8 +98,8 @@ Result<CompareReport> report_from_json(const QJsonObject& j) {
         auto e = entry_from_json(o["entry"].toObject());
         if (!e) return e.take_error();
         row.entry = *e;
-        row.displayName = utf8(o["display_name"]);
-        row.modelName = utf8(o["model_name"]);
+        row.displayName = json_utf8(o["display_name"]);
+        row.modelName = json_utf8(o["model_name"]);
         row.threads = unsigned(std::max(0, o["threads"].toInt()));
         const QJsonObject values = o["values"].toObject();
         for (auto it = values.begin(); it != values.end(); ++it)
@@ -108,10 +108,10 @@ Result<CompareReport> report_from_json(const QJsonObject& j) {
         report.rows.push_back(std::move(row));
     }
     if (report.rows.empty()) return make_error("a saved comparison has no rows");
-    report.textName = utf8(j["text_name"]);
+    report.textName = json_utf8(j["text_name"]);
     report.textTokens = uint64_t(j["text_tokens"].toInteger());
-    report.referenceName = utf8(j["reference_name"]);
-    report.isa = utf8(j["isa"]);
+    report.referenceName = json_utf8(j["reference_name"]);
+    report.isa = json_utf8(j["isa"]);
     report.elapsedSeconds = j["elapsed_seconds"].toDouble();
     return report;
 }

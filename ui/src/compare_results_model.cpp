@@ -1,4 +1,5 @@
 #include "cflow/ui/compare_results_model.h"
+#include "qt_text.h"
 
 #include <QDir>
 #include <QSaveFile>
@@ -35,7 +36,6 @@ QString markdown_cell(const QString& s) {
     return t;
 }
 
-QString qt(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
 } // namespace
 

@@ -38,14 +38,13 @@
 #include "cflow/ui/compare_samples.h"
 #include "cflow/ui/compare_store.h"
 #include "cflow/ui/conversation_store.h"
+#include "qt_text.h"
 #include "labelled_button.h"
 
 namespace cflow::ui {
 
 namespace {
 
-QString qt(const std::string& s) { return QString::fromStdString(s); }
-std::string utf8(const QString& s) { return s.toStdString(); }
 
 constexpr qint64 kMaxTextBytes = 16 << 20;  // a text to score: far more than a comparison needs
 constexpr ExpertFetch kFetchChoices[] = {ExpertFetch::Mapped, ExpertFetch::Staged, ExpertFetch::Sync};
@@ -55,7 +54,7 @@ constexpr KvCacheType kKvChoices[] = {KvCacheType::F32, KvCacheType::F16};
 
 // What the pages share: the request being assembled, the finished (or reopened) report, the
 // database and the token the worker watches.
-struct CompareWizard::Shared {
+struct CompareWizard::PagesState {
     CompareRequest request;
     QStringList initialModels;
     QString databasePath;
@@ -85,11 +84,11 @@ struct CompareWizard::Shared {
 
 namespace {
 
-using Shared = CompareWizard::Shared;
+using CompareWizardState = CompareWizard::PagesState;
 
 class ModelsPage : public QWizardPage {
 public:
-    explicit ModelsPage(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+    explicit ModelsPage(std::shared_ptr<CompareWizardState> shared) : shared_(std::move(shared)) {
         setTitle(tr("Models"));
         setSubTitle(tr("Two to eight models, or one model under several configurations (threads, expert fetch, KV cache)."));
         table_ = new QTableWidget(0, 4, this);
@@ -259,7 +258,7 @@ private:
         }
     }
 
-    std::shared_ptr<Shared> shared_;
+    std::shared_ptr<CompareWizardState> shared_;
     QTableWidget* table_ = nullptr;
     QListWidget* saved_ = nullptr;
     QLabel* status_ = nullptr;
@@ -267,7 +266,7 @@ private:
 
 class WorkloadsPage : public QWizardPage {
 public:
-    explicit WorkloadsPage(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+    explicit WorkloadsPage(std::shared_ptr<CompareWizardState> shared) : shared_(std::move(shared)) {
         setTitle(tr("Workloads"));
         setSubTitle(tr("What to measure on every entry. Run starts the comparison."));
         setCommitPage(true);  // the run cannot be stepped back into while it works
@@ -410,7 +409,7 @@ private:
         emit completeChanged();
     }
 
-    std::shared_ptr<Shared> shared_;
+    std::shared_ptr<CompareWizardState> shared_;
     QCheckBox *speed_ = nullptr, *perplexity_ = nullptr, *agreement_ = nullptr, *streams_ = nullptr, *critical_ = nullptr,
               *wait_ = nullptr;
     QComboBox* text_ = nullptr;
@@ -422,14 +421,14 @@ private:
 };
 
 // The runner's latest progress, written by the worker and read by the page's timer.
-struct ProgressState {
+struct CompareProgressState {
     std::mutex mutex;
     CompareProgressInfo info;
 };
 
 class RunPage : public QWizardPage {
 public:
-    explicit RunPage(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+    explicit RunPage(std::shared_ptr<CompareWizardState> shared) : shared_(std::move(shared)) {
         setTitle(tr("Running"));
         setSubTitle(tr("Each entry in turn on a worker; Cancel stops within a token."));
         bar_ = new QProgressBar(this);
@@ -453,7 +452,7 @@ public:
         shared_->savedId = 0;
         shared_->lastError.clear();
         shared_->cancel->reset();
-        state_ = std::make_shared<ProgressState>();
+        state_ = std::make_shared<CompareProgressState>();
         bar_->setValue(0);
         status_->setText(tr("Loading the models…"));
         timer_->start();
@@ -519,8 +518,8 @@ private:
         emit completeChanged();
     }
 
-    std::shared_ptr<Shared> shared_;
-    std::shared_ptr<ProgressState> state_ = std::make_shared<ProgressState>();
+    std::shared_ptr<CompareWizardState> shared_;
+    std::shared_ptr<CompareProgressState> state_ = std::make_shared<CompareProgressState>();
     QProgressBar* bar_ = nullptr;
     QLabel* status_ = nullptr;
     QTimer* timer_ = nullptr;
@@ -529,7 +528,7 @@ private:
 
 class ResultsPage : public QWizardPage {
 public:
-    explicit ResultsPage(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+    explicit ResultsPage(std::shared_ptr<CompareWizardState> shared) : shared_(std::move(shared)) {
         setTitle(tr("Results"));
         setFinalPage(true);
         summary_ = new QLabel(this);
@@ -598,7 +597,7 @@ private:
     void report(const Status& s, const QString& where) {
         exportStatus_->setText(s ? tr("Saved %1").arg(QDir::toNativeSeparators(where)) : qt(s.error()));
     }
-    std::shared_ptr<Shared> shared_;
+    std::shared_ptr<CompareWizardState> shared_;
     QLabel* summary_ = nullptr;
     QTableView* table_ = nullptr;
     QTabWidget* tabs_ = nullptr;
@@ -608,7 +607,7 @@ private:
 } // namespace
 
 CompareWizard::CompareWizard(QWidget* parent, const QString& databasePath)
-    : QWizard(parent), shared_(std::make_shared<Shared>()) {
+    : QWizard(parent), shared_(std::make_shared<CompareWizardState>()) {
     shared_->databasePath = databasePath;
     shared_->model = new CompareResultsModel(this);
     setWindowTitle(tr("Compare models"));

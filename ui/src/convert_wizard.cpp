@@ -37,14 +37,13 @@
 #include "cflow/formats/converter.h"
 #include "cflow/formats/model_path_kind.h"
 #include "cflow/ui/convert_paths.h"
+#include "qt_text.h"
 #include "labelled_button.h"
 
 namespace cflow::ui {
 
 namespace {
 
-std::string utf8(const QString& s) { return s.toStdString(); }
-QString qt(const std::string& s) { return QString::fromStdString(s); }
 
 QString size_text(uint64_t bytes) {
     if (bytes >= (1ull << 30)) return QStringLiteral("%1 GiB").arg(double(bytes) / double(1ull << 30), 0, 'f', 2);
@@ -87,7 +86,7 @@ QStringList find_convertible_sources(const QString& huggingFaceHub, const QStrin
 
 // What the pages share: the choices so far, the preflight, the finished conversion, and the
 // token every worker watches.
-struct ConvertWizard::Shared {
+struct ConvertWizard::PagesState {
     QString source, tokenizer, output;
     // Searched for GGUF files besides the Hugging Face cache: where conversions go by default.
     QStringList libraryFolders{QDir(QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation)).filePath(QStringLiteral("models"))};
@@ -103,11 +102,11 @@ struct ConvertWizard::Shared {
 
 namespace {
 
-using Shared = ConvertWizard::Shared;
+using ConvertWizardState = ConvertWizard::PagesState;
 
 // Runs fn on a worker; done(result) on the GUI thread if `page` still exists.
 template <typename Result, typename Fn, typename Done>
-void run_worker(QWizardPage* page, const std::shared_ptr<Shared>& shared, Fn fn, Done done) {
+void run_worker(QWizardPage* page, const std::shared_ptr<ConvertWizardState>& shared, Fn fn, Done done) {
     auto* watcher = new QFutureWatcher<Result>(page);
     ++shared->busy;
     QObject::connect(watcher, &QFutureWatcherBase::finished, page, [watcher, shared, done] {
@@ -122,7 +121,7 @@ void run_worker(QWizardPage* page, const std::shared_ptr<Shared>& shared, Fn fn,
 
 class SourcePage : public QWizardPage {
 public:
-    explicit SourcePage(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+    explicit SourcePage(std::shared_ptr<ConvertWizardState> shared) : shared_(std::move(shared)) {
         setTitle(tr("Source"));
         setSubTitle(tr("A Hugging Face folder (safetensors, sharded or not), a GGUF file or a llama2.c checkpoint."));
         source_ = new QLineEdit(this);
@@ -192,7 +191,7 @@ public:
     QString tokenizer() const { return tokenizer_->text(); }
 
 private:
-    std::shared_ptr<Shared> shared_;
+    std::shared_ptr<ConvertWizardState> shared_;
     QLineEdit* source_ = nullptr;
     QLineEdit* tokenizer_ = nullptr;
     QListWidget* found_ = nullptr;
@@ -209,7 +208,7 @@ QPlainTextEdit* report_view(QWidget* parent, const QString& objectName) {
 
 class PreflightPage : public QWizardPage {
 public:
-    explicit PreflightPage(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+    explicit PreflightPage(std::shared_ptr<ConvertWizardState> shared) : shared_(std::move(shared)) {
         setTitle(tr("Preflight"));
         setSubTitle(tr("What the checkpoint holds and what its conversion will cost, before anything is written."));
         status_ = new QLabel(this);
@@ -254,7 +253,7 @@ private:
                                      : tr("Ready: choose the quantisation next."));
         emit completeChanged();
     }
-    std::shared_ptr<Shared> shared_;
+    std::shared_ptr<ConvertWizardState> shared_;
     QLabel* status_ = nullptr;
     QPlainTextEdit* report_ = nullptr;
     bool running_ = false;
@@ -262,7 +261,7 @@ private:
 
 class OptionsPage : public QWizardPage {
 public:
-    explicit OptionsPage(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+    explicit OptionsPage(std::shared_ptr<ConvertWizardState> shared) : shared_(std::move(shared)) {
         setTitle(tr("Options"));
         setSubTitle(tr("Quantisation per tensor class and where the model goes."));
         auto* form = new QFormLayout;
@@ -393,7 +392,7 @@ private:
         emit completeChanged();
     }
 
-    std::shared_ptr<Shared> shared_;
+    std::shared_ptr<ConvertWizardState> shared_;
     std::optional<SourceModel> source_;  // for the size estimate; the conversion opens its own
     QString sourceError_;
     bool opening_ = false;
@@ -406,14 +405,14 @@ private:
 };
 
 // The converter's progress, written by the worker and read by the page's timer.
-struct ProgressState {
+struct ConvertProgressState {
     std::mutex mutex;
     ConvertProgress progress;
 };
 
 class ProgressPage : public QWizardPage {
 public:
-    explicit ProgressPage(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+    explicit ProgressPage(std::shared_ptr<ConvertWizardState> shared) : shared_(std::move(shared)) {
         setTitle(tr("Converting"));
         setSubTitle(tr("The output appears only when it is complete and loads; Cancel leaves nothing behind."));
         bar_ = new QProgressBar(this);
@@ -433,7 +432,7 @@ public:
     void initializePage() override {
         done_ = false;
         shared_->converted.clear();
-        state_ = std::make_shared<ProgressState>();
+        state_ = std::make_shared<ConvertProgressState>();
         started_ = std::chrono::steady_clock::now();
         bar_->setRange(0, 0);
         status_->setText(tr("Starting…"));
@@ -500,8 +499,8 @@ private:
                              .arg(eta));
     }
 
-    std::shared_ptr<Shared> shared_;
-    std::shared_ptr<ProgressState> state_ = std::make_shared<ProgressState>();
+    std::shared_ptr<ConvertWizardState> shared_;
+    std::shared_ptr<ConvertProgressState> state_ = std::make_shared<ConvertProgressState>();
     QProgressBar* bar_ = nullptr;
     QLabel* status_ = nullptr;
     QTimer* timer_ = nullptr;
@@ -511,7 +510,7 @@ private:
 
 class ValidationPage : public QWizardPage {
 public:
-    explicit ValidationPage(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+    explicit ValidationPage(std::shared_ptr<ConvertWizardState> shared) : shared_(std::move(shared)) {
         setTitle(tr("Validation"));
         setSubTitle(tr("The converted model against its source in F32 on a sample text."));
         status_ = new QLabel(this);
@@ -567,7 +566,7 @@ public:
     bool isComplete() const override { return done_; }
 
 private:
-    std::shared_ptr<Shared> shared_;
+    std::shared_ptr<ConvertWizardState> shared_;
     QLabel* status_ = nullptr;
     QLabel* verdict_ = nullptr;
     QPlainTextEdit* report_ = nullptr;
@@ -576,7 +575,7 @@ private:
 
 } // namespace
 
-ConvertWizard::ConvertWizard(const QString& sourcePath, QWidget* parent) : QWizard(parent), shared_(std::make_shared<Shared>()) {
+ConvertWizard::ConvertWizard(const QString& sourcePath, QWidget* parent) : QWizard(parent), shared_(std::make_shared<ConvertWizardState>()) {
     setWindowTitle(tr("Convert a model"));
     setObjectName(QStringLiteral("convertWizard"));
     setWizardStyle(QWizard::ClassicStyle);

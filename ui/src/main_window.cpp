@@ -11,7 +11,6 @@
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFontDatabase>
 #include <QLabel>
 #include <QLocale>
 #include <QMenuBar>
@@ -33,6 +32,7 @@
 
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/model_path_kind.h"
+#include "cflow/ui/fixed_font.h"
 #include "cflow/ui/app_icon.h"
 #include "cflow/ui/chat_controller.h"
 #include "cflow/ui/chat_panel.h"
@@ -496,7 +496,7 @@ void MainWindow::showLog() {
     dialog->setWindowTitle(tr("Log — %1").arg(QDir::toNativeSeparators(logPath_)));
     auto* text = new QPlainTextEdit(dialog);
     text->setReadOnly(true);
-    text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    text->setFont(fixed_pitch_font());
     QFile log(logPath_);
     if (logPath_.isEmpty() || !log.open(QIODevice::ReadOnly)) {
         text->setPlainText(tr("No log file: the log goes to stderr."));

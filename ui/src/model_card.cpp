@@ -7,16 +7,12 @@
 
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/ui/conversation_title.h"
+#include "metadata_text.h"
 
 namespace cflow::ui {
 namespace {
 
 constexpr int kPurposeChars = 400;
-
-QString meta_string(const CflowFile& file, const char* key) {
-    auto value = file.metadata().get_string(key);
-    return value ? QString::fromStdString(*value) : QString();
-}
 
 QString read_small_text(const QString& path) {
     QFile file(path);
@@ -74,10 +70,10 @@ QString human_count(uint64_t n) {
 ModelCard read_model_card(const CflowFile& file, const QString& modelPath) {
     ModelCard card;
     const QFileInfo info(modelPath);
-    card.name = meta_string(file, "general.name");
+    card.name = metadata_text(file, "general.name");
     if (card.name.isEmpty()) card.name = info.fileName();
 
-    card.markdown = meta_string(file, "general.description");
+    card.markdown = metadata_text(file, "general.description");
     if (card.markdown.isEmpty()) {
         for (const QString& candidate : {info.dir().filePath(info.completeBaseName() + QStringLiteral(".md")),
                                          info.dir().filePath(QStringLiteral("MODEL_CARD.md"))}) {
@@ -106,7 +102,7 @@ ModelCard read_model_card(const CflowFile& file, const QString& modelPath) {
     card.capabilities << QObject::tr("Weights: %1, file %2")
                              .arg(QString::fromLatin1(dtype_name(static_cast<DType>(h.weight_quant))).toUpper(),
                                   locale.formattedDataSize(static_cast<qint64>(file.file_bytes())));
-    const bool hasTemplate = !meta_string(file, "tokenizer.chat_template").isEmpty();
+    const bool hasTemplate = !metadata_text(file, "tokenizer.chat_template").isEmpty();
     card.capabilities << (hasTemplate ? QObject::tr("Chat template: yes")
                                       : QObject::tr("No chat template: a base model, it continues text"));
     return card;

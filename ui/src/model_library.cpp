@@ -20,14 +20,10 @@
 #include "cflow/formats/dtype.h"
 #include "cflow/formats/model_path_kind.h"
 #include "cflow/ui/model_card.h"
+#include "metadata_text.h"
 
 namespace cflow::ui {
 namespace {
-
-QString meta_string(const CflowFile& file, const char* key) {
-    auto value = file.metadata().get_string(key);
-    return value ? QString::fromStdString(*value) : QString();
-}
 
 // A report file beside a model, at most 1 MiB (a larger one is not ours): "" when absent.
 QByteArray read_small_file(const QString& path) {
@@ -54,8 +50,8 @@ LibraryEntry library_entry(const QFileInfo& info) {
             if (segment.role == SegmentRole::ExpertBank) bankBytes += segment.bytes;
     return {.path = path,
             .fileName = info.fileName(),
-            .name = meta_string(file, "general.name"),
-            .architecture = meta_string(file, "general.architecture"),
+            .name = metadata_text(file, "general.name"),
+            .architecture = metadata_text(file, "general.architecture"),
             .layers = h.n_layers,
             .parameters = estimate_parameters(h, file.params()),
             .quantization = QString::fromLatin1(dtype_name(static_cast<DType>(h.weight_quant))),

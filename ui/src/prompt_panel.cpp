@@ -3,7 +3,6 @@
 #include <QComboBox>
 #include <QDialog>
 #include <QDialogButtonBox>
-#include <QFontDatabase>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -13,6 +12,7 @@
 
 #include "cflow/engine/chat/builtin_templates.h"
 #include "cflow/engine/chat/chat_template.h"
+#include "cflow/ui/fixed_font.h"
 #include "cflow/ui/chat_controller.h"
 
 namespace cflow::ui {
@@ -157,7 +157,7 @@ void PromptPanel::showTemplateDialog() {
     auto* source = new QPlainTextEdit(dialog);
     source->setObjectName(QStringLiteral("templateSource"));
     source->setAccessibleName(tr("Template source (Jinja)"));
-    source->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    source->setFont(fixed_pitch_font());
     QString text = sourceOf(custom ? template_->count() - 1 : index);
     if (custom && text.isEmpty()) text = sourceOf(1);  // start from ChatML
     source->setPlainText(text);
@@ -166,7 +166,7 @@ void PromptPanel::showTemplateDialog() {
     preview->setObjectName(QStringLiteral("templatePreview"));
     preview->setAccessibleName(tr("Rendered sample conversation"));
     preview->setReadOnly(true);
-    preview->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    preview->setFont(fixed_pitch_font());
     auto* status = new QLabel(dialog);
     status->setObjectName(QStringLiteral("templateStatus"));
     status->setWordWrap(true);

@@ -13,7 +13,7 @@ constexpr int kConfirmChars = 3;     // following characters that must agree to 
 constexpr int kMaxSkippedChars = 16;  // source whitespace / markup skipped between two of them
 
 // Whitespace, block/line breaks and what QTextDocument adds for frames and objects.
-bool is_blank(QChar c) {
+bool is_blank_char(QChar c) {
     return c.isSpace() || c.unicode() == 0xFDD0 || c.unicode() == 0xFDD1 || c == QChar::ObjectReplacementCharacter;
 }
 
@@ -34,7 +34,7 @@ bool followers_agree(const QString& rendered, int r, const QString& source, int 
     int ri = r + 1;
     int si = s + 1;
     for (int matched = 0; matched < kConfirmChars;) {
-        while (ri < rendered.size() && is_blank(rendered[ri])) ++ri;
+        while (ri < rendered.size() && is_blank_char(rendered[ri])) ++ri;
         if (ri >= rendered.size()) return true;  // the rendered text ends here: nothing contradicts
         int skipped = 0;
         while (si < source.size() && source[si] != rendered[ri] && (source[si].isSpace() || is_markup(source[si])) &&
@@ -57,7 +57,7 @@ RenderedTextMap::RenderedTextMap(const QString& rendered, const QString& source)
     int next = 0;  // first source character not matched yet
     for (int r = 0; r < rendered.size(); ++r) {
         const QChar c = rendered[r];
-        if (is_blank(c)) continue;
+        if (is_blank_char(c)) continue;
         const int limit = static_cast<int>(std::min<qsizetype>(source.size(), qsizetype(next) + kLookaheadChars));
         int first = -1;
         int chosen = -1;

@@ -4,17 +4,12 @@
 #include <chrono>
 #include <vector>
 
+#include "cflow/engine/generation/sampler.h"
+
 namespace cflow {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int32_t greedy(std::span<const float> logits) {
-    int32_t best = 0;
-    for (size_t i = 1; i < logits.size(); ++i)
-        if (logits[i] > logits[size_t(best)]) best = int32_t(i);
-    return best;
-}
 
 // A prompt of P ids that every run feeds the same way: a fixed walk through the vocabulary.
 int32_t prompt_token(int i, int32_t vocab) { return int32_t((1000003ull * uint64_t(i + 1)) % uint64_t(vocab)); }
@@ -54,12 +49,12 @@ Result<SpeedMeasurement> measure_speed(const std::shared_ptr<const Model>& model
         m.prefillTokPerS = plan.promptTokens / seconds;
     }
 
-    int32_t token = greedy(logits);  // greedy: every run decodes the same sequence
+    int32_t token = greedy_token(logits);  // greedy: every run decodes the same sequence
     for (int i = 0; i < plan.warmupTokens; ++i) {
         if (cancel && cancel->is_cancelled()) return cancelled_error("speed");
         auto r = s.step(token);
         if (!r) return r.take_error();
-        token = greedy(*r);
+        token = greedy_token(*r);
     }
     std::array<double, size_t(Stream::Count_)> bytes{};
     double wait_us = 0, step_us = 0;
@@ -68,7 +63,7 @@ Result<SpeedMeasurement> measure_speed(const std::shared_ptr<const Model>& model
         if (cancel && cancel->is_cancelled()) return cancelled_error("speed");
         auto r = s.step(token);
         if (!r) return r.take_error();
-        token = greedy(*r);
+        token = greedy_token(*r);
         const TokenTelemetry& t = s.telemetry();
         for (size_t k = 0; k < size_t(Stream::Count_); ++k) bytes[k] += double(t.bytes(Stream(k)));
         for (const LayerRecord& layer : t.layers) wait_us += layer.expertWaitUs;

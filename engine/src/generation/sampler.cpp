@@ -9,6 +9,13 @@
 
 namespace cflow {
 
+int32_t greedy_token(std::span<const float> logits) {
+    int32_t best = 0;
+    for (size_t i = 1; i < logits.size(); ++i)
+        if (logits[i] > logits[size_t(best)]) best = int32_t(i);
+    return best;
+}
+
 Sampler::Sampler(SamplingParams params) : params_(params), rng_(params.seed) {}
 
 double Sampler::next_uniform() {

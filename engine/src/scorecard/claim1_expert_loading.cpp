@@ -10,7 +10,7 @@
 namespace cflow {
 
 namespace {
-constexpr const char* kTitle = "Conditional expert loading";
+constexpr const char* kClaim1Title = "Conditional expert loading";
 constexpr double kTolerance = 0.10;  // |measured/bank - k/E| <= 10% of k/E: proven
 }
 
@@ -22,17 +22,17 @@ ClaimResult scorecard_claim1_expert_loading(const std::string& moe_model, const 
         "expert cache, everything else mapped); bytes read = the process's OS read counter (/proc/self/io rchar) over the timed steps; bank "
         "bytes = every expert-table entry of every MoE layer; proven if bytes read / bank bytes is within 10% "
         "of k/E, refuted if it is >= 0.9 (nearly the whole bank), else inconclusive";
-    if (moe_model.empty()) return not_measurable(1, kTitle, method, "no MoE model was given");
+    if (moe_model.empty()) return not_measurable(1, kClaim1Title, method, "no MoE model was given");
     auto model = Model::load(moe_model);
-    if (!model) return not_measurable(1, kTitle, method, model.error());
+    if (!model) return not_measurable(1, kClaim1Title, method, model.error());
     const GlobalHeader& h = (*model)->header();
-    if (h.n_experts == 0) return not_measurable(1, kTitle, method, moe_model + " has no experts");
+    if (h.n_experts == 0) return not_measurable(1, kClaim1Title, method, moe_model + " has no experts");
     double bank_bytes = 0;  // all experts of all MoE layers: what a dense-bank read costs per token
     for (uint32_t l = 0; l < h.n_layers; ++l) {
         if ((*model)->layers()[l].expert_table == nullptr) continue;
         for (uint32_t e = 0; e < h.n_experts; ++e) {
             auto view = (*model)->file().expert(l, e);
-            if (!view) return not_measurable(1, kTitle, method, view.error());
+            if (!view) return not_measurable(1, kClaim1Title, method, view.error());
             bank_bytes += double(view->bytes);
         }
     }
@@ -41,17 +41,17 @@ ClaimResult scorecard_claim1_expert_loading(const std::string& moe_model, const 
     so.expert_fetch = ExpertFetch::Sync;
     so.io_backend = IoBackend::Threads;  // pread: io_uring reads never reach the rchar read counter
     auto session = Session::create(model.value(), so);
-    if (!session) return not_measurable(1, kTitle, method, session.error());
+    if (!session) return not_measurable(1, kClaim1Title, method, session.error());
     int32_t next = 1;
-    if (Status s = decode_steps(**session, next, 2, nullptr); !s) return not_measurable(1, kTitle, method, s.error());
+    if (Status s = decode_steps(**session, next, 2, nullptr); !s) return not_measurable(1, kClaim1Title, method, s.error());
     DecodeTotals totals;
     const int64_t before = process_read_bytes();
-    if (Status s = decode_steps(**session, next, tokens, &totals); !s) return not_measurable(1, kTitle, method, s.error());
+    if (Status s = decode_steps(**session, next, tokens, &totals); !s) return not_measurable(1, kClaim1Title, method, s.error());
     const int64_t after = process_read_bytes();
 
     ClaimResult r;
     r.claim = 1;
-    r.title = kTitle;
+    r.title = kClaim1Title;
     const double k_over_e = double(h.top_k) / double(h.n_experts);
     // A counter that stood still while the engine issued reads is not counting them (wine's
     // GetProcessIoCounters returns zeros): then the engine's own count is the figure, as without one.

@@ -15,7 +15,7 @@ namespace cflow {
 
 namespace {
 
-constexpr const char* kTitle = "Tile-streaming cache locality";
+constexpr const char* kClaim2Title = "Tile-streaming cache locality";
 constexpr double kMissThreshold = 1.5;  // row-major / tiled misses >= 1.5: proven; <= 1.0: refuted
 
 using Clock = std::chrono::steady_clock;
@@ -86,7 +86,7 @@ ClaimResult scorecard_claim2_tile_locality(const ScorecardOptions& options) {
 
     ClaimResult r;
     r.claim = 2;
-    r.title = kTitle;
+    r.title = kClaim2Title;
     r.method = method;
     r.measured = {{"tiled_ms", tiled_s * 1e3, "ms"},
                   {"row_major_ms", rows_s * 1e3, "ms"},

@@ -13,7 +13,7 @@ namespace cflow {
 
 namespace {
 
-constexpr const char* kTitle = "SIMD Q4 kernels vs scalar";
+constexpr const char* kClaim3Title = "SIMD Q4 kernels vs scalar";
 constexpr double kSpeedupThreshold = 2.0;  // best SIMD >= 2x scalar weights/s: proven; <= 1.0: refuted
 
 using Clock = std::chrono::steady_clock;
@@ -52,7 +52,7 @@ ClaimResult scorecard_claim3_simd_kernels(const ScorecardOptions& options) {
 
     ClaimResult r;
     r.claim = 3;
-    r.title = kTitle;
+    r.title = kClaim3Title;
     char geometry[128];
     std::snprintf(geometry, sizeof geometry, "%u x %u Q4_0 tiles (%.1f MiB), one thread, best of %d", rows, cols,
                   double(m.tiled.size()) / (1 << 20), reps);

@@ -15,7 +15,7 @@ namespace cflow {
 
 namespace {
 
-constexpr const char* kTitle = "Fused projections";
+constexpr const char* kClaim4Title = "Fused projections";
 using Clock = std::chrono::steady_clock;
 
 struct Walk {
@@ -82,13 +82,13 @@ ClaimResult scorecard_claim4_fused_projections(const std::string& path, const Sc
         "), both walks timed on one thread, best of " + std::to_string(reps) +
         "; proven if the segments are interleaved, unfused/fused passes equals the part count (3 QKV, 2 gate/up) "
         "and fused is not slower than unfused by more than 5%, refuted if not interleaved, else inconclusive";
-    if (path.empty()) return not_measurable(4, kTitle, method, "no model was given");
+    if (path.empty()) return not_measurable(4, kClaim4Title, method, "no model was given");
     auto model = Model::load(path);
-    if (!model) return not_measurable(4, kTitle, method, model.error());
+    if (!model) return not_measurable(4, kClaim4Title, method, model.error());
     const LayerWeights& w = (*model)->layers().front();
     ClaimResult r;
     r.claim = 4;
-    r.title = kTitle;
+    r.title = kClaim4Title;
     r.method = method;
     std::vector<uint8_t> slice_store(64 * kQuantizedSliceBytes + kQuantizedSliceAlign);  // up to 64 slices of 256 columns
     const auto base = reinterpret_cast<uintptr_t>(slice_store.data());
@@ -131,7 +131,7 @@ ClaimResult scorecard_claim4_fused_projections(const std::string& path, const Sc
         r.measured.push_back({n + "_fused_us", fused.seconds * 1e6, "us"});
         r.measured.push_back({n + "_unfused_us", unfused.seconds * 1e6, "us"});
     }
-    if (r.measured.empty()) return not_measurable(4, kTitle, method, path + " layer 0 has no tiled QKV or gate/up segment");
+    if (r.measured.empty()) return not_measurable(4, kClaim4Title, method, path + " layer 0 has no tiled QKV or gate/up segment");
     if (!all_interleaved) {
         r.verdict = Verdict::Refuted;
         r.reason = "a segment's stripes are not interleaved by part: one pass cannot serve all parts";

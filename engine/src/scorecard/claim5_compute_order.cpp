@@ -16,7 +16,7 @@ namespace cflow {
 
 namespace {
 
-constexpr const char* kTitle = "Compute-order file layout";
+constexpr const char* kClaim5Title = "Compute-order file layout";
 
 const char* role_label(SegmentRole r) {
     static const char* names[] = {"attn_norm", "q_norm", "k_norm", "qkv", "qkv_bias", "attn_out", "ffn_norm",
@@ -143,15 +143,15 @@ ClaimResult scorecard_claim5_compute_order(const std::vector<std::string>& model
         "forward pass of its combine style consumes them (transcribed from forward/combine_styles.cpp), then the "
         "output norm and LM head; routed expert tiles and embedding rows (random access by design) left out; "
         "proven if no range starts before the previous one in any file, refuted if any does";
-    if (models.empty()) return not_measurable(5, kTitle, method, "no model files were given");
+    if (models.empty()) return not_measurable(5, kClaim5Title, method, "no model files were given");
     ClaimResult r;
     r.claim = 5;
-    r.title = kTitle;
+    r.title = kClaim5Title;
     uint64_t spans = 0, jumps = 0, backward = 0, gaps = 0, bytes = 0;
     std::string violations, checked;
     for (const std::string& path : models) {
         auto order = forward_read_order(path);
-        if (!order) return not_measurable(5, kTitle, method, order.error());
+        if (!order) return not_measurable(5, kClaim5Title, method, order.error());
         const ReadOrderCheck c = check_read_order(*order);
         spans += c.spans;
         jumps += c.backward_jumps;

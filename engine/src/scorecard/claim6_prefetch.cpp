@@ -9,8 +9,8 @@
 namespace cflow {
 
 namespace {
-constexpr const char* kTitle = "Explicit PREFETCHT0 prefetch";
-constexpr double kThreshold = 0.03;  // prefetch on must decode >= 3% faster than off
+constexpr const char* kClaim6Title = "Explicit PREFETCHT0 prefetch";
+constexpr double kPrefetchGainThreshold = 0.03;  // prefetch on must decode >= 3% faster than off
 }
 
 ClaimResult scorecard_claim6_prefetch(const std::string& dense_model, const ScorecardOptions& options) {
@@ -21,19 +21,19 @@ ClaimResult scorecard_claim6_prefetch(const std::string& dense_model, const Scor
                          " tokens per arm, arms alternating (on/off, then off/on); ratio = tok/s on / tok/s off per "
                          "round; proven if the median ratio >= 1.03 and every round > 1, refuted if every round < 1.03, "
                          "else inconclusive";
-    if (dense_model.empty()) return not_measurable(6, kTitle, method, "no model was given");
+    if (dense_model.empty()) return not_measurable(6, kClaim6Title, method, "no model was given");
     auto model = Model::load(dense_model);
-    if (!model) return not_measurable(6, kTitle, method, model.error());
+    if (!model) return not_measurable(6, kClaim6Title, method, model.error());
     auto session = Session::create(model.value(), SessionOptions{options.threads, uint32_t(2 * rounds * block + 16)});
-    if (!session) return not_measurable(6, kTitle, method, session.error());
+    if (!session) return not_measurable(6, kClaim6Title, method, session.error());
     Session& s = **session;
     const std::string isa(isa_name(s.isa()));
     method += "; kernel " + isa + ", " + std::to_string(s.threads()) + " threads";
     if (!isa_issues_explicit_prefetch(s.isa()))
-        return not_measurable(6, kTitle, method,
+        return not_measurable(6, kClaim6Title, method,
                               "the kernel path here (" + isa + ") issues no explicit prefetch, so there is nothing to switch off");
     int32_t next = 1;
-    if (Status st = decode_steps(s, next, 4, nullptr); !st) return not_measurable(6, kTitle, method, st.error());
+    if (Status st = decode_steps(s, next, 4, nullptr); !st) return not_measurable(6, kClaim6Title, method, st.error());
     std::vector<double> ratios;
     DecodeTotals on_all, off_all;
     for (int round = 0; round < rounds; ++round) {
@@ -44,7 +44,7 @@ ClaimResult scorecard_claim6_prefetch(const std::string& dense_model, const Scor
             Status st = decode_steps(s, next, block, prefetch ? &on : &off);
             if (!st) {
                 set_explicit_prefetch(true);
-                return not_measurable(6, kTitle, method, st.error());
+                return not_measurable(6, kClaim6Title, method, st.error());
             }
         }
         ratios.push_back((on.tokens / on.seconds) / (off.tokens / off.seconds));
@@ -54,10 +54,10 @@ ClaimResult scorecard_claim6_prefetch(const std::string& dense_model, const Scor
         off_all.seconds += off.seconds;
     }
     set_explicit_prefetch(true);
-    const AbVerdict ab = ab_verdict(ratios, kThreshold, "prefetch on");
+    const AbVerdict ab = ab_verdict(ratios, kPrefetchGainThreshold, "prefetch on");
     ClaimResult r;
     r.claim = 6;
-    r.title = kTitle;
+    r.title = kClaim6Title;
     r.method = method;
     r.measured = {{"decode_prefetch_on", on_all.tokens / on_all.seconds, "tok/s"},
                   {"decode_prefetch_off", off_all.tokens / off_all.seconds, "tok/s"},

@@ -12,7 +12,7 @@
 namespace cflow {
 
 namespace {
-constexpr const char* kTitle = "Delay-aware critical path";
+constexpr const char* kClaim7Title = "Delay-aware critical path";
 constexpr double kClaimedReduction = 2.0;  // the paper's 9.00 -> 4.50 MiB/token, the figure under test
 constexpr double kWallThreshold = 0.05;    // staged must decode >= 5% faster than sync
 }
@@ -23,7 +23,7 @@ ClaimResult scorecard_claim7_critical_path(const std::string& trained_model, con
     const int rounds = options.quick ? 3 : 8, block = options.quick ? 4 : 8;
     ClaimResult r;
     r.claim = 7;
-    r.title = kTitle;
+    r.title = kClaim7Title;
     r.method = "critical-path analyzer (forward/critical_path.h) at the paper's arch2_4_combined geometry (d 512, d_ff "
                "2048, 6 layers, 8 experts top-2 of 512, 8/8 heads of 64, DelayedSum dd 1 de 2) and on the trained "
                "file's actual bytes; wall clock: greedy decode on " +
@@ -45,7 +45,7 @@ ClaimResult scorecard_claim7_critical_path(const std::string& trained_model, con
     g.expert_delay = 2;
     g.combine_style = CombineStyle::DelayedSum;
     auto paper = analyze_geometry(g);
-    if (!paper) return not_measurable(7, kTitle, r.method, paper.error());
+    if (!paper) return not_measurable(7, kClaim7Title, r.method, paper.error());
     const CriticalPathTotals& t = paper->ideal_totals;
     r.measured = {{"paper_geometry_b_naive", t.b_naive_bytes / kBytesPerMiB, "MiB/token"},
                   {"paper_geometry_b_critical", t.b_critical_bytes / kBytesPerMiB, "MiB/token"},

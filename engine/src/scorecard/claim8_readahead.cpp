@@ -13,8 +13,8 @@ namespace cflow {
 
 namespace {
 
-constexpr const char* kTitle = "Stage-major .vflow readahead";
-constexpr double kThreshold = 0.05;      // .vflow must read >= 5% faster than .cflow
+constexpr const char* kClaim8Title = "Stage-major .vflow readahead";
+constexpr double kReadaheadGainThreshold = 0.05;      // .vflow must read >= 5% faster than .cflow
 constexpr double kColdResidency = 0.05;  // a round counts only if <= 5% of the file stayed cached
 
 using Clock = std::chrono::steady_clock;
@@ -62,11 +62,11 @@ ClaimResult scorecard_claim8_readahead(const std::string& cflow_path, const std:
         "layer-major read order; throughput = weight bytes / time; " + std::to_string(rounds) +
         " rounds, files alternating; a round counts only if <= 5% of the file was still cached; proven if .vflow/.cflow "
         "throughput >= 1.05 in every round, refuted if < 1.05 in every round, else inconclusive";
-    if (cflow_path.empty() || vflow_path.empty()) return not_measurable(8, kTitle, method, "the .cflow/.vflow pair was not given");
+    if (cflow_path.empty() || vflow_path.empty()) return not_measurable(8, kClaim8Title, method, "the .cflow/.vflow pair was not given");
     auto cflow_order = forward_read_order(cflow_path);
-    if (!cflow_order) return not_measurable(8, kTitle, method, cflow_order.error());
+    if (!cflow_order) return not_measurable(8, kClaim8Title, method, cflow_order.error());
     auto vflow_order = forward_read_order(vflow_path);
-    if (!vflow_order) return not_measurable(8, kTitle, method, vflow_order.error());
+    if (!vflow_order) return not_measurable(8, kClaim8Title, method, vflow_order.error());
     // Two orders per file: its own storage order (the ranges sorted by offset: what an executor
     // built for that layout reads, the fair test of the layout) and the engine's layer-major order.
     const auto sorted = [](std::vector<ReadSpan> v) {
@@ -87,7 +87,7 @@ ClaimResult scorecard_claim8_readahead(const std::string& cflow_path, const std:
         for (int i = 0; i < 4; ++i) {
             const int a = round % 2 == 0 ? i : 3 - i;  // alternate which file goes first
             auto read = cold_read(a % 2 == 0 ? cflow_path : vflow_path, *orders[a]);
-            if (!read) return not_measurable(8, kTitle, method, "the page cache cannot be dropped here: " + read.error());
+            if (!read) return not_measurable(8, kClaim8Title, method, "the page cache cannot be dropped here: " + read.error());
             rate[a] = double(read->bytes) / read->seconds;
             worst_residency = std::max(worst_residency, read->residentBefore);
             if (read->residentBefore < 0 || read->residentBefore > kColdResidency) cold = false;
@@ -99,7 +99,7 @@ ClaimResult scorecard_claim8_readahead(const std::string& cflow_path, const std:
     }
     ClaimResult r;
     r.claim = 8;
-    r.title = kTitle;
+    r.title = kClaim8Title;
     r.method = method;
     r.measured = {{"cflow_cold_read_file_order", median(rates[0]) / 1e6, "MB/s"},
                   {"vflow_cold_read_file_order", median(rates[1]) / 1e6, "MB/s"},
@@ -123,7 +123,7 @@ ClaimResult scorecard_claim8_readahead(const std::string& cflow_path, const std:
         r.reason = "no round started cold: the page cache kept more than 5% of the file after eviction";
         return r;
     }
-    const AbVerdict ab = ab_verdict(ratios, kThreshold, ".vflow");
+    const AbVerdict ab = ab_verdict(ratios, kReadaheadGainThreshold, ".vflow");
     r.measured.push_back({"median_ratio_vflow_over_cflow_file_order", ab.median, "x"});
     r.verdict = ab.verdict;
     r.reason = ab.reason;

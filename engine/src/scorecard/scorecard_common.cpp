@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cflow/engine/generation/sampler.h"
 #include "cflow/formats/tile_codec.h"
 #include "cflow/formats/tile_plan.h"
 #include "scorecard/scorecard_internal.h"
@@ -24,13 +25,6 @@ namespace scorecard {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int32_t greedy(std::span<const float> logits) {
-    int32_t best = 0;
-    for (size_t i = 1; i < logits.size(); ++i)
-        if (logits[i] > logits[size_t(best)]) best = int32_t(i);
-    return best;
-}
 
 // splitmix64: a seeded stream independent of the standard library's engines.
 uint64_t next_random(uint64_t& state) {
@@ -55,7 +49,7 @@ Status decode_steps(Session& session, int32_t& next, int count, DecodeTotals* to
         auto r = session.step(next);
         if (!r) return r.take_error();
         const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-        next = greedy(*r);
+        next = greedy_token(*r);
         if (!totals) continue;
         const TokenTelemetry& t = session.telemetry();
         totals->seconds += seconds;

@@ -108,14 +108,14 @@ struct MatchDataDeleter {
 using CodePtr = std::unique_ptr<pcre2_code, CodeDeleter>;
 using MatchDataPtr = std::unique_ptr<pcre2_match_data, MatchDataDeleter>;
 
-struct Symbol {
+struct BpeSymbol {
     int32_t prev;
     int32_t next;
     size_t offset;  // into the byte-encoded piece
     size_t bytes;   // 0 once merged into its left neighbour
 };
 
-struct Bigram {
+struct BpeBigram {
     int32_t rank;
     int32_t left;
     int32_t right;
@@ -123,8 +123,8 @@ struct Bigram {
     size_t right_bytes;
 };
 
-struct BigramOrder {
-    bool operator()(const Bigram& a, const Bigram& b) const {
+struct BpeBigramOrder {
+    bool operator()(const BpeBigram& a, const BpeBigram& b) const {
         return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
     }
 };
@@ -194,8 +194,8 @@ private:
         std::vector<MatchDataPtr> match_data;
         std::string encoded;
         std::string key;
-        std::vector<Symbol> symbols;
-        std::vector<Bigram> heap;
+        std::vector<BpeSymbol> symbols;
+        std::vector<BpeBigram> heap;
         // Pieces already tokenized in this call: long texts repeat words constantly. Per call, so
         // encode() needs no lock; bounded so a pathological input cannot grow it without limit.
         std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache;
@@ -246,13 +246,13 @@ private:
 
     void push_bigram(int32_t left, int32_t right, Scratch& scratch) const {
         if (left < 0 || right < 0) return;
-        const Symbol& a = scratch.symbols[static_cast<size_t>(left)];
-        const Symbol& b = scratch.symbols[static_cast<size_t>(right)];
+        const BpeSymbol& a = scratch.symbols[static_cast<size_t>(left)];
+        const BpeSymbol& b = scratch.symbols[static_cast<size_t>(right)];
         const std::string_view encoded = scratch.encoded;
         const int32_t rank = merge_rank(encoded.substr(a.offset, a.bytes), encoded.substr(b.offset, b.bytes), scratch.key);
         if (rank < 0) return;
-        scratch.heap.push_back(Bigram{rank, left, right, a.bytes, b.bytes});
-        std::push_heap(scratch.heap.begin(), scratch.heap.end(), BigramOrder{});
+        scratch.heap.push_back(BpeBigram{rank, left, right, a.bytes, b.bytes});
+        std::push_heap(scratch.heap.begin(), scratch.heap.end(), BpeBigramOrder{});
     }
 
     void tokenize_piece(std::string_view piece, Scratch& scratch, std::vector<int32_t>& output) const {
@@ -274,18 +274,18 @@ private:
         for (size_t offset = 0; offset < encoded.size();) {
             const size_t len = std::min(utf8_lead_length(static_cast<uint8_t>(encoded[offset])), encoded.size() - offset);
             const auto index = static_cast<int32_t>(symbols.size());
-            symbols.push_back(Symbol{index - 1, offset + len == encoded.size() ? -1 : index + 1, offset, len});
+            symbols.push_back(BpeSymbol{index - 1, offset + len == encoded.size() ? -1 : index + 1, offset, len});
             offset += len;
         }
         scratch.heap.clear();
         for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i) push_bigram(i - 1, i, scratch);
 
         while (!scratch.heap.empty()) {
-            std::pop_heap(scratch.heap.begin(), scratch.heap.end(), BigramOrder{});
-            const Bigram bigram = scratch.heap.back();
+            std::pop_heap(scratch.heap.begin(), scratch.heap.end(), BpeBigramOrder{});
+            const BpeBigram bigram = scratch.heap.back();
             scratch.heap.pop_back();
-            Symbol& left = symbols[static_cast<size_t>(bigram.left)];
-            Symbol& right = symbols[static_cast<size_t>(bigram.right)];
+            BpeSymbol& left = symbols[static_cast<size_t>(bigram.left)];
+            BpeSymbol& right = symbols[static_cast<size_t>(bigram.right)];
             if (left.bytes != bigram.left_bytes || right.bytes != bigram.right_bytes || left.next != bigram.right ||
                 right.bytes == 0)
                 continue;  // stale: a neighbour merged since this pair was queued
@@ -299,7 +299,7 @@ private:
 
         const std::string_view text = encoded;
         for (int32_t i = 0; i != -1; i = symbols[static_cast<size_t>(i)].next) {
-            const Symbol& symbol = symbols[static_cast<size_t>(i)];
+            const BpeSymbol& symbol = symbols[static_cast<size_t>(i)];
             const std::string_view word = text.substr(symbol.offset, symbol.bytes);
             if (const int32_t id = vocab_.find(word); id >= 0) {
                 output.push_back(id);

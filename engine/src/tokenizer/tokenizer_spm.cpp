@@ -13,22 +13,22 @@ namespace {
 
 constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581 "▁", SentencePiece's space
 
-struct Symbol {
+struct SpmSymbol {
     int32_t prev;
     int32_t next;
     size_t offset;  // into the escaped text
     size_t bytes;   // 0 once merged into its left neighbour
 };
 
-struct Bigram {
+struct SpmBigram {
     int32_t left;
     int32_t right;
     float score;
     size_t bytes;
 };
 
-struct BigramOrder {
-    bool operator()(const Bigram& a, const Bigram& b) const {
+struct SpmBigramOrder {
+    bool operator()(const SpmBigram& a, const SpmBigram& b) const {
         return a.score < b.score || (a.score == b.score && a.left > b.left);
     }
 };
@@ -44,16 +44,16 @@ public:
         for (size_t offset = 0; offset < text_.size();) {
             const size_t len = std::min(utf8_lead_length(static_cast<uint8_t>(text_[offset])), text_.size() - offset);
             const auto index = static_cast<int32_t>(symbols_.size());
-            symbols_.push_back(Symbol{index - 1, offset + len == text_.size() ? -1 : index + 1, offset, len});
+            symbols_.push_back(SpmSymbol{index - 1, offset + len == text_.size() ? -1 : index + 1, offset, len});
             offset += len;
         }
         for (int32_t i = 1; i < static_cast<int32_t>(symbols_.size()); ++i) try_add_bigram(i - 1, i);
 
         while (!queue_.empty()) {
-            const Bigram bigram = queue_.top();
+            const SpmBigram bigram = queue_.top();
             queue_.pop();
-            Symbol& left = symbols_[static_cast<size_t>(bigram.left)];
-            Symbol& right = symbols_[static_cast<size_t>(bigram.right)];
+            SpmSymbol& left = symbols_[static_cast<size_t>(bigram.left)];
+            SpmSymbol& right = symbols_[static_cast<size_t>(bigram.right)];
             // Stale entry: one side was merged since this pair was queued.
             if (left.bytes == 0 || right.bytes == 0 || left.bytes + right.bytes != bigram.bytes) continue;
             left.bytes += right.bytes;
@@ -68,16 +68,16 @@ public:
     }
 
 private:
-    std::string_view symbol_text(const Symbol& symbol) const { return text_.substr(symbol.offset, symbol.bytes); }
+    std::string_view symbol_text(const SpmSymbol& symbol) const { return text_.substr(symbol.offset, symbol.bytes); }
 
     void try_add_bigram(int32_t left, int32_t right) {
         if (left < 0 || right < 0) return;
-        const Symbol& a = symbols_[static_cast<size_t>(left)];
-        const Symbol& b = symbols_[static_cast<size_t>(right)];
+        const SpmSymbol& a = symbols_[static_cast<size_t>(left)];
+        const SpmSymbol& b = symbols_[static_cast<size_t>(right)];
         const std::string_view merged = text_.substr(a.offset, a.bytes + b.bytes);
         const int32_t id = vocab_.find(merged);
         if (id < 0) return;
-        queue_.push(Bigram{left, right, vocab_.scores[static_cast<size_t>(id)], merged.size()});
+        queue_.push(SpmBigram{left, right, vocab_.scores[static_cast<size_t>(id)], merged.size()});
     }
 
     // A final symbol is a vocabulary piece (every merge produced one) or a single character that is not;
@@ -102,8 +102,8 @@ private:
 
     const Vocab& vocab_;
     std::string_view text_;
-    std::vector<Symbol> symbols_;
-    std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue_;  // empty between calls
+    std::vector<SpmSymbol> symbols_;
+    std::priority_queue<SpmBigram, std::vector<SpmBigram>, SpmBigramOrder> queue_;  // empty between calls
 };
 
 class SpmTokenizer final : public Tokenizer {

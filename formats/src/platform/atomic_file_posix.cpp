@@ -8,11 +8,12 @@
 #include <filesystem>
 
 #include "atomic_file_platform.h"
+#include "posix_fd.h"
 
 namespace cflow::atomic_file {
 namespace {
 
-std::string os_error(const std::string& path, const char* action) { return path + ": " + action + ": " + std::strerror(errno); }
+using posix::errno_message;
 
 const char* kind_of(mode_t mode) {
     return S_ISDIR(mode) ? "a directory" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
@@ -27,7 +28,7 @@ Result<Target> inspect_target(const std::string& final_path) {
     // stat follows a symlinked target: the rename replaces the link, but what it names tells
     // whether the user meant a device (`-o /dev/sda`) or a folder.
     if (::stat(final_path.c_str(), &st) != 0) {
-        if (errno != ENOENT) return make_error(ErrorKind::Io, os_error(final_path, "cannot inspect the output"));
+        if (errno != ENOENT) return make_error(ErrorKind::Io, errno_message(final_path, "cannot inspect the output"));
         target.mode = 0666;  // open() applies the umask, as for any new file
         return target;
     }
@@ -45,18 +46,18 @@ Result<std::FILE*> create_exclusive(const std::string& temp_path, const Target& 
     const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, target.exists ? 0600 : target.mode);
     if (fd < 0) {
         name_taken = errno == EEXIST || errno == ELOOP;
-        return make_error(ErrorKind::Io, os_error(temp_path, "cannot create temporary output file"));
+        return make_error(ErrorKind::Io, errno_message(temp_path, "cannot create temporary output file"));
     }
     // An existing target keeps its permission bits (a 0600 model stayed 0600 only by luck before).
     if (target.exists && ::fchmod(fd, static_cast<mode_t>(target.mode)) != 0) {
-        const std::string message = os_error(temp_path, "cannot set the output's mode");
+        const std::string message = errno_message(temp_path, "cannot set the output's mode");
         ::close(fd);
         ::unlink(temp_path.c_str());
         return make_error(ErrorKind::Io, message);
     }
     std::FILE* f = ::fdopen(fd, "wb");
     if (!f) {
-        const std::string message = os_error(temp_path, "cannot open temporary output file");
+        const std::string message = errno_message(temp_path, "cannot open temporary output file");
         ::close(fd);
         ::unlink(temp_path.c_str());
         return make_error(ErrorKind::Io, message);
@@ -87,21 +88,21 @@ Status sync_and_close(std::FILE* f, const std::string& temp_path) {
     if (!closed && saved == 0) saved = errno;
     if (!flushed || !synced || !closed) {
         errno = saved;
-        return make_error(ErrorKind::Io, os_error(temp_path, "flushing the output to disk failed (disk full?)"));
+        return make_error(ErrorKind::Io, errno_message(temp_path, "flushing the output to disk failed (disk full?)"));
     }
     return {};
 }
 
 Status replace(const std::string& temp_path, const std::string& final_path) {
     if (::rename(temp_path.c_str(), final_path.c_str()) != 0)
-        return make_error(ErrorKind::Io, os_error(final_path, "cannot move finished file into place"));
+        return make_error(ErrorKind::Io, errno_message(final_path, "cannot move finished file into place"));
     // The rename is a change of the folder: without its fsync a crash can forget it.
     std::string dir = std::filesystem::path(final_path).parent_path().string();
     if (dir.empty()) dir = ".";
     const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return make_error(ErrorKind::Io, os_error(dir, "cannot open the output folder to sync it"));
+    if (fd < 0) return make_error(ErrorKind::Io, errno_message(dir, "cannot open the output folder to sync it"));
     const bool synced = ::fsync(fd) == 0 || errno == EINVAL;  // some file systems cannot sync a folder
-    const std::string message = synced ? std::string() : os_error(dir, "cannot sync the output folder");
+    const std::string message = synced ? std::string() : errno_message(dir, "cannot sync the output folder");
     ::close(fd);
     if (!synced) return make_error(ErrorKind::Io, message);
     return {};

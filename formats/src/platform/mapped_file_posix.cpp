@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "cflow/formats/mapped_file.h"
+#include "posix_fd.h"
 
 namespace cflow {
 namespace {
 
-std::string os_error(const std::string& what, const std::string& path) {
-    return path + ": " + what + ": " + std::strerror(errno);
-}
+using posix::errno_message;
+using posix::UniqueFd;
 
 class PosixMappedFile final : public MappedFile {
 public:
@@ -66,23 +66,16 @@ private:
     uint64_t mapped_bytes_;
 };
 
-struct Fd {
-    int fd = -1;
-    ~Fd() {
-        if (fd >= 0) close(fd);
-    }
-};
-
 } // namespace
 
 Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, LoadMode mode, const AnonTransform& transform) {
-    Fd file;
+    UniqueFd file;
     // O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever (it has no effect on
     // regular files, the only kind accepted below).
     file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (file.fd < 0) return make_error(ErrorKind::Io, os_error("cannot open", path));
+    if (file.fd < 0) return make_error(ErrorKind::Io, errno_message(path, "cannot open"));
     struct stat st {};
-    if (fstat(file.fd, &st) != 0) return make_error(ErrorKind::Io, os_error("cannot stat", path));
+    if (fstat(file.fd, &st) != 0) return make_error(ErrorKind::Io, errno_message(path, "cannot stat"));
     if (S_ISDIR(st.st_mode)) return make_error(path + ": is a directory, not a file");
     if (!S_ISREG(st.st_mode)) return make_error(path + ": is not a regular file (a FIFO, device or socket)");
     const uint64_t size = static_cast<uint64_t>(st.st_size);
@@ -90,7 +83,7 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, Lo
 
     if (mode == LoadMode::Map) {
         void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd, 0);
-        if (p == MAP_FAILED) return make_error(ErrorKind::Io, os_error("mmap failed", path));
+        if (p == MAP_FAILED) return make_error(ErrorKind::Io, errno_message(path, "mmap failed"));
         madvise(p, size, MADV_SEQUENTIAL);
         return std::shared_ptr<MappedFile>(
             std::make_shared<PosixMappedFile>(path, mode, static_cast<uint8_t*>(p), size, size));
@@ -100,7 +93,7 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, Lo
     constexpr uint64_t kHuge = 2ull << 20;
     const uint64_t mapped = (size + kHuge - 1) / kHuge * kHuge;
     void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return make_error(ErrorKind::OutOfMemory, os_error("cannot allocate memory for", path));
+    if (p == MAP_FAILED) return make_error(ErrorKind::OutOfMemory, errno_message(path, "cannot allocate memory for"));
 #ifdef MADV_HUGEPAGE
     madvise(p, mapped, MADV_HUGEPAGE);
 #endif
@@ -111,7 +104,7 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, Lo
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             std::string msg = n == 0 ? path + ": file shrank while reading (at byte " + std::to_string(done) + ")"
-                                     : os_error("read failed at byte " + std::to_string(done), path);
+                                     : errno_message(path, ("read failed at byte " + std::to_string(done)).c_str());
             munmap(p, mapped);
             // A file that shrinks under us is the OS's view changing, not bad contents: Io either way.
             return make_error(ErrorKind::Io, msg);

@@ -8,18 +8,13 @@
 #include <cstring>
 
 #include "cflow/formats/whole_file.h"
+#include "posix_fd.h"
 
 namespace cflow {
 namespace {
 
-struct Fd {
-    int fd = -1;
-    ~Fd() {
-        if (fd >= 0) ::close(fd);
-    }
-};
-
-std::string os_message(const std::string& path, const char* action) { return path + ": " + action + ": " + std::strerror(errno); }
+using posix::errno_message;
+using posix::UniqueFd;
 
 Status check_regular(const std::string& path, const struct stat& st) {
     if (S_ISREG(st.st_mode)) return {};
@@ -32,16 +27,16 @@ Status check_regular(const std::string& path, const struct stat& st) {
 
 Status require_regular_file(const std::string& path) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return make_error(ErrorKind::Io, os_message(path, "cannot stat"));
+    if (::stat(path.c_str(), &st) != 0) return make_error(ErrorKind::Io, errno_message(path, "cannot stat"));
     return check_regular(path, st);
 }
 
 Result<std::string> read_whole_file(const std::string& path, uint64_t max_bytes, const char* what) {
-    Fd file;
+    UniqueFd file;
     file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (file.fd < 0) return make_error(ErrorKind::Io, os_message(path, "cannot open"));
+    if (file.fd < 0) return make_error(ErrorKind::Io, errno_message(path, "cannot open"));
     struct stat st {};
-    if (::fstat(file.fd, &st) != 0) return make_error(ErrorKind::Io, os_message(path, "cannot stat"));
+    if (::fstat(file.fd, &st) != 0) return make_error(ErrorKind::Io, errno_message(path, "cannot stat"));
     if (Status regular = check_regular(path, st); !regular) return regular.take_error();
     const auto size = static_cast<uint64_t>(st.st_size);
     if (size > max_bytes)
@@ -52,7 +47,7 @@ Result<std::string> read_whole_file(const std::string& path, uint64_t max_bytes,
     while (done < size) {
         const ssize_t n = ::read(file.fd, bytes.data() + done, size - done);
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n < 0) return make_error(ErrorKind::Io, os_message(path, "read failed"));
+        if (n < 0) return make_error(ErrorKind::Io, errno_message(path, "read failed"));
         if (n == 0) break;  // the file shrank while reading: keep what is there
         done += uint64_t(n);
     }

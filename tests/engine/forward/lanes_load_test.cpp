@@ -30,7 +30,7 @@ namespace {
 // roundings, which a 1e-7 change can flip (the same effect Prefill.MatchesStepsOnEveryPath bounds).
 constexpr double kRelTol = 2e-2;
 
-std::string convert(const test::SyntheticSpec& spec, DType quant, const std::string& name) {
+std::string convert_lanes(const test::SyntheticSpec& spec, DType quant, const std::string& name) {
     const auto out = (test::temp_dir("lanes_load_" + name) / (name + ".cflow")).string();
     ConvertOptions options;
     options.weight_quant = quant;
@@ -43,7 +43,7 @@ struct Logits {
     std::vector<std::vector<float>> logits;  // [positions][vocab]
 };
 
-Logits run(const std::shared_ptr<const Model>& model, Isa isa, bool prefill, const std::vector<int32_t>& ids) {
+Logits run_lanes(const std::shared_ptr<const Model>& model, Isa isa, bool prefill, const std::vector<int32_t>& ids) {
     SessionOptions o;
     o.isa = isa;
     o.threads = 2;
@@ -66,14 +66,14 @@ Logits run(const std::shared_ptr<const Model>& model, Isa isa, bool prefill, con
     return out;
 }
 
-struct Case {
+struct LanesCase {
     const char* name;
     test::SyntheticSpec spec;
     DType quant;
 };
 
-std::vector<Case> cases() {
-    std::vector<Case> out;
+std::vector<LanesCase> lanes_cases() {
+    std::vector<LanesCase> out;
     test::SyntheticSpec dense;  // d 64, 4 heads of 16, d_ff 128, vocab 300 (LM head rows off 16: file layout)
     dense.vocab = 320;
     out.push_back({"dense_q4", dense, DType::Q4_0});
@@ -94,8 +94,8 @@ std::vector<Case> cases() {
 
 TEST(LanesLoad, LogitsFollowThePlainLoadOnEveryPath) {
     const std::vector<int32_t> ids = {1, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 10, 84, 104, 101, 121};
-    for (const Case& c : cases()) {
-        const std::string path = convert(c.spec, c.quant, c.name);
+    for (const LanesCase& c : lanes_cases()) {
+        const std::string path = convert_lanes(c.spec, c.quant, c.name);
         auto plain = Model::load(path);
         ASSERT_TRUE(plain.ok()) << plain.error();
         LoadOptions lanesLoad;
@@ -116,7 +116,7 @@ TEST(LanesLoad, LogitsFollowThePlainLoadOnEveryPath) {
             if (!isa_supported(isa)) continue;
             const bool hasLanesKernel = kernels_for(isa).tile_matvec_quantized_lanes != nullptr;
             for (bool prefill : {false, true}) {
-                const Logits a = run(*plain, isa, prefill, ids), b = run(*lanes, isa, prefill, ids);
+                const Logits a = run_lanes(*plain, isa, prefill, ids), b = run_lanes(*lanes, isa, prefill, ids);
                 ASSERT_EQ(a.logits.size(), b.logits.size());
                 for (size_t p = 0; p < a.logits.size(); ++p) {
                     const std::string where = std::string(c.name) + " " + std::string(isa_name(isa)) +

@@ -15,7 +15,7 @@
 namespace cflow::test {
 namespace {
 
-std::string convert(const SyntheticSpec& spec, const std::string& name) {
+std::string convert_for_load(const SyntheticSpec& spec, const std::string& name) {
     auto source = make_synthetic_model(spec);
     const auto path = (temp_dir(name) / "model.cflow").string();
     ConvertOptions options;
@@ -61,7 +61,7 @@ TEST(ModelLoad, RejectsSchedulesTheTensorsCannotSatisfy) {
     };
     for (const Patch& p : patches) {
         SCOPED_TRACE(p.name);
-        const auto path = convert(p.spec, p.name);
+        const auto path = convert_for_load(p.spec, p.name);
         ASSERT_TRUE(Model::load(path).ok()) << "the unpatched file must load";
         patch_byte(path, p.offset, p.value);
         auto m = Model::load(path);
@@ -77,7 +77,7 @@ TEST(ModelLoad, ExpertViewsAreLocatedLazilyAndCached) {
     moe.n_experts = 4;
     moe.top_k = 2;
     moe.expert_d_ff = 32;
-    const auto path = convert(moe, "lazy");
+    const auto path = convert_for_load(moe, "lazy");
     auto m = Model::load(path);
     ASSERT_TRUE(m.ok()) << m.error();
     auto a = (*m)->expert(1, 3);
@@ -99,7 +99,7 @@ TEST(ModelLoad, ReportsTheKindOfFailure) {
     EXPECT_EQ(missing.kind(), ErrorKind::Io) << missing.error();
     EXPECT_NE(missing.error().find(missing_path), std::string::npos) << missing.error();
 
-    const auto path = convert(SyntheticSpec{}, "load-kinds-model");
+    const auto path = convert_for_load(SyntheticSpec{}, "load-kinds-model");
     const auto truncated = (dir / "truncated.cflow").string();
     std::filesystem::copy_file(path, truncated);
     std::filesystem::resize_file(truncated, std::filesystem::file_size(path) / 2);
@@ -121,7 +121,7 @@ TEST(ModelLoad, SessionOnAnIsaTheCpuLacksIsUnsupported) {
     for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni, Isa::Avx2Int8, Isa::AvxVnni})
         if (!isa_supported(isa)) missing_isa = isa;
     if (!missing_isa) GTEST_SKIP() << "this CPU supports every kernel path";
-    auto m = Model::load(convert(SyntheticSpec{}, "isa-model"));
+    auto m = Model::load(convert_for_load(SyntheticSpec{}, "isa-model"));
     ASSERT_TRUE(m.ok()) << m.error();
     SessionOptions options;
     options.isa = *missing_isa;

@@ -23,7 +23,7 @@
 namespace cflow {
 namespace {
 
-constexpr Isa kAllPaths[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni, Isa::Avx2Int8, Isa::AvxVnni};
+constexpr Isa kPrefillPaths[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni, Isa::Avx2Int8, Isa::AvxVnni};
 
 // d = 608: two full 256-column tiles and one of 96 (3 groups: a pair and an odd one); FFN 544
 // likewise; vocab 301: an LM-head stripe of 45 rows (off the 4- and 2-row blocks); 19 query
@@ -147,39 +147,39 @@ void expect_prefill_matches_steps(const std::shared_ptr<const Model>& model, Isa
     }
 }
 
-struct Case {
+struct PrefillCase {
     std::string name;
     test::SyntheticSpec spec;
     bool batched = true;  // the chunked path (else prefill falls back to steps)
     KvCacheType kv = KvCacheType::F32;
 };
 
-std::vector<Case> cases() {
-    std::vector<Case> out;
+std::vector<PrefillCase> prefill_cases() {
+    std::vector<PrefillCase> out;
     out.push_back({"dense_q4", base_spec(DType::Q4_0)});
     out.push_back({"dense_q8", base_spec(DType::Q8_0)});
     out.push_back({"dense_f32", base_spec(DType::F32)});
-    Case moe{"moe_q4_shared", base_spec(DType::Q4_0)};
+    PrefillCase moe{"moe_q4_shared", base_spec(DType::Q4_0)};
     moe.spec.d_ff = 0;
     moe.spec.n_experts = 6;
     moe.spec.top_k = 2;
     moe.spec.expert_d_ff = 288;
     moe.spec.shared_expert_d_ff = 160;
     out.push_back(moe);
-    Case parallel{"parallel_sqrt2_moe_q8", base_spec(DType::Q8_0)};
+    PrefillCase parallel{"parallel_sqrt2_moe_q8", base_spec(DType::Q8_0)};
     parallel.spec.combine_style = CombineStyle::ParallelSqrt2;
     parallel.spec.n_experts = 4;
     parallel.spec.top_k = 2;
     parallel.spec.expert_d_ff = 256;
     out.push_back(parallel);
-    Case f16{"dense_q4_f16_kv", base_spec(DType::Q4_0)};
+    PrefillCase f16{"dense_q4_f16_kv", base_spec(DType::Q4_0)};
     f16.kv = KvCacheType::F16;
     out.push_back(f16);
-    Case qwen{"bias_qknorm_q4", base_spec(DType::Q4_0)};
+    PrefillCase qwen{"bias_qknorm_q4", base_spec(DType::Q4_0)};
     qwen.spec.qkv_bias = true;
     qwen.spec.qk_norm = true;
     out.push_back(qwen);
-    Case delayed{"delayed_sum_falls_back", base_spec(DType::Q4_0)};
+    PrefillCase delayed{"delayed_sum_falls_back", base_spec(DType::Q4_0)};
     delayed.spec.combine_style = CombineStyle::DelayedSum;
     delayed.spec.n_experts = 4;
     delayed.spec.top_k = 2;
@@ -192,10 +192,10 @@ std::vector<Case> cases() {
 }
 
 TEST(Prefill, MatchesStepsOnEveryPath) {
-    for (const Case& c : cases()) {
+    for (const PrefillCase& c : prefill_cases()) {
         const auto model = build(c.spec, c.name);
         ASSERT_TRUE(model) << c.name;
-        for (Isa isa : kAllPaths) {
+        for (Isa isa : kPrefillPaths) {
             // Under TSan the threads are what is checked, and they are the same on every path.
             if (test::kThreadSanitizedBuild && isa != detect_best_isa()) continue;
             if (!isa_supported(isa)) {

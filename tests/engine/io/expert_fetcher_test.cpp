@@ -15,14 +15,14 @@
 namespace cflow::test {
 namespace {
 
-std::vector<uint8_t> random_bytes(uint64_t bytes, uint32_t seed) {
+std::vector<uint8_t> fetcher_random_bytes(uint64_t bytes, uint32_t seed) {
     std::vector<uint8_t> data(bytes);  // [bytes]
     std::mt19937 rng(seed);
     for (auto& b : data) b = uint8_t(rng());
     return data;
 }
 
-std::string write_file(const std::string& name, const std::vector<uint8_t>& data) {
+std::string write_experts_file(const std::string& name, const std::vector<uint8_t>& data) {
     const auto path = (temp_dir(name) / "experts.bin").string();
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));
     return path;
@@ -74,8 +74,8 @@ bool same_bytes(const uint8_t* staged, const std::vector<uint8_t>& file, const E
 }
 
 TEST_P(ExpertFetcherTest, ExpertRangesAtAnyOffsetComeBackAsTheFilesBytes) {
-    const auto file = random_bytes(4 * 1024 * 1024 + 321, 17);
-    const auto path = write_file("ranges", file);
+    const auto file = fetcher_random_bytes(4 * 1024 * 1024 + 321, 17);
+    const auto path = write_experts_file("ranges", file);
     CREATE_OR_SKIP(fetcher, path);
     const auto experts = experts_of(file.size(), 60, 3);
     for (size_t first = 0; first < experts.size(); first += 6) {  // 6 in flight, more than readsInFlight
@@ -93,8 +93,8 @@ TEST_P(ExpertFetcherTest, ExpertRangesAtAnyOffsetComeBackAsTheFilesBytes) {
 }
 
 TEST_P(ExpertFetcherTest, AReleaseBeforeTheWaitKeepsTheSlotUntilTheReadLands) {
-    const auto file = random_bytes(8 * 1024 * 1024, 23);
-    const auto path = write_file("abandon", file);
+    const auto file = fetcher_random_bytes(8 * 1024 * 1024, 23);
+    const auto path = write_experts_file("abandon", file);
     CREATE_OR_SKIP(fetcher, path);
     const auto experts = experts_of(file.size(), 40, 9);
     for (size_t i = 0; i + 4 <= experts.size(); i += 4) {
@@ -117,8 +117,8 @@ TEST_P(ExpertFetcherTest, AReleaseBeforeTheWaitKeepsTheSlotUntilTheReadLands) {
 }
 
 TEST_P(ExpertFetcherTest, ACacheHitServesTheSameBytesWithoutARead) {
-    const auto file = random_bytes(2 * 1024 * 1024, 29);
-    const auto path = write_file("cache", file);
+    const auto file = fetcher_random_bytes(2 * 1024 * 1024, 29);
+    const auto path = write_experts_file("cache", file);
     auto cache = std::make_shared<ExpertCache>(64ull << 20);
     CREATE_OR_SKIP(fetcher, path, cache);
     const Expert e{12345, 100000};
@@ -136,8 +136,8 @@ TEST_P(ExpertFetcherTest, ACacheHitServesTheSameBytesWithoutARead) {
 }
 
 TEST_P(ExpertFetcherTest, AShrunkFileFailsTheWaitWithIo) {
-    const auto file = random_bytes(1024 * 1024, 31);
-    const auto path = write_file("shrunk", file);
+    const auto file = fetcher_random_bytes(1024 * 1024, 31);
+    const auto path = write_experts_file("shrunk", file);
     CREATE_OR_SKIP(fetcher, path);
     std::error_code shrinkError;
     std::filesystem::resize_file(path, 10000, shrinkError);
@@ -152,8 +152,8 @@ TEST_P(ExpertFetcherTest, AShrunkFileFailsTheWaitWithIo) {
 }
 
 TEST_P(ExpertFetcherTest, DestroyingWithReadsInFlightIsClean) {
-    const auto file = random_bytes(16 * 1024 * 1024, 37);
-    const auto path = write_file("destroy", file);
+    const auto file = fetcher_random_bytes(16 * 1024 * 1024, 37);
+    const auto path = write_experts_file("destroy", file);
     for (int attempt = 0; attempt < 4; ++attempt) {
         CREATE_OR_SKIP(fetcher, path);
         const auto experts = experts_of(file.size(), 24, uint32_t(attempt));

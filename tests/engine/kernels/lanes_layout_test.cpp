@@ -25,15 +25,15 @@
 namespace cflow {
 namespace {
 
-constexpr double kUnitRoundoff = std::numeric_limits<float>::epsilon() / 2;
-double gamma_k(double k) { return k * kUnitRoundoff / (1.0 - k * kUnitRoundoff); }
+constexpr double kLanesUnitRoundoff = std::numeric_limits<float>::epsilon() / 2;
+double lanes_gamma_k(double k) { return k * kLanesUnitRoundoff / (1.0 - k * kLanesUnitRoundoff); }
 // The same two-sided bound kernels_test.cpp derives (kReassocRelTol): both orders of f32
 // additions are within gamma of the exact sum, so they are within twice that of each other.
-double reassoc_rel_tol(uint32_t n) { return gamma_k(n + 1.0) + gamma_k(n + 8.0); }
+double reassoc_rel_tol(uint32_t n) { return lanes_gamma_k(n + 1.0) + lanes_gamma_k(n + 8.0); }
 // Activation int8 rounding: half a step of amax / 127 per element (kernels_test.cpp's kVnniActQuantTol).
 constexpr double kActQuantTol = 0.5 / 127.0 + 1e-6;
 
-float weight_at(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, uint32_t r, uint32_t c) {
+float lanes_weight_at(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, uint32_t r, uint32_t c) {
     const uint32_t groups = groups_per_row(cols), g = c / kQuantGroup, i = c % kQuantGroup;
     uint16_t h;
     std::memcpy(&h, payload + (size_t(r) * groups + g) * 2, 2);
@@ -42,12 +42,12 @@ float weight_at(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t col
     return f16_to_f32(h) * static_cast<float>(q);
 }
 
-const std::pair<uint32_t, uint32_t> kShapes[] = {{128, 256}, {16, 32}, {48, 96}, {112, 128}, {128, 160}, {64, 224}};
+const std::pair<uint32_t, uint32_t> kLanesShapes[] = {{128, 256}, {16, 32}, {48, 96}, {112, 128}, {128, 160}, {64, 224}};
 
 TEST(LanesLayout, RepackThenUnpackIsTheIdentity) {
     std::mt19937 rng(5);
     for (DType dtype : {DType::Q4_0, DType::Q8_0})
-        for (const auto& [rows, cols] : kShapes) {
+        for (const auto& [rows, cols] : kLanesShapes) {
             ASSERT_TRUE(lanes_layout_supported(dtype, rows, cols));
             const auto payload = test::random_quantized_tile(dtype, rows, cols, rng);
             std::vector<uint8_t> lanes(payload.size(), 0xAB), back(payload.size(), 0xCD);
@@ -85,7 +85,7 @@ TEST(LanesLayout, KernelMatchesTheFileLayoutKernelWithinTheReassociationBound) {
         std::mt19937 rng(11u + static_cast<unsigned>(isa));
         double worst = 0;
         for (DType dtype : {DType::Q4_0, DType::Q8_0})
-            for (const auto& [rows, cols] : kShapes) {
+            for (const auto& [rows, cols] : kLanesShapes) {
                 const auto payload = test::random_quantized_tile(dtype, rows, cols, rng);
                 std::vector<uint8_t> lanes(payload.size());
                 repack_tile_lanes(dtype, payload.data(), rows, cols, lanes.data());
@@ -100,7 +100,7 @@ TEST(LanesLayout, KernelMatchesTheFileLayoutKernelWithinTheReassociationBound) {
                 for (uint32_t r = 0; r < rows; ++r) {
                     double magnitude = 0.25;  // |y0|
                     for (uint32_t c = 0; c < cols; ++c)
-                        magnitude += std::fabs(weight_at(dtype, payload.data(), rows, cols, r, c)) *
+                        magnitude += std::fabs(lanes_weight_at(dtype, payload.data(), rows, cols, r, c)) *
                                      (std::fabs(x[c]) * (1.0 + kActQuantTol) + 3.0 * kActQuantTol);
                     const double bound = reassoc_rel_tol(cols) * 2.0 * magnitude;
                     const double err = std::fabs(double(got[r]) - expected[r]);
@@ -125,7 +125,7 @@ TEST(LanesLayout, MatmatMatchesPerTokenFileLayoutMatvec) {
         const Kernels& k = kernels_for(isa);
         std::mt19937 rng(23u + static_cast<unsigned>(isa));
         for (DType dtype : {DType::Q4_0, DType::Q8_0})
-            for (const auto& [rows, cols] : kShapes)
+            for (const auto& [rows, cols] : kLanesShapes)
                 for (uint32_t tokens : {1u, 3u, 4u, 7u, 12u, 33u}) {
                     const auto payload = test::random_quantized_tile(dtype, rows, cols, rng);
                     std::vector<uint8_t> lanes(payload.size());
@@ -152,7 +152,7 @@ TEST(LanesLayout, MatmatMatchesPerTokenFileLayoutMatvec) {
                         }
                         double magnitude = 0.25;
                         for (uint32_t c = 0; c < cols; ++c)
-                            magnitude += std::fabs(weight_at(dtype, payload.data(), rows, cols, r, c)) *
+                            magnitude += std::fabs(lanes_weight_at(dtype, payload.data(), rows, cols, r, c)) *
                                          (std::fabs(x[size_t(t) * cols + c]) * (1.0 + kActQuantTol) + 3.0 * kActQuantTol);
                         ASSERT_LE(std::fabs(double(got[i]) - expected[i]), reassoc_rel_tol(cols) * 2.0 * magnitude)
                             << isa_name(isa) << " " << dtype_name(dtype) << " " << rows << "x" << cols << " tokens " << tokens

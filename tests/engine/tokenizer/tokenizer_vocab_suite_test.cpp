@@ -24,7 +24,7 @@ struct SuiteCase {
     int min_decode_passes;   // of 46; -1: the vocabulary is lossy (WordPiece lowercases), not checked
 };
 
-std::string read_text(const std::filesystem::path& path) {
+std::string read_vocab_text(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     std::ostringstream text;
     text << in.rdbuf();
@@ -79,8 +79,8 @@ TEST_P(VocabSuite, MatchesReferenceIds) {
     ASSERT_TRUE(made.ok()) << made.error();
     const Tokenizer& tokenizer = **made;
 
-    const auto inputs = split_inputs(read_text(inp_path));
-    const auto expected = parse_outputs(read_text(out_path));
+    const auto inputs = split_inputs(read_vocab_text(inp_path));
+    const auto expected = parse_outputs(read_vocab_text(out_path));
     ASSERT_EQ(inputs.size(), expected.size()) << suite.name << ": .inp and .out disagree on the string count";
     ASSERT_FALSE(inputs.empty());
 

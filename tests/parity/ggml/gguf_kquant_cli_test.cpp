@@ -21,7 +21,7 @@ namespace cflow {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr double kLogitRelTolerance = 1e-4;
+constexpr double kCliLogitRelTolerance = 1e-4;
 
 int run(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()); }
 
@@ -54,8 +54,8 @@ TEST(GgufKQuantCli, ConvertThenLogitsMatchesTheFloat64Reference) {
     }
     const double rel_l2 = std::sqrt(diff / norm);
     std::printf("[gguf-kquant-cli] cflow logits vs float64 reference: relative L2 %.3g (tolerance %.0e)\n", rel_l2,
-                kLogitRelTolerance);
-    EXPECT_LE(rel_l2, kLogitRelTolerance);
+                kCliLogitRelTolerance);
+    EXPECT_LE(rel_l2, kCliLogitRelTolerance);
 }
 
 } // namespace

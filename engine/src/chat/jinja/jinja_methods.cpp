@@ -15,7 +15,7 @@ bool is_py_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r') 
 bool is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
 bool is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
 bool is_alpha(unsigned char c) { return is_lower(c) || is_upper(c); }
-bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+bool is_ascii_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 char to_upper(char c) { return is_lower(static_cast<unsigned char>(c)) ? static_cast<char>(c - 32) : c; }
 char to_lower(char c) { return is_upper(static_cast<unsigned char>(c)) ? static_cast<char>(c + 32) : c; }
 
@@ -198,14 +198,14 @@ std::string apply_format_spec(Interpreter& in, const Value& v, const std::string
         ++i;
     }
     size_t width = 0;
-    while (i < spec.size() && is_digit(static_cast<unsigned char>(spec[i]))) width = width * 10 + static_cast<size_t>(spec[i++] - '0');
+    while (i < spec.size() && is_ascii_digit(static_cast<unsigned char>(spec[i]))) width = width * 10 + static_cast<size_t>(spec[i++] - '0');
     if (width > in.max_bytes()) fail("format width too large");
     if (i < spec.size() && (spec[i] == ',' || spec[i] == '_')) ++i;
     int precision = -1;
     if (i < spec.size() && spec[i] == '.') {
         ++i;
         precision = 0;
-        while (i < spec.size() && is_digit(static_cast<unsigned char>(spec[i])) && precision < 1000)
+        while (i < spec.size() && is_ascii_digit(static_cast<unsigned char>(spec[i])) && precision < 1000)
             precision = precision * 10 + (spec[i++] - '0');
     }
     char type = i < spec.size() ? spec[i++] : '\0';
@@ -475,9 +475,9 @@ Value string_method(Interpreter& in, const std::string& s, const std::string& na
         bool has_cased = false;
         for (unsigned char c : s) {
             bool ok = true;
-            if (name == "isdigit" || name == "isnumeric" || name == "isdecimal") ok = is_digit(c);
+            if (name == "isdigit" || name == "isnumeric" || name == "isdecimal") ok = is_ascii_digit(c);
             else if (name == "isalpha") ok = is_alpha(c);
-            else if (name == "isalnum") ok = is_alpha(c) || is_digit(c);
+            else if (name == "isalnum") ok = is_alpha(c) || is_ascii_digit(c);
             else if (name == "isspace") ok = is_py_space(c);
             else if (name == "isupper") { ok = !is_lower(c); has_cased |= is_upper(c); }
             else { ok = !is_upper(c); has_cased |= is_lower(c); }
@@ -731,10 +731,10 @@ std::string percent_format(Interpreter& in, const std::string& format, const Val
         std::string flags;
         while (i < format.size() && std::string_view("-+ #0").find(format[i]) != std::string_view::npos) flags += format[i++];
         std::string width, precision;
-        while (i < format.size() && is_digit(static_cast<unsigned char>(format[i]))) width += format[i++];
+        while (i < format.size() && is_ascii_digit(static_cast<unsigned char>(format[i]))) width += format[i++];
         if (i < format.size() && format[i] == '.') {
             ++i;
-            while (i < format.size() && is_digit(static_cast<unsigned char>(format[i]))) precision += format[i++];
+            while (i < format.size() && is_ascii_digit(static_cast<unsigned char>(format[i]))) precision += format[i++];
         }
         if (i >= format.size()) fail("incomplete format");
         char type = format[i];

@@ -58,10 +58,10 @@ public slots:
     void reject() override;  // Cancel: stops a running comparison first
 
 public:
-    struct Shared;  // the pages' common state (compare_wizard.cpp)
+    struct PagesState;  // the pages' common state (compare_wizard.cpp)
 
 private:
-    std::shared_ptr<Shared> shared_;
+    std::shared_ptr<PagesState> shared_;
 };
 
 } // namespace cflow::ui

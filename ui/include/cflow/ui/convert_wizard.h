@@ -52,10 +52,10 @@ public slots:
     void reject() override;  // Cancel: stops a running step first; the output is left untouched
 
 public:
-    struct Shared;  // the pages' common state (convert_wizard.cpp)
+    struct PagesState;  // the pages' common state (convert_wizard.cpp)
 
 private:
-    std::shared_ptr<Shared> shared_;
+    std::shared_ptr<PagesState> shared_;
 };
 
 } // namespace cflow::ui

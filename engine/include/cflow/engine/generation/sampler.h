@@ -33,6 +33,10 @@ struct SamplingParams {
     uint64_t seed = 0xC0FFEE;     // fixed seed => reproducible
 };
 
+// The first largest logit's id (ties -> lowest id; a NaN is never chosen over a number after it):
+// the greedy pick of the timed decode loops, which skip sanitizing and penalties. 0 for an empty row.
+int32_t greedy_token(std::span<const float> logits);
+
 class Sampler {
 public:
     explicit Sampler(SamplingParams params);
