@@ -150,7 +150,7 @@ struct Gguf {
     }
 };
 
-constexpr uint64_t kGgufD = 32, kFf = 64, kVocab = 8;
+constexpr uint64_t kGgufD = 32, kGgufFf = 64, kGgufVocab = 8;
 
 std::vector<uint8_t> weights(uint64_t n, uint32_t seed) { return test::f32_bytes(test::test_floats(n, seed)); }
 
@@ -161,7 +161,7 @@ std::vector<uint8_t> weights(uint64_t n, uint32_t seed) { return test::f32_bytes
 Gguf valid_matrix_gguf() {
     Gguf g;
     std::vector<uint8_t> tokens, scores, types;
-    for (uint64_t i = 0; i < kVocab; ++i) {
+    for (uint64_t i = 0; i < kGgufVocab; ++i) {
         auto s = strv(std::string(1, static_cast<char>('a' + i)));
         tokens.insert(tokens.end(), s.begin(), s.end());
         test::put<float>(scores, -static_cast<float>(i));
@@ -171,15 +171,15 @@ Gguf valid_matrix_gguf() {
         {"general.architecture", kString, strv("llama")},
         {"llama.embedding_length", kU32, u32v(kGgufD)},
         {"llama.block_count", kU32, u32v(1)},
-        {"llama.feed_forward_length", kU32, u32v(kFf)},
+        {"llama.feed_forward_length", kU32, u32v(kGgufFf)},
         {"llama.attention.head_count", kU32, u32v(2)},
         {"llama.attention.head_count_kv", kU32, u32v(2)},
         {"llama.attention.layer_norm_rms_epsilon", kF32, f32v(1e-5f)},
         {"llama.rope.freq_base", kF32, f32v(10000.0f)},
         {"tokenizer.ggml.model", kString, strv("llama")},
-        {"tokenizer.ggml.tokens", kArray, arrayv(kString, kVocab, tokens)},
-        {"tokenizer.ggml.scores", kArray, arrayv(kF32, kVocab, scores)},
-        {"tokenizer.ggml.token_type", kArray, arrayv(kI32, kVocab, types)},
+        {"tokenizer.ggml.tokens", kArray, arrayv(kString, kGgufVocab, tokens)},
+        {"tokenizer.ggml.scores", kArray, arrayv(kF32, kGgufVocab, scores)},
+        {"tokenizer.ggml.token_type", kArray, arrayv(kI32, kGgufVocab, types)},
         {"general.alignment", kU32, u32v(32)},
         {"general.name", kString, strv("matrix-fixture")},
     };
@@ -189,18 +189,18 @@ Gguf valid_matrix_gguf() {
         for (uint64_t x : ne) n *= x;
         g.tensors.push_back({name, kGgmlF32, std::move(ne), weights(n, seed++), std::nullopt});
     };
-    add("token_embd.weight", {kGgufD, kVocab});
+    add("token_embd.weight", {kGgufD, kGgufVocab});
     add("output_norm.weight", {kGgufD});
-    add("output.weight", {kGgufD, kVocab});
+    add("output.weight", {kGgufD, kGgufVocab});
     add("blk.0.attn_norm.weight", {kGgufD});
     add("blk.0.attn_q.weight", {kGgufD, kGgufD});
     add("blk.0.attn_k.weight", {kGgufD, kGgufD});
     add("blk.0.attn_v.weight", {kGgufD, kGgufD});
     add("blk.0.attn_output.weight", {kGgufD, kGgufD});
     add("blk.0.ffn_norm.weight", {kGgufD});
-    add("blk.0.ffn_gate.weight", {kGgufD, kFf});
-    add("blk.0.ffn_up.weight", {kGgufD, kFf});
-    add("blk.0.ffn_down.weight", {kFf, kGgufD});
+    add("blk.0.ffn_gate.weight", {kGgufD, kGgufFf});
+    add("blk.0.ffn_up.weight", {kGgufD, kGgufFf});
+    add("blk.0.ffn_down.weight", {kGgufFf, kGgufD});
     return g;
 }
 

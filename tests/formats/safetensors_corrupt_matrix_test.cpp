@@ -21,7 +21,7 @@ using nlohmann::json;
 using test::Expectation;
 using test::Stage;
 
-constexpr uint64_t kStD = 32, kFf = 64, kVocab = 8;
+constexpr uint64_t kStD = 32, kStFf = 64, kStVocab = 8;
 
 struct StTensorSpec {
     std::string name;
@@ -31,12 +31,12 @@ struct StTensorSpec {
 // HF names of the one-layer llama, in the order their bytes lie in the file.
 std::vector<StTensorSpec> st_llama_tensors() {
     const std::string l = "model.layers.0.";
-    return {{"model.embed_tokens.weight", {kVocab, kStD}},     {"model.norm.weight", {kStD}},
-            {"lm_head.weight", {kVocab, kStD}},                {l + "input_layernorm.weight", {kStD}},
+    return {{"model.embed_tokens.weight", {kStVocab, kStD}},     {"model.norm.weight", {kStD}},
+            {"lm_head.weight", {kStVocab, kStD}},                {l + "input_layernorm.weight", {kStD}},
             {l + "self_attn.q_proj.weight", {kStD, kStD}},       {l + "self_attn.k_proj.weight", {kStD, kStD}},
             {l + "self_attn.v_proj.weight", {kStD, kStD}},       {l + "self_attn.o_proj.weight", {kStD, kStD}},
-            {l + "post_attention_layernorm.weight", {kStD}},   {l + "mlp.gate_proj.weight", {kFf, kStD}},
-            {l + "mlp.up_proj.weight", {kFf, kStD}},           {l + "mlp.down_proj.weight", {kStD, kFf}}};
+            {l + "post_attention_layernorm.weight", {kStD}},   {l + "mlp.gate_proj.weight", {kStFf, kStD}},
+            {l + "mlp.up_proj.weight", {kStFf, kStD}},           {l + "mlp.down_proj.weight", {kStD, kStFf}}};
 }
 
 // A safetensors file as an editable header plus its data buffer.
@@ -78,13 +78,13 @@ StFile st_of(const std::vector<StTensorSpec>& tensors, uint32_t seed = 1) {
 
 json valid_config() {
     return {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", kStD}, {"num_hidden_layers", 1},
-            {"num_attention_heads", 2}, {"num_key_value_heads", 2}, {"intermediate_size", kFf},
-            {"vocab_size", kVocab}, {"rms_norm_eps", 1e-5}, {"tie_word_embeddings", false}};
+            {"num_attention_heads", 2}, {"num_key_value_heads", 2}, {"intermediate_size", kStFf},
+            {"vocab_size", kStVocab}, {"rms_norm_eps", 1e-5}, {"tie_word_embeddings", false}};
 }
 
 std::string tokenizer_json() {
     json vocab = json::object();
-    for (uint64_t i = 0; i < kVocab; ++i) vocab[std::string(1, static_cast<char>('a' + i))] = i;
+    for (uint64_t i = 0; i < kStVocab; ++i) vocab[std::string(1, static_cast<char>('a' + i))] = i;
     return json{{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}}}, {"added_tokens", json::array()}}.dump();
 }
 
