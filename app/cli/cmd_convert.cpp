@@ -14,6 +14,7 @@
 #include "cflow/formats/source_model.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "console.h"
 #include "interrupt.h"
 
 namespace cflow::cli {
@@ -146,6 +147,8 @@ int run_convert(const std::vector<std::string>& argv) {
     for (const std::string& path : report->recent_temp_files)
         std::fprintf(stderr, "note: %s is another conversion's temporary file (running, or killed within the hour)\n",
                      path.c_str());
+    for (const std::string& ignored : report->ignored_tensors)
+        std::fprintf(stderr, "note: left out %s\n", terminal_safe(ignored).c_str());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "wrote %s: %llu bytes, %llu tensors, %llu tiles (%llu tensors re-tiled bit-exactly) in %.2f s\n",
                  out->c_str(), (unsigned long long)report->file_bytes, (unsigned long long)report->tensors,

@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 
 #include "cflow/formats/cflow_reader.h"
@@ -66,6 +68,21 @@ json describe(const CflowFile& f) {
                       {"router_mode", p.router_mode == 0 ? "softmax_topk" : "softmax_all_no_renorm"},
                       {"feature_flags", h.feature_flags}, {"final_logit_softcap", h.final_logit_softcap},
                       {"attn_logit_softcap", p.attn_logit_softcap}, {"embedding_scale", p.embedding_scale}};
+    json features = json::array();
+    for (const auto& [bit, name] : {std::pair{kFeatureEmbedScaleSqrtD, "embedding scaled by sqrt(d)"},
+                                    std::pair{kFeatureVNorm, "V norm"}, std::pair{kFeatureTiedEmbeddings, "tied embeddings"},
+                                    std::pair{kFeatureQkvBias, "QKV bias"}, std::pair{kFeatureQkNorm, "Q/K norm"},
+                                    std::pair{kFeatureRopeFreqFactors, "rope frequency divisors"}})
+        if (h.feature_flags & bit) features.push_back(name);
+    j["semantics"]["features"] = features;
+    const std::span<const float> divisors = f.rope_freq_factors();
+    if (divisors.empty()) {
+        j["semantics"]["rope_scaling"] = "none";
+    } else {
+        const auto [lo, hi] = std::minmax_element(divisors.begin(), divisors.end());
+        j["semantics"]["rope_scaling"] = {{"kind", "per-frequency divisors (Llama 3)"}, {"count", divisors.size()},
+                                          {"min", *lo}, {"max", *hi}};
+    }
     auto region_json = [](const RegionView& r) {
         json segs = json::array();
         for (const SegmentView& s : r.segments) {

@@ -78,7 +78,7 @@ Status check_global_header(const FileContext& ctx) {
                            std::to_string(h.n_layers));
     if (h.combine_style > static_cast<uint8_t>(CombineStyle::FixedPoint))
         return located(ctx, CFLOW_GH(combine_style), "unknown combine style " + std::to_string(h.combine_style));
-    if (h.feature_flags >= (1u << 5))
+    if ((h.feature_flags & ~kKnownFeatureFlags) != 0)
         // Flag bits are how later writers add features within a version: a file using one is
         // well-formed, just beyond this build.
         return located(ctx, CFLOW_GH(feature_flags), "unknown feature flag bits " + std::to_string(h.feature_flags),
@@ -88,6 +88,29 @@ Status check_global_header(const FileContext& ctx) {
     // Reserved bytes only gain a meaning with a version bump (cflow-format.md, section 10):
     // in a version-5 file anything but 0 is damage, not data to ignore.
     if (h.reserved0 != 0) return located(ctx, CFLOW_GH(reserved0), "is " + std::to_string(h.reserved0) + ", must be 0");
+    return {};
+}
+
+// kFeatureRopeFreqFactors and its metadata entry come together, one finite positive divisor per
+// rotary frequency; a factor of 0, NaN or the wrong count would give every position wrong angles.
+Status check_rope_freq_factors(const std::string& path, const GlobalHeader& h, const ModelParams& p, const Metadata& meta) {
+    const bool flagged = (h.feature_flags & kFeatureRopeFreqFactors) != 0;
+    const MetaValue* value = meta.find(kRopeFreqFactorsKey);
+    const std::string where = path + ": metadata '" + kRopeFreqFactorsKey + "'";
+    if (!flagged) {
+        if (value) return make_error(where + " is present but GlobalHeader.feature_flags lacks the rope-factor bit (32)");
+        return {};
+    }
+    const auto* factors = meta.get_floats(kRopeFreqFactorsKey);
+    if (!factors) return make_error(where + (value ? " is not a float array" : " is missing (GlobalHeader.feature_flags has bit 32)"));
+    const uint32_t want = rotary_dim_count(h.head_dim, p.rope_fraction) / 2;
+    if (factors->size() != want)
+        return make_error(where + " has " + std::to_string(factors->size()) + " factors, expected " + std::to_string(want) +
+                          " (half the rotary dims of head_dim " + std::to_string(h.head_dim) + ")");
+    for (size_t i = 0; i < factors->size(); ++i)
+        if (!std::isfinite((*factors)[i]) || !((*factors)[i] > 0.0f))
+            return make_error(where + " factor " + std::to_string(i) + " is " + std::to_string((*factors)[i]) +
+                              ", must be finite and > 0");
     return {};
 }
 
@@ -209,6 +232,7 @@ Result<std::shared_ptr<CflowFile>> CflowFile::open(const std::string& path, Load
         auto meta = Metadata::parse(data + p.metadata_offset, p.metadata_bytes, path, p.metadata_offset);
         if (!meta) return meta.take_error();
         file->metadata_ = std::move(*meta);
+        if (Status s = check_rope_freq_factors(path, h, p, file->metadata_); !s) return s.take_error();
         return file;
     } catch (const std::bad_alloc&) {
         return make_error(ErrorKind::OutOfMemory, path + ": out of memory while indexing the file");

@@ -194,6 +194,7 @@ Result<ConvertReport> write_file(const FilePlan& plan, const std::string& out_pa
     report.removed_stale_temp_files = out.removed_stale_temp_files();
     report.recent_temp_files = out.recent_temp_files();
     report.retiled_exact_tensors = exact_tensors.size();
+    report.ignored_tensors = plan.ignored_tensors;
     return report;
 }
 

@@ -87,6 +87,7 @@ struct FilePlan {
     std::vector<RegionPlan> regions;  // n_layers + 1, vocabulary last
     std::vector<uint8_t> metadata;    // serialized section
     uint64_t tensors_total = 0;
+    std::vector<std::string> ignored_tensors;  // "NAME: why": left out, the forward never reads them
 };
 
 inline constexpr uint64_t kSegmentAlignment = 64;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "cflow/formats/model_path_kind.h"
 #include "cflow/formats/schedule_order.h"
@@ -63,12 +64,37 @@ public:
         auto vocab = vocab_region();
         if (!vocab) return vocab.take_error();
         plan_.regions.push_back(std::move(*vocab));
+        if (Status s = check_every_tensor_used(); !s) return s.take_error();
         if (Status s = assign_offsets(); !s) return s.take_error();
         return std::move(plan_);
     }
 
 private:
     const TensorView* t(const std::string& name) const { return src_.find(name); }
+
+    // A tensor the planned segments leave out would be dropped without a word: refuse it,
+    // naming it, unless the reader folded it into the config or said why the forward never
+    // reads it.
+    Status check_every_tensor_used() {
+        std::set<std::string> used(src_.config_tensors.begin(), src_.config_tensors.end());
+        std::map<std::string, std::string> ignored = src_.ignored_tensors;
+        if (tied_ && (c_.feature_flags & kFeatureTiedEmbeddings) && t("output.weight"))
+            ignored.emplace("output.weight", "the config ties the LM head to the token embeddings");
+        for (const RegionPlan& region : plan_.regions)
+            for (const SegmentPlan& seg : region.segments) used.insert(seg.tensor_names.begin(), seg.tensor_names.end());
+        std::vector<std::string> unused;
+        for (const auto& [name, tensor] : src_.tensors)
+            if (!used.count(name) && !ignored.count(name)) unused.push_back(tensor.origin.empty() ? "'" + name + "'" : tensor.origin);
+        for (const auto& [name, why] : ignored)
+            if (!used.count(name) && t(name)) plan_.ignored_tensors.push_back(name + ": " + why);
+        if (unused.empty()) return Status::success();
+        std::string list;
+        for (size_t i = 0; i < unused.size() && i < 5; ++i) list += (i ? "; " : "") + unused[i];
+        if (unused.size() > 5) list += "; and " + std::to_string(unused.size() - 5) + " more";
+        return make_error(ErrorKind::Unsupported,
+                          std::to_string(unused.size()) + " tensor(s) that cflow's forward pass for architecture '" +
+                              c_.architecture + "' does not read, which converting would drop: " + list);
+    }
 
     void make_headers() {
         tied_ = (c_.feature_flags & kFeatureTiedEmbeddings) != 0 || !t("output.weight");
@@ -83,6 +109,8 @@ private:
         if (tied_) flags |= kFeatureTiedEmbeddings;
         if (has_bias_) flags |= kFeatureQkvBias;
         if (has_qk_norm_) flags |= kFeatureQkNorm;
+        flags = static_cast<uint8_t>(flags & ~kFeatureRopeFreqFactors);
+        if (!c_.rope_freq_factors.empty()) flags |= kFeatureRopeFreqFactors;
 
         plan_.format = options_.format;
         GlobalHeader& h = plan_.header;
@@ -128,6 +156,8 @@ private:
         p.shared_expert_d_ff = c_.shared_expert_d_ff;
 
         Metadata meta = src_.metadata;
+        meta.erase(kRopeFreqFactorsKey);  // only what this config says reaches the file
+        if (!c_.rope_freq_factors.empty()) meta.set(kRopeFreqFactorsKey, c_.rope_freq_factors);
         meta.set("general.converter", std::string(kConverterVersion));
         if (!meta.contains("general.source_format") && !src_.source_label.empty()) {
             // The readers label a source with the path they opened: the same rule that picked the reader names it.

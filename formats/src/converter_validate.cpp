@@ -121,7 +121,17 @@ Status check_config(const SourceModel& src, const ConvertOptions& options) {
         return fail("unknown ffn_activation " + std::to_string(static_cast<unsigned>(c.ffn_activation)));
     if (static_cast<uint8_t>(c.router_mode) > static_cast<uint8_t>(RouterMode::SoftmaxAllNoRenorm))
         return fail("unknown router_mode " + std::to_string(static_cast<unsigned>(c.router_mode)));
-    if (c.feature_flags >= (1u << 5)) return fail("unknown feature_flags bits " + std::to_string(c.feature_flags));
+    if ((c.feature_flags & ~kKnownFeatureFlags) != 0) return fail("unknown feature_flags bits " + std::to_string(c.feature_flags));
+    if (!c.rope_freq_factors.empty()) {
+        const uint32_t want = rotary_dim_count(c.head_dim, c.rope_fraction) / 2;
+        if (c.rope_freq_factors.size() != want)
+            return fail("rope frequency factors: " + std::to_string(c.rope_freq_factors.size()) + " given, expected " +
+                        std::to_string(want) + " (half the rotary dims of head_dim " + std::to_string(c.head_dim) + ")");
+        for (size_t i = 0; i < c.rope_freq_factors.size(); ++i)
+            if (!std::isfinite(c.rope_freq_factors[i]) || !(c.rope_freq_factors[i] > 0.0f))
+                return fail("rope frequency factor " + std::to_string(i) + " is " + std::to_string(c.rope_freq_factors[i]) +
+                            ", must be finite and > 0");
+    }
     if (!std::isfinite(c.norm_eps) || c.norm_eps < 0.0f) return fail("norm_eps must be finite and >= 0");
     if (!std::isfinite(c.rope_theta) || c.rope_theta <= 0.0f) return fail("rope_theta must be > 0");
     if (!(c.rope_fraction > 0.0f && c.rope_fraction <= 1.0f)) return fail("rope_fraction must be in (0, 1]");

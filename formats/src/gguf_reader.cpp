@@ -1,6 +1,7 @@
 // GGUF v2/v3 parsing (read_gguf) and its interpretation as a SourceModel (read_gguf_model).
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <new>
@@ -547,6 +548,19 @@ private:
         if (model.find("blk.0.attn_q.bias")) c.feature_flags |= kFeatureQkvBias;
         if (const TensorView* qn = model.find("blk.0.attn_q_norm.weight"); qn && qn->shape.size() == 1 && qn->shape[0] == c.head_dim)
             c.feature_flags |= kFeatureQkNorm;
+        // Llama 3.x: llama.cpp's converter stores the rope-scaling factors as a tensor, one
+        // divisor per rotary frequency; they belong to the config, not to any layer.
+        if (const TensorView* rf = model.find("rope_freqs.weight")) {
+            const uint32_t want = rotary_dim_count(c.head_dim, c.rope_fraction) / 2;
+            if (rf->dtype != DType::F32 || rf->shape.size() != 1 || rf->shape[0] != want || rf->bytes != uint64_t{want} * 4)
+                return make_error(rf->origin + ": expected " + std::to_string(want) +
+                                  " f32 rope frequency factors (half the rotary dims), got shape [" +
+                                  (rf->shape.empty() ? std::string() : std::to_string(rf->shape[0])) +
+                                  (rf->shape.size() > 1 ? ", ...]" : "]") + " of " + std::string(dtype_name(rf->dtype)));
+            c.rope_freq_factors.resize(want);
+            std::memcpy(c.rope_freq_factors.data(), rf->data, size_t{want} * 4);
+            model.config_tensors.insert("rope_freqs.weight");
+        }
         // llama.cpp's HF converter permutes llama Q/K rows to the adjacent-pair convention;
         // qwen2/qwen2moe/olmoe are stored in the HF split-half convention.
         c.rope_interleaved = arch_ == "llama";

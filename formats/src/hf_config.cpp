@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <numbers>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -207,6 +210,40 @@ Status read_cflow_ffn_fields(const ConfigReader& r, ModelConfig& c) {
     return Status::success();
 }
 
+// Llama 3.1's rope scaling as transformers computes it (modeling_rope_utils.py,
+// _compute_llama3_parameters): frequencies whose wavelength is above
+// original_max_position_embeddings / low_freq_factor are divided by factor, those below
+// .. / high_freq_factor kept, the band between interpolated. Returned as one divisor per rotary
+// frequency (what llama.cpp stores as rope_freqs.weight): inv_freq_scaled = inv_freq / divisor.
+Result<std::vector<float>> llama3_rope_factors(const ConfigReader& rs, const ModelConfig& c) {
+    float factor = 0, low = 0, high = 0;
+    uint32_t original_context = 0;
+    CFLOW_TRY_ASSIGN(factor, rs.f32("factor", 0.0f));
+    CFLOW_TRY_ASSIGN(low, rs.f32("low_freq_factor", 1.0f));
+    CFLOW_TRY_ASSIGN(high, rs.f32("high_freq_factor", 4.0f));
+    CFLOW_TRY_ASSIGN(original_context, rs.u32("original_max_position_embeddings", std::nullopt));
+    if (!std::isfinite(factor) || !(factor >= 1.0f)) return rs.bad("factor", "must be a finite number >= 1");
+    if (!std::isfinite(low) || !(low > 0.0f)) return rs.bad("low_freq_factor", "must be a finite number > 0");
+    if (!std::isfinite(high) || !(high > low)) return rs.bad("high_freq_factor", "must be finite and above low_freq_factor");
+    if (original_context == 0) return rs.bad("original_max_position_embeddings", "must be > 0");
+    const uint32_t n_rot = rotary_dim_count(c.head_dim, c.rope_fraction);
+    const double low_wavelen = double(original_context) / low, high_wavelen = double(original_context) / high;
+    std::vector<float> divisors(n_rot / 2);
+    for (uint32_t i = 0; i < n_rot / 2; ++i) {
+        const double inv_freq = 1.0 / std::pow(double(c.rope_theta), double(2 * i) / double(n_rot));
+        const double wavelen = 2.0 * std::numbers::pi / inv_freq;
+        double divisor = 1.0;
+        if (wavelen > low_wavelen) {
+            divisor = factor;
+        } else if (wavelen >= high_wavelen) {
+            const double smooth = (double(original_context) / wavelen - low) / (high - low);
+            divisor = 1.0 / ((1.0 - smooth) / factor + smooth);
+        }
+        divisors[i] = float(divisor);
+    }
+    return divisors;
+}
+
 Result<HfConfig> interpret(const ConfigReader& r) {
     HfConfig out;
     CFLOW_TRY_ASSIGN(out.family, detect_family(r));
@@ -217,14 +254,16 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         {Family::Cflow, "cflow"}};
     c.architecture = kArch.at(out.family);
 
+    std::string rope_scaling_type = "default";
     if (r.has("rope_scaling")) {
         const json& rs = r.at("rope_scaling");
-        std::string type = "unknown";
+        rope_scaling_type = "unknown";
         if (rs.is_object()) {
             for (const char* k : {"rope_type", "type"})
-                if (rs.contains(k) && rs.at(k).is_string()) type = rs.at(k).get<std::string>();
+                if (rs.contains(k) && rs.at(k).is_string()) rope_scaling_type = rs.at(k).get<std::string>();
         }
-        if (type != "default") return r.unsupported("rope_scaling", "of type '" + type + "' is not supported");
+        if (rope_scaling_type != "default" && rope_scaling_type != "llama3")
+            return r.unsupported("rope_scaling", "of type '" + rope_scaling_type + "' is not supported (default, llama3)");
     }
 
     CFLOW_TRY_ASSIGN(c.d_model, r.u32("hidden_size", std::nullopt));
@@ -244,6 +283,11 @@ Result<HfConfig> interpret(const ConfigReader& r) {
     CFLOW_TRY_ASSIGN(c.rope_theta, r.f32("rope_theta", 10000.0f));
     CFLOW_TRY_ASSIGN(c.rope_fraction, r.f32("partial_rotary_factor", 1.0f));
     CFLOW_TRY_ASSIGN(out.tie_word_embeddings, r.boolean("tie_word_embeddings", false));
+    if (rope_scaling_type == "llama3") {
+        auto factors = llama3_rope_factors(ConfigReader(r.at("rope_scaling"), r.label() + ": rope_scaling"), c);
+        if (!factors) return factors.take_error();
+        c.rope_freq_factors = std::move(*factors);
+    }
 
     if (out.family == Family::Qwen2 || out.family == Family::Qwen2Moe) {
         bool use_sw = false;

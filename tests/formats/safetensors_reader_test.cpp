@@ -362,14 +362,31 @@ TEST(HfFolder, PipelineNativeFields) {
     EXPECT_NE(bad.error().find("field 'combine_style'"), std::string::npos) << bad.error();
 }
 
-TEST(HfFolder, RopeScalingAndUnknownTensorsAreRefused) {
+TEST(HfFolder, UnsupportedOrIncompleteRopeScalingAndUnknownTensorsAreRefused) {
     TinyLlama t;
     json cfg = llama_config(t);
-    cfg["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+    cfg["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 8.0}};
     auto m = read_safetensors_model(write_folder("rope", cfg, llama_tensors(t)).string());
     ASSERT_FALSE(m.ok());
     EXPECT_EQ(m.kind(), ErrorKind::Unsupported) << m.error();
-    EXPECT_NE(m.error().find("config.json: field 'rope_scaling' of type 'llama3'"), std::string::npos) << m.error();
+    EXPECT_NE(m.error().find("config.json: field 'rope_scaling' of type 'yarn'"), std::string::npos) << m.error();
+
+    // Llama 3's scaling is read (tests/parity/ggml/llama3_rope_test.cpp checks its numbers);
+    // a block that lacks what it needs, or has a factor below 1, names the field.
+    cfg["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+    m = read_safetensors_model(write_folder("rope_llama3_incomplete", cfg, llama_tensors(t)).string());
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.error().find("rope_scaling: required field 'original_max_position_embeddings' is missing"),
+              std::string::npos) << m.error();
+    cfg["rope_scaling"]["original_max_position_embeddings"] = 64;
+    cfg["rope_scaling"]["factor"] = 0.5;
+    m = read_safetensors_model(write_folder("rope_llama3_factor", cfg, llama_tensors(t)).string());
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.error().find("rope_scaling: field 'factor' must be a finite number >= 1"), std::string::npos) << m.error();
+    cfg["rope_scaling"]["factor"] = 8.0;
+    m = read_safetensors_model(write_folder("rope_llama3", cfg, llama_tensors(t)).string());
+    ASSERT_TRUE(m.ok()) << m.error();
+    EXPECT_EQ(m->config.rope_freq_factors.size(), rotary_dim_count(m->config.head_dim, m->config.rope_fraction) / 2);
 
     auto tensors = llama_tensors(t);
     tensors.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", "F32", {8}, std::vector<uint8_t>(32, 0)});

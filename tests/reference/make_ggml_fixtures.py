@@ -13,6 +13,14 @@ llama.cpp's Q4_K_M (Q4_K matrices, Q6_K attn_v / ffn_down / output, F32 norms), 
 the interleaved RoPE order of llama.cpp's converter; reference.json holds the token sequence
 and the logits of a float64 forward pass (cflow_reference.py) over the dequantised weights.
 
+OUT_DIR/llama3_rope/: a Llama 3.1-shaped model with rope_scaling type llama3 (d 128, 2 layers,
+4 query / 2 KV heads of 32, F32 weights), as llama.cpp's converter writes it (model.gguf: Q/K
+rows interleaved, the scaling as the rope_freqs.weight tensor) and as a Hugging Face folder
+(hf/: config.json with rope_scaling, model.safetensors, tokenizer files); reference.json holds
+an 80-token sequence (past original_max_position_embeddings 64), the logits of a float64 numpy
+forward written from transformers' modeling_llama.py (hf_llama_reference.py) at every position,
+a 32-token greedy continuation of its first 40 tokens, and how far plain RoPE would be.
+
 Deterministic: the same bytes on every run.
 """
 import json
@@ -327,6 +335,93 @@ def write_llama_kquant(out_dir):
     return out
 
 
+# ----------------------------------------------------------------------------- Llama 3 rope scaling
+
+LLAMA3 = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+              intermediate_size=256)
+LLAMA3_SCALING = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                      original_max_position_embeddings=64)
+LLAMA3_TOKENS = 80
+LLAMA3_GREEDY_PROMPT = 40
+LLAMA3_GREEDY_STEPS = 32
+
+
+def write_llama3_rope(out_dir):
+    import torch  # safetensors_bytes takes torch tensors
+    import hf_llama_reference as hf
+    import make_reference_models as mrm
+
+    vocab = mrm.build_vocab()
+    merges = mrm.build_merges(vocab)
+    config = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "torch_dtype": "float32",
+        "hidden_act": "silu", "vocab_size": len(vocab), "bos_token_id": vocab["<s>"], "eos_token_id": vocab["</s>"],
+        "max_position_embeddings": 128, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+        "rope_scaling": dict(LLAMA3_SCALING), "tie_word_embeddings": False, **LLAMA3,
+    }
+    # The first seed whose greedy continuation has no near tie (the engine's f32 argmax could
+    # split one); deterministic, so the same seed every run.
+    for seed in range(SEED + 3, SEED + 3 + 32):
+        rng = np.random.default_rng(seed)
+        gguf_tensors, hf_f64, hf_f32 = [], {}, {}
+        for name, hf_name, shape, _, init, rope_heads in tensor_plan(config):
+            w32 = init_weight(rng, shape, init).astype("<f4")
+            hf_f32[hf_name] = torch.from_numpy(w32.copy())
+            hf_f64[hf_name] = w32.astype(np.float64)
+            stored = rope_interleave(w32, rope_heads) if rope_heads else w32
+            gguf_tensors.append((name, GGML_F32, list(reversed(shape)), np.ascontiguousarray(stored).tobytes()))
+        tokens = [vocab["<s>"]] + [int(x) for x in rng.integers(3, len(vocab), LLAMA3_TOKENS - 1)]
+        model = hf.HfLlama(config, hf_f64)
+        greedy, margins = model.greedy(tokens[:LLAMA3_GREEDY_PROMPT], LLAMA3_GREEDY_STEPS)
+        if min(margins) > 1e-3:
+            break
+    else:
+        raise AssertionError("every seed tried has a near tie in the greedy continuation")
+    logits = model.logits(tokens)
+    plain = hf.HfLlama(dict(config, rope_scaling=None), hf_f64).logits(tokens)
+    plain_rel_l2 = float(np.linalg.norm(plain[-1] - logits[-1]) / np.linalg.norm(logits[-1]))
+    assert plain_rel_l2 > 1e-2, "plain RoPE would pass for llama3 scaling here (%g): the fixture proves nothing" % plain_rel_l2
+    # llama.cpp stores the scaling as one divisor per rotary frequency: inv_freq / scaled inv_freq.
+    divisors = (hf.default_inv_freq(config) / hf.llama3_inv_freq(config)).astype("<f4")
+    gguf_tensors.insert(0, ("rope_freqs.weight", GGML_F32, [len(divisors)], divisors.tobytes()))
+
+    c = config
+    metadata = [
+        ("general.architecture", GGUF_STRING, "llama"),
+        ("general.name", GGUF_STRING, "cflow tiny llama 3.1 (rope scaling test fixture)"),
+        ("general.file_type", GGUF_U32, 0),  # LLAMA_FTYPE_ALL_F32
+        ("llama.context_length", GGUF_U32, c["max_position_embeddings"]),
+        ("llama.embedding_length", GGUF_U32, c["hidden_size"]),
+        ("llama.block_count", GGUF_U32, c["num_hidden_layers"]),
+        ("llama.feed_forward_length", GGUF_U32, c["intermediate_size"]),
+        ("llama.attention.head_count", GGUF_U32, c["num_attention_heads"]),
+        ("llama.attention.head_count_kv", GGUF_U32, c["num_key_value_heads"]),
+        ("llama.attention.key_length", GGUF_U32, c["head_dim"]),
+        ("llama.attention.value_length", GGUF_U32, c["head_dim"]),
+        ("llama.rope.dimension_count", GGUF_U32, c["head_dim"]),
+        ("llama.attention.layer_norm_rms_epsilon", GGUF_F32, c["rms_norm_eps"]),
+        ("llama.rope.freq_base", GGUF_F32, c["rope_theta"]),
+        ("llama.vocab_size", GGUF_U32, c["vocab_size"]),
+    ] + tokenizer_metadata(vocab, merges)
+
+    d = os.path.join(out_dir, "llama3_rope")
+    os.makedirs(os.path.join(d, "hf"), exist_ok=True)
+    with open(os.path.join(d, "model.gguf"), "wb") as f:
+        f.write(gguf_bytes(metadata, gguf_tensors))
+    mrm.dump_json(config, os.path.join(d, "hf", "config.json"), indent=2)
+    with open(os.path.join(d, "hf", "model.safetensors"), "wb") as f:
+        f.write(mrm.safetensors_bytes(hf_f32))
+    mrm.dump_json(mrm.tokenizer_json(vocab, merges), os.path.join(d, "hf", "tokenizer.json"), indent=2)
+    mrm.dump_json(mrm.TOKENIZER_CONFIG, os.path.join(d, "hf", "tokenizer_config.json"), indent=2)
+    out = {"tokens": tokens, "logits": logits.tolist(), "greedy_prompt": tokens[:LLAMA3_GREEDY_PROMPT],
+           "greedy": greedy, "min_greedy_margin": min(margins), "plain_rope_rel_l2": plain_rel_l2,
+           "rope_freq_divisors": divisors.astype(np.float64).tolist()}
+    with open(os.path.join(d, "reference.json"), "w", encoding="utf-8", newline="\n") as f:
+        json.dump(out, f, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
+    return out
+
+
 def main(argv=None):
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
@@ -337,6 +432,9 @@ def main(argv=None):
     print("blocks: %d cases in %s" % (n, os.path.join(out_dir, "blocks")))
     ref = write_llama_kquant(out_dir)
     print("llama_kquant: %d tokens, min top-2 logit margin %.3g" % (len(ref["tokens"]), ref["min_top2_margin"]))
+    l3 = write_llama3_rope(out_dir)
+    print("llama3_rope: %d tokens, plain RoPE would be %.3g off (rel L2), greedy margin %.3g" %
+          (len(l3["tokens"]), l3["plain_rope_rel_l2"], l3["min_greedy_margin"]))
     return 0
 
 

@@ -125,6 +125,7 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
             return make_error(path + ": vocabulary region lacks the output norm or the token embedding");
 
         if (auto tmpl = f.metadata().get_string("tokenizer.chat_template")) model->chat_template_ = *tmpl;
+        model->rope_freq_factors_ = f.rope_freq_factors();
         model->effective_layers_ = static_cast<CombineStyle>(h.combine_style) == CombineStyle::FixedPoint
                                        ? h.n_layers * f.params().n_iter
                                        : h.n_layers;

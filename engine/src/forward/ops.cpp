@@ -43,14 +43,13 @@ void glu(FfnActivation activation, float* gate, const float* up, size_t n) {
     }
 }
 
-uint32_t rotary_dims(uint32_t head_dim, float fraction) {
-    if (!(fraction > 0.0f) || fraction >= 1.0f) return head_dim & ~1u;
-    return uint32_t(float(head_dim) * fraction) & ~1u;
-}
+uint32_t rotary_dims(uint32_t head_dim, float fraction) { return rotary_dim_count(head_dim, fraction); }
 
-void rope_tables(uint32_t pos, uint32_t n_rot, float theta, float* cos_out, float* sin_out) {
+void rope_tables(uint32_t pos, uint32_t n_rot, float theta, std::span<const float> divisors, float* cos_out,
+                 float* sin_out) {
     for (uint32_t i = 0; i < n_rot / 2; ++i) {
-        const float freq = 1.0f / std::pow(theta, float(2 * i) / float(n_rot));
+        float freq = 1.0f / std::pow(theta, float(2 * i) / float(n_rot));
+        if (i < divisors.size()) freq /= divisors[i];
         const float angle = float(pos) * freq;
         cos_out[i] = std::cos(angle);
         sin_out[i] = std::sin(angle);

@@ -2,6 +2,7 @@
 // Small vector operations of the forward pass (not bandwidth-critical: O(d) per token).
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "cflow/formats/cflow_layout.h"
 
@@ -15,8 +16,10 @@ void softmax(float* x, size_t n);                      // in place, max-subtract
 void glu(FfnActivation activation, float* gate, const float* up, size_t n);
 // Rotated dimensions of a head: dk * fraction rounded down to an even number.
 uint32_t rotary_dims(uint32_t head_dim, float fraction);
-// cos/sin of pos * theta^(-2i/n_rot) for i < n_rot/2.  cos_out, sin_out: [n_rot/2]
-void rope_tables(uint32_t pos, uint32_t n_rot, float theta, float* cos_out, float* sin_out);
+// cos/sin of pos * theta^(-2i/n_rot) / divisors[i] for i < n_rot/2 (divisors: [n_rot/2], the
+// model's rope frequency factors, or empty for plain RoPE).  cos_out, sin_out: [n_rot/2]
+void rope_tables(uint32_t pos, uint32_t n_rot, float theta, std::span<const float> divisors, float* cos_out,
+                 float* sin_out);
 // Split-half rotation: pairs (i, i + n_rot/2) for i < n_rot/2. v: [head_dim]
 void rope_apply(float* v, uint32_t n_rot, const float* cos_t, const float* sin_t);
 

@@ -121,7 +121,7 @@ Status Session::prefill_chunk(std::span<const int32_t> tokens) {
     for (uint32_t t = 0; t < n; ++t) embed(tokens[t], bt.x.data() + t * d);
     const uint32_t n_rot = ops::rotary_dims(h.head_dim, p.rope_fraction);
     for (uint32_t t = 0; t < n; ++t)
-        ops::rope_tables(position_ + t, n_rot, p.rope_theta, bt.rope_cos.data() + t * (h.head_dim / 2),
+        ops::rope_tables(position_ + t, n_rot, p.rope_theta, model_->rope_freq_factors(), bt.rope_cos.data() + t * (h.head_dim / 2),
                          bt.rope_sin.data() + t * (h.head_dim / 2));
 
     const bool parallel = static_cast<CombineStyle>(h.combine_style) == CombineStyle::ParallelSqrt2;

@@ -29,7 +29,21 @@ enum FeatureFlag : uint8_t {
     kFeatureTiedEmbeddings = 1u << 2,   // LM head = token embedding (no LM_HEAD segment)
     kFeatureQkvBias = 1u << 3,          // QKV_BIAS segment present in every layer (Qwen2)
     kFeatureQkNorm = 1u << 4,           // Q_NORM / K_NORM segments (per-head RMSNorm, Qwen3/Gemma)
+    // Metadata kRopeFreqFactorsKey holds one divisor per rotary frequency (Llama 3's rope
+    // scaling, GGUF rope_freqs.weight): angle_i = pos * theta^(-2i/n_rot) / factor_i.
+    kFeatureRopeFreqFactors = 1u << 5,
 };
+// Every bit above is known to this build; a reader refuses a file with any other.
+inline constexpr uint8_t kKnownFeatureFlags = (1u << 6) - 1;
+// FloatArray [rotary_dim_count(head_dim, rope_fraction) / 2], each finite and > 0.
+inline constexpr const char* kRopeFreqFactorsKey = "cflow.rope.freq_factors";
+
+// The dims of a head that rotate: head_dim * rope_fraction rounded down to even (all of
+// head_dim, rounded down to even, when the fraction is 0, >= 1 or not a number).
+inline uint32_t rotary_dim_count(uint32_t head_dim, float rope_fraction) {
+    if (!(rope_fraction > 0.0f) || rope_fraction >= 1.0f) return head_dim & ~1u;
+    return static_cast<uint32_t>(static_cast<float>(head_dim) * rope_fraction) & ~1u;
+}
 
 enum class CombineStyle : uint8_t {
     ParallelSqrt2 = 0,

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,12 @@ public:
     const GlobalHeader& header() const { return header_; }
     const ModelParams& params() const { return params_; }
     const Metadata& metadata() const { return metadata_; }
+    // [rotary dims / 2] divisors of the rotary frequencies (kFeatureRopeFreqFactors, validated at
+    // open); empty when the model has none.
+    std::span<const float> rope_freq_factors() const {
+        const auto* factors = metadata_.get_floats(kRopeFreqFactorsKey);
+        return factors ? std::span<const float>(*factors) : std::span<const float>();
+    }
     const std::vector<RegionView>& layers() const { return layers_; }  // n_layers entries
     const RegionView& vocab() const { return vocab_; }
     const MappedFile& file() const { return *file_; }

@@ -63,6 +63,9 @@ struct ConvertReport {
     uint64_t tiles = 0;
     uint64_t tensors = 0;
     uint64_t retiled_exact_tensors = 0;  // copied block-for-block from the source
+    // "NAME: why" for source tensors left out because the forward never reads them (a stored LM
+    // head the config ties to the embeddings); any other unread tensor fails the conversion.
+    std::vector<std::string> ignored_tensors;
     // Temp files of this output left by earlier killed conversions (AtomicFileWriter): removed
     // when untouched for an hour, else only listed (another conversion may still be writing).
     std::vector<std::string> removed_stale_temp_files;

@@ -15,6 +15,7 @@
 //   MoE from per-expert HF tensors: blk.N.ffn_gate.E.weight / ffn_up.E [eff x d], ffn_down.E [d x eff] (instead of *_exps)
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,9 @@ struct ModelConfig {
     // Q/K rows are stored in the interleaved (adjacent-pair) RoPE convention (llama2.c,
     // GGUF "llama"): the converter permutes them to split-half per head.
     bool rope_interleaved = false;
+    // [rotary dims / 2] divisors of the rotary frequencies: Llama 3's rope scaling (GGUF
+    // rope_freqs.weight, HF rope_scaling type llama3). Empty = plain RoPE.
+    std::vector<float> rope_freq_factors;
 };
 
 struct TensorView {
@@ -78,6 +82,12 @@ struct SourceModel {
     std::map<std::string, TensorView> tensors;      // by canonical name
     std::vector<std::shared_ptr<MappedFile>> files; // keep-alive for TensorView::data
     std::string source_label;                       // what was opened, for messages
+    // Tensors the reader folded into config (rope_freqs.weight -> rope_freq_factors): the
+    // converter counts them as used; any other tensor no segment reads is refused.
+    std::set<std::string> config_tensors;
+    // Tensors the forward pass does not read and that do not change it, each with the reason
+    // (an lm_head tied to the embeddings): left out and listed in the conversion report.
+    std::map<std::string, std::string> ignored_tensors;
 
     const TensorView* find(const std::string& name) const {
         auto it = tensors.find(name);

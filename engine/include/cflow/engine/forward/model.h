@@ -2,6 +2,7 @@
 // A loaded .cflow model: the validated file, its tokenizer, and the per-layer views the
 // forward pass reads. Immutable after load; shared by any number of sessions and threads.
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ public:
     const SegmentView& token_embd() const { return *token_embd_; }
     std::string name() const;  // general.name, else the file stem
     const std::string& chat_template() const { return chat_template_; }  // "" when the model has none
+    // [rotary dims / 2] divisors of the rotary frequencies (Llama 3 rope scaling), empty for plain RoPE.
+    std::span<const float> rope_freq_factors() const { return rope_freq_factors_; }
 
     // Layers a token passes through: n_layers, or n_blocks * n_iter for FixedPoint.
     uint32_t effective_layers() const { return effective_layers_; }
@@ -84,6 +87,7 @@ private:
     const SegmentView* lm_head_ = nullptr;
     const SegmentView* token_embd_ = nullptr;
     std::string chat_template_;
+    std::span<const float> rope_freq_factors_;  // into file_'s metadata
     uint32_t effective_layers_ = 0;
     std::unique_ptr<ExpertSlot[]> expert_slots_;  // [n_layers x n_experts]
     std::shared_ptr<MappedFile> lanes_;                 // [file bytes] LoadOptions::lanes, else null
