@@ -245,29 +245,20 @@ TEST(EngineWorkerTest, FollowUpTurnReusesTheCacheAndMatchesAFreshRun) {
     EXPECT_EQ(c.text.toStdString(), second) << "the reply on the reused cache must equal the engine's own continuation";
 }
 
-TEST(EngineWorkerTest, RegenerateRerunsTheLastRequestWithTheNextSeed) {
+TEST(EngineWorkerTest, TheFirstReplyUsesTheSessionBuiltAtLoad) {
     EngineThread engine;
     Collector c(engine.worker());
     ASSERT_TRUE(load(engine.worker(), c, qpath(chatml_model())));
-    GenerationSettings sampled = greedy_settings(32);
-    sampled.sampling.temperature = 1.5f;
-    sampled.sampling.top_k = 0;
-    sampled.sampling.top_p = 1;
-    sampled.sampling.min_p = 0;
-    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Hi")}}, sampled);
-    ASSERT_TRUE(c.waitReplies(1));
-    const QString first = c.text;
-    c.resetReply();
-    QMetaObject::invokeMethod(engine.worker(), [w = engine.worker()] { w->regenerate(); });
+    EXPECT_EQ(engine.worker()->sessionsCreated(), 1);
+    GenerationSettings settings;  // what a send starts with
+    settings.maxTokens = 4;
+    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Hi")}}, settings);
+    ASSERT_TRUE(c.waitReplies(1)) << c.errors.join(u'\n').toStdString();
+    EXPECT_EQ(engine.worker()->sessionsCreated(), 1) << "the first send rebuilt the session made at load";
+    settings.kvCache = settings.kvCache == cflow::KvCacheType::F16 ? cflow::KvCacheType::F32 : cflow::KvCacheType::F16;
+    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Hi")}}, settings);
     ASSERT_TRUE(c.waitReplies(2)) << c.errors.join(u'\n').toStdString();
-    ASSERT_EQ(c.prompts.size(), 2u);
-    EXPECT_EQ(c.prompts[1].text, c.prompts[0].text);
-    EXPECT_EQ(c.finished[1].generatedTokens, 32);
-    EXPECT_NE(c.text, first) << "a regenerated reply samples with a different seed";
-    // The chat core keeps the longest common token prefix: everything but the prompt's last
-    // token (fed again for fresh logits) comes from the KV cache.
-    EXPECT_EQ(c.prompts[1].reusedTokens, c.prompts[1].promptTokens - 1);
-    EXPECT_EQ(c.finished[1].promptTokens, 1);
+    EXPECT_EQ(engine.worker()->sessionsCreated(), 2) << "another KV cache type needs its own session";
 }
 
 TEST(EngineWorkerTest, BrokenTemplateFallsBackVisibly) {

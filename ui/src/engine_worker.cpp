@@ -68,13 +68,15 @@ void EngineWorker::loadModel(const QString& path, unsigned threads) {
     const QString previousPath = modelPath_;
     model_ = std::move(loaded).value();
     modelPath_ = path;
-    if (!ensureSession(threads)) {
+    // The session is built for the settings a send starts with (GenerationSettings' defaults), so
+    // the first reply reuses it instead of rebuilding it for another KV cache type.
+    const GenerationSettings defaults;
+    if (!ensureSession(threads, defaults.kvCache, defaults.expertFetch, defaults.expertCacheMiB)) {
         model_ = std::move(previousModel);
         chat_ = std::move(previousChat);
         modelPath_ = previousPath;
         return;
     }
-    hasLast_ = false;
     ModelInfo info;
     info.path = path;
     info.name = QString::fromStdString(model_->name());
@@ -108,6 +110,7 @@ bool EngineWorker::ensureSession(unsigned threads, KvCacheType kvCache, ExpertFe
         emit loadFailed(modelPath_, QString::fromStdString(created.error()));
         return false;
     }
+    sessionsCreated_.fetch_add(1, std::memory_order_relaxed);
     chat_ = std::make_unique<ChatSession>(model_, std::move(created).value());
     sessionCacheMiB_ = cacheMiB;
     (void)chat_->set_template(choice);  // it compiled before; prepareTurn sets it again if not
@@ -164,9 +167,6 @@ void EngineWorker::generate(const Conversation& conversation, const GenerationSe
         emit error(tr("No model is loaded."));
         return;
     }
-    lastConversation_ = conversation;
-    lastSettings_ = settings;
-    hasLast_ = true;
     if (!ensureSession(settings.threads, settings.kvCache, settings.expertFetch, settings.expertCacheMiB)) return;
     run(prepareTurn(conversation, settings), settings, stopsAtPost);
 }
@@ -182,27 +182,6 @@ void EngineWorker::measure(quint64 serial, const Conversation& conversation, con
         prompt.contextLength = static_cast<int>(chat_->session().context_length());
     }
     emit measured(serial, prompt);
-}
-
-void EngineWorker::generatePrompt(const QString& promptText, const GenerationSettings& settings) {
-    if (shutDown_.load()) return;
-    if (!model_) {
-        emit error(tr("No model is loaded."));
-        return;
-    }
-    if (!ensureSession(settings.threads, settings.kvCache, settings.expertFetch, settings.expertCacheMiB)) return;
-    run(chat_->prepare_raw(promptText.toStdString()), settings);
-}
-
-void EngineWorker::regenerate() {
-    if (shutDown_.load()) return;
-    if (!hasLast_ || !model_) {
-        emit error(tr("Nothing to regenerate yet."));
-        return;
-    }
-    lastSettings_.sampling.seed += 1;
-    if (!ensureSession(lastSettings_.threads, lastSettings_.kvCache, lastSettings_.expertFetch, lastSettings_.expertCacheMiB)) return;
-    run(prepareTurn(lastConversation_, lastSettings_), lastSettings_);
 }
 
 void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& settings, uint64_t stopsAtPost) {

@@ -131,7 +131,6 @@ private:
     };
     bool queueIfBusy(Pending pending, const QString& what);
     void runPending();
-    void resetEntries();
     void startReply(int entryIndex, int seedOffset);
     Conversation history(size_t upTo) const;
     GenerationSettings requestSettings(int seedOffset) const;

@@ -58,13 +58,11 @@ public slots:
     // stopsAtPost: stopRequests() when the request was posted (kNoStopCheck: no check).
     void generate(const cflow::ui::Conversation& conversation, const cflow::ui::GenerationSettings& settings,
                   uint64_t stopsAtPost = kNoStopCheck);
-    // Feeds promptText verbatim (no template): the raw-prompt mode.
-    void generatePrompt(const QString& promptText, const cflow::ui::GenerationSettings& settings);
-    // Runs the last generate() request again with the next seed, so the reply differs.
-    void regenerate();
     // Renders and encodes the conversation as generate() would (template, mode, context
     // policy, KV reuse plan) without running anything: the context gauge and the raw-prompt
     // view of a conversation that is not being generated. Answers with measured(serial, ...).
+    // Sessions this worker has built so far (each one starts with an empty KV cache); any thread.
+    int sessionsCreated() const { return sessionsCreated_.load(std::memory_order_relaxed); }
     void measure(quint64 serial, const cflow::ui::Conversation& conversation,
                  const cflow::ui::GenerationSettings& settings);
 
@@ -87,8 +85,8 @@ private:
     // The chat core does the rendering, encoding, KV reuse and stop rules; this only adapts
     // its turn to queued signals and batched text.
     void run(Result<PreparedTurn> prepared, const GenerationSettings& settings, uint64_t stopsAtPost = kNoStopCheck);
-    bool ensureSession(unsigned threads, KvCacheType kvCache = KvCacheType::F32, ExpertFetch expertFetch = ExpertFetch::Mapped,
-                       int expertCacheMiB = 0);
+    // A session for these settings, kept when it already fits (a new one starts with an empty KV cache).
+    bool ensureSession(unsigned threads, KvCacheType kvCache, ExpertFetch expertFetch, int expertCacheMiB);
     // The turn generate() would run: template applied, completion text joined, policy planned.
     Result<PreparedTurn> prepareTurn(const Conversation& conversation, const GenerationSettings& settings);
     RenderedPrompt describe(const PreparedTurn& turn, const GenerationSettings& settings) const;
@@ -97,10 +95,8 @@ private:
     std::unique_ptr<ChatSession> chat_;
     QString modelPath_;
 
-    Conversation lastConversation_;
-    GenerationSettings lastSettings_;
     int sessionCacheMiB_ = 0;  // the expertCacheMiB the session was made with ('fit' resolves anew each time)
-    bool hasLast_ = false;
+    std::atomic<int> sessionsCreated_{0};
 
     CancelToken cancel_;
     std::atomic<bool> shutDown_{false};
