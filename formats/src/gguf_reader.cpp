@@ -397,10 +397,11 @@ public:
         if (!arch && g_.metadata.contains("general.architecture")) return make_error(entry("general.architecture") + " is not a string");
         if (!arch) return make_error(g_.path + ": metadata key 'general.architecture' is missing");
         arch_ = *arch;
-        if (arch_ != "llama" && arch_ != "qwen2" && arch_ != "qwen2moe" && arch_ != "olmoe")
+        if (arch_ != "llama" && arch_ != "qwen2" && arch_ != "qwen2moe" && arch_ != "qwen3" && arch_ != "qwen3moe" &&
+            arch_ != "olmoe")
             return make_error(ErrorKind::Unsupported, g_.path + ": unsupported architecture '" + arch_ +
                                                           "' (general.architecture); supported: llama (also "
-                                                          "Mistral/Mixtral), qwen2, qwen2moe, olmoe");
+                                                          "Mistral/Mixtral), qwen2, qwen2moe, qwen3, qwen3moe, olmoe");
 
         for (const auto& t : g_.tensors) {
             auto dtype = dtype_of(t.ggml_type);
@@ -468,7 +469,7 @@ private:
     Status read_config(SourceModel& model) {
         ModelConfig& c = model.config;
         c.architecture = arch_;
-        const bool moe_arch = arch_ == "qwen2moe" || arch_ == "olmoe";
+        const bool moe_arch = arch_ == "qwen2moe" || arch_ == "qwen3moe" || arch_ == "olmoe";
         auto need = [&](const char* suffix, std::optional<uint32_t> fallback, uint32_t& dst) -> Status {
             auto r = get_u32(suffix, fallback);
             if (!r) return r.take_error();
@@ -522,7 +523,9 @@ private:
             if (c.shared_expert_d_ff == 0)
                 if (const TensorView* sh = model.find("blk.0.ffn_gate_shexp.weight"); sh && sh->shape.size() == 2)
                     c.shared_expert_d_ff = static_cast<uint32_t>(sh->shape[0]);
-            bool renorm = arch_ == "llama";  // Mixtral renormalises over the k selected
+            // Mixtral renormalises over the k selected, and so does llama.cpp for every qwen3moe
+            // (Qwen3-MoE checkpoints set norm_topk_prob); expert_weights_norm overrides either.
+            bool renorm = arch_ == "llama" || arch_ == "qwen3moe";
             if (g_.metadata.contains(key("expert_weights_norm"))) {
                 auto norm = g_.metadata.get_bool(key("expert_weights_norm"));
                 if (!norm) return make_error(entry(key("expert_weights_norm")) + " is not a boolean");
@@ -562,7 +565,7 @@ private:
             model.config_tensors.insert("rope_freqs.weight");
         }
         // llama.cpp's HF converter permutes llama Q/K rows to the adjacent-pair convention;
-        // qwen2/qwen2moe/olmoe are stored in the HF split-half convention.
+        // qwen2/qwen2moe/qwen3/qwen3moe/olmoe are stored in the HF split-half convention (NEOX).
         c.rope_interleaved = arch_ == "llama";
         c.ffn_activation = FfnActivation::SwiGLU;
         c.combine_style = CombineStyle::Sequential;

@@ -104,13 +104,15 @@ Result<Family> detect_family(const ConfigReader& r) {
         {"LlamaForCausalLM", Family::Llama},       {"MistralForCausalLM", Family::Mistral},
         {"Qwen2ForCausalLM", Family::Qwen2},       {"MixtralForCausalLM", Family::Mixtral},
         {"Qwen2MoeForCausalLM", Family::Qwen2Moe}, {"OlmoeForCausalLM", Family::Olmoe},
+        {"Qwen3ForCausalLM", Family::Qwen3},       {"Qwen3MoeForCausalLM", Family::Qwen3Moe},
         {"CflowForCausalLM", Family::Cflow}};
     static const std::map<std::string, Family> kByType = {
         {"llama", Family::Llama},     {"mistral", Family::Mistral},    {"qwen2", Family::Qwen2},
         {"mixtral", Family::Mixtral}, {"qwen2_moe", Family::Qwen2Moe}, {"olmoe", Family::Olmoe},
-        {"cflow", Family::Cflow}};
+        {"qwen3", Family::Qwen3},     {"qwen3_moe", Family::Qwen3Moe}, {"cflow", Family::Cflow}};
     const char* kSupported = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, "
-                             "Qwen2MoeForCausalLM, OlmoeForCausalLM, CflowForCausalLM";
+                             "Qwen2MoeForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, OlmoeForCausalLM, "
+                             "CflowForCausalLM";
     if (r.has("architectures")) {
         const json& a = r.at("architectures");
         if (!a.is_array() || a.empty() || !a.front().is_string())
@@ -251,7 +253,7 @@ Result<HfConfig> interpret(const ConfigReader& r) {
     static const std::map<Family, std::string> kArch = {
         {Family::Llama, "llama"},     {Family::Mistral, "mistral"},    {Family::Qwen2, "qwen2"},
         {Family::Mixtral, "mixtral"}, {Family::Qwen2Moe, "qwen2moe"}, {Family::Olmoe, "olmoe"},
-        {Family::Cflow, "cflow"}};
+        {Family::Qwen3, "qwen3"},     {Family::Qwen3Moe, "qwen3moe"}, {Family::Cflow, "cflow"}};
     c.architecture = kArch.at(out.family);
 
     std::string rope_scaling_type = "default";
@@ -289,7 +291,8 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         c.rope_freq_factors = std::move(*factors);
     }
 
-    if (out.family == Family::Qwen2 || out.family == Family::Qwen2Moe) {
+    if (out.family == Family::Qwen2 || out.family == Family::Qwen2Moe || out.family == Family::Qwen3 ||
+        out.family == Family::Qwen3Moe) {
         bool use_sw = false;
         CFLOW_TRY_ASSIGN(use_sw, r.boolean("use_sliding_window", false));
         if (use_sw) CFLOW_TRY_ASSIGN(c.sliding_window, r.u32("sliding_window", 0));
@@ -302,6 +305,7 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         case Family::Llama:
         case Family::Mistral:
         case Family::Qwen2:
+        case Family::Qwen3:
             CFLOW_TRY_ASSIGN(c.d_ff, r.u32("intermediate_size", std::nullopt));
             break;
         case Family::Mixtral:
@@ -309,7 +313,8 @@ Result<HfConfig> interpret(const ConfigReader& r) {
             CFLOW_TRY_ASSIGN(c.expert_d_ff, r.u32("intermediate_size", std::nullopt));
             c.router_mode = RouterMode::SoftmaxTopK;
             break;
-        case Family::Qwen2Moe: {
+        case Family::Qwen2Moe:
+        case Family::Qwen3Moe: {  // Qwen3-MoE: the same fields, no shared expert
             CFLOW_TRY_ASSIGN(c.n_experts, r.u32("num_experts", std::nullopt));
             CFLOW_TRY_ASSIGN(c.expert_d_ff, r.u32("moe_intermediate_size", std::nullopt));
             CFLOW_TRY_ASSIGN(c.shared_expert_d_ff, r.u32("shared_expert_intermediate_size", 0));

@@ -1,10 +1,14 @@
-"""An independent float64 forward pass of Hugging Face's LlamaForCausalLM, in numpy.
+"""An independent float64 forward pass of Hugging Face's LlamaForCausalLM, Qwen3ForCausalLM and
+Qwen3MoeForCausalLM, in numpy.
 
-Written from transformers v4.46 (src/transformers/models/llama/modeling_llama.py:
-LlamaRMSNorm, LlamaRotaryEmbedding, rotate_half, apply_rotary_pos_emb, repeat_kv,
-LlamaAttention with eager attention and the causal mask, LlamaMLP with silu, the tied or
-separate lm_head) and src/transformers/modeling_rope_utils.py (_compute_default_rope_parameters,
-_compute_llama3_parameters). It shares no code with cflow_reference.py (the PyTorch reference of
+Written from transformers v4.51: src/transformers/models/llama/modeling_llama.py (LlamaRMSNorm,
+LlamaRotaryEmbedding, rotate_half, apply_rotary_pos_emb, repeat_kv, LlamaAttention with eager
+attention and the causal mask, LlamaMLP with silu, the tied or separate lm_head),
+src/transformers/modeling_rope_utils.py (_compute_default_rope_parameters,
+_compute_llama3_parameters), src/transformers/models/qwen3/modeling_qwen3.py (Qwen3Attention:
+RMSNorm of each query and key head over head_dim before RoPE; head_dim from the config, not
+hidden_size / heads) and src/transformers/models/qwen3_moe/modeling_qwen3_moe.py
+(Qwen3MoeSparseMoeBlock: softmax over all experts, top-k, renormalised when norm_topk_prob). It shares no code with cflow_reference.py (the PyTorch reference of
 the engine's combine styles), so the engine is checked against the family's own definition.
 
 Everything runs in float64 on the checkpoint's float32 weights: the logits are the exact result
@@ -71,13 +75,15 @@ def silu(x):
 
 
 class HfLlama:
-    """tensors: HF names -> float64 arrays (model.embed_tokens.weight, model.layers.N.self_attn.q_proj.weight, ...)."""
+    """LlamaForCausalLM, and Qwen3 / Qwen3-MoE (q_norm / k_norm tensors, num_experts in the config).
+    tensors: HF names -> float64 arrays (model.embed_tokens.weight, model.layers.N.self_attn.q_proj.weight, ...)."""
 
     def __init__(self, config, tensors):
         self.c = config
         self.t = tensors
         self.head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
         self.inv_freq = inv_freq_of(config)
+        self._record = None
 
     def logits(self, token_ids):
         """Logits [T x vocab] at every position of one causal pass over token_ids."""
@@ -95,6 +101,9 @@ class HfLlama:
             h = rms_norm(x, t[p + "input_layernorm.weight"], eps)
             q = (h @ t[p + "self_attn.q_proj.weight"].T).reshape(n, hq, dk).transpose(1, 0, 2)  # [Hq x T x dk]
             k = (h @ t[p + "self_attn.k_proj.weight"].T).reshape(n, hkv, dk).transpose(1, 0, 2)  # [Hkv x T x dk]
+            if p + "self_attn.q_norm.weight" in t:  # Qwen3: per-head RMSNorm before RoPE
+                q = rms_norm(q, t[p + "self_attn.q_norm.weight"], eps)
+                k = rms_norm(k, t[p + "self_attn.k_norm.weight"], eps)
             v = (h @ t[p + "self_attn.v_proj.weight"].T).reshape(n, hkv, dk).transpose(1, 0, 2)
             q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
             k = np.repeat(k, hq // hkv, axis=0)  # repeat_kv
@@ -104,12 +113,50 @@ class HfLlama:
             attn = (scores / scores.sum(axis=-1, keepdims=True)) @ v  # [Hq x T x dk]
             x = x + attn.transpose(1, 0, 2).reshape(n, hq * dk) @ t[p + "self_attn.o_proj.weight"].T
             h = rms_norm(x, t[p + "post_attention_layernorm.weight"], eps)
-            gate = h @ t[p + "mlp.gate_proj.weight"].T
-            up = h @ t[p + "mlp.up_proj.weight"].T
-            x = x + (silu(gate) * up) @ t[p + "mlp.down_proj.weight"].T
+            if getattr(self, "_record", None) is not None and c.get("num_experts"):
+                self._record.append((p, h))
+            x = x + (self.moe(p, h) if c.get("num_experts") else self.mlp(p + "mlp.", h))
         x = rms_norm(x, t["model.norm.weight"], eps)
         head = t["model.embed_tokens.weight"] if c.get("tie_word_embeddings") else t["lm_head.weight"]
         return x @ head.T
+
+    def mlp(self, prefix, h):
+        t = self.t
+        gate = h @ t[prefix + "gate_proj.weight"].T
+        up = h @ t[prefix + "up_proj.weight"].T
+        return (silu(gate) * up) @ t[prefix + "down_proj.weight"].T
+
+    def router_probs(self, p, h):
+        """Qwen3MoeSparseMoeBlock's routing weights before top-k: softmax over every expert. [T x E]"""
+        logits = h @ self.t[p + "mlp.gate.weight"].T
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def moe(self, p, h):
+        c = self.c
+        probs = self.router_probs(p, h)
+        out = np.zeros_like(h)
+        for row in range(h.shape[0]):
+            top = np.argsort(-probs[row], kind="stable")[: c["num_experts_per_tok"]]
+            w = probs[row][top]
+            if c.get("norm_topk_prob"):
+                w = w / w.sum()
+            for weight, e in zip(w, top):
+                out[row] += weight * self.mlp(p + "mlp.experts.%d." % e, h[row : row + 1])[0]
+        return out
+
+    def router_margin(self, token_ids):
+        """The smallest gap, over every layer and position, between the k-th and (k+1)-th routing
+        weight: where it is tiny an f32 engine could route to another expert."""
+        k = self.c["num_experts_per_tok"]
+        self._record = []  # logits() appends each MoE layer's input
+        self.logits(token_ids)
+        recorded, self._record = self._record, None
+        margin = np.inf
+        for p, h in recorded:
+            probs = -np.sort(-self.router_probs(p, h), axis=-1)
+            margin = min(margin, float(np.min(probs[:, k - 1] - probs[:, k])))
+        return margin
 
     def greedy(self, prompt, n_new):
         """Greedy continuation (ties to the lowest id) and the top-2 margin of each pick."""

@@ -21,6 +21,13 @@ an 80-token sequence (past original_max_position_embeddings 64), the logits of a
 forward written from transformers' modeling_llama.py (hf_llama_reference.py) at every position,
 a 32-token greedy continuation of its first 40 tokens, and how far plain RoPE would be.
 
+OUT_DIR/qwen3/ and OUT_DIR/qwen3moe/: Qwen3 (per-head Q/K RMSNorm, head_dim 64 != d / heads,
+NEOX RoPE) and Qwen3-MoE (16 experts, top-4, normalised top-k weights, no shared expert) with F32
+weights, each as the GGUF llama.cpp's converter writes (model.gguf, architecture qwen3 /
+qwen3moe, Q/K rows in HF order, stacked expert tensors) and as a Hugging Face folder (hf/);
+reference.json holds a 48-token sequence, the float64 numpy logits of hf_llama_reference.py at
+every position and a 32-token greedy continuation of its first 16 tokens.
+
 Deterministic: the same bytes on every run.
 """
 import json
@@ -422,6 +429,139 @@ def write_llama3_rope(out_dir):
     return out
 
 
+# ----------------------------------------------------------------------------- Qwen3, Qwen3-MoE
+
+QWEN3 = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+             intermediate_size=256)
+QWEN3_MOE = dict(QWEN3, intermediate_size=256, num_experts=16, num_experts_per_tok=4, moe_intermediate_size=64,
+                 norm_topk_prob=True)
+QWEN3_TOKENS = 48
+QWEN3_GREEDY_PROMPT = 16
+QWEN3_GREEDY_STEPS = 32
+
+
+def qwen3_tensor_plan(cfg):
+    """[(GGUF name, HF names, shape outermost first, init)]: stacked GGUF expert tensors list one HF
+    name per expert, in expert order."""
+    d, hq, hkv, dk = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    v = cfg["vocab_size"]
+    plan = [("token_embd.weight", ["model.embed_tokens.weight"], [v, d], "embed")]
+    for l in range(cfg["num_hidden_layers"]):
+        g, h = "blk.%d." % l, "model.layers.%d." % l
+        plan += [
+            (g + "attn_norm.weight", [h + "input_layernorm.weight"], [d], "norm"),
+            (g + "attn_q.weight", [h + "self_attn.q_proj.weight"], [hq * dk, d], "linear"),
+            (g + "attn_k.weight", [h + "self_attn.k_proj.weight"], [hkv * dk, d], "linear"),
+            (g + "attn_v.weight", [h + "self_attn.v_proj.weight"], [hkv * dk, d], "linear"),
+            (g + "attn_q_norm.weight", [h + "self_attn.q_norm.weight"], [dk], "norm"),
+            (g + "attn_k_norm.weight", [h + "self_attn.k_norm.weight"], [dk], "norm"),
+            (g + "attn_output.weight", [h + "self_attn.o_proj.weight"], [d, hq * dk], "linear"),
+            (g + "ffn_norm.weight", [h + "post_attention_layernorm.weight"], [d], "norm"),
+        ]
+        if cfg.get("num_experts"):
+            e, eff = cfg["num_experts"], cfg["moe_intermediate_size"]
+            ex = h + "mlp.experts.%d."
+            plan += [
+                (g + "ffn_gate_inp.weight", [h + "mlp.gate.weight"], [e, d], "linear"),
+                (g + "ffn_gate_exps.weight", [ex % i + "gate_proj.weight" for i in range(e)], [e, eff, d], "linear"),
+                (g + "ffn_up_exps.weight", [ex % i + "up_proj.weight" for i in range(e)], [e, eff, d], "linear"),
+                (g + "ffn_down_exps.weight", [ex % i + "down_proj.weight" for i in range(e)], [e, d, eff], "linear"),
+            ]
+        else:
+            ff = cfg["intermediate_size"]
+            plan += [
+                (g + "ffn_gate.weight", [h + "mlp.gate_proj.weight"], [ff, d], "linear"),
+                (g + "ffn_up.weight", [h + "mlp.up_proj.weight"], [ff, d], "linear"),
+                (g + "ffn_down.weight", [h + "mlp.down_proj.weight"], [d, ff], "linear"),
+            ]
+    plan += [("output_norm.weight", ["model.norm.weight"], [d], "norm"),
+             ("output.weight", ["lm_head.weight"], [v, d], "output")]
+    return plan
+
+
+def write_qwen3(out_dir, name, shape):
+    import torch  # safetensors_bytes takes torch tensors
+    import hf_llama_reference as hf
+    import make_reference_models as mrm
+
+    moe = bool(shape.get("num_experts"))
+    vocab = mrm.build_vocab()
+    merges = mrm.build_merges(vocab)
+    config = {
+        "architectures": ["Qwen3MoeForCausalLM" if moe else "Qwen3ForCausalLM"],
+        "model_type": "qwen3_moe" if moe else "qwen3", "torch_dtype": "float32", "hidden_act": "silu",
+        "vocab_size": len(vocab), "bos_token_id": vocab["<s>"], "eos_token_id": vocab["</s>"],
+        "max_position_embeddings": 128, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "attention_bias": False,
+        "tie_word_embeddings": False, "use_sliding_window": False, **shape,
+    }
+    arch = "qwen3moe" if moe else "qwen3"
+    for seed in range(SEED + 11, SEED + 11 + 64):
+        rng = np.random.default_rng(seed)
+        gguf_tensors, hf_f64, hf_f32 = [], {}, {}
+        for gguf_name, hf_names, dims, init in qwen3_tensor_plan(config):
+            fan_shape = dims[-2:] if len(dims) > 1 else dims
+            w32 = np.stack([init_weight(rng, fan_shape, init) for _ in hf_names]).astype("<f4") if len(hf_names) > 1 \
+                else init_weight(rng, dims, init).astype("<f4")
+            for i, hf_name in enumerate(hf_names):
+                part = w32[i] if len(hf_names) > 1 else w32
+                hf_f32[hf_name] = torch.from_numpy(np.ascontiguousarray(part))
+                hf_f64[hf_name] = part.astype(np.float64)
+            gguf_tensors.append((gguf_name, GGML_F32, list(reversed(dims)), np.ascontiguousarray(w32).tobytes()))
+        tokens = [vocab["<s>"]] + [int(x) for x in rng.integers(3, len(vocab), QWEN3_TOKENS - 1)]
+        model = hf.HfLlama(config, hf_f64)
+        if moe and model.router_margin(tokens) < 1e-4:
+            continue
+        greedy, margins = model.greedy(tokens[:QWEN3_GREEDY_PROMPT], QWEN3_GREEDY_STEPS)
+        if min(margins) < 1e-3:
+            continue
+        if moe and model.router_margin(tokens[:QWEN3_GREEDY_PROMPT] + greedy) < 1e-4:
+            continue
+        break
+    else:
+        raise AssertionError(name + ": every seed tried has a near tie")
+    logits = model.logits(tokens)
+
+    c = config
+    metadata = [
+        ("general.architecture", GGUF_STRING, arch),
+        ("general.name", GGUF_STRING, "cflow tiny %s (test fixture)" % arch),
+        ("general.file_type", GGUF_U32, 0),
+        (arch + ".context_length", GGUF_U32, c["max_position_embeddings"]),
+        (arch + ".embedding_length", GGUF_U32, c["hidden_size"]),
+        (arch + ".block_count", GGUF_U32, c["num_hidden_layers"]),
+        (arch + ".feed_forward_length", GGUF_U32, c["intermediate_size"]),
+        (arch + ".attention.head_count", GGUF_U32, c["num_attention_heads"]),
+        (arch + ".attention.head_count_kv", GGUF_U32, c["num_key_value_heads"]),
+        (arch + ".attention.key_length", GGUF_U32, c["head_dim"]),
+        (arch + ".attention.value_length", GGUF_U32, c["head_dim"]),
+        (arch + ".rope.freq_base", GGUF_F32, c["rope_theta"]),
+        (arch + ".attention.layer_norm_rms_epsilon", GGUF_F32, c["rms_norm_eps"]),
+    ]
+    if moe:
+        metadata += [
+            (arch + ".expert_count", GGUF_U32, c["num_experts"]),
+            (arch + ".expert_used_count", GGUF_U32, c["num_experts_per_tok"]),
+            (arch + ".expert_feed_forward_length", GGUF_U32, c["moe_intermediate_size"]),
+        ]
+    metadata += tokenizer_metadata(vocab, merges)
+
+    d = os.path.join(out_dir, name)
+    os.makedirs(os.path.join(d, "hf"), exist_ok=True)
+    with open(os.path.join(d, "model.gguf"), "wb") as f:
+        f.write(gguf_bytes(metadata, gguf_tensors))
+    mrm.dump_json(config, os.path.join(d, "hf", "config.json"), indent=2)
+    with open(os.path.join(d, "hf", "model.safetensors"), "wb") as f:
+        f.write(mrm.safetensors_bytes(hf_f32))
+    mrm.dump_json(mrm.tokenizer_json(vocab, merges), os.path.join(d, "hf", "tokenizer.json"), indent=2)
+    mrm.dump_json(mrm.TOKENIZER_CONFIG, os.path.join(d, "hf", "tokenizer_config.json"), indent=2)
+    out = {"tokens": tokens, "logits": logits.tolist(), "greedy_prompt": tokens[:QWEN3_GREEDY_PROMPT],
+           "greedy": greedy, "min_greedy_margin": min(margins), "seed": seed}
+    with open(os.path.join(d, "reference.json"), "w", encoding="utf-8", newline="\n") as f:
+        json.dump(out, f, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
+    return out
+
+
 def main(argv=None):
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
@@ -432,6 +572,9 @@ def main(argv=None):
     print("blocks: %d cases in %s" % (n, os.path.join(out_dir, "blocks")))
     ref = write_llama_kquant(out_dir)
     print("llama_kquant: %d tokens, min top-2 logit margin %.3g" % (len(ref["tokens"]), ref["min_top2_margin"]))
+    for name, shape in (("qwen3", QWEN3), ("qwen3moe", QWEN3_MOE)):
+        q = write_qwen3(out_dir, name, shape)
+        print("%s: %d tokens, greedy margin %.3g (seed %d)" % (name, len(q["tokens"]), q["min_greedy_margin"], q["seed"]))
     l3 = write_llama3_rope(out_dir)
     print("llama3_rope: %d tokens, plain RoPE would be %.3g off (rel L2), greedy margin %.3g" %
           (len(l3["tokens"]), l3["plain_rope_rel_l2"], l3["min_greedy_margin"]))

@@ -7,24 +7,17 @@
 // 32-token greedy continuation token for token. Without the factors the logits are 0.39 off
 // (the fixture checks that), so a converter that drops them fails here.
 #include <cmath>
-#include <cstdio>
-#include <cstring>
+#include <cstddef>
 #include <fstream>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
-#include "cflow/engine/forward/model.h"
-#include "cflow/engine/forward/session.h"
-#include "cflow/engine/generation/generate.h"
 #include "cflow/formats/cflow_layout.h"
-#include "cflow/formats/converter.h"
-#include "cflow/formats/source_model.h"
-#include "ggml_fixtures.h"
+#include "cflow/formats/cflow_reader.h"
+#include "family_reference.h"
 #include "test_support.h"
 
 namespace cflow {
@@ -32,122 +25,44 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr double kRopeLogitRelTolerance = 1e-4;  // as tests/parity/reference_parity_test.cpp
-constexpr double kDivisorRelTolerance = 1e-6;    // f32 rounding of a divisor computed in double
+constexpr double kDivisorRelTolerance = 1e-6;  // f32 rounding of a divisor computed in double
 constexpr const char* kRopeGguf = "llama3_rope/model.gguf";
 constexpr const char* kRopeHfFolder = "llama3_rope/hf";
 constexpr const char* kRopeReference = "llama3_rope/reference.json";
 
-struct RopeReference {
-    std::vector<int32_t> tokens;
-    std::vector<std::vector<double>> logits;  // [positions x vocab]
-    std::vector<int32_t> greedy_prompt;
-    std::vector<int32_t> greedy;
-    std::vector<double> divisors;  // [rotary dims / 2]
-};
-
-RopeReference load_rope_reference() {
-    std::ifstream in(test::ggml_fixtures_dir() / kRopeReference);
-    const nlohmann::json j = nlohmann::json::parse(in);
-    RopeReference r;
-    r.tokens = j.at("tokens").get<std::vector<int32_t>>();
-    r.logits = j.at("logits").get<std::vector<std::vector<double>>>();
-    r.greedy_prompt = j.at("greedy_prompt").get<std::vector<int32_t>>();
-    r.greedy = j.at("greedy").get<std::vector<int32_t>>();
-    r.divisors = j.at("rope_freq_divisors").get<std::vector<double>>();
-    return r;
-}
-
-double rope_rel_l2(std::span<const float> got, const std::vector<double>& want) {
-    double err = 0, ref = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-        err += (got[i] - want[i]) * (got[i] - want[i]);
-        ref += want[i] * want[i];
-    }
-    return std::sqrt(err) / std::sqrt(ref);
-}
-
-Result<std::shared_ptr<const Model>> convert_f32(const SourceModel& source, const fs::path& out) {
-    ConvertOptions options;
-    options.weight_quant = DType::F32;
-    options.embedding_quant = DType::F32;
-    options.threads = 2;
-    auto report = convert_to_cflow(source, out.string(), options);
-    if (!report) return report.take_error();
-    return Model::load(out.string());
-}
-
-std::unique_ptr<Session> scalar_session(std::shared_ptr<const Model> model) {
-    SessionOptions options;
-    options.threads = 2;
-    options.isa = Isa::Scalar;  // the f32 reference path
-    auto session = Session::create(std::move(model), options);
-    if (!session) {
-        ADD_FAILURE() << session.error();
-        return nullptr;
-    }
-    return std::move(session.value());
-}
-
-void expect_matches_reference(const std::shared_ptr<const Model>& model, const RopeReference& ref, const char* label) {
-    ASSERT_EQ(model->rope_freq_factors().size(), ref.divisors.size()) << label;
+void expect_rope_reference(const std::shared_ptr<const Model>& model, const test::FamilyReference& ref,
+                           const char* label) {
+    const auto divisors = ref.json.at("rope_freq_divisors").get<std::vector<double>>();
+    ASSERT_EQ(model->rope_freq_factors().size(), divisors.size()) << label;
     EXPECT_TRUE(model->header().feature_flags & kFeatureRopeFreqFactors) << label;
-    for (size_t i = 0; i < ref.divisors.size(); ++i)
-        EXPECT_NEAR(model->rope_freq_factors()[i], ref.divisors[i], kDivisorRelTolerance * ref.divisors[i])
+    for (size_t i = 0; i < divisors.size(); ++i)
+        EXPECT_NEAR(model->rope_freq_factors()[i], divisors[i], kDivisorRelTolerance * divisors[i])
             << label << " divisor " << i;
-
-    auto session = scalar_session(model);
-    ASSERT_NE(session, nullptr);
-    double max_err = 0;
-    for (size_t p = 0; p < ref.tokens.size(); ++p) {
-        auto logits = session->step(ref.tokens[p]);
-        ASSERT_TRUE(logits.ok()) << label << " position " << p << ": " << logits.error();
-        ASSERT_EQ(logits->size(), ref.logits[p].size());
-        const double err = rope_rel_l2(*logits, ref.logits[p]);
-        max_err = std::max(max_err, err);
-        EXPECT_LE(err, kRopeLogitRelTolerance) << label << ": logits at position " << p;
-    }
-    std::printf("[llama3 rope] %s: logits rel L2 max over %zu positions %.2e\n", label, ref.tokens.size(), max_err);
-
-    auto fresh = scalar_session(model);
-    ASSERT_NE(fresh, nullptr);
-    GenerateRequest request;
-    request.prompt = ref.greedy_prompt;
-    request.sampling.temperature = 0.0f;
-    request.max_tokens = uint32_t(ref.greedy.size());
-    request.stop_at_end_of_generation = false;
-    std::vector<int32_t> generated;
-    auto stats = generate(*fresh, request, [&](int32_t token, std::string_view) {
-        if (token >= 0) generated.push_back(token);
-        return true;
-    });
-    ASSERT_TRUE(stats.ok()) << stats.error();
-    EXPECT_EQ(generated, ref.greedy) << label << ": greedy continuation of the " << ref.greedy_prompt.size()
-                                     << "-token prompt";
+    test::expect_family_reference(model, ref, std::string("llama3 rope, ") + label);
 }
 
 TEST(Llama3Rope, GgufRopeFreqsBecomeTheConfigsFactorsAndMatchTheReference) {
     CFLOW_REQUIRE_GGML_FIXTURE(kRopeGguf);
     CFLOW_REQUIRE_GGML_FIXTURE(kRopeReference);
-    const RopeReference ref = load_rope_reference();
+    const test::FamilyReference ref = test::load_family_reference(kRopeReference);
     auto source = read_gguf_model((test::ggml_fixtures_dir() / kRopeGguf).string());
     ASSERT_TRUE(source.ok()) << source.error();
-    ASSERT_EQ(source->config.rope_freq_factors.size(), ref.divisors.size());
+    ASSERT_EQ(source->config.rope_freq_factors.size(), ref.json.at("rope_freq_divisors").size());
     EXPECT_TRUE(source->config_tensors.count("rope_freqs.weight"));
-    auto model = convert_f32(*source, test::temp_dir("llama3-rope-gguf") / "m.cflow");
+    auto model = test::convert_f32_and_load(*source, test::temp_dir("llama3-rope-gguf") / "m.cflow");
     ASSERT_TRUE(model.ok()) << model.error();
-    expect_matches_reference(*model, ref, "GGUF");
+    expect_rope_reference(*model, ref, "GGUF");
 }
 
 TEST(Llama3Rope, HfRopeScalingGivesTheSameFactorsAndMatchesTheReference) {
     CFLOW_REQUIRE_GGML_FIXTURE(kRopeHfFolder);
     CFLOW_REQUIRE_GGML_FIXTURE(kRopeReference);
-    const RopeReference ref = load_rope_reference();
+    const test::FamilyReference ref = test::load_family_reference(kRopeReference);
     auto source = open_source_model((test::ggml_fixtures_dir() / kRopeHfFolder).string());
     ASSERT_TRUE(source.ok()) << source.error();
-    auto model = convert_f32(*source, test::temp_dir("llama3-rope-hf") / "m.cflow");
+    auto model = test::convert_f32_and_load(*source, test::temp_dir("llama3-rope-hf") / "m.cflow");
     ASSERT_TRUE(model.ok()) << model.error();
-    expect_matches_reference(*model, ref, "HF folder");
+    expect_rope_reference(*model, ref, "HF folder");
 }
 
 TEST(Llama3Rope, BadFactorsAndUnknownTensorsAreRefusedByName) {

@@ -1,0 +1,117 @@
+#pragma once
+// What the architecture tests of tests/parity/ggml/ share: a fixture's reference.json (tokens,
+// float64 logits at every position, a greedy continuation; make_ggml_fixtures.py), an F32
+// conversion of a source, and the check of a converted model against the reference: logits
+// within 1e-4 relative L2 at every position on the scalar f32 path, the greedy continuation
+// token for token.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cflow/engine/forward/model.h"
+#include "cflow/engine/forward/session.h"
+#include "cflow/engine/generation/generate.h"
+#include "cflow/formats/converter.h"
+#include "cflow/formats/source_model.h"
+#include "ggml_fixtures.h"
+
+namespace cflow::test {
+
+inline constexpr double kFamilyLogitRelTolerance = 1e-4;  // as tests/parity/reference_parity_test.cpp
+
+struct FamilyReference {
+    std::vector<int32_t> tokens;
+    std::vector<std::vector<double>> logits;  // [positions x vocab]
+    std::vector<int32_t> greedy_prompt;
+    std::vector<int32_t> greedy;
+    nlohmann::json json;  // the whole file, for fixture-specific fields
+};
+
+inline FamilyReference load_family_reference(const std::string& relative) {
+    std::ifstream in(ggml_fixtures_dir() / relative);
+    FamilyReference r;
+    r.json = nlohmann::json::parse(in);
+    r.tokens = r.json.at("tokens").get<std::vector<int32_t>>();
+    r.logits = r.json.at("logits").get<std::vector<std::vector<double>>>();
+    r.greedy_prompt = r.json.at("greedy_prompt").get<std::vector<int32_t>>();
+    r.greedy = r.json.at("greedy").get<std::vector<int32_t>>();
+    return r;
+}
+
+inline double family_rel_l2(std::span<const float> got, const std::vector<double>& want) {
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        err += (got[i] - want[i]) * (got[i] - want[i]);
+        ref += want[i] * want[i];
+    }
+    return std::sqrt(err) / std::sqrt(ref);
+}
+
+inline Result<std::shared_ptr<const Model>> convert_f32_and_load(const SourceModel& source,
+                                                                 const std::filesystem::path& out) {
+    ConvertOptions options;
+    options.weight_quant = DType::F32;
+    options.embedding_quant = DType::F32;
+    options.threads = 2;
+    auto report = convert_to_cflow(source, out.string(), options);
+    if (!report) return report.take_error();
+    return Model::load(out.string());
+}
+
+inline std::unique_ptr<Session> scalar_f32_session(std::shared_ptr<const Model> model,
+                                                   ExpertFetch fetch = ExpertFetch::Mapped) {
+    SessionOptions options;
+    options.threads = 2;
+    options.isa = Isa::Scalar;  // the f32 reference path (no int8 activations)
+    options.expert_fetch = fetch;
+    auto session = Session::create(std::move(model), options);
+    if (!session) {
+        ADD_FAILURE() << session.error();
+        return nullptr;
+    }
+    return std::move(session.value());
+}
+
+// Teacher-forced logits at every position (decode steps) and the greedy continuation (prefill of
+// the prompt, then decode), both against the reference.
+inline void expect_family_reference(const std::shared_ptr<const Model>& model, const FamilyReference& ref,
+                                    const std::string& label, ExpertFetch fetch = ExpertFetch::Mapped) {
+    auto session = scalar_f32_session(model, fetch);
+    ASSERT_NE(session, nullptr);
+    double max_err = 0;
+    for (size_t p = 0; p < ref.tokens.size(); ++p) {
+        auto logits = session->step(ref.tokens[p]);
+        ASSERT_TRUE(logits.ok()) << label << " position " << p << ": " << logits.error();
+        ASSERT_EQ(logits->size(), ref.logits[p].size());
+        const double err = family_rel_l2(*logits, ref.logits[p]);
+        max_err = std::max(max_err, err);
+        EXPECT_LE(err, kFamilyLogitRelTolerance) << label << ": logits at position " << p;
+    }
+    std::printf("[%s] logits rel L2 max over %zu positions %.2e\n", label.c_str(), ref.tokens.size(), max_err);
+
+    auto fresh = scalar_f32_session(model, fetch);
+    ASSERT_NE(fresh, nullptr);
+    GenerateRequest request;
+    request.prompt = ref.greedy_prompt;
+    request.sampling.temperature = 0.0f;
+    request.max_tokens = uint32_t(ref.greedy.size());
+    request.stop_at_end_of_generation = false;
+    std::vector<int32_t> generated;
+    auto stats = generate(*fresh, request, [&](int32_t token, std::string_view) {
+        if (token >= 0) generated.push_back(token);
+        return true;
+    });
+    ASSERT_TRUE(stats.ok()) << stats.error();
+    EXPECT_EQ(generated, ref.greedy) << label << ": greedy continuation of the " << ref.greedy_prompt.size()
+                                     << "-token prompt";
+}
+
+} // namespace cflow::test
