@@ -72,7 +72,8 @@ json describe(const CflowFile& f) {
     for (const auto& [bit, name] : {std::pair{kFeatureEmbedScaleSqrtD, "embedding scaled by sqrt(d)"},
                                     std::pair{kFeatureVNorm, "V norm"}, std::pair{kFeatureTiedEmbeddings, "tied embeddings"},
                                     std::pair{kFeatureQkvBias, "QKV bias"}, std::pair{kFeatureQkNorm, "Q/K norm"},
-                                    std::pair{kFeatureRopeFreqFactors, "rope frequency divisors"}})
+                                    std::pair{kFeatureRopeFreqFactors, "rope frequency divisors"},
+                                    std::pair{kFeatureRopeSkipLayers, "layers without rope"}})
         if (h.feature_flags & bit) features.push_back(name);
     j["semantics"]["features"] = features;
     const std::span<const float> divisors = f.rope_freq_factors();

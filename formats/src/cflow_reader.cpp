@@ -114,6 +114,26 @@ Status check_rope_freq_factors(const std::string& path, const GlobalHeader& h, c
     return {};
 }
 
+// kFeatureRopeSkipLayers and its metadata entry come together: one 0/1 per stored layer.
+Status check_rope_skip_layers(const std::string& path, const GlobalHeader& h, const Metadata& meta) {
+    const bool flagged = (h.feature_flags & kFeatureRopeSkipLayers) != 0;
+    const MetaValue* value = meta.find(kRopeSkipLayersKey);
+    const std::string where = path + ": metadata '" + kRopeSkipLayersKey + "'";
+    if (!flagged) {
+        if (value) return make_error(where + " is present but GlobalHeader.feature_flags lacks the rope-skip bit (64)");
+        return {};
+    }
+    const auto* skip = meta.get_ints(kRopeSkipLayersKey);
+    if (!skip) return make_error(where + (value ? " is not an int array" : " is missing (GlobalHeader.feature_flags has bit 64)"));
+    if (skip->size() != h.n_layers)
+        return make_error(where + " has " + std::to_string(skip->size()) + " entries, expected one per layer (" +
+                          std::to_string(h.n_layers) + ")");
+    for (size_t i = 0; i < skip->size(); ++i)
+        if ((*skip)[i] != 0 && (*skip)[i] != 1)
+            return make_error(where + " entry " + std::to_string(i) + " is " + std::to_string((*skip)[i]) + ", must be 0 or 1");
+    return {};
+}
+
 Status check_model_params(const FileContext& ctx) {
     const GlobalHeader& h = ctx.header;
     const ModelParams& p = ctx.params;
@@ -233,6 +253,7 @@ Result<std::shared_ptr<CflowFile>> CflowFile::open(const std::string& path, Load
         if (!meta) return meta.take_error();
         file->metadata_ = std::move(*meta);
         if (Status s = check_rope_freq_factors(path, h, p, file->metadata_); !s) return s.take_error();
+        if (Status s = check_rope_skip_layers(path, h, file->metadata_); !s) return s.take_error();
         return file;
     } catch (const std::bad_alloc&) {
         return make_error(ErrorKind::OutOfMemory, path + ": out of memory while indexing the file");

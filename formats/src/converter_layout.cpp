@@ -109,8 +109,10 @@ private:
         if (tied_) flags |= kFeatureTiedEmbeddings;
         if (has_bias_) flags |= kFeatureQkvBias;
         if (has_qk_norm_) flags |= kFeatureQkNorm;
-        flags = static_cast<uint8_t>(flags & ~kFeatureRopeFreqFactors);
+        flags = static_cast<uint8_t>(flags & ~(kFeatureRopeFreqFactors | kFeatureRopeSkipLayers));
         if (!c_.rope_freq_factors.empty()) flags |= kFeatureRopeFreqFactors;
+        const bool skips_rope = std::find(c_.rope_skip_layers.begin(), c_.rope_skip_layers.end(), 1) != c_.rope_skip_layers.end();
+        if (skips_rope) flags |= kFeatureRopeSkipLayers;
 
         plan_.format = options_.format;
         GlobalHeader& h = plan_.header;
@@ -158,6 +160,8 @@ private:
         Metadata meta = src_.metadata;
         meta.erase(kRopeFreqFactorsKey);  // only what this config says reaches the file
         if (!c_.rope_freq_factors.empty()) meta.set(kRopeFreqFactorsKey, c_.rope_freq_factors);
+        meta.erase(kRopeSkipLayersKey);
+        if (skips_rope) meta.set(kRopeSkipLayersKey, c_.rope_skip_layers);
         meta.set("general.converter", std::string(kConverterVersion));
         if (!meta.contains("general.source_format") && !src_.source_label.empty()) {
             // The readers label a source with the path they opened: the same rule that picked the reader names it.

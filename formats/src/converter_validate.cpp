@@ -122,6 +122,14 @@ Status check_config(const SourceModel& src, const ConvertOptions& options) {
     if (static_cast<uint8_t>(c.router_mode) > static_cast<uint8_t>(RouterMode::SoftmaxAllNoRenorm))
         return fail("unknown router_mode " + std::to_string(static_cast<unsigned>(c.router_mode)));
     if ((c.feature_flags & ~kKnownFeatureFlags) != 0) return fail("unknown feature_flags bits " + std::to_string(c.feature_flags));
+    if (!c.rope_skip_layers.empty()) {
+        if (c.rope_skip_layers.size() != c.n_layers)
+            return fail("rope skip layers: " + std::to_string(c.rope_skip_layers.size()) + " entries for " +
+                        std::to_string(c.n_layers) + " layers");
+        for (size_t i = 0; i < c.rope_skip_layers.size(); ++i)
+            if (c.rope_skip_layers[i] != 0 && c.rope_skip_layers[i] != 1)
+                return fail("rope skip layer entry " + std::to_string(i) + " must be 0 or 1");
+    }
     if (!c.rope_freq_factors.empty()) {
         const uint32_t want = rotary_dim_count(c.head_dim, c.rope_fraction) / 2;
         if (c.rope_freq_factors.size() != want)

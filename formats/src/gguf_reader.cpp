@@ -398,10 +398,10 @@ public:
         if (!arch) return make_error(g_.path + ": metadata key 'general.architecture' is missing");
         arch_ = *arch;
         if (arch_ != "llama" && arch_ != "qwen2" && arch_ != "qwen2moe" && arch_ != "qwen3" && arch_ != "qwen3moe" &&
-            arch_ != "olmoe")
+            arch_ != "olmoe" && arch_ != "smollm3")
             return make_error(ErrorKind::Unsupported, g_.path + ": unsupported architecture '" + arch_ +
                                                           "' (general.architecture); supported: llama (also "
-                                                          "Mistral/Mixtral), qwen2, qwen2moe, qwen3, qwen3moe, olmoe");
+                                                          "Mistral/Mixtral), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, smollm3");
 
         for (const auto& t : g_.tensors) {
             auto dtype = dtype_of(t.ggml_type);
@@ -566,7 +566,13 @@ private:
         }
         // llama.cpp's HF converter permutes llama Q/K rows to the adjacent-pair convention;
         // qwen2/qwen2moe/qwen3/qwen3moe/olmoe are stored in the HF split-half convention (NEOX).
-        c.rope_interleaved = arch_ == "llama";
+        c.rope_interleaved = arch_ == "llama" || arch_ == "smollm3";  // SmolLM3's converter is llama's
+        if (arch_ == "smollm3") {
+            // NoPE on every fourth layer. The GGUF has no key for it: llama.cpp hard-codes the
+            // step (n_no_rope_layer_step = 4), as SmolLM3's config does (no_rope_layer_interval).
+            c.rope_skip_layers.assign(c.n_layers, 0);
+            for (uint32_t l = 0; l < c.n_layers; ++l) c.rope_skip_layers[l] = (l + 1) % 4 == 0 ? 1 : 0;
+        }
         c.ffn_activation = FfnActivation::SwiGLU;
         c.combine_style = CombineStyle::Sequential;
         return Status::success();

@@ -105,14 +105,15 @@ Result<Family> detect_family(const ConfigReader& r) {
         {"Qwen2ForCausalLM", Family::Qwen2},       {"MixtralForCausalLM", Family::Mixtral},
         {"Qwen2MoeForCausalLM", Family::Qwen2Moe}, {"OlmoeForCausalLM", Family::Olmoe},
         {"Qwen3ForCausalLM", Family::Qwen3},       {"Qwen3MoeForCausalLM", Family::Qwen3Moe},
-        {"CflowForCausalLM", Family::Cflow}};
+        {"SmolLM3ForCausalLM", Family::SmolLM3},   {"CflowForCausalLM", Family::Cflow}};
     static const std::map<std::string, Family> kByType = {
         {"llama", Family::Llama},     {"mistral", Family::Mistral},    {"qwen2", Family::Qwen2},
         {"mixtral", Family::Mixtral}, {"qwen2_moe", Family::Qwen2Moe}, {"olmoe", Family::Olmoe},
-        {"qwen3", Family::Qwen3},     {"qwen3_moe", Family::Qwen3Moe}, {"cflow", Family::Cflow}};
+        {"qwen3", Family::Qwen3},     {"qwen3_moe", Family::Qwen3Moe}, {"smollm3", Family::SmolLM3},
+        {"cflow", Family::Cflow}};
     const char* kSupported = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, "
-                             "Qwen2MoeForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, OlmoeForCausalLM, "
-                             "CflowForCausalLM";
+                             "Qwen2MoeForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, SmolLM3ForCausalLM, "
+                             "OlmoeForCausalLM, CflowForCausalLM";
     if (r.has("architectures")) {
         const json& a = r.at("architectures");
         if (!a.is_array() || a.empty() || !a.front().is_string())
@@ -246,6 +247,31 @@ Result<std::vector<float>> llama3_rope_factors(const ConfigReader& rs, const Mod
     return divisors;
 }
 
+// SmolLM3 (modeling_smollm3.py): layer l rotates queries and keys only when no_rope_layers[l]
+// is 1; without the list, every no_rope_layer_interval-th layer (default 4) skips RoPE.
+Status read_smollm3_nope_layers(const ConfigReader& r, ModelConfig& c) {
+    bool sliding = false;
+    CFLOW_TRY_ASSIGN(sliding, r.boolean("use_sliding_window", false));
+    if (sliding) return r.unsupported("use_sliding_window", "is true: SmolLM3's sliding-window layers are not supported");
+    c.rope_skip_layers.assign(c.n_layers, 0);
+    if (r.has("no_rope_layers")) {
+        const json& list = r.at("no_rope_layers");
+        if (!list.is_array() || list.size() != c.n_layers)
+            return r.bad("no_rope_layers", "must list one 0 or 1 per layer (" + std::to_string(c.n_layers) + ")");
+        for (size_t l = 0; l < list.size(); ++l) {
+            if (!list[l].is_number_integer() || (list[l].get<int64_t>() != 0 && list[l].get<int64_t>() != 1))
+                return r.bad("no_rope_layers", "entry " + std::to_string(l) + " must be 0 or 1");
+            c.rope_skip_layers[l] = list[l].get<int64_t>() == 0 ? 1 : 0;
+        }
+        return Status::success();
+    }
+    uint32_t interval = 4;
+    CFLOW_TRY_ASSIGN(interval, r.u32("no_rope_layer_interval", 4));
+    if (interval == 0) return r.bad("no_rope_layer_interval", "must be >= 1");
+    for (uint32_t l = 0; l < c.n_layers; ++l) c.rope_skip_layers[l] = (l + 1) % interval == 0 ? 1 : 0;
+    return Status::success();
+}
+
 Result<HfConfig> interpret(const ConfigReader& r) {
     HfConfig out;
     CFLOW_TRY_ASSIGN(out.family, detect_family(r));
@@ -253,7 +279,8 @@ Result<HfConfig> interpret(const ConfigReader& r) {
     static const std::map<Family, std::string> kArch = {
         {Family::Llama, "llama"},     {Family::Mistral, "mistral"},    {Family::Qwen2, "qwen2"},
         {Family::Mixtral, "mixtral"}, {Family::Qwen2Moe, "qwen2moe"}, {Family::Olmoe, "olmoe"},
-        {Family::Qwen3, "qwen3"},     {Family::Qwen3Moe, "qwen3moe"}, {Family::Cflow, "cflow"}};
+        {Family::Qwen3, "qwen3"},     {Family::Qwen3Moe, "qwen3moe"}, {Family::SmolLM3, "smollm3"},
+        {Family::Cflow, "cflow"}};
     c.architecture = kArch.at(out.family);
 
     std::string rope_scaling_type = "default";
@@ -307,6 +334,10 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         case Family::Qwen2:
         case Family::Qwen3:
             CFLOW_TRY_ASSIGN(c.d_ff, r.u32("intermediate_size", std::nullopt));
+            break;
+        case Family::SmolLM3:
+            CFLOW_TRY_ASSIGN(c.d_ff, r.u32("intermediate_size", std::nullopt));
+            if (Status s = read_smollm3_nope_layers(r, c); !s) return s.take_error();
             break;
         case Family::Mixtral:
             CFLOW_TRY_ASSIGN(c.n_experts, r.u32("num_local_experts", std::nullopt));

@@ -137,7 +137,7 @@ std::vector<Corruption> corruptions() {
          "expert_delay 2 must be below n_layers 2"},
         {"unknown combine style", [](auto& b, auto&) { b[offsetof(GlobalHeader, combine_style)] = 7; },
          "GlobalHeader.combine_style at offset 82: unknown combine style 7"},
-        {"unknown feature flags", [](auto& b, auto&) { b[offsetof(GlobalHeader, feature_flags)] |= 0x40; },
+        {"unknown feature flags", [](auto& b, auto&) { b[offsetof(GlobalHeader, feature_flags)] |= 0x80; },
          "unknown feature flag bits", false, ErrorKind::Unsupported},
         {"params offset past EOF", [](auto& b, auto& L) { put<uint64_t>(b, offsetof(GlobalHeader, params_offset), L.size - 64); },
          "GlobalHeader.params_offset at offset 64: ModelParams (128 bytes)"},

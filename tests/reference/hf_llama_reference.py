@@ -8,7 +8,9 @@ src/transformers/modeling_rope_utils.py (_compute_default_rope_parameters,
 _compute_llama3_parameters), src/transformers/models/qwen3/modeling_qwen3.py (Qwen3Attention:
 RMSNorm of each query and key head over head_dim before RoPE; head_dim from the config, not
 hidden_size / heads) and src/transformers/models/qwen3_moe/modeling_qwen3_moe.py
-(Qwen3MoeSparseMoeBlock: softmax over all experts, top-k, renormalised when norm_topk_prob). It shares no code with cflow_reference.py (the PyTorch reference of
+(Qwen3MoeSparseMoeBlock: softmax over all experts, top-k, renormalised when norm_topk_prob) and
+src/transformers/models/smollm3/modeling_smollm3.py (SmolLM3Attention: RoPE only where
+config.no_rope_layers[layer] is 1). It shares no code with cflow_reference.py (the PyTorch reference of
 the engine's combine styles), so the engine is checked against the family's own definition.
 
 Everything runs in float64 on the checkpoint's float32 weights: the logits are the exact result
@@ -105,7 +107,8 @@ class HfLlama:
                 q = rms_norm(q, t[p + "self_attn.q_norm.weight"], eps)
                 k = rms_norm(k, t[p + "self_attn.k_norm.weight"], eps)
             v = (h @ t[p + "self_attn.v_proj.weight"].T).reshape(n, hkv, dk).transpose(1, 0, 2)
-            q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+            if c.get("no_rope_layers") is None or c["no_rope_layers"][layer]:
+                q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
             k = np.repeat(k, hq // hkv, axis=0)  # repeat_kv
             v = np.repeat(v, hq // hkv, axis=0)
             scores = q @ k.transpose(0, 2, 1) / math.sqrt(dk) + mask  # [Hq x T x T]

@@ -28,6 +28,11 @@ qwen3moe, Q/K rows in HF order, stacked expert tensors) and as a Hugging Face fo
 reference.json holds a 48-token sequence, the float64 numpy logits of hf_llama_reference.py at
 every position and a 32-token greedy continuation of its first 16 tokens.
 
+OUT_DIR/smollm3/: SmolLM3 (llama's block without RoPE on every fourth layer, tied embeddings;
+4 layers, F32) as GGUF (architecture smollm3: Q/K interleaved, no key for the NoPE step, which
+llama.cpp fixes at 4) and as a Hugging Face folder (no_rope_layers in config.json);
+reference.json as for qwen3.
+
 Deterministic: the same bytes on every run.
 """
 import json
@@ -562,6 +567,83 @@ def write_qwen3(out_dir, name, shape):
     return out
 
 
+# ----------------------------------------------------------------------------- SmolLM3
+
+SMOLLM3 = dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+               intermediate_size=256)
+
+
+def write_smollm3(out_dir):
+    import torch  # safetensors_bytes takes torch tensors
+    import hf_llama_reference as hf
+    import make_reference_models as mrm
+
+    vocab = mrm.build_vocab()
+    merges = mrm.build_merges(vocab)
+    n_layers = SMOLLM3["num_hidden_layers"]
+    config = {
+        "architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "torch_dtype": "float32",
+        "hidden_act": "silu", "vocab_size": len(vocab), "bos_token_id": vocab["<s>"], "eos_token_id": vocab["</s>"],
+        "max_position_embeddings": 128, "rms_norm_eps": 1e-6, "rope_theta": 5000000.0, "tie_word_embeddings": True,
+        "use_sliding_window": False, "no_rope_layer_interval": 4,
+        "no_rope_layers": [int((l + 1) % 4 != 0) for l in range(n_layers)], **SMOLLM3,
+    }
+    plan = [entry for entry in tensor_plan(config) if entry[0] != "output.weight"]  # tied
+    for seed in range(SEED + 21, SEED + 21 + 64):
+        rng = np.random.default_rng(seed)
+        gguf_tensors, hf_f64, hf_f32 = [], {}, {}
+        for name, hf_name, shape, _, init, rope_heads in plan:
+            # A tied LM head: the embedding's scale sets the logits' (N(0, 4/d), as an untied head).
+            w32 = (init_weight(rng, shape, "output") if init == "embed" else init_weight(rng, shape, init)).astype("<f4")
+            hf_f32[hf_name] = torch.from_numpy(w32.copy())
+            hf_f64[hf_name] = w32.astype(np.float64)
+            stored = rope_interleave(w32, rope_heads) if rope_heads else w32
+            gguf_tensors.append((name, GGML_F32, list(reversed(shape)), np.ascontiguousarray(stored).tobytes()))
+        tokens = [vocab["<s>"]] + [int(x) for x in rng.integers(3, len(vocab), QWEN3_TOKENS - 1)]
+        model = hf.HfLlama(config, hf_f64)
+        greedy, margins = model.greedy(tokens[:QWEN3_GREEDY_PROMPT], QWEN3_GREEDY_STEPS)
+        if min(margins) > 1e-3:
+            break
+    else:
+        raise AssertionError("smollm3: every seed tried has a near tie")
+    logits = model.logits(tokens)
+    roped = hf.HfLlama(dict(config, no_rope_layers=None), hf_f64).logits(tokens)
+    all_rope_rel_l2 = float(np.linalg.norm(roped - logits) / np.linalg.norm(logits))
+    assert all_rope_rel_l2 > 1e-2, "RoPE on every layer would pass here (%g): the fixture proves nothing" % all_rope_rel_l2
+
+    c = config
+    metadata = [
+        ("general.architecture", GGUF_STRING, "smollm3"),
+        ("general.name", GGUF_STRING, "cflow tiny smollm3 (test fixture)"),
+        ("general.file_type", GGUF_U32, 0),
+        ("smollm3.context_length", GGUF_U32, c["max_position_embeddings"]),
+        ("smollm3.embedding_length", GGUF_U32, c["hidden_size"]),
+        ("smollm3.block_count", GGUF_U32, c["num_hidden_layers"]),
+        ("smollm3.feed_forward_length", GGUF_U32, c["intermediate_size"]),
+        ("smollm3.attention.head_count", GGUF_U32, c["num_attention_heads"]),
+        ("smollm3.attention.head_count_kv", GGUF_U32, c["num_key_value_heads"]),
+        ("smollm3.rope.dimension_count", GGUF_U32, c["head_dim"]),
+        ("smollm3.rope.freq_base", GGUF_F32, c["rope_theta"]),
+        ("smollm3.attention.layer_norm_rms_epsilon", GGUF_F32, c["rms_norm_eps"]),
+    ] + tokenizer_metadata(vocab, merges)
+
+    d = os.path.join(out_dir, "smollm3")
+    os.makedirs(os.path.join(d, "hf"), exist_ok=True)
+    with open(os.path.join(d, "model.gguf"), "wb") as f:
+        f.write(gguf_bytes(metadata, gguf_tensors))
+    mrm.dump_json(config, os.path.join(d, "hf", "config.json"), indent=2)
+    with open(os.path.join(d, "hf", "model.safetensors"), "wb") as f:
+        f.write(mrm.safetensors_bytes(hf_f32))
+    mrm.dump_json(mrm.tokenizer_json(vocab, merges), os.path.join(d, "hf", "tokenizer.json"), indent=2)
+    mrm.dump_json(mrm.TOKENIZER_CONFIG, os.path.join(d, "hf", "tokenizer_config.json"), indent=2)
+    out = {"tokens": tokens, "logits": logits.tolist(), "greedy_prompt": tokens[:QWEN3_GREEDY_PROMPT],
+           "greedy": greedy, "min_greedy_margin": min(margins), "seed": seed, "all_rope_rel_l2": all_rope_rel_l2}
+    with open(os.path.join(d, "reference.json"), "w", encoding="utf-8", newline="\n") as f:
+        json.dump(out, f, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
+    return out
+
+
 def main(argv=None):
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
@@ -575,6 +657,9 @@ def main(argv=None):
     for name, shape in (("qwen3", QWEN3), ("qwen3moe", QWEN3_MOE)):
         q = write_qwen3(out_dir, name, shape)
         print("%s: %d tokens, greedy margin %.3g (seed %d)" % (name, len(q["tokens"]), q["min_greedy_margin"], q["seed"]))
+    sm = write_smollm3(out_dir)
+    print("smollm3: %d tokens, RoPE on every layer would be %.3g off, greedy margin %.3g (seed %d)" %
+          (len(sm["tokens"]), sm["all_rope_rel_l2"], sm["min_greedy_margin"], sm["seed"]))
     l3 = write_llama3_rope(out_dir)
     print("llama3_rope: %d tokens, plain RoPE would be %.3g off (rel L2), greedy margin %.3g" %
           (len(l3["tokens"]), l3["plain_rope_rel_l2"], l3["min_greedy_margin"]))

@@ -132,8 +132,10 @@ void Session::attention(uint32_t layer, uint32_t kv_slot, const float* x, float*
 
     const uint32_t n_rot = ops::rotary_dims(dk, p.rope_fraction);
     ops::rope_tables(position_, n_rot, p.rope_theta, model_->rope_freq_factors(), b.rope_cos.data(), b.rope_sin.data());
-    for (uint32_t hd = 0; hd < n_heads; ++hd) ops::rope_apply(b.q.data() + size_t(hd) * dk, n_rot, b.rope_cos.data(), b.rope_sin.data());
-    for (uint32_t hd = 0; hd < n_kv; ++hd) ops::rope_apply(b.k.data() + size_t(hd) * dk, n_rot, b.rope_cos.data(), b.rope_sin.data());
+    if (model_->applies_rope(layer)) {
+        for (uint32_t hd = 0; hd < n_heads; ++hd) ops::rope_apply(b.q.data() + size_t(hd) * dk, n_rot, b.rope_cos.data(), b.rope_sin.data());
+        for (uint32_t hd = 0; hd < n_kv; ++hd) ops::rope_apply(b.k.data() + size_t(hd) * dk, n_rot, b.rope_cos.data(), b.rope_sin.data());
+    }
 
     b.kv.write(kv_slot, position_, b.k.data(), b.v.data());
 

@@ -126,6 +126,7 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
 
         if (auto tmpl = f.metadata().get_string("tokenizer.chat_template")) model->chat_template_ = *tmpl;
         model->rope_freq_factors_ = f.rope_freq_factors();
+        model->rope_skip_layers_ = f.rope_skip_layers();
         model->effective_layers_ = static_cast<CombineStyle>(h.combine_style) == CombineStyle::FixedPoint
                                        ? h.n_layers * f.params().n_iter
                                        : h.n_layers;

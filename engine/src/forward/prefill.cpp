@@ -234,7 +234,7 @@ void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
 
     for_tokens(pool_, n, [&](uint32_t t) { ops::rmsnorm(bt.x.data() + t * d, w.attn_norm->raw_f32(), bt.xn.data() + t * d, d, p.norm_eps); });
     matmat(*w.qkv, {{bt.q.data(), bt.k.data(), bt.v.data()}, {qdim, kvdim, kvdim}}, bt.xn.data(), d, n);
-    const uint32_t n_rot = ops::rotary_dims(dk, p.rope_fraction);
+    const uint32_t n_rot = model_->applies_rope(layer) ? ops::rotary_dims(dk, p.rope_fraction) : 0;  // 0: no rotation
     for_tokens(pool_, n, [&](uint32_t t) {  // each token writes its own KV position
         float* q = bt.q.data() + t * qdim;  // [H * dk]
         float* kv_k = bt.k.data() + t * kvdim;

@@ -32,11 +32,16 @@ enum FeatureFlag : uint8_t {
     // Metadata kRopeFreqFactorsKey holds one divisor per rotary frequency (Llama 3's rope
     // scaling, GGUF rope_freqs.weight): angle_i = pos * theta^(-2i/n_rot) / factor_i.
     kFeatureRopeFreqFactors = 1u << 5,
+    // Metadata kRopeSkipLayersKey marks the layers whose attention applies no RoPE at all
+    // (SmolLM3's NoPE layers: every fourth).
+    kFeatureRopeSkipLayers = 1u << 6,
 };
 // Every bit above is known to this build; a reader refuses a file with any other.
-inline constexpr uint8_t kKnownFeatureFlags = (1u << 6) - 1;
+inline constexpr uint8_t kKnownFeatureFlags = (1u << 7) - 1;
 // FloatArray [rotary_dim_count(head_dim, rope_fraction) / 2], each finite and > 0.
 inline constexpr const char* kRopeFreqFactorsKey = "cflow.rope.freq_factors";
+// IntArray [n_layers] of 0 / 1: 1 = that layer's queries and keys are not rotated.
+inline constexpr const char* kRopeSkipLayersKey = "cflow.rope.skip_layers";
 
 // The dims of a head that rotate: head_dim * rope_fraction rounded down to even (all of
 // head_dim, rounded down to even, when the fraction is 0, >= 1 or not a number).

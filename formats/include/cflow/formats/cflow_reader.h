@@ -99,6 +99,12 @@ public:
         const auto* factors = metadata_.get_floats(kRopeFreqFactorsKey);
         return factors ? std::span<const float>(*factors) : std::span<const float>();
     }
+    // [n_layers] 1 = that layer applies no RoPE (kFeatureRopeSkipLayers, validated at open); empty
+    // when every layer rotates.
+    std::span<const int32_t> rope_skip_layers() const {
+        const auto* skip = metadata_.get_ints(kRopeSkipLayersKey);
+        return skip ? std::span<const int32_t>(*skip) : std::span<const int32_t>();
+    }
     const std::vector<RegionView>& layers() const { return layers_; }  // n_layers entries
     const RegionView& vocab() const { return vocab_; }
     const MappedFile& file() const { return *file_; }

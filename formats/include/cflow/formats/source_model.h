@@ -64,6 +64,8 @@ struct ModelConfig {
     // [rotary dims / 2] divisors of the rotary frequencies: Llama 3's rope scaling (GGUF
     // rope_freqs.weight, HF rope_scaling type llama3). Empty = plain RoPE.
     std::vector<float> rope_freq_factors;
+    // [n_layers] 1 = that layer applies no RoPE (SmolLM3: every fourth). Empty = every layer.
+    std::vector<int32_t> rope_skip_layers;
 };
 
 struct TensorView {

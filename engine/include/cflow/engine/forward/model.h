@@ -61,6 +61,8 @@ public:
     const std::string& chat_template() const { return chat_template_; }  // "" when the model has none
     // [rotary dims / 2] divisors of the rotary frequencies (Llama 3 rope scaling), empty for plain RoPE.
     std::span<const float> rope_freq_factors() const { return rope_freq_factors_; }
+    // Whether stored layer `layer` rotates queries and keys (false on SmolLM3's NoPE layers).
+    bool applies_rope(uint32_t layer) const { return layer >= rope_skip_layers_.size() || rope_skip_layers_[layer] == 0; }
 
     // Layers a token passes through: n_layers, or n_blocks * n_iter for FixedPoint.
     uint32_t effective_layers() const { return effective_layers_; }
@@ -88,6 +90,7 @@ private:
     const SegmentView* token_embd_ = nullptr;
     std::string chat_template_;
     std::span<const float> rope_freq_factors_;  // into file_'s metadata
+    std::span<const int32_t> rope_skip_layers_;  // [n_layers] or empty, into file_'s metadata
     uint32_t effective_layers_ = 0;
     std::unique_ptr<ExpertSlot[]> expert_slots_;  // [n_layers x n_experts]
     std::shared_ptr<MappedFile> lanes_;                 // [file bytes] LoadOptions::lanes, else null
