@@ -4,9 +4,11 @@
 // --self-test convert / compare drive the conversion / comparison wizard (convert_self_test.h,
 // compare_self_test.h).
 #include <cstdio>
+#include <string_view>
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QCoreApplication>
 #include <QDir>
 #include <QSize>
 
@@ -23,54 +25,89 @@
 
 namespace {
 
+// The command line: every option declared once, for the app and for --help / --version.
+struct StudioOptions {
+    QCommandLineOption selfTest{QStringLiteral("self-test"),
+                                QStringLiteral("Load MODEL, chat one turn, save a screenshot and exit; "
+                                               "'convert' runs the conversion wizard instead, 'compare' the "
+                                               "comparison wizard on the models given as arguments."),
+                                QStringLiteral("MODEL")};
+    QCommandLineOption screenshot{QStringLiteral("screenshot"), QStringLiteral("Where --self-test saves the window (PNG)."),
+                                  QStringLiteral("OUT.png")};
+    QCommandLineOption size{QStringLiteral("size"),
+                            QStringLiteral("With --self-test: the window's exact size (the screenshot's), "
+                                           "at least 800x600."),
+                            QStringLiteral("WxH")};
+    QCommandLineOption source{QStringLiteral("source"), QStringLiteral("With --self-test convert: the checkpoint to convert."),
+                              QStringLiteral("SRC")};
+    QCommandLineOption tokenizer{QStringLiteral("tokenizer"),
+                                 QStringLiteral("With --self-test convert: a llama2.c source's tokenizer.bin."),
+                                 QStringLiteral("FILE")};
+    QCommandLineOption output{QStringLiteral("output"), QStringLiteral("With --self-test convert: the .cflow to write."),
+                              QStringLiteral("OUT")};
+    QCommandLineOption screenshotDir{QStringLiteral("screenshot-dir"),
+                                     QStringLiteral("With --self-test convert or compare: where each wizard page's PNG goes."),
+                                     QStringLiteral("DIR")};
+
+    void addTo(QCommandLineParser& parser) const {
+        parser.setApplicationDescription(
+            QStringLiteral("Chat with local language models on the CPU and watch the inference."));
+        parser.addHelpOption();
+        parser.addVersionOption();
+        parser.addPositionalArgument(QStringLiteral("model"), QStringLiteral("A .cflow model to open at start (optional)."),
+                                     QStringLiteral("[model]"));
+        for (const QCommandLineOption* option : {&selfTest, &screenshot, &size, &source, &tokenizer, &output, &screenshotDir})
+            parser.addOption(*option);
+    }
+};
+
+void name_application() {
+    QCoreApplication::setOrganizationName(QStringLiteral("cflow"));
+    QCoreApplication::setApplicationName(QStringLiteral("cflow-studio"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(CFLOW_VERSION));
+}
+
+// --help and --version print and exit; a QApplication would first need a display for that.
+bool asks_for_help_or_version(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "--") return false;
+        if (arg == "-h" || arg == "-?" || arg == "--help" || arg == "--help-all" || arg == "-v" || arg == "--version")
+            return true;
+    }
+    return false;
+}
+
+int print_help_or_version(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    name_application();
+    QCommandLineParser parser;
+    const StudioOptions options;
+    options.addTo(parser);
+    parser.process(app);  // prints the help or the version and exits
+    return 0;
+}
+
 // Everything the app owns lives in here, so it is all destroyed before main ends the process.
 int run_studio(int argc, char** argv) {
     // Fractional scale factors (125%, 150%) as the desktop sets them, not rounded to 1x or 2x.
     QGuiApplication::setHighDpiScaleFactorRoundingPolicy(Qt::HighDpiScaleFactorRoundingPolicy::PassThrough);
     QApplication app(argc, argv);
     QApplication::setWindowIcon(cflow::ui::app_icon());
-    QApplication::setOrganizationName(QStringLiteral("cflow"));
-    QApplication::setApplicationName(QStringLiteral("cflow-studio"));
-    QApplication::setApplicationVersion(QStringLiteral(CFLOW_VERSION));
+    name_application();
     // Wayland compositors and docks match the window to its .desktop entry (and icon) by this name.
     QGuiApplication::setDesktopFileName(QStringLiteral(CFLOW_APP_ID));
 
     QCommandLineParser parser;
-    parser.setApplicationDescription(
-        QStringLiteral("Chat with local language models on the CPU and watch the inference."));
-    parser.addHelpOption();
-    parser.addVersionOption();
-    parser.addPositionalArgument(QStringLiteral("model"), QStringLiteral("A .cflow model to open at start (optional)."),
-                                 QStringLiteral("[model]"));
-    const QCommandLineOption selfTest(QStringLiteral("self-test"),
-                                      QStringLiteral("Load MODEL, chat one turn, save a screenshot and exit; "
-                                                     "'convert' runs the conversion wizard instead, 'compare' the "
-                                                     "comparison wizard on the models given as arguments."),
-                                      QStringLiteral("MODEL"));
-    const QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                        QStringLiteral("Where --self-test saves the window (PNG)."),
-                                        QStringLiteral("OUT.png"));
-    const QCommandLineOption size(QStringLiteral("size"),
-                                  QStringLiteral("With --self-test: the window's exact size (the screenshot's), "
-                                                 "at least 800x600."),
-                                  QStringLiteral("WxH"));
-    const QCommandLineOption source(QStringLiteral("source"),
-                                    QStringLiteral("With --self-test convert: the checkpoint to convert."), QStringLiteral("SRC"));
-    const QCommandLineOption tokenizer(QStringLiteral("tokenizer"),
-                                       QStringLiteral("With --self-test convert: a llama2.c source's tokenizer.bin."),
-                                       QStringLiteral("FILE"));
-    const QCommandLineOption output(QStringLiteral("output"),
-                                    QStringLiteral("With --self-test convert: the .cflow to write."), QStringLiteral("OUT"));
-    const QCommandLineOption screenshotDir(QStringLiteral("screenshot-dir"),
-                                           QStringLiteral("With --self-test convert or compare: where each wizard page's PNG goes."),
-                                           QStringLiteral("DIR"));
-    parser.addOption(selfTest);
-    parser.addOption(screenshot);
-    parser.addOption(size);
-    parser.addOption(source);
-    parser.addOption(tokenizer);
-    parser.addOption(output);
-    parser.addOption(screenshotDir);
+    const StudioOptions studioOptions;
+    studioOptions.addTo(parser);
+    const QCommandLineOption& selfTest = studioOptions.selfTest;
+    const QCommandLineOption& screenshot = studioOptions.screenshot;
+    const QCommandLineOption& size = studioOptions.size;
+    const QCommandLineOption& source = studioOptions.source;
+    const QCommandLineOption& tokenizer = studioOptions.tokenizer;
+    const QCommandLineOption& output = studioOptions.output;
+    const QCommandLineOption& screenshotDir = studioOptions.screenshotDir;
     parser.process(app);
     // `--self-test convert`: the conversion wizard alone, page by page (convert_self_test.h).
     if (parser.value(selfTest) == QStringLiteral("convert")) {
@@ -159,4 +196,7 @@ int run_studio(int argc, char** argv) {
 
 } // namespace
 
-int main(int argc, char** argv) { return cflow::studio::end_process(run_studio(argc, argv)); }
+int main(int argc, char** argv) {
+    if (asks_for_help_or_version(argc, argv)) return print_help_or_version(argc, argv);
+    return cflow::studio::end_process(run_studio(argc, argv));
+}

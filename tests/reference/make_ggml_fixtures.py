@@ -347,6 +347,65 @@ def write_llama_kquant(out_dir):
     return out
 
 
+# ----------------------------------------------------------------------------- F32 family fixtures
+
+def gguf_header(arch, model_name, c):
+    """The general.* and ARCH.* hyperparameter keys llama.cpp's converter writes for an F32 model
+    of HF config c (head_dim explicit: key_length, value_length and the rope dims)."""
+    return [
+        ("general.architecture", GGUF_STRING, arch),
+        ("general.name", GGUF_STRING, model_name),
+        ("general.file_type", GGUF_U32, 0),  # LLAMA_FTYPE_ALL_F32
+        (arch + ".context_length", GGUF_U32, c["max_position_embeddings"]),
+        (arch + ".embedding_length", GGUF_U32, c["hidden_size"]),
+        (arch + ".block_count", GGUF_U32, c["num_hidden_layers"]),
+        (arch + ".feed_forward_length", GGUF_U32, c["intermediate_size"]),
+        (arch + ".attention.head_count", GGUF_U32, c["num_attention_heads"]),
+        (arch + ".attention.head_count_kv", GGUF_U32, c["num_key_value_heads"]),
+        (arch + ".attention.key_length", GGUF_U32, c["head_dim"]),
+        (arch + ".attention.value_length", GGUF_U32, c["head_dim"]),
+        (arch + ".rope.dimension_count", GGUF_U32, c["head_dim"]),
+        (arch + ".rope.freq_base", GGUF_F32, c["rope_theta"]),
+        (arch + ".attention.layer_norm_rms_epsilon", GGUF_F32, c["rms_norm_eps"]),
+    ]
+
+
+def llama_f32_weights(rng, plan, init_of=lambda init: init):
+    """Random F32 weights for a llama-layout tensor_plan: the GGUF tensors (Q/K rows interleaved as
+    llama.cpp's converter writes them), and the HF tensors as float64 arrays and torch tensors."""
+    import torch
+
+    gguf_tensors, hf_f64, hf_f32 = [], {}, {}
+    for name, hf_name, shape, _, init, rope_heads in plan:
+        w32 = init_weight(rng, shape, init_of(init)).astype("<f4")
+        hf_f32[hf_name] = torch.from_numpy(w32.copy())
+        hf_f64[hf_name] = w32.astype(np.float64)
+        stored = rope_interleave(w32, rope_heads) if rope_heads else w32
+        gguf_tensors.append((name, GGML_F32, list(reversed(shape)), np.ascontiguousarray(stored).tobytes()))
+    return gguf_tensors, hf_f64, hf_f32
+
+
+def write_family_fixture(out_dir, name, metadata, gguf_tensors, config, hf_tensors, reference):
+    """OUT_DIR/name/: model.gguf, the same weights as a Hugging Face folder (hf/: config.json,
+    model.safetensors, the make_reference_models.py tokenizer files) and reference.json."""
+    import make_reference_models as mrm
+
+    vocab = mrm.build_vocab()
+    merges = mrm.build_merges(vocab)
+    d = os.path.join(out_dir, name)
+    os.makedirs(os.path.join(d, "hf"), exist_ok=True)
+    with open(os.path.join(d, "model.gguf"), "wb") as f:
+        f.write(gguf_bytes(metadata, gguf_tensors))
+    mrm.dump_json(config, os.path.join(d, "hf", "config.json"), indent=2)
+    with open(os.path.join(d, "hf", "model.safetensors"), "wb") as f:
+        f.write(mrm.safetensors_bytes(hf_tensors))
+    mrm.dump_json(mrm.tokenizer_json(vocab, merges), os.path.join(d, "hf", "tokenizer.json"), indent=2)
+    mrm.dump_json(mrm.TOKENIZER_CONFIG, os.path.join(d, "hf", "tokenizer_config.json"), indent=2)
+    with open(os.path.join(d, "reference.json"), "w", encoding="utf-8", newline="\n") as f:
+        json.dump(reference, f, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
+
+
 # ----------------------------------------------------------------------------- Llama 3 rope scaling
 
 LLAMA3 = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
@@ -375,13 +434,7 @@ def write_llama3_rope(out_dir):
     # split one); deterministic, so the same seed every run.
     for seed in range(SEED + 3, SEED + 3 + 32):
         rng = np.random.default_rng(seed)
-        gguf_tensors, hf_f64, hf_f32 = [], {}, {}
-        for name, hf_name, shape, _, init, rope_heads in tensor_plan(config):
-            w32 = init_weight(rng, shape, init).astype("<f4")
-            hf_f32[hf_name] = torch.from_numpy(w32.copy())
-            hf_f64[hf_name] = w32.astype(np.float64)
-            stored = rope_interleave(w32, rope_heads) if rope_heads else w32
-            gguf_tensors.append((name, GGML_F32, list(reversed(shape)), np.ascontiguousarray(stored).tobytes()))
+        gguf_tensors, hf_f64, hf_f32 = llama_f32_weights(rng, tensor_plan(config))
         tokens = [vocab["<s>"]] + [int(x) for x in rng.integers(3, len(vocab), LLAMA3_TOKENS - 1)]
         model = hf.HfLlama(config, hf_f64)
         greedy, margins = model.greedy(tokens[:LLAMA3_GREEDY_PROMPT], LLAMA3_GREEDY_STEPS)
@@ -398,39 +451,12 @@ def write_llama3_rope(out_dir):
     gguf_tensors.insert(0, ("rope_freqs.weight", GGML_F32, [len(divisors)], divisors.tobytes()))
 
     c = config
-    metadata = [
-        ("general.architecture", GGUF_STRING, "llama"),
-        ("general.name", GGUF_STRING, "cflow tiny llama 3.1 (rope scaling test fixture)"),
-        ("general.file_type", GGUF_U32, 0),  # LLAMA_FTYPE_ALL_F32
-        ("llama.context_length", GGUF_U32, c["max_position_embeddings"]),
-        ("llama.embedding_length", GGUF_U32, c["hidden_size"]),
-        ("llama.block_count", GGUF_U32, c["num_hidden_layers"]),
-        ("llama.feed_forward_length", GGUF_U32, c["intermediate_size"]),
-        ("llama.attention.head_count", GGUF_U32, c["num_attention_heads"]),
-        ("llama.attention.head_count_kv", GGUF_U32, c["num_key_value_heads"]),
-        ("llama.attention.key_length", GGUF_U32, c["head_dim"]),
-        ("llama.attention.value_length", GGUF_U32, c["head_dim"]),
-        ("llama.rope.dimension_count", GGUF_U32, c["head_dim"]),
-        ("llama.attention.layer_norm_rms_epsilon", GGUF_F32, c["rms_norm_eps"]),
-        ("llama.rope.freq_base", GGUF_F32, c["rope_theta"]),
-        ("llama.vocab_size", GGUF_U32, c["vocab_size"]),
-    ] + tokenizer_metadata(vocab, merges)
+    metadata = gguf_header("llama", "cflow tiny llama 3.1 (rope scaling test fixture)", c) + tokenizer_metadata(vocab, merges)
 
-    d = os.path.join(out_dir, "llama3_rope")
-    os.makedirs(os.path.join(d, "hf"), exist_ok=True)
-    with open(os.path.join(d, "model.gguf"), "wb") as f:
-        f.write(gguf_bytes(metadata, gguf_tensors))
-    mrm.dump_json(config, os.path.join(d, "hf", "config.json"), indent=2)
-    with open(os.path.join(d, "hf", "model.safetensors"), "wb") as f:
-        f.write(mrm.safetensors_bytes(hf_f32))
-    mrm.dump_json(mrm.tokenizer_json(vocab, merges), os.path.join(d, "hf", "tokenizer.json"), indent=2)
-    mrm.dump_json(mrm.TOKENIZER_CONFIG, os.path.join(d, "hf", "tokenizer_config.json"), indent=2)
     out = {"tokens": tokens, "logits": logits.tolist(), "greedy_prompt": tokens[:LLAMA3_GREEDY_PROMPT],
            "greedy": greedy, "min_greedy_margin": min(margins), "plain_rope_rel_l2": plain_rel_l2,
            "rope_freq_divisors": divisors.astype(np.float64).tolist()}
-    with open(os.path.join(d, "reference.json"), "w", encoding="utf-8", newline="\n") as f:
-        json.dump(out, f, separators=(",", ":"), sort_keys=True)
-        f.write("\n")
+    write_family_fixture(out_dir, "llama3_rope", metadata, gguf_tensors, config, hf_f32, out)
     return out
 
 
@@ -527,21 +553,7 @@ def write_qwen3(out_dir, name, shape):
     logits = model.logits(tokens)
 
     c = config
-    metadata = [
-        ("general.architecture", GGUF_STRING, arch),
-        ("general.name", GGUF_STRING, "cflow tiny %s (test fixture)" % arch),
-        ("general.file_type", GGUF_U32, 0),
-        (arch + ".context_length", GGUF_U32, c["max_position_embeddings"]),
-        (arch + ".embedding_length", GGUF_U32, c["hidden_size"]),
-        (arch + ".block_count", GGUF_U32, c["num_hidden_layers"]),
-        (arch + ".feed_forward_length", GGUF_U32, c["intermediate_size"]),
-        (arch + ".attention.head_count", GGUF_U32, c["num_attention_heads"]),
-        (arch + ".attention.head_count_kv", GGUF_U32, c["num_key_value_heads"]),
-        (arch + ".attention.key_length", GGUF_U32, c["head_dim"]),
-        (arch + ".attention.value_length", GGUF_U32, c["head_dim"]),
-        (arch + ".rope.freq_base", GGUF_F32, c["rope_theta"]),
-        (arch + ".attention.layer_norm_rms_epsilon", GGUF_F32, c["rms_norm_eps"]),
-    ]
+    metadata = gguf_header(arch, "cflow tiny %s (test fixture)" % arch, c)
     if moe:
         metadata += [
             (arch + ".expert_count", GGUF_U32, c["num_experts"]),
@@ -550,20 +562,9 @@ def write_qwen3(out_dir, name, shape):
         ]
     metadata += tokenizer_metadata(vocab, merges)
 
-    d = os.path.join(out_dir, name)
-    os.makedirs(os.path.join(d, "hf"), exist_ok=True)
-    with open(os.path.join(d, "model.gguf"), "wb") as f:
-        f.write(gguf_bytes(metadata, gguf_tensors))
-    mrm.dump_json(config, os.path.join(d, "hf", "config.json"), indent=2)
-    with open(os.path.join(d, "hf", "model.safetensors"), "wb") as f:
-        f.write(mrm.safetensors_bytes(hf_f32))
-    mrm.dump_json(mrm.tokenizer_json(vocab, merges), os.path.join(d, "hf", "tokenizer.json"), indent=2)
-    mrm.dump_json(mrm.TOKENIZER_CONFIG, os.path.join(d, "hf", "tokenizer_config.json"), indent=2)
     out = {"tokens": tokens, "logits": logits.tolist(), "greedy_prompt": tokens[:QWEN3_GREEDY_PROMPT],
            "greedy": greedy, "min_greedy_margin": min(margins), "seed": seed}
-    with open(os.path.join(d, "reference.json"), "w", encoding="utf-8", newline="\n") as f:
-        json.dump(out, f, separators=(",", ":"), sort_keys=True)
-        f.write("\n")
+    write_family_fixture(out_dir, name, metadata, gguf_tensors, config, hf_f32, out)
     return out
 
 
@@ -591,14 +592,8 @@ def write_smollm3(out_dir):
     plan = [entry for entry in tensor_plan(config) if entry[0] != "output.weight"]  # tied
     for seed in range(SEED + 21, SEED + 21 + 64):
         rng = np.random.default_rng(seed)
-        gguf_tensors, hf_f64, hf_f32 = [], {}, {}
-        for name, hf_name, shape, _, init, rope_heads in plan:
-            # A tied LM head: the embedding's scale sets the logits' (N(0, 4/d), as an untied head).
-            w32 = (init_weight(rng, shape, "output") if init == "embed" else init_weight(rng, shape, init)).astype("<f4")
-            hf_f32[hf_name] = torch.from_numpy(w32.copy())
-            hf_f64[hf_name] = w32.astype(np.float64)
-            stored = rope_interleave(w32, rope_heads) if rope_heads else w32
-            gguf_tensors.append((name, GGML_F32, list(reversed(shape)), np.ascontiguousarray(stored).tobytes()))
+        # A tied LM head: the embedding's scale sets the logits' (N(0, 4/d), as an untied head).
+        gguf_tensors, hf_f64, hf_f32 = llama_f32_weights(rng, plan, lambda init: "output" if init == "embed" else init)
         tokens = [vocab["<s>"]] + [int(x) for x in rng.integers(3, len(vocab), QWEN3_TOKENS - 1)]
         model = hf.HfLlama(config, hf_f64)
         greedy, margins = model.greedy(tokens[:QWEN3_GREEDY_PROMPT], QWEN3_GREEDY_STEPS)
@@ -612,35 +607,11 @@ def write_smollm3(out_dir):
     assert all_rope_rel_l2 > 1e-2, "RoPE on every layer would pass here (%g): the fixture proves nothing" % all_rope_rel_l2
 
     c = config
-    metadata = [
-        ("general.architecture", GGUF_STRING, "smollm3"),
-        ("general.name", GGUF_STRING, "cflow tiny smollm3 (test fixture)"),
-        ("general.file_type", GGUF_U32, 0),
-        ("smollm3.context_length", GGUF_U32, c["max_position_embeddings"]),
-        ("smollm3.embedding_length", GGUF_U32, c["hidden_size"]),
-        ("smollm3.block_count", GGUF_U32, c["num_hidden_layers"]),
-        ("smollm3.feed_forward_length", GGUF_U32, c["intermediate_size"]),
-        ("smollm3.attention.head_count", GGUF_U32, c["num_attention_heads"]),
-        ("smollm3.attention.head_count_kv", GGUF_U32, c["num_key_value_heads"]),
-        ("smollm3.rope.dimension_count", GGUF_U32, c["head_dim"]),
-        ("smollm3.rope.freq_base", GGUF_F32, c["rope_theta"]),
-        ("smollm3.attention.layer_norm_rms_epsilon", GGUF_F32, c["rms_norm_eps"]),
-    ] + tokenizer_metadata(vocab, merges)
+    metadata = gguf_header("smollm3", "cflow tiny smollm3 (test fixture)", c) + tokenizer_metadata(vocab, merges)
 
-    d = os.path.join(out_dir, "smollm3")
-    os.makedirs(os.path.join(d, "hf"), exist_ok=True)
-    with open(os.path.join(d, "model.gguf"), "wb") as f:
-        f.write(gguf_bytes(metadata, gguf_tensors))
-    mrm.dump_json(config, os.path.join(d, "hf", "config.json"), indent=2)
-    with open(os.path.join(d, "hf", "model.safetensors"), "wb") as f:
-        f.write(mrm.safetensors_bytes(hf_f32))
-    mrm.dump_json(mrm.tokenizer_json(vocab, merges), os.path.join(d, "hf", "tokenizer.json"), indent=2)
-    mrm.dump_json(mrm.TOKENIZER_CONFIG, os.path.join(d, "hf", "tokenizer_config.json"), indent=2)
     out = {"tokens": tokens, "logits": logits.tolist(), "greedy_prompt": tokens[:QWEN3_GREEDY_PROMPT],
            "greedy": greedy, "min_greedy_margin": min(margins), "seed": seed, "all_rope_rel_l2": all_rope_rel_l2}
-    with open(os.path.join(d, "reference.json"), "w", encoding="utf-8", newline="\n") as f:
-        json.dump(out, f, separators=(",", ":"), sort_keys=True)
-        f.write("\n")
+    write_family_fixture(out_dir, "smollm3", metadata, gguf_tensors, config, hf_f32, out)
     return out
 
 

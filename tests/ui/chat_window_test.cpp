@@ -185,6 +185,23 @@ TEST(ChatWindowTest, SidebarSearchRenameDeleteAndPresets) {
 }
 
 #ifdef CFLOW_STUDIO_PATH
+// With no display at all (no DISPLAY, WAYLAND_DISPLAY or platform plugin setting), as on a server or
+// in an SSH session: --help and --version still print and exit 0.
+TEST(StudioCommandLine, HelpAndVersionPrintWithoutADisplay) {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) env.remove(QString::fromLatin1(name));
+    for (const auto& [arg, expected] : {std::pair{"--help", "--self-test <MODEL>"}, std::pair{"--version", CFLOW_PROJECT_VERSION_FOR_TESTS}}) {
+        QProcess studio;
+        studio.setProcessEnvironment(env);
+        studio.start(QStringLiteral(CFLOW_STUDIO_PATH), {QString::fromLatin1(arg)});
+        ASSERT_TRUE(studio.waitForFinished(30000)) << arg;
+        const QString output = QString::fromLocal8Bit(studio.readAllStandardOutput() + studio.readAllStandardError());
+        EXPECT_EQ(studio.exitStatus(), QProcess::NormalExit) << arg << ": " << output.toStdString();
+        EXPECT_EQ(studio.exitCode(), 0) << arg << ": " << output.toStdString();
+        EXPECT_TRUE(output.contains(QString::fromLatin1(expected))) << arg << ": " << output.toStdString();
+    }
+}
+
 TEST(StudioSelfTest, ChatsOneTurnAndSavesANonTrivialScreenshot) {
     const auto dir = cflow::test::temp_dir("studio_self_test");
     const QString png = qpath(dir / "shot.png");

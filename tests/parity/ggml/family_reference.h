@@ -80,6 +80,23 @@ inline std::unique_ptr<Session> scalar_f32_session(std::shared_ptr<const Model> 
     return std::move(session.value());
 }
 
+// Greedy decoding of max_tokens after prompt (prefill, then decode steps), end-of-generation ignored.
+inline Result<std::vector<int32_t>> greedy_continuation(Session& session, const std::vector<int32_t>& prompt,
+                                                        uint32_t max_tokens) {
+    GenerateRequest request;
+    request.prompt = prompt;
+    request.sampling.temperature = 0.0f;
+    request.max_tokens = max_tokens;
+    request.stop_at_end_of_generation = false;
+    std::vector<int32_t> generated;
+    auto stats = generate(session, request, [&](int32_t token, std::string_view) {
+        if (token >= 0) generated.push_back(token);
+        return true;
+    });
+    if (!stats) return stats.take_error();
+    return generated;
+}
+
 // Teacher-forced logits at every position (decode steps) and the greedy continuation (prefill of
 // the prompt, then decode), both against the reference.
 inline void expect_family_reference(const std::shared_ptr<const Model>& model, const FamilyReference& ref,
@@ -99,18 +116,9 @@ inline void expect_family_reference(const std::shared_ptr<const Model>& model, c
 
     auto fresh = scalar_f32_session(model, fetch);
     ASSERT_NE(fresh, nullptr);
-    GenerateRequest request;
-    request.prompt = ref.greedy_prompt;
-    request.sampling.temperature = 0.0f;
-    request.max_tokens = uint32_t(ref.greedy.size());
-    request.stop_at_end_of_generation = false;
-    std::vector<int32_t> generated;
-    auto stats = generate(*fresh, request, [&](int32_t token, std::string_view) {
-        if (token >= 0) generated.push_back(token);
-        return true;
-    });
-    ASSERT_TRUE(stats.ok()) << stats.error();
-    EXPECT_EQ(generated, ref.greedy) << label << ": greedy continuation of the " << ref.greedy_prompt.size()
+    auto generated = greedy_continuation(*fresh, ref.greedy_prompt, uint32_t(ref.greedy.size()));
+    ASSERT_TRUE(generated.ok()) << generated.error();
+    EXPECT_EQ(*generated, ref.greedy) << label << ": greedy continuation of the " << ref.greedy_prompt.size()
                                      << "-token prompt";
 }
 

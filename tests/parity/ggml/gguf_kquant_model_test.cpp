@@ -28,6 +28,7 @@
 #include "cflow/formats/converter.h"
 #include "cflow/formats/ggml_blocks.h"
 #include "cflow/formats/source_model.h"
+#include "family_reference.h"
 #include "ggml_fixtures.h"
 #include "test_support.h"
 
@@ -195,19 +196,10 @@ TEST(GgufKQuantModel, Q4_0ConversionLoadsGeneratesAndAgreesOnTop1) {
 
     auto fresh = f32_session(*q4_model);
     ASSERT_NE(fresh, nullptr);
-    GenerateRequest request;
-    request.prompt.assign(ref.tokens.begin(), ref.tokens.begin() + 4);
-    request.sampling.temperature = 0.0f;
-    request.max_tokens = 16;
-    request.stop_at_end_of_generation = false;
-    std::vector<int32_t> generated;
-    auto stats = generate(*fresh, request, [&](int32_t token, std::string_view) {
-        if (token >= 0) generated.push_back(token);
-        return true;
-    });
-    ASSERT_TRUE(stats.ok()) << stats.error();
-    EXPECT_EQ(generated.size(), 16u);
-    for (int32_t t : generated) EXPECT_LT(t, 320);
+    auto generated = test::greedy_continuation(*fresh, {ref.tokens.begin(), ref.tokens.begin() + 4}, 16);
+    ASSERT_TRUE(generated.ok()) << generated.error();
+    EXPECT_EQ(generated->size(), 16u);
+    for (int32_t t : *generated) EXPECT_LT(t, 320);
 }
 
 } // namespace
