@@ -173,7 +173,7 @@ FrontEndRun run_gui(const std::string& model) {
     });
     QObject::connect(worker, &EngineWorker::tokensReady, &context, [&](const QString& t, int) { text += t; });
     QObject::connect(worker, &EngineWorker::finished, &context, [&](const cflow::ui::ReplyStats& s) {
-        run.stop_reasons.push_back(s.stopReason);
+        run.stop_reasons.push_back(cflow::ui::reply_end_name(s));
         run.generated.push_back(s.generatedTokens);
     });
     QObject::connect(worker, &EngineWorker::error, &context, [&](const QString& m) { errors << m; });

@@ -134,7 +134,8 @@ TEST(EngineWorkerTest, StreamsTheSameReplyAsTheEngineWithTheModelsTemplate) {
     EXPECT_EQ(c.prompts[0].contextLength, 1024);
     const cflow::ui::ReplyStats& stats = c.finished[0];
     EXPECT_EQ(stats.generatedTokens, 40);
-    EXPECT_EQ(stats.stopReason, QStringLiteral("max_tokens"));
+    EXPECT_FALSE(stats.cancelled);
+    EXPECT_EQ(stats.stopReason, cflow::StopReason::MaxTokens);
     EXPECT_EQ(c.tokens, 40) << "the batches must carry every token";
     EXPECT_GE(c.batches, 1);
     EXPECT_LE(c.batches, 40);
@@ -193,7 +194,8 @@ TEST(EngineWorkerTest, StopEndsGenerationWithinOneToken) {
     const int atStop = engine.worker()->stop();
     ASSERT_TRUE(c.waitReplies(1)) << c.errors.join(u'\n').toStdString();
     const cflow::ui::ReplyStats& stats = c.finished[0];
-    EXPECT_EQ(stats.stopReason, QStringLiteral("cancelled"));
+    EXPECT_TRUE(stats.cancelled);
+    EXPECT_EQ(cflow::ui::reply_end_name(stats), QStringLiteral("cancelled"));
     EXPECT_GE(stats.generatedTokens, atStop);
     EXPECT_LE(stats.generatedTokens, atStop + 1) << "stopped at " << atStop << " tokens";
     EXPECT_LT(stats.generatedTokens, 900);

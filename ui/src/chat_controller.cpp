@@ -14,7 +14,6 @@ namespace cflow::ui {
 namespace {
 
 constexpr int kTitleChars = 48;
-const QString kCancelled = QStringLiteral("cancelled");
 
 QString title_from(const QString& text) { return plain_title(text, kTitleChars); }
 
@@ -354,7 +353,7 @@ void ChatController::endReply(bool stopped) {
 
 void ChatController::onFinished(const ReplyStats& stats) {
     if (!generating_) return;
-    if (replyIndex_ >= 0 && replyIndex_ < static_cast<int>(entries_.size())) endReply(stats.stopReason == kCancelled);
+    if (replyIndex_ >= 0 && replyIndex_ < static_cast<int>(entries_.size())) endReply(stats.cancelled);
     generating_ = false;
     replyIndex_ = -1;
     emit generatingChanged(false);

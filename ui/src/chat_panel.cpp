@@ -161,7 +161,7 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
         updateNotices();
     });
     connect(controller_, &ChatController::replyFinished, this, [this](const ReplyStats& stats) {
-        if (stats.stopReason == QLatin1String("context_full"))
+        if (!stats.cancelled && stats.stopReason == StopReason::ContextFull)
             error_ = tr("The context is full (%1 tokens): the reply stopped there. Choose \"drop oldest turns\" or "
                         "\"sliding window\" under Prompt, or start a new conversation.")
                          .arg(stats.contextLength);

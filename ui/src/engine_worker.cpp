@@ -280,8 +280,8 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
     stats.timeToFirstTokenMs = s.time_to_first_token_ms;
     stats.promptTokensPerS = s.prompt_tokens_per_s();
     stats.decodeTokensPerS = s.decode_tokens_per_s();
-    const std::string_view reason = cancelled ? error_kind_name(ErrorKind::Cancelled) : stop_reason_name(s.stop_reason);
-    stats.stopReason = QString::fromLatin1(reason.data(), static_cast<qsizetype>(reason.size()));
+    stats.stopReason = s.stop_reason;
+    stats.cancelled = cancelled;
     stats.contextUsed = static_cast<int>(outcome.context_used);
     stats.contextLength = static_cast<int>(turn.context_length);
     const std::string_view kv = kv_cache_type_name(chat_->session().kv_cache_type());

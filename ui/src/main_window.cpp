@@ -204,7 +204,7 @@ void MainWindow::wireController() {
     });
     connect(controller_, &ChatController::replyFinished, this, [this](const ReplyStats& stats) {
         status_->clearActivity();
-        status_->showInfo(stats.stopReason == QLatin1String("cancelled") ? tr("Reply stopped.") : tr("Reply done."));
+        status_->showInfo(stats.cancelled ? tr("Reply stopped.") : tr("Reply done."));
         showStats(stats);
     });
     connect(controller_, &ChatController::replyFailed, this, [this](const QString& message) {
@@ -555,7 +555,7 @@ void MainWindow::showStats(const ReplyStats& stats) {
                           .arg(stats.promptTokensPerS, 0, 'f', 1)
                           .arg(stats.decodeTokensPerS, 0, 'f', 1)
                           .arg(stats.generatedTokens)
-                          .arg(stats.stopReason)
+                          .arg(reply_end_name(stats))
                           .arg(data_size(stats.mappedBytes), data_size(stats.residentBytes), stats.kvCache) +
                       (stats.lanesCopyBytes > 0 ? tr(" + lanes copy %1").arg(data_size(stats.lanesCopyBytes)) : QString()) +
                       expertFetchText(stats));

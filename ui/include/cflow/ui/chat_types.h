@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include <QMetaType>
@@ -12,6 +13,7 @@
 
 #include "cflow/engine/chat/chat_session.h"
 #include "cflow/engine/forward/model.h"
+#include "cflow/engine/generation/generate.h"
 #include "cflow/engine/generation/sampler.h"
 
 namespace cflow::ui {
@@ -72,7 +74,8 @@ struct ReplyStats {
     double timeToFirstTokenMs = 0;
     double promptTokensPerS = 0;
     double decodeTokensPerS = 0;
-    QString stopReason;            // stop_reason_name() ("max_tokens", "context_full", ...) or "cancelled"
+    StopReason stopReason = StopReason::MaxTokens;  // why generation ended, unless it was cancelled
+    bool cancelled = false;        // Stop (or leaving the conversation) ended the reply
     QString kvCache;               // how the session's KV cache stores keys and values ("f32", "f16")
     QString expertFetch;           // MoE: how expert tiles were read ("mapped", "sync", "staged"); "" for dense models
     QString ioBackend;             // sync/staged: what read them ("uring", "overlapped", "threads"); "" otherwise
@@ -85,6 +88,13 @@ struct ReplyStats {
     uint64_t residentBytes = 0;    // of it, resident in RAM right after the reply
     uint64_t lanesCopyBytes = 0;   // the rearranged copy the matrices are read from (load "lanes"); 0: none
 };
+
+// How a reply ended, as one word for the status line and logs: stop_reason_name() ("max_tokens",
+// "context_full", ...) or "cancelled".
+inline QString reply_end_name(const ReplyStats& stats) {
+    const std::string_view name = stats.cancelled ? std::string_view("cancelled") : stop_reason_name(stats.stopReason);
+    return QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()));
+}
 
 struct ModelInfo {
     QString path;
