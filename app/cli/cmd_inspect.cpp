@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cflow/formats/cflow_reader.h"
+#include "cflow/formats/model_features.h"
 #include "cli_args.h"
 #include "console.h"
 #include "commands.h"
@@ -53,6 +54,8 @@ json describe(const CflowFile& f) {
     j["file"] = f.path();
     j["file_bytes"] = f.file_bytes();
     j["version"] = h.version;
+    const auto architecture = f.metadata().get_string("general.architecture");
+    j["architecture"] = architecture ? terminal_safe(*architecture) : std::string("unknown");
     j["geometry"] = {{"d_model", h.d_model}, {"n_layers", h.n_layers}, {"n_heads", h.n_heads},
                      {"n_kv_heads", h.n_kv_heads}, {"head_dim", h.head_dim}, {"d_ff", h.d_ff},
                      {"n_experts", h.n_experts}, {"top_k", h.top_k}, {"expert_d_ff", h.expert_d_ff},
@@ -69,20 +72,20 @@ json describe(const CflowFile& f) {
                       {"feature_flags", h.feature_flags}, {"final_logit_softcap", h.final_logit_softcap},
                       {"attn_logit_softcap", p.attn_logit_softcap}, {"embedding_scale", p.embedding_scale}};
     json features = json::array();
-    for (const auto& [bit, name] : {std::pair{kFeatureEmbedScaleSqrtD, "embedding scaled by sqrt(d)"},
-                                    std::pair{kFeatureVNorm, "V norm"}, std::pair{kFeatureTiedEmbeddings, "tied embeddings"},
-                                    std::pair{kFeatureQkvBias, "QKV bias"}, std::pair{kFeatureQkNorm, "Q/K norm"},
-                                    std::pair{kFeatureRopeFreqFactors, "rope frequency divisors"},
-                                    std::pair{kFeatureRopeSkipLayers, "layers without rope"}})
-        if (h.feature_flags & bit) features.push_back(name);
+    for (const ModelFeature& feature : describe_features(f)) features.push_back({{"name", feature.name}, {"detail", feature.detail}});
     j["semantics"]["features"] = features;
+    j["semantics"]["extended_features"] = p.extended_features;
+    j["semantics"]["query_scale"] = p.query_scale;
+    j["semantics"]["rope_local_theta"] = p.rope_local_theta;
+    if (const auto sliding = f.sliding_layers(); !sliding.empty())
+        j["semantics"]["sliding_layers"] = std::vector<int32_t>(sliding.begin(), sliding.end());
     const std::span<const float> divisors = f.rope_freq_factors();
     if (divisors.empty()) {
         j["semantics"]["rope_scaling"] = "none";
     } else {
         const auto [lo, hi] = std::minmax_element(divisors.begin(), divisors.end());
-        j["semantics"]["rope_scaling"] = {{"kind", "per-frequency divisors (Llama 3)"}, {"count", divisors.size()},
-                                          {"min", *lo}, {"max", *hi}};
+        j["semantics"]["rope_scaling"] = {{"kind", *lo == *hi ? "linear" : "per-frequency divisors (Llama 3)"},
+                                          {"count", divisors.size()}, {"min", *lo}, {"max", *hi}};
     }
     auto region_json = [](const RegionView& r) {
         json segs = json::array();
@@ -118,7 +121,12 @@ void print_inspection_text(const json& j) {
     std::printf("schedule:\n");
     for (const auto& [k, v] : j["schedule"].items()) std::printf("  %-20s %s\n", k.c_str(), v.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     std::printf("semantics:\n");
-    for (const auto& [k, v] : j["semantics"].items()) std::printf("  %-20s %s\n", k.c_str(), v.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+    for (const auto& [k, v] : j["semantics"].items())
+        if (k != "features") std::printf("  %-20s %s\n", k.c_str(), v.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+    std::printf("architecture %s:\n", j["architecture"].get<std::string>().c_str());
+    if (j["semantics"]["features"].empty()) std::printf("  a plain pre-norm transformer (no extra features)\n");
+    for (const auto& feature : j["semantics"]["features"])
+        std::printf("  %-20s %s\n", feature["name"].get<std::string>().c_str(), feature["detail"].get<std::string>().c_str());
     std::printf("layout:\n");
     std::map<std::string, std::pair<uint64_t, uint64_t>> by_role;  // role -> (bytes, tiles)
     auto add = [&](const json& region) {

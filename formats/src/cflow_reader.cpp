@@ -134,6 +134,26 @@ Status check_rope_skip_layers(const std::string& path, const GlobalHeader& h, co
     return {};
 }
 
+// kExtSlidingLayers and its metadata entry come together: one 0/1 per stored layer.
+Status check_sliding_layers(const std::string& path, const GlobalHeader& h, const ModelParams& p, const Metadata& meta) {
+    const bool flagged = (p.extended_features & kExtSlidingLayers) != 0;
+    const MetaValue* value = meta.find(kSlidingLayersKey);
+    const std::string where = path + ": metadata '" + kSlidingLayersKey + "'";
+    if (!flagged) {
+        if (value) return make_error(where + " is present but ModelParams.extended_features lacks the sliding-layers bit (2)");
+        return {};
+    }
+    const auto* sliding = meta.get_ints(kSlidingLayersKey);
+    if (!sliding) return make_error(where + (value ? " is not an int array" : " is missing (ModelParams.extended_features has bit 2)"));
+    if (sliding->size() != h.n_layers)
+        return make_error(where + " has " + std::to_string(sliding->size()) + " entries, expected one per layer (" +
+                          std::to_string(h.n_layers) + ")");
+    for (size_t i = 0; i < sliding->size(); ++i)
+        if ((*sliding)[i] != 0 && (*sliding)[i] != 1)
+            return make_error(where + " entry " + std::to_string(i) + " is " + std::to_string((*sliding)[i]) + ", must be 0 or 1");
+    return {};
+}
+
 Status check_model_params(const FileContext& ctx) {
     const GlobalHeader& h = ctx.header;
     const ModelParams& p = ctx.params;
@@ -160,6 +180,24 @@ Status check_model_params(const FileContext& ctx) {
     if (!std::isfinite(p.attn_logit_softcap) || p.attn_logit_softcap < 0.0f)
         return located(ctx, CFLOW_MP(attn_logit_softcap), "must be finite and >= 0");
     if (!std::isfinite(p.embedding_scale)) return located(ctx, CFLOW_MP(embedding_scale), "must be finite");
+    // The kFeatureExtended tail: all 0 without the flag (the bytes were reserved before it).
+    const bool extended = (h.feature_flags & kFeatureExtended) != 0;
+    if (!extended && (p.extended_features != 0 || p.query_scale != 0.0f || p.rope_local_theta != 0.0f))
+        return located(ctx, CFLOW_MP(extended_features),
+                       "extended parameters are set but GlobalHeader.feature_flags lacks the extended bit (128)");
+    if ((p.extended_features & ~kKnownExtendedFeatures) != 0)
+        return located(ctx, CFLOW_MP(extended_features),
+                       "unknown extended feature bits " + std::to_string(p.extended_features & ~kKnownExtendedFeatures),
+                       ErrorKind::Unsupported);
+    if (!std::isfinite(p.query_scale) || p.query_scale < 0.0f)
+        return located(ctx, CFLOW_MP(query_scale), "must be finite and >= 0 (0 = 1/sqrt(head_dim))");
+    const bool local_rope = (p.extended_features & kExtLocalRope) != 0;
+    if (local_rope != (p.rope_local_theta != 0.0f) || !std::isfinite(p.rope_local_theta) || p.rope_local_theta < 0.0f)
+        return located(ctx, CFLOW_MP(rope_local_theta),
+                       "is " + std::to_string(p.rope_local_theta) +
+                           (local_rope ? ": the local-rope feature needs a finite base > 0" : ": must be 0 without the local-rope feature"));
+    if ((p.extended_features & (kExtSlidingLayers | kExtLocalRope)) != 0 && h.sliding_window == 0)
+        return located(ctx, CFLOW_GH(sliding_window), "is 0 but the extended features name sliding-window layers");
     if (const auto at = reader_detail::first_nonzero(p.reserved1, sizeof p.reserved1))
         return located(ctx, "ModelParams.reserved1", ctx.header.params_offset + offsetof(ModelParams, reserved1) + *at,
                        "must be 0");
@@ -254,6 +292,7 @@ Result<std::shared_ptr<CflowFile>> CflowFile::open(const std::string& path, Load
         file->metadata_ = std::move(*meta);
         if (Status s = check_rope_freq_factors(path, h, p, file->metadata_); !s) return s.take_error();
         if (Status s = check_rope_skip_layers(path, h, file->metadata_); !s) return s.take_error();
+        if (Status s = check_sliding_layers(path, h, p, file->metadata_); !s) return s.take_error();
         return file;
     } catch (const std::bad_alloc&) {
         return make_error(ErrorKind::OutOfMemory, path + ": out of memory while indexing the file");

@@ -220,6 +220,8 @@ Status check_required(const FileContext& ctx, uint32_t index, const RegionView& 
     } else {
         const bool dense = h.d_ff > 0, moe = h.n_experts > 0, shared = ctx.params.shared_expert_d_ff > 0;
         const bool qk_norm = (h.feature_flags & kFeatureQkNorm) != 0, bias = (h.feature_flags & kFeatureQkvBias) != 0;
+        const bool post_norms = (ctx.params.extended_features & kExtPostNorms) != 0;
+        const std::string pn = post_norms ? "extended feature PostNorms" : "no extended feature PostNorms";
         const std::string d_ff = dense ? "d_ff > 0" : "d_ff is 0", e = moe ? "n_experts > 0" : "n_experts is 0";
         const std::string s = shared ? "shared_expert_d_ff > 0" : "shared_expert_d_ff is 0";
         checks = {need(SegmentRole::AttnNorm, true, "always required"), need(SegmentRole::Qkv, true, "always required"),
@@ -230,7 +232,8 @@ Status check_required(const FileContext& ctx, uint32_t index, const RegionView& 
                   need(SegmentRole::MoeNorm, moe, e), need(SegmentRole::Router, moe, e),
                   need(SegmentRole::ExpertTable, moe, e), need(SegmentRole::ExpertBank, moe, e),
                   need(SegmentRole::SharedGateUp, shared, s), need(SegmentRole::SharedDown, shared, s),
-                  need(SegmentRole::SharedGate, shared, s)};
+                  need(SegmentRole::SharedGate, shared, s), need(SegmentRole::AttnPostNorm, post_norms, pn),
+                  need(SegmentRole::FfnPostNorm, post_norms && dense, post_norms ? d_ff : pn)};
     }
     for (Status& s : checks)
         if (!s) return s;

@@ -13,7 +13,7 @@ const char* role_name(SegmentRole role) {
     static constexpr std::array<const char*, static_cast<size_t>(SegmentRole::Count_)> kNames = {
         "AttnNorm", "QNorm",    "KNorm",       "Qkv",        "QkvBias",      "AttnOut",    "FfnNorm",
         "GateUp",   "Down",     "MoeNorm",     "Router",     "ExpertTable",  "ExpertBank", "SharedGateUp",
-        "SharedDown", "SharedGate", "OutputNorm", "LmHead", "TokenEmbd"};
+        "SharedDown", "SharedGate", "OutputNorm", "LmHead", "TokenEmbd", "AttnPostNorm", "FfnPostNorm"};
     const auto i = static_cast<size_t>(role);
     return i < kNames.size() ? kNames[i] : "unknown";
 }
@@ -70,6 +70,8 @@ Result<SegmentShape> segment_shape(const GlobalHeader& h, const ModelParams& p, 
     if (!kv_rows) return kv_rows.take_error();
     switch (role) {
         case SegmentRole::AttnNorm:
+        case SegmentRole::AttnPostNorm:
+        case SegmentRole::FfnPostNorm:
         case SegmentRole::FfnNorm:
         case SegmentRole::MoeNorm:
         case SegmentRole::SharedGate:

@@ -113,6 +113,18 @@ private:
         if (!c_.rope_freq_factors.empty()) flags |= kFeatureRopeFreqFactors;
         const bool skips_rope = std::find(c_.rope_skip_layers.begin(), c_.rope_skip_layers.end(), 1) != c_.rope_skip_layers.end();
         if (skips_rope) flags |= kFeatureRopeSkipLayers;
+        has_post_norms_ = t("blk.0.post_attention_norm.weight") != nullptr;
+        // Per-layer windows only when some layer attends globally; a window on every layer is the
+        // plain (version 5) sliding_window.
+        const bool sliding_per_layer = c_.sliding_window > 0 && !c_.sliding_layers.empty() &&
+                                       std::find(c_.sliding_layers.begin(), c_.sliding_layers.end(), 0) != c_.sliding_layers.end();
+        const bool local_rope = c_.sliding_window > 0 && c_.rope_local_theta > 0.0f;
+        uint32_t extended = 0;
+        if (has_post_norms_) extended |= kExtPostNorms;
+        if (sliding_per_layer) extended |= kExtSlidingLayers;
+        if (local_rope) extended |= kExtLocalRope;
+        flags = static_cast<uint8_t>(flags & ~kFeatureExtended);
+        if (extended != 0 || c_.query_scale != 0.0f) flags |= kFeatureExtended;
 
         plan_.format = options_.format;
         GlobalHeader& h = plan_.header;
@@ -132,7 +144,10 @@ private:
         h.max_seq_len = c_.max_seq_len;
         h.tile_rows = kTileRows;
         h.tile_cols = kTileCols;
-        h.sliding_window = c_.sliding_window;
+        // A window over every layer that no layer uses is no window (all layers global).
+        const bool any_sliding = c_.sliding_layers.empty() ||
+                                 std::find(c_.sliding_layers.begin(), c_.sliding_layers.end(), 1) != c_.sliding_layers.end();
+        h.sliding_window = any_sliding ? c_.sliding_window : 0;
         // .cflow positions; a .vflow layout moves these (assign_vflow_offsets).
         h.params_offset = sizeof(GlobalHeader);
         h.layer_table_offset = sizeof(GlobalHeader) + sizeof(ModelParams);
@@ -156,12 +171,18 @@ private:
         p.attn_logit_softcap = c_.attn_logit_softcap;
         p.embedding_scale = c_.embedding_scale;
         p.shared_expert_d_ff = c_.shared_expert_d_ff;
+        p.extended_features = h.sliding_window > 0 ? extended : (extended & kExtPostNorms);
+        p.query_scale = c_.query_scale;
+        p.rope_local_theta = (p.extended_features & kExtLocalRope) ? c_.rope_local_theta : 0.0f;
+        if (p.extended_features == 0 && p.query_scale == 0.0f) h.feature_flags &= static_cast<uint8_t>(~kFeatureExtended);
 
         Metadata meta = src_.metadata;
         meta.erase(kRopeFreqFactorsKey);  // only what this config says reaches the file
         if (!c_.rope_freq_factors.empty()) meta.set(kRopeFreqFactorsKey, c_.rope_freq_factors);
         meta.erase(kRopeSkipLayersKey);
         if (skips_rope) meta.set(kRopeSkipLayersKey, c_.rope_skip_layers);
+        meta.erase(kSlidingLayersKey);
+        if (p.extended_features & kExtSlidingLayers) meta.set(kSlidingLayersKey, c_.sliding_layers);
         meta.set("general.converter", std::string(kConverterVersion));
         if (!meta.contains("general.source_format") && !src_.source_label.empty()) {
             // The readers label a source with the path they opened: the same rule that picked the reader names it.
@@ -299,10 +320,12 @@ private:
             steps.push_back(add(std::move(seg)));
         }
         steps.push_back(add(tiled_segment(SegmentRole::AttnOut, attention_quant, {p + "attn_output.weight"})));
+        if (has_post_norms_) steps.push_back(add(vector_segment(SegmentRole::AttnPostNorm, p + "post_attention_norm.weight")));
         if (c_.d_ff > 0) {
             steps.push_back(add(vector_segment(SegmentRole::FfnNorm, p + "ffn_norm.weight")));
             steps.push_back(add(tiled_segment(SegmentRole::GateUp, ffn_quant, {p + "ffn_gate.weight", p + "ffn_up.weight"})));
             steps.push_back(add(tiled_segment(SegmentRole::Down, ffn_quant, {p + "ffn_down.weight"})));
+            if (has_post_norms_) steps.push_back(add(vector_segment(SegmentRole::FfnPostNorm, p + "post_ffw_norm.weight")));
         }
         if (c_.n_experts > 0) {
             const std::string norm = t(p + "moe_norm.weight") ? p + "moe_norm.weight" : p + "ffn_norm.weight";
@@ -394,7 +417,7 @@ private:
     const ModelConfig& c_;
     const ConvertOptions& options_;
     FilePlan plan_;
-    bool tied_ = false, has_bias_ = false, has_qk_norm_ = false;
+    bool tied_ = false, has_bias_ = false, has_qk_norm_ = false, has_post_norms_ = false;
 };
 
 } // namespace

@@ -140,6 +140,24 @@ Status check_config(const SourceModel& src, const ConvertOptions& options) {
                 return fail("rope frequency factor " + std::to_string(i) + " is " + std::to_string(c.rope_freq_factors[i]) +
                             ", must be finite and > 0");
     }
+    if (!c.sliding_layers.empty()) {
+        if (c.sliding_layers.size() != c.n_layers)
+            return fail("sliding layers: " + std::to_string(c.sliding_layers.size()) + " entries for " +
+                        std::to_string(c.n_layers) + " layers");
+        for (size_t i = 0; i < c.sliding_layers.size(); ++i)
+            if (c.sliding_layers[i] != 0 && c.sliding_layers[i] != 1)
+                return fail("sliding layer entry " + std::to_string(i) + " must be 0 or 1");
+        if (c.sliding_window == 0) return fail("sliding layers are listed but the sliding window is 0");
+    }
+    if (c.max_seq_len > 0 && c.sliding_window > c.max_seq_len)
+        return fail("sliding window " + std::to_string(c.sliding_window) + " exceeds the context length " +
+                    std::to_string(c.max_seq_len));
+    if (!std::isfinite(c.rope_local_theta) || c.rope_local_theta < 0.0f)
+        return fail("local rope base " + std::to_string(c.rope_local_theta) + " must be finite and >= 0");
+    if (c.rope_local_theta > 0.0f && c.sliding_window == 0)
+        return fail("a local rope base is set but no layer has a sliding window");
+    if (!std::isfinite(c.query_scale) || c.query_scale < 0.0f)
+        return fail("query scale " + std::to_string(c.query_scale) + " must be finite and >= 0");
     if (!std::isfinite(c.norm_eps) || c.norm_eps < 0.0f) return fail("norm_eps must be finite and >= 0");
     if (!std::isfinite(c.rope_theta) || c.rope_theta <= 0.0f) return fail("rope_theta must be > 0");
     if (!(c.rope_fraction > 0.0f && c.rope_fraction <= 1.0f)) return fail("rope_fraction must be in (0, 1]");
@@ -172,6 +190,11 @@ Status validate_source(const SourceModel& src, const ConvertOptions& options) {
         any_qk_norm = any_qk_norm || src.find(p + "attn_q_norm.weight") || src.find(p + "attn_k_norm.weight");
     }
     any_qk_norm = any_qk_norm || (c.feature_flags & kFeatureQkNorm) != 0;
+    bool any_post_norm = false;  // Gemma 2/3's sandwich norms: in every layer or in none
+    for (uint32_t l = 0; l < c.n_layers; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        any_post_norm = any_post_norm || src.find(p + "post_attention_norm.weight") || src.find(p + "post_ffw_norm.weight");
+    }
 
     for (uint32_t l = 0; l < c.n_layers && first_failure; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
@@ -183,6 +206,11 @@ Status validate_source(const SourceModel& src, const ConvertOptions& options) {
         if (any_qk_norm) {
             need(p + "attn_q_norm.weight", {dk}, "head_dim; Q/K norm is present in some layer, so every layer needs it");
             need(p + "attn_k_norm.weight", {dk}, "head_dim; Q/K norm is present in some layer, so every layer needs it");
+        }
+        if (any_post_norm) {
+            need(p + "post_attention_norm.weight", {d}, "d_model; post-norms are present in some layer, so every layer needs them");
+            if (c.d_ff > 0)
+                need(p + "post_ffw_norm.weight", {d}, "d_model; post-norms are present in some layer, so every layer needs them");
         }
         if (src.find(p + "attn_q.bias")) need(p + "attn_q.bias", {q_rows}, "n_heads * head_dim");
         if (src.find(p + "attn_k.bias")) need(p + "attn_k.bias", {kv_rows}, "n_kv_heads * head_dim");

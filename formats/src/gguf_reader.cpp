@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <set>
 #include <cmath>
 #include <limits>
 #include <new>
@@ -397,11 +398,13 @@ public:
         if (!arch && g_.metadata.contains("general.architecture")) return make_error(entry("general.architecture") + " is not a string");
         if (!arch) return make_error(g_.path + ": metadata key 'general.architecture' is missing");
         arch_ = *arch;
-        if (arch_ != "llama" && arch_ != "qwen2" && arch_ != "qwen2moe" && arch_ != "qwen3" && arch_ != "qwen3moe" &&
-            arch_ != "olmoe" && arch_ != "smollm3")
+        static const std::set<std::string> kSupported = {"llama", "qwen2",   "qwen2moe", "qwen3", "qwen3moe", "olmoe",
+                                                          "smollm3", "gemma", "gemma2", "gemma3"};
+        if (!kSupported.count(arch_))
             return make_error(ErrorKind::Unsupported, g_.path + ": unsupported architecture '" + arch_ +
                                                           "' (general.architecture); supported: llama (also "
-                                                          "Mistral/Mixtral), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, smollm3");
+                                                          "Mistral/Mixtral), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, "
+                                                          "smollm3, gemma, gemma2, gemma3");
 
         for (const auto& t : g_.tensors) {
             auto dtype = dtype_of(t.ggml_type);
@@ -500,13 +503,30 @@ private:
         auto theta = get_float(key("rope.freq_base"), 10000.0);
         if (!theta) return theta.take_error();
         c.rope_theta = static_cast<float>(*theta);
+        if (!std::isfinite(c.rope_theta) || !(c.rope_theta > 0.0f))
+            return make_error(entry(key("rope.freq_base")) + " is " + std::to_string(*theta) + ", must be finite and > 0");
+        float linear_factor = 1.0f;
         if (g_.metadata.contains(key("rope.scaling.type"))) {
             auto scaling = g_.metadata.get_string(key("rope.scaling.type"));
             if (!scaling) return make_error(entry(key("rope.scaling.type")) + " is not a string");
             const std::string type = *scaling;
-            if (type != "none")
+            if (type == "linear") {
+                auto factor = get_float(key("rope.scaling.factor"), 1.0);
+                if (!factor) return factor.take_error();
+                if (!std::isfinite(*factor) || !(*factor > 0.0))
+                    return make_error(entry(key("rope.scaling.factor")) + " is " + std::to_string(*factor) + ", must be finite and > 0");
+                linear_factor = static_cast<float>(*factor);
+            } else if (type != "none") {
                 return make_error(ErrorKind::Unsupported, g_.path + ": RoPE scaling '" + type + "' (" +
-                                                              key("rope.scaling.type") + ") is not supported");
+                                                              key("rope.scaling.type") + ") is not supported (none, linear)");
+            }
+        }
+        for (const char* cap : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+            auto value = get_float(key(cap), 0.0);
+            if (!value) return value.take_error();
+            if (!std::isfinite(*value) || *value < 0.0)
+                return make_error(entry(key(cap)) + " is " + std::to_string(*value) + ", must be finite and >= 0");
+            (cap[0] == 'a' ? c.attn_logit_softcap : c.final_logit_softcap) = static_cast<float>(*value);
         }
 
         if (c.n_experts > 0) {
@@ -562,7 +582,17 @@ private:
                                   (rf->shape.size() > 1 ? ", ...]" : "]") + " of " + std::string(dtype_name(rf->dtype)));
             c.rope_freq_factors.resize(want);
             std::memcpy(c.rope_freq_factors.data(), rf->data, size_t{want} * 4);
+            for (uint32_t i = 0; i < want; ++i)
+                if (!std::isfinite(c.rope_freq_factors[i]) || !(c.rope_freq_factors[i] > 0.0f))
+                    return make_error(rf->origin + ": factor " + std::to_string(i) + " is " +
+                                      std::to_string(c.rope_freq_factors[i]) + ", must be finite and > 0");
             model.config_tensors.insert("rope_freqs.weight");
+        }
+        if (linear_factor != 1.0f) {
+            // Linear scaling (position interpolation) divides every frequency by the factor, on
+            // top of any per-frequency divisors.
+            c.rope_freq_factors.resize(rotary_dim_count(c.head_dim, c.rope_fraction) / 2, 1.0f);
+            for (float& f : c.rope_freq_factors) f *= linear_factor;
         }
         // llama.cpp's HF converter permutes llama Q/K rows to the adjacent-pair convention;
         // qwen2/qwen2moe/qwen3/qwen3moe/olmoe are stored in the HF split-half convention (NEOX).
@@ -575,6 +605,54 @@ private:
         }
         c.ffn_activation = FfnActivation::SwiGLU;
         c.combine_style = CombineStyle::Sequential;
+        if (arch_ == "gemma" || arch_ == "gemma2" || arch_ == "gemma3") return read_gemma(c);
+        return Status::success();
+    }
+
+    // Gemma, Gemma 2, Gemma 3 as llama.cpp runs them (llama-model.cpp): embeddings times
+    // sqrt(d), the tanh GELU gate, tied LM head, norms stored as 1 + w by its converter (so
+    // plain RMSNorm weights here), NEOX RoPE. Gemma 2/3 slide every layer but every 2nd / 6th
+    // (attention.sliding_window_pattern overrides the period, or lists the layers), Gemma 3's
+    // sliding layers rotate with base rope.freq_base_swa (10000 when absent) unscaled, and the
+    // scores are scaled by 1/sqrt(head_dim) except for the 27B models, which use
+    // 1/sqrt(d / heads) (llama.cpp recognises them by their layer count: 46 for Gemma 2, 62 for 3).
+    Status read_gemma(ModelConfig& c) {
+        c.feature_flags |= kFeatureEmbedScaleSqrtD;
+        c.ffn_activation = FfnActivation::GeGLUTanh;
+        if (arch_ == "gemma") return Status::success();
+        const bool is_27b = (arch_ == "gemma2" && c.n_layers == 46) || (arch_ == "gemma3" && c.n_layers == 62);
+        if (is_27b && c.d_model / c.n_heads != c.head_dim)
+            c.query_scale = 1.0f / std::sqrt(float(c.d_model / c.n_heads));
+        if (c.sliding_window == 0) {
+            if (arch_ == "gemma2")
+                return make_error(g_.path + ": metadata key '" + key("attention.sliding_window") + "' is missing or 0");
+            return Status::success();  // a Gemma 3 without a window attends globally everywhere (llama.cpp)
+        }
+        uint32_t period = arch_ == "gemma2" ? 2 : 6;
+        c.sliding_layers.assign(c.n_layers, 0);
+        const std::string pattern_key = key("attention.sliding_window_pattern");
+        const MetaValue* pattern = g_.metadata.find(pattern_key);
+        if (const auto* list = pattern ? std::get_if<std::vector<int32_t>>(pattern) : nullptr) {
+            if (list->size() != c.n_layers)
+                return make_error(entry(pattern_key) + " lists " + std::to_string(list->size()) + " layers, the model has " +
+                                  std::to_string(c.n_layers));
+            for (uint32_t l = 0; l < c.n_layers; ++l) c.sliding_layers[l] = (*list)[l] != 0 ? 1 : 0;
+        } else {
+            if (pattern) {
+                auto p = get_u32("attention.sliding_window_pattern", std::nullopt);
+                if (!p) return p.take_error();
+                period = *p;
+            }
+            if (period == 0) return make_error(entry(pattern_key) + " is 0");
+            for (uint32_t l = 0; l < c.n_layers; ++l) c.sliding_layers[l] = l % period < period - 1 ? 1 : 0;
+        }
+        if (arch_ == "gemma3") {
+            auto local = get_float(key("rope.freq_base_swa"), 10000.0);
+            if (!local) return local.take_error();
+            if (!std::isfinite(*local) || !(*local > 0.0))
+                return make_error(entry(key("rope.freq_base_swa")) + " is " + std::to_string(*local) + ", must be finite and > 0");
+            c.rope_local_theta = static_cast<float>(*local);
+        }
         return Status::success();
     }
 

@@ -105,15 +105,18 @@ Result<Family> detect_family(const ConfigReader& r) {
         {"Qwen2ForCausalLM", Family::Qwen2},       {"MixtralForCausalLM", Family::Mixtral},
         {"Qwen2MoeForCausalLM", Family::Qwen2Moe}, {"OlmoeForCausalLM", Family::Olmoe},
         {"Qwen3ForCausalLM", Family::Qwen3},       {"Qwen3MoeForCausalLM", Family::Qwen3Moe},
-        {"SmolLM3ForCausalLM", Family::SmolLM3},   {"CflowForCausalLM", Family::Cflow}};
+        {"SmolLM3ForCausalLM", Family::SmolLM3},   {"GemmaForCausalLM", Family::Gemma},
+        {"Gemma2ForCausalLM", Family::Gemma2},     {"Gemma3ForCausalLM", Family::Gemma3},
+        {"CflowForCausalLM", Family::Cflow}};
     static const std::map<std::string, Family> kByType = {
         {"llama", Family::Llama},     {"mistral", Family::Mistral},    {"qwen2", Family::Qwen2},
         {"mixtral", Family::Mixtral}, {"qwen2_moe", Family::Qwen2Moe}, {"olmoe", Family::Olmoe},
         {"qwen3", Family::Qwen3},     {"qwen3_moe", Family::Qwen3Moe}, {"smollm3", Family::SmolLM3},
+        {"gemma", Family::Gemma},     {"gemma2", Family::Gemma2},      {"gemma3_text", Family::Gemma3},
         {"cflow", Family::Cflow}};
     const char* kSupported = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, "
                              "Qwen2MoeForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, SmolLM3ForCausalLM, "
-                             "OlmoeForCausalLM, CflowForCausalLM";
+                             "OlmoeForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, CflowForCausalLM";
     if (r.has("architectures")) {
         const json& a = r.at("architectures");
         if (!a.is_array() || a.empty() || !a.front().is_string())
@@ -136,7 +139,7 @@ Result<Family> detect_family(const ConfigReader& r) {
 }
 
 // Pipeline-native extension fields (this project's own checkpoints), all optional.
-Status read_pipeline_fields(const ConfigReader& r, ModelConfig& c) {
+Status read_pipeline_fields(const ConfigReader& r, ModelConfig& c, bool read_hidden_act) {
     if (r.has("combine_style")) {
         const json& v = r.at("combine_style");
         static const std::map<std::string, CombineStyle> kNames = {
@@ -167,7 +170,7 @@ Status read_pipeline_fields(const ConfigReader& r, ModelConfig& c) {
         if (a == "swiglu") c.ffn_activation = FfnActivation::SwiGLU;
         else if (a == "geglutanh") c.ffn_activation = FfnActivation::GeGLUTanh;
         else return r.bad("ffn_activation", "'" + *act + "' is not one of swiglu, geglu_tanh");
-    } else if (auto hidden = r.str("hidden_act")) {
+    } else if (auto hidden = r.str("hidden_act"); hidden && read_hidden_act) {
         if (*hidden == "gelu_pytorch_tanh") c.ffn_activation = FfnActivation::GeGLUTanh;
         else if (*hidden == "silu" || *hidden == "swish") c.ffn_activation = FfnActivation::SwiGLU;
         else return r.unsupported("hidden_act", "'" + *hidden + "' is not supported (silu or gelu_pytorch_tanh)");
@@ -272,6 +275,68 @@ Status read_smollm3_nope_layers(const ConfigReader& r, ModelConfig& c) {
     return Status::success();
 }
 
+// Which layers slide: a `layer_types` list ("sliding_attention" / "full_attention") when the
+// config has one, else the family's rule (Gemma 2: every even layer; Gemma 3: all but every
+// sliding_window_pattern-th, default 6), as modeling_gemma2.py / modeling_gemma3.py decide.
+Status read_gemma_sliding_layers(const ConfigReader& r, Family family, ModelConfig& c) {
+    c.sliding_layers.assign(c.n_layers, 0);
+    if (r.has("layer_types")) {
+        const json& list = r.at("layer_types");
+        if (!list.is_array() || list.size() != c.n_layers)
+            return r.bad("layer_types", "must list one attention type per layer (" + std::to_string(c.n_layers) + ")");
+        for (size_t l = 0; l < list.size(); ++l) {
+            const std::string type = list[l].is_string() ? list[l].get<std::string>() : std::string();
+            if (type != "sliding_attention" && type != "full_attention")
+                return r.unsupported("layer_types", "entry " + std::to_string(l) + " is " + list[l].dump() +
+                                                        " (sliding_attention or full_attention)");
+            c.sliding_layers[l] = type == "sliding_attention" ? 1 : 0;
+        }
+        return Status::success();
+    }
+    uint32_t period = family == Family::Gemma2 ? 2 : 6;
+    if (family == Family::Gemma3) CFLOW_TRY_ASSIGN(period, r.u32("sliding_window_pattern", 6));
+    if (period == 0) return r.bad("sliding_window_pattern", "must be >= 1");
+    for (uint32_t l = 0; l < c.n_layers; ++l) c.sliding_layers[l] = (l + 1) % period != 0 ? 1 : 0;
+    return Status::success();
+}
+
+// Gemma, Gemma 2, Gemma 3 (modeling_gemma*.py): embeddings times sqrt(hidden_size), the
+// tanh-approximate GELU gate, scores scaled by query_pre_attn_scalar^-0.5, soft-capped attention
+// and final logits (Gemma 2), sliding-window layers (2 and 3) whose own RoPE base is
+// rope_local_base_freq (3). Norm weights are shifted by the reader (stores_norm_minus_one).
+Status read_gemma_fields(const ConfigReader& r, Family family, ModelConfig& c) {
+    c.feature_flags |= kFeatureEmbedScaleSqrtD;
+    for (const char* act : {"hidden_activation", "hidden_act"}) {
+        auto name = r.str(act);
+        if (!name) continue;
+        // Gemma 1's config says "gelu" but transformers runs it as gelu_pytorch_tanh, as llama.cpp does.
+        if (*name != "gelu_pytorch_tanh" && !(family == Family::Gemma && *name == "gelu"))
+            return r.unsupported(act, "'" + *name + "' is not supported for Gemma (gelu_pytorch_tanh)");
+        break;
+    }
+    c.ffn_activation = FfnActivation::GeGLUTanh;
+    float scalar = float(c.head_dim);
+    CFLOW_TRY_ASSIGN(scalar, r.f32("query_pre_attn_scalar", float(c.head_dim)));
+    if (!std::isfinite(scalar) || !(scalar > 0.0f)) return r.bad("query_pre_attn_scalar", "must be a finite number > 0");
+    if (scalar != float(c.head_dim)) c.query_scale = float(1.0 / std::sqrt(double(scalar)));
+    CFLOW_TRY_ASSIGN(c.attn_logit_softcap, r.f32("attn_logit_softcapping", 0.0f));
+    CFLOW_TRY_ASSIGN(c.final_logit_softcap, r.f32("final_logit_softcapping", 0.0f));
+    if (!std::isfinite(c.attn_logit_softcap) || c.attn_logit_softcap < 0.0f)
+        return r.bad("attn_logit_softcapping", "must be a finite number >= 0");
+    if (!std::isfinite(c.final_logit_softcap) || c.final_logit_softcap < 0.0f)
+        return r.bad("final_logit_softcapping", "must be a finite number >= 0");
+    if (family == Family::Gemma) return Status::success();
+    CFLOW_TRY_ASSIGN(c.sliding_window, r.u32("sliding_window", std::nullopt));
+    if (c.sliding_window == 0) return r.bad("sliding_window", "must be >= 1");
+    if (Status s = read_gemma_sliding_layers(r, family, c); !s) return s;
+    if (family == Family::Gemma3) {
+        CFLOW_TRY_ASSIGN(c.rope_local_theta, r.f32("rope_local_base_freq", 10000.0f));
+        if (!std::isfinite(c.rope_local_theta) || !(c.rope_local_theta > 0.0f))
+            return r.bad("rope_local_base_freq", "must be a finite number > 0");
+    }
+    return Status::success();
+}
+
 Result<HfConfig> interpret(const ConfigReader& r) {
     HfConfig out;
     CFLOW_TRY_ASSIGN(out.family, detect_family(r));
@@ -280,6 +345,7 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         {Family::Llama, "llama"},     {Family::Mistral, "mistral"},    {Family::Qwen2, "qwen2"},
         {Family::Mixtral, "mixtral"}, {Family::Qwen2Moe, "qwen2moe"}, {Family::Olmoe, "olmoe"},
         {Family::Qwen3, "qwen3"},     {Family::Qwen3Moe, "qwen3moe"}, {Family::SmolLM3, "smollm3"},
+        {Family::Gemma, "gemma"},     {Family::Gemma2, "gemma2"},     {Family::Gemma3, "gemma3"},
         {Family::Cflow, "cflow"}};
     c.architecture = kArch.at(out.family);
 
@@ -291,8 +357,8 @@ Result<HfConfig> interpret(const ConfigReader& r) {
             for (const char* k : {"rope_type", "type"})
                 if (rs.contains(k) && rs.at(k).is_string()) rope_scaling_type = rs.at(k).get<std::string>();
         }
-        if (rope_scaling_type != "default" && rope_scaling_type != "llama3")
-            return r.unsupported("rope_scaling", "of type '" + rope_scaling_type + "' is not supported (default, llama3)");
+        if (rope_scaling_type != "default" && rope_scaling_type != "llama3" && rope_scaling_type != "linear")
+            return r.unsupported("rope_scaling", "of type '" + rope_scaling_type + "' is not supported (default, linear, llama3)");
     }
 
     CFLOW_TRY_ASSIGN(c.d_model, r.u32("hidden_size", std::nullopt));
@@ -316,6 +382,12 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         auto factors = llama3_rope_factors(ConfigReader(r.at("rope_scaling"), r.label() + ": rope_scaling"), c);
         if (!factors) return factors.take_error();
         c.rope_freq_factors = std::move(*factors);
+    } else if (rope_scaling_type == "linear") {
+        // Position interpolation: every frequency divided by the factor (inv_freq / factor).
+        float factor = 0.0f;
+        CFLOW_TRY_ASSIGN(factor, ConfigReader(r.at("rope_scaling"), r.label() + ": rope_scaling").f32("factor", 0.0f));
+        if (!std::isfinite(factor) || !(factor > 0.0f)) return r.bad("rope_scaling", "factor must be a finite number > 0");
+        if (factor != 1.0f) c.rope_freq_factors.assign(rotary_dim_count(c.head_dim, c.rope_fraction) / 2, factor);
     }
 
     if (out.family == Family::Qwen2 || out.family == Family::Qwen2Moe || out.family == Family::Qwen3 ||
@@ -338,6 +410,11 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         case Family::SmolLM3:
             CFLOW_TRY_ASSIGN(c.d_ff, r.u32("intermediate_size", std::nullopt));
             if (Status s = read_smollm3_nope_layers(r, c); !s) return s.take_error();
+            break;
+        case Family::Gemma:
+        case Family::Gemma2:
+        case Family::Gemma3:
+            CFLOW_TRY_ASSIGN(c.d_ff, r.u32("intermediate_size", std::nullopt));
             break;
         case Family::Mixtral:
             CFLOW_TRY_ASSIGN(c.n_experts, r.u32("num_local_experts", std::nullopt));
@@ -377,7 +454,14 @@ Result<HfConfig> interpret(const ConfigReader& r) {
     c.rope_interleaved = false;  // HF checkpoints use the split-half convention
     c.combine_style = CombineStyle::Sequential;
     c.ffn_activation = FfnActivation::SwiGLU;
-    if (Status s = read_pipeline_fields(r, c); !s) return s.take_error();
+    const bool gemma = stores_norm_minus_one(out.family);
+    if (Status s = read_pipeline_fields(r, c, !gemma); !s) return s.take_error();
+    if (gemma) {
+        if (Status s = read_gemma_fields(r, out.family, c); !s) return s.take_error();
+        bool tied = true;  // Gemma ties the LM head unless the config says otherwise
+        CFLOW_TRY_ASSIGN(tied, r.boolean("tie_word_embeddings", true));
+        out.tie_word_embeddings = tied;
+    }
     if (out.family == Family::Cflow && c.combine_style == CombineStyle::FixedPoint && c.n_blocks != c.n_layers)
         return r.bad("n_blocks", std::to_string(c.n_blocks) + " must equal num_hidden_layers " + std::to_string(c.n_layers) +
                                      " for FixedPoint (one stored layer per unique block)");
@@ -415,7 +499,7 @@ Result<HfConfig> load_config(const std::string& config_path) {
     }
 }
 
-NameMapping map_tensor_name(const std::string& hf) {
+NameMapping map_tensor_name(const std::string& hf, Family family) {
     auto tensor = [](std::string n) { return NameMapping{NameMapping::Kind::Tensor, std::move(n)}; };
     static const std::map<std::string, std::string> kGlobal = {
         {"model.embed_tokens.weight", "token_embd.weight"},
@@ -431,6 +515,12 @@ NameMapping map_tensor_name(const std::string& hf) {
     const std::string rest = hf.substr(pos);
     const std::string blk = "blk." + std::to_string(layer) + ".";
 
+    static const std::map<std::string, std::string> kGemmaLayer = {
+        {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+        {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+        {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"}};
+    if (family == Family::Gemma2 || family == Family::Gemma3)
+        if (auto it = kGemmaLayer.find(rest); it != kGemmaLayer.end()) return tensor(blk + it->second);
     static const std::map<std::string, std::string> kLayer = {
         {"input_layernorm.weight", "attn_norm.weight"},
         {"post_attention_layernorm.weight", "ffn_norm.weight"},

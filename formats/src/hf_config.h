@@ -11,7 +11,11 @@ namespace cflow::hf {
 
 // Cflow = this project's own pipeline-native checkpoints (CflowForCausalLM, model_type "cflow";
 // tests/reference/README.md, "What the C++ side must read").
-enum class Family { Llama, Mistral, Qwen2, Mixtral, Qwen2Moe, Qwen3, Qwen3Moe, SmolLM3, Olmoe, Cflow };
+enum class Family { Llama, Mistral, Qwen2, Mixtral, Qwen2Moe, Qwen3, Qwen3Moe, SmolLM3, Olmoe, Gemma, Gemma2, Gemma3, Cflow };
+
+// Gemma's RMSNorm multiplies by (1 + weight): its checkpoints store weight - 1 (what llama.cpp's
+// converter undoes when it writes the GGUF).
+constexpr bool stores_norm_minus_one(Family f) { return f == Family::Gemma || f == Family::Gemma2 || f == Family::Gemma3; }
 
 struct HfConfig {
     ModelConfig config;
@@ -32,6 +36,9 @@ struct NameMapping {
 // -> blk.N.ffn_{gate,up,down}.E.weight, pre_moe_layernorm -> blk.N.moe_norm.weight,
 // moe.gate (the Cflow router; mlp.gate_proj stays the dense FFN's gate) -> blk.N.ffn_gate_inp.weight,
 // rotary inv_freq buffers -> Ignore.
-NameMapping map_tensor_name(const std::string& hf_name);
+// Gemma 2/3 name their four norms differently: post_attention_layernorm normalises the
+// attention output (-> post_attention_norm), pre_feedforward_layernorm is the FFN's input norm
+// (-> ffn_norm) and post_feedforward_layernorm its output norm (-> post_ffw_norm).
+NameMapping map_tensor_name(const std::string& hf_name, Family family = Family::Llama);
 
 } // namespace cflow::hf

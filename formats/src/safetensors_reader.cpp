@@ -14,8 +14,10 @@
 #include "cflow/formats/whole_file.h"
 #include "model_folder.h"
 #include "cflow/formats/json_depth.h"
+#include "cflow/formats/memory_file.h"
 #include "cflow/formats/safetensors.h"
 #include "cflow/formats/source_model.h"
+#include "cflow/formats/tile_codec.h"
 #include "hf_config.h"
 #include "hf_tokenizer.h"
 
@@ -134,6 +136,50 @@ Result<json> read_json_file(const fs::path& path) {
     }
 }
 
+// Gemma checkpoints store every RMSNorm weight as w - 1 (the forward multiplies by 1 + w): the
+// norms become f32 vectors of 1 + w in memory, so the converter sees what a GGUF of the same
+// model holds (llama.cpp's converter adds the 1 when it writes one).
+Status shift_norm_weights(SourceModel& model) {
+    std::vector<TensorView*> norms;
+    uint64_t floats = 0;
+    for (auto& [name, view] : model.tensors) {
+        const bool norm = name.size() > 11 && name.compare(name.size() - 11, 11, "norm.weight") == 0;
+        if (!norm) continue;
+        if (view.shape.size() != 1)
+            return make_error(view.origin + ": a norm weight must be a vector, has " + std::to_string(view.shape.size()) + " dims");
+        norms.push_back(&view);
+        floats += view.shape[0];
+    }
+    if (norms.empty()) return Status::success();
+    auto memory = MemoryFile::allocate("norm weights + 1", floats * sizeof(float));
+    if (!memory) return memory.take_error();
+    float* out = reinterpret_cast<float*>((*memory)->mutable_data());  // [sum of norm lengths]
+    for (TensorView* view : norms) {
+        const uint64_t n = view->shape[0];
+        const uint64_t element = view->dtype == DType::F32 ? 4 : 2;
+        if (view->bytes != n * element)
+            return make_error(view->origin + ": holds " + std::to_string(view->bytes) + " bytes for " + std::to_string(n) + " values");
+        for (uint64_t i = 0; i < n; ++i) {
+            float w = 0.0f;
+            if (view->dtype == DType::F32) {
+                std::memcpy(&w, view->data + i * 4, 4);
+            } else {
+                uint16_t h = 0;
+                std::memcpy(&h, view->data + i * 2, 2);
+                w = view->dtype == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+            }
+            out[i] = 1.0f + w;
+        }
+        view->dtype = DType::F32;
+        view->data = reinterpret_cast<const uint8_t*>(out);
+        view->bytes = n * sizeof(float);
+        view->origin += " (+1, Gemma's norm convention)";
+        out += n;
+    }
+    model.files.push_back(std::move(*memory));
+    return Status::success();
+}
+
 // One tensor of the folder, before name mapping.
 struct Located {
     const SafetensorsFile* file;
@@ -173,7 +219,7 @@ Result<SourceModel> assemble(const fs::path& dir, const std::vector<std::string>
     }
 
     for (const auto& loc : located) {
-        hf::NameMapping m = hf::map_tensor_name(loc.hf_name);
+        hf::NameMapping m = hf::map_tensor_name(loc.hf_name, cfg->family);
         if (m.kind == hf::NameMapping::Kind::Ignore) continue;
         if (m.kind == hf::NameMapping::Kind::Unknown)
             return make_error(ErrorKind::Unsupported, loc.file->path + ": tensor '" + loc.hf_name +
@@ -190,6 +236,8 @@ Result<SourceModel> assemble(const fs::path& dir, const std::vector<std::string>
             return make_error(loc.file->path + ": tensor '" + loc.hf_name + "' maps to '" + m.canonical + "', which another tensor already provides");
     }
 
+    if (hf::stores_norm_minus_one(cfg->family))
+        if (Status s = shift_norm_weights(model); !s) return s.take_error();
     ModelConfig& c = model.config;
     if (cfg->tie_word_embeddings) model.tensors.erase("output.weight");  // HF ignores lm_head when tied
     if (!model.find("output.weight")) c.feature_flags |= kFeatureTiedEmbeddings;

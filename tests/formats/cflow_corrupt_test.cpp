@@ -137,8 +137,14 @@ std::vector<Corruption> corruptions() {
          "expert_delay 2 must be below n_layers 2"},
         {"unknown combine style", [](auto& b, auto&) { b[offsetof(GlobalHeader, combine_style)] = 7; },
          "GlobalHeader.combine_style at offset 82: unknown combine style 7"},
-        {"unknown feature flags", [](auto& b, auto&) { b[offsetof(GlobalHeader, feature_flags)] |= 0x80; },
-         "unknown feature flag bits", false, ErrorKind::Unsupported},
+        // Every feature_flags bit is known now; the extended bits (behind bit 7) are where new ones go.
+        {"unknown extended feature bits", [](auto& b, auto& L) {
+             b[offsetof(GlobalHeader, feature_flags)] |= kFeatureExtended;
+             b[L.params + offsetof(ModelParams, extended_features)] |= 0x80;
+         },
+         "ModelParams.extended_features at offset 140: unknown extended feature bits 128", false, ErrorKind::Unsupported},
+        {"extended fields without the flag", [](auto& b, auto& L) { put<float>(b, L.params + offsetof(ModelParams, query_scale), 0.5f); },
+         "lacks the extended bit (128)"},
         {"params offset past EOF", [](auto& b, auto& L) { put<uint64_t>(b, offsetof(GlobalHeader, params_offset), L.size - 64); },
          "GlobalHeader.params_offset at offset 64: ModelParams (128 bytes)"},
         {"params_bytes", [](auto& b, auto& L) { put<uint32_t>(b, L.params, 64); },

@@ -38,8 +38,12 @@ const StyleCase kCases[] = {
     {CombineStyle::FixedPoint, 0, false},
 };
 
-bool is_dense(SegmentRole r) { return r == SegmentRole::FfnNorm || r == SegmentRole::GateUp || r == SegmentRole::Down; }
-bool is_attention(SegmentRole r) { return static_cast<uint8_t>(r) <= static_cast<uint8_t>(SegmentRole::AttnOut); }
+bool is_dense(SegmentRole r) {
+    return r == SegmentRole::FfnNorm || r == SegmentRole::GateUp || r == SegmentRole::Down || r == SegmentRole::FfnPostNorm;
+}
+bool is_attention(SegmentRole r) {
+    return static_cast<uint8_t>(r) <= static_cast<uint8_t>(SegmentRole::AttnOut) || r == SegmentRole::AttnPostNorm;
+}
 bool is_moe(SegmentRole r) { return !is_dense(r) && !is_attention(r); }
 
 struct Span {
@@ -54,11 +58,16 @@ TEST(DelayedCflowOrder, DenseBeforeAttentionFollowsTheSemantics) {
     for (const StyleCase& c : kCases)
         EXPECT_EQ(dense_before_attention(c.style, c.dense_delay), c.dense_first)
             << "style " << int(c.style) << " dense_delay " << int(c.dense_delay);
-    // The read order lists each layer role exactly once.
+    // The read order lists each layer role (every role but the vocabulary's three) exactly once.
+    std::vector<SegmentRole> layer_roles;
+    for (uint8_t r = 0; r < static_cast<uint8_t>(SegmentRole::Count_); ++r)
+        if (r < static_cast<uint8_t>(SegmentRole::OutputNorm) || r > static_cast<uint8_t>(SegmentRole::TokenEmbd))
+            layer_roles.push_back(static_cast<SegmentRole>(r));
+    ASSERT_EQ(layer_roles.size(), kLayerRoleCount);
     for (const StyleCase& c : kCases) {
         auto order = layer_read_order(c.style, c.dense_delay);
         std::sort(order.begin(), order.end());
-        for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(static_cast<size_t>(order[i]), i);
+        EXPECT_TRUE(std::equal(order.begin(), order.end(), layer_roles.begin(), layer_roles.end()));
     }
 }
 
@@ -75,6 +84,7 @@ TEST(DelayedCflowOrder, RegionsAreWrittenInReadOrder) {
         spec.shared_expert_d_ff = 32;
         spec.qkv_bias = true;
         spec.qk_norm = true;
+        spec.post_norms = true;
         spec.combine_style = c.style;
         spec.dense_delay = c.dense_delay;
         if (c.style == CombineStyle::DelayedSum || c.style == CombineStyle::AsyncExperts) spec.expert_delay = 1;
@@ -93,7 +103,7 @@ TEST(DelayedCflowOrder, RegionsAreWrittenInReadOrder) {
         uint64_t previous_end = 0;
         for (uint32_t l = 0; l < f.header().n_layers; ++l) {
             const RegionView& r = f.layers()[l];
-            EXPECT_EQ(r.segments.size(), 16u);  // every layer role present in this model
+            EXPECT_EQ(r.segments.size(), kLayerRoleCount);  // every layer role present in this model
             Span attention, dense, moe;
             for (const SegmentView& s : r.segments) {
                 if (is_attention(s.role)) attention.add(s);

@@ -33,6 +33,19 @@ OUT_DIR/smollm3/: SmolLM3 (llama's block without RoPE on every fourth layer, tie
 llama.cpp fixes at 4) and as a Hugging Face folder (no_rope_layers in config.json);
 reference.json as for qwen3.
 
+OUT_DIR/gemma2/ and OUT_DIR/gemma3/: Gemma 2 (4 layers, sliding window 8 on layers 0 and 2, attention
+soft-cap 5, final soft-cap 2) and Gemma 3 text (6 layers, layers 0-4 sliding with window 8 and RoPE
+base 10000, layer 5 global with base 1e6 and linear scaling 8, per-head Q/K norms), both d 128, 4
+query / 2 KV heads of 32, d_ff 256, GELU-tanh gated MLP, four norms per block, embeddings scaled by
+sqrt(d), tied head, F32. model.gguf as llama.cpp's converter writes it (architecture gemma2 /
+gemma3, every norm stored as 1 + w, Q/K rows in HF order, no output.weight), hf/ as a Hugging Face
+folder; reference.json holds a 96-token sequence, the float64 numpy logits of hf_gemma_reference.py
+(written from transformers' modeling_gemma2.py / modeling_gemma3.py) at every position, a 32-token
+greedy continuation of its first 16 tokens, and how far an engine that breaks one Gemma rule would be
+(*_rel_l2, each asserted > 1e-2). gemma2/hf_qscale/ is the same checkpoint with
+query_pre_attn_scalar 48 != head_dim (HF only: llama.cpp scales by 1/sqrt(head_dim)), with its
+reference in gemma2/reference_qscale.json.
+
 Deterministic: the same bytes on every run.
 """
 import json
@@ -615,6 +628,224 @@ def write_smollm3(out_dir):
     return out
 
 
+# ----------------------------------------------------------------------------- Gemma 2, Gemma 3
+
+GEMMA = dict(hidden_size=128, num_attention_heads=4, num_key_value_heads=2, head_dim=32, intermediate_size=256)
+GEMMA_TOKENS = 96  # past the 71-position KV rings of the sliding layers (window 8 + a 64-token prefill chunk - 1)
+GEMMA_GREEDY_PROMPT = 16
+GEMMA_GREEDY_STEPS = 32
+GEMMA_SLIDING_WINDOW = 8  # far below the 96 tokens: every sliding layer drops keys
+# A tied head reads the embedding the input scales by sqrt(d): N(0, (k/sqrt(d))^2) gives logits of std
+# about k and keeps the input token's echo below the other logits' spread (at k = 1 the greedy
+# continuation repeats one token). Gemma 2 has fewer layers to dilute the echo, so a smaller k.
+GEMMA_EMBED_STD = {"gemma2": 0.3 / np.sqrt(GEMMA["hidden_size"]), "gemma3": 0.4 / np.sqrt(GEMMA["hidden_size"])}
+GEMMA_NORM_STD = 0.1  # HF stores w, the norm multiplies by 1 + w
+GEMMA2_ATTN_SOFTCAP = 5.0  # small enough to change the logits measurably (see the sanity numbers)
+GEMMA2_FINAL_SOFTCAP = 2.0
+GEMMA2_QSCALE = 48  # the hf_qscale/ variant's query_pre_attn_scalar (!= head_dim 32)
+GEMMA_MIN_DISTINCT_GREEDY = 6
+GEMMA_MIN_SANITY = 1e-2
+
+
+def gemma_tensor_plan(cfg):
+    """[(GGUF name, HF name, shape outermost first, init)] in file order, as llama.cpp's converter
+    maps Gemma 2 / Gemma 3 (gguf-py tensor_mapping: post_attention_layernorm -> post_attention_norm,
+    pre_feedforward_layernorm -> ffn_norm, post_feedforward_layernorm -> post_ffw_norm); no output.weight
+    (the head is tied to token_embd)."""
+    d, hq, hkv, dk, ff = (cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"],
+                          cfg["intermediate_size"])
+    qk_norm = cfg["model_type"].startswith("gemma3")
+    plan = [("token_embd.weight", "model.embed_tokens.weight", [cfg["vocab_size"], d], "embed")]
+    for l in range(cfg["num_hidden_layers"]):
+        g, h = "blk.%d." % l, "model.layers.%d." % l
+        plan += [
+            (g + "attn_norm.weight", h + "input_layernorm.weight", [d], "norm"),
+            (g + "attn_q.weight", h + "self_attn.q_proj.weight", [hq * dk, d], "linear"),
+            (g + "attn_k.weight", h + "self_attn.k_proj.weight", [hkv * dk, d], "linear"),
+            (g + "attn_v.weight", h + "self_attn.v_proj.weight", [hkv * dk, d], "linear"),
+        ]
+        if qk_norm:
+            plan += [
+                (g + "attn_q_norm.weight", h + "self_attn.q_norm.weight", [dk], "norm"),
+                (g + "attn_k_norm.weight", h + "self_attn.k_norm.weight", [dk], "norm"),
+            ]
+        plan += [
+            (g + "attn_output.weight", h + "self_attn.o_proj.weight", [d, hq * dk], "linear"),
+            (g + "post_attention_norm.weight", h + "post_attention_layernorm.weight", [d], "norm"),
+            (g + "ffn_norm.weight", h + "pre_feedforward_layernorm.weight", [d], "norm"),
+            (g + "ffn_gate.weight", h + "mlp.gate_proj.weight", [ff, d], "linear"),
+            (g + "ffn_up.weight", h + "mlp.up_proj.weight", [ff, d], "linear"),
+            (g + "ffn_down.weight", h + "mlp.down_proj.weight", [d, ff], "linear"),
+            (g + "post_ffw_norm.weight", h + "post_feedforward_layernorm.weight", [d], "norm"),
+        ]
+    plan.append(("output_norm.weight", "model.norm.weight", [d], "norm"))
+    return plan
+
+
+def gemma_f32_weights(rng, plan, embed_std):
+    """Random F32 weights: linear N(0, 1/fan_in), embeddings N(0, embed_std^2), norm weights
+    w ~ N(0, GEMMA_NORM_STD^2) as HF stores them. The GGUF holds every norm as float32(1 + w) (the
+    converter's data_torch + 1 on an F32 tensor) and Q/K rows in HF order (Gemma is NEOX RoPE in
+    llama.cpp: no permute). Returns the GGUF tensors and the HF tensors as float64 arrays and torch
+    tensors."""
+    import torch
+
+    gguf_tensors, hf_f64, hf_f32 = [], {}, {}
+    for name, hf_name, shape, init in plan:
+        if init == "norm":
+            w32 = (GEMMA_NORM_STD * rng.standard_normal(shape)).astype("<f4")
+            stored = (w32 + np.float32(1.0)).astype("<f4")
+        else:
+            std = embed_std if init == "embed" else 1.0 / np.sqrt(shape[1])
+            w32 = stored = (std * rng.standard_normal(shape)).astype("<f4")
+        hf_f32[hf_name] = torch.from_numpy(w32.copy())
+        hf_f64[hf_name] = w32.astype(np.float64)
+        gguf_tensors.append((name, GGML_F32, list(reversed(shape)), np.ascontiguousarray(stored).tobytes()))
+    return gguf_tensors, hf_f64, hf_f32
+
+
+def gemma_config(arch, vocab):
+    """config.json of the tiny Gemma 2 / Gemma 3 text model (the keys of the published checkpoints)."""
+    common = {
+        "torch_dtype": "float32", "vocab_size": len(vocab), "bos_token_id": vocab["<s>"], "eos_token_id": vocab["</s>"],
+        "max_position_embeddings": 128, "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "attention_bias": False,
+        "attention_dropout": 0.0, "hidden_activation": "gelu_pytorch_tanh", "initializer_range": 0.02,
+        "sliding_window": GEMMA_SLIDING_WINDOW, "query_pre_attn_scalar": GEMMA["head_dim"], **GEMMA,
+    }
+    if arch == "gemma2":
+        return dict(common, architectures=["Gemma2ForCausalLM"], model_type="gemma2", num_hidden_layers=4,
+                    hidden_act="gelu_pytorch_tanh", rope_theta=10000.0, attn_logit_softcapping=GEMMA2_ATTN_SOFTCAP,
+                    final_logit_softcapping=GEMMA2_FINAL_SOFTCAP)
+    return dict(common, architectures=["Gemma3ForCausalLM"], model_type="gemma3_text", num_hidden_layers=6,
+                rope_theta=1000000.0, rope_local_base_freq=10000.0, rope_scaling={"rope_type": "linear", "factor": 8.0},
+                sliding_window_pattern=6, attn_logit_softcapping=None, final_logit_softcapping=None)
+
+
+def gemma_gguf_header(arch, model_name, c):
+    """The general.* and ARCH.* keys llama.cpp's convert_hf_to_gguf.py writes for an F32 Gemma 2
+    (Gemma2Model.set_gguf_parameters: no rope keys at all, llama.cpp defaults the base to 10000 and the
+    rotary dims to key_length) or Gemma 3 (TextModel.set_gguf_parameters + Gemma3Model: the global base,
+    the linear scaling of the global layers, the local base as rope.freq_base_swa, the window; no
+    pattern key, llama.cpp fixes it at 6; no rope.dimension_count)."""
+    md = [
+        ("general.architecture", GGUF_STRING, arch),
+        ("general.name", GGUF_STRING, model_name),
+        ("general.file_type", GGUF_U32, 0),  # LLAMA_FTYPE_ALL_F32
+        (arch + ".context_length", GGUF_U32, c["max_position_embeddings"]),
+        (arch + ".embedding_length", GGUF_U32, c["hidden_size"]),
+        (arch + ".block_count", GGUF_U32, c["num_hidden_layers"]),
+        (arch + ".feed_forward_length", GGUF_U32, c["intermediate_size"]),
+        (arch + ".attention.head_count", GGUF_U32, c["num_attention_heads"]),
+        (arch + ".attention.head_count_kv", GGUF_U32, c["num_key_value_heads"]),
+    ]
+    if arch == "gemma3":
+        rs = c["rope_scaling"]
+        md += [
+            (arch + ".rope.scaling.type", GGUF_STRING, rs["rope_type"]),
+            (arch + ".rope.scaling.factor", GGUF_F32, rs["factor"]),
+            (arch + ".rope.freq_base", GGUF_F32, c["rope_theta"]),
+            (arch + ".rope.freq_base_swa", GGUF_F32, c["rope_local_base_freq"]),
+        ]
+    md += [
+        (arch + ".attention.layer_norm_rms_epsilon", GGUF_F32, c["rms_norm_eps"]),
+        (arch + ".attention.key_length", GGUF_U32, c["head_dim"]),
+        (arch + ".attention.value_length", GGUF_U32, c["head_dim"]),
+    ]
+    if arch == "gemma2":
+        md += [
+            (arch + ".attn_logit_softcapping", GGUF_F32, c["attn_logit_softcapping"]),
+            (arch + ".final_logit_softcapping", GGUF_F32, c["final_logit_softcapping"]),
+        ]
+    md.append((arch + ".attention.sliding_window", GGUF_U32, c["sliding_window"]))
+    return md
+
+
+def _rel_l2(other, logits):
+    return float(np.linalg.norm(other - logits) / np.linalg.norm(logits))
+
+
+def write_gemma(out_dir, arch):
+    """OUT_DIR/gemma2/ or OUT_DIR/gemma3/ (and, for gemma2, the HF-only hf_qscale/ variant and
+    reference_qscale.json)."""
+    import hf_gemma_reference as hg
+    import make_reference_models as mrm
+
+    vocab = mrm.build_vocab()
+    merges = mrm.build_merges(vocab)
+    config = gemma_config(arch, vocab)
+    qscale_config = dict(config, query_pre_attn_scalar=GEMMA2_QSCALE) if arch == "gemma2" else None
+    plan = gemma_tensor_plan(config)
+    prompt_len, steps = GEMMA_GREEDY_PROMPT, GEMMA_GREEDY_STEPS
+    first = SEED + (31 if arch == "gemma2" else 41)
+    for seed in range(first, first + 64):
+        rng = np.random.default_rng(seed)
+        gguf_tensors, hf_f64, hf_f32 = gemma_f32_weights(rng, plan, GEMMA_EMBED_STD[arch])
+        tokens = [vocab["<s>"]] + [int(x) for x in rng.integers(3, len(vocab), GEMMA_TOKENS - 1)]
+        model = hg.HfGemma(config, hf_f64)
+        greedy, margins = model.greedy(tokens[:prompt_len], steps)
+        if min(margins) < 1e-3 or len(set(greedy)) < GEMMA_MIN_DISTINCT_GREEDY:
+            continue
+        if qscale_config is not None:
+            q_greedy, q_margins = hg.HfGemma(qscale_config, hf_f64).greedy(tokens[:prompt_len], steps)
+            if min(q_margins) < 1e-3 or len(set(q_greedy)) < GEMMA_MIN_DISTINCT_GREEDY:
+                continue
+        break
+    else:
+        raise AssertionError(arch + ": every seed tried has a near tie or a repetitive greedy continuation")
+    logits = model.logits(tokens)
+
+    # What an engine that gets one Gemma rule wrong would give: each must be far outside the 1e-4
+    # tolerance, or the fixture proves nothing.
+    sanity = {
+        "no_sliding_rel_l2": _rel_l2(hg.HfGemma(config, hf_f64, sliding=False).logits(tokens), logits),
+        "window_plus_one_rel_l2": _rel_l2(
+            hg.HfGemma(config, hf_f64, window=GEMMA_SLIDING_WINDOW + 1).logits(tokens), logits),
+        "norm_without_one_rel_l2": _rel_l2(hg.HfGemma(config, hf_f64, norm_offset=0.0).logits(tokens), logits),
+    }
+    if arch == "gemma2":
+        sanity["no_softcap_rel_l2"] = _rel_l2(hg.HfGemma(
+            dict(config, attn_logit_softcapping=None, final_logit_softcapping=None), hf_f64).logits(tokens), logits)
+        sanity["no_attn_softcap_rel_l2"] = _rel_l2(
+            hg.HfGemma(dict(config, attn_logit_softcapping=None), hf_f64).logits(tokens), logits)
+        sanity["no_final_softcap_rel_l2"] = _rel_l2(
+            hg.HfGemma(dict(config, final_logit_softcapping=None), hf_f64).logits(tokens), logits)
+    else:
+        sanity["global_rope_everywhere_rel_l2"] = _rel_l2(
+            hg.HfGemma(config, hf_f64, local_rope=False).logits(tokens), logits)
+        sanity["no_linear_scaling_rel_l2"] = _rel_l2(
+            hg.HfGemma(dict(config, rope_scaling=None), hf_f64).logits(tokens), logits)
+    for key, value in sanity.items():
+        assert value > GEMMA_MIN_SANITY, "%s: %s = %g, the fixture proves nothing" % (arch, key, value)
+
+    c = config
+    metadata = gemma_gguf_header(arch, "cflow tiny %s (test fixture)" % arch, c) + tokenizer_metadata(vocab, merges)
+    out = {"tokens": tokens, "logits": logits.tolist(), "greedy_prompt": tokens[:prompt_len], "greedy": greedy,
+           "min_greedy_margin": min(margins), "seed": seed, "layer_types": hg.layer_types(c), **sanity}
+    write_family_fixture(out_dir, arch, metadata, gguf_tensors, config, hf_f32, out)
+
+    if qscale_config is not None:
+        # The same weights and tokenizer with query_pre_attn_scalar != head_dim: only the HF reader can
+        # see it (llama.cpp scales by 1/sqrt(head_dim) except for the 27B), so no GGUF here.
+        d = os.path.join(out_dir, arch, "hf_qscale")
+        os.makedirs(d, exist_ok=True)
+        mrm.dump_json(qscale_config, os.path.join(d, "config.json"), indent=2)
+        with open(os.path.join(d, "model.safetensors"), "wb") as f:
+            f.write(mrm.safetensors_bytes(hf_f32))
+        mrm.dump_json(mrm.tokenizer_json(vocab, merges), os.path.join(d, "tokenizer.json"), indent=2)
+        mrm.dump_json(mrm.TOKENIZER_CONFIG, os.path.join(d, "tokenizer_config.json"), indent=2)
+        q_logits = hg.HfGemma(qscale_config, hf_f64).logits(tokens)
+        head_dim_scale = _rel_l2(logits, q_logits)  # what scaling by 1/sqrt(head_dim) would give
+        assert head_dim_scale > GEMMA_MIN_SANITY, "hf_qscale: head_dim scaling would pass (%g)" % head_dim_scale
+        q_out = {"tokens": tokens, "logits": q_logits.tolist(), "greedy_prompt": tokens[:prompt_len],
+                 "greedy": q_greedy, "min_greedy_margin": min(q_margins), "seed": seed,
+                 "query_pre_attn_scalar": GEMMA2_QSCALE, "head_dim_scale_rel_l2": head_dim_scale}
+        with open(os.path.join(out_dir, arch, "reference_qscale.json"), "w", encoding="utf-8", newline="\n") as f:
+            json.dump(q_out, f, separators=(",", ":"), sort_keys=True)
+            f.write("\n")
+        out["qscale"] = q_out
+    return out
+
+
 def main(argv=None):
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
@@ -634,6 +865,15 @@ def main(argv=None):
     l3 = write_llama3_rope(out_dir)
     print("llama3_rope: %d tokens, plain RoPE would be %.3g off (rel L2), greedy margin %.3g" %
           (len(l3["tokens"]), l3["plain_rope_rel_l2"], l3["min_greedy_margin"]))
+    for arch in ("gemma2", "gemma3"):
+        g = write_gemma(out_dir, arch)
+        checks = ", ".join("%s %.3g" % (k[:-len("_rel_l2")], v) for k, v in sorted(g.items()) if k.endswith("_rel_l2"))
+        print("%s: %d tokens, greedy margin %.3g (seed %d); wrong-rule rel L2: %s" %
+              (arch, len(g["tokens"]), g["min_greedy_margin"], g["seed"], checks))
+        if "qscale" in g:
+            q = g["qscale"]
+            print("%s/hf_qscale: query_pre_attn_scalar %d, 1/sqrt(head_dim) would be %.3g off, greedy margin %.3g" %
+                  (arch, q["query_pre_attn_scalar"], q["head_dim_scale_rel_l2"], q["min_greedy_margin"]))
     return 0
 
 

@@ -270,6 +270,10 @@ SourceModel make_synthetic_model(const SyntheticSpec& spec) {
             b.vector(p + "attn_q_norm.weight", spec.head_dim, 1.0f, 0.1f);
             b.vector(p + "attn_k_norm.weight", spec.head_dim, 1.0f, 0.1f);
         }
+        if (spec.post_norms) {
+            b.vector(p + "post_attention_norm.weight", d, 1.0f, 0.1f);
+            if (spec.d_ff > 0) b.vector(p + "post_ffw_norm.weight", d, 1.0f, 0.1f);
+        }
         if (spec.d_ff > 0 || (spec.n_experts > 0 && !spec.moe_norm)) b.vector(p + "ffn_norm.weight", d, 1.0f, 0.1f);
         if (spec.d_ff > 0) {
             b.matrix(p + "ffn_gate.weight", {spec.d_ff, d}, m);

@@ -38,6 +38,7 @@ struct SyntheticSpec {
     uint8_t n_iter = 2;                // FixedPoint only
     bool qkv_bias = false;             // attn_q/k/v.bias (Qwen2)
     bool qk_norm = false;              // attn_q_norm / attn_k_norm (Qwen3)
+    bool post_norms = false;           // post_attention_norm / post_ffw_norm (Gemma 2/3's sandwich norms)
     bool moe_norm = true;              // MoE layers carry blk.N.moe_norm.weight (else ffn_norm is the fallback)
     bool tied = false;                 // no output.weight; kFeatureTiedEmbeddings set
     bool rope_interleaved = false;     // Q/K rows in adjacent-pair RoPE order (llama2.c)

@@ -6,6 +6,7 @@
 #include <QLocale>
 
 #include "cflow/formats/cflow_reader.h"
+#include "cflow/formats/model_features.h"
 #include "cflow/ui/conversation_title.h"
 #include "metadata_text.h"
 
@@ -99,6 +100,14 @@ ModelCard read_model_card(const CflowFile& file, const QString& modelPath) {
                              .arg(h.n_layers)
                              .arg(h.d_model);
     card.capabilities << QObject::tr("Context: %1 tokens").arg(h.max_seq_len);
+    const QString architecture = metadata_text(file, "general.architecture");
+    QStringList features;
+    for (const ModelFeature& feature : describe_features(file))
+        features << QString::fromStdString(feature.name) + QStringLiteral(" (") + QString::fromStdString(feature.detail) + u')';
+    if (!architecture.isEmpty() || !features.isEmpty())
+        card.capabilities << QObject::tr("Architecture: %1%2")
+                                 .arg(architecture.isEmpty() ? QObject::tr("unnamed") : architecture,
+                                      features.isEmpty() ? QString() : QStringLiteral("; ") + features.join(QStringLiteral("; ")));
     card.capabilities << QObject::tr("Weights: %1, file %2")
                              .arg(QString::fromLatin1(dtype_name(static_cast<DType>(h.weight_quant))).toUpper(),
                                   locale.formattedDataSize(static_cast<qint64>(file.file_bytes())));

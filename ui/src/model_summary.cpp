@@ -83,6 +83,9 @@ QString feature_flags_text(uint8_t flags) {
         {kFeatureTiedEmbeddings, "tied_embeddings"},
         {kFeatureQkvBias, "qkv_bias"},
         {kFeatureQkNorm, "qk_norm"},
+        {kFeatureRopeFreqFactors, "rope_freq_factors"},
+        {kFeatureRopeSkipLayers, "rope_skip_layers"},
+        {kFeatureExtended, "extended"},
     };
     QStringList names;
     uint8_t known = 0;
@@ -192,6 +195,9 @@ SummarySection params_section(const ModelParams& p) {
                 {QStringLiteral("metadata_offset"), number(p.metadata_offset)},
                 {QStringLiteral("metadata_bytes"), bytes_text(p.metadata_bytes)},
                 {QStringLiteral("shared_expert_d_ff"), number(p.shared_expert_d_ff)},
+                {QStringLiteral("extended_features"), QStringLiteral("0x%1").arg(p.extended_features, 0, 16)},
+                {QStringLiteral("query_scale"), real(p.query_scale)},
+                {QStringLiteral("rope_local_theta"), real(p.rope_local_theta)},
             }};
 }
 

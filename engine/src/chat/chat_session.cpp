@@ -301,7 +301,8 @@ Status ChatSession::reply(const PreparedTurn& turn, const ReplyOptions& options,
     if (reused == 0) {
         forget();
     } else {
-        session_->truncate(static_cast<uint32_t>(reused));
+        // A sliding-window model may have to start over (its rings no longer hold the prefix).
+        reused = session_->truncate(static_cast<uint32_t>(reused));
         cached_.resize(reused);
     }
 

@@ -13,6 +13,7 @@
 #include "cflow/engine/chat/chat_template.h"
 #include "cflow/engine/forward/critical_path.h"
 #include "cflow/engine/forward/thread_pool.h"
+#include "cflow/engine/forward/session.h"
 #include "cflow/engine/io/bandwidth_probe.h"
 #include "cflow/engine/io/system_memory.h"
 #include "cflow/engine/tokenizer/tokenizer.h"
@@ -85,8 +86,14 @@ void count_tensor_types(const SourceModel& source, PreflightReport& r) {
     for (const auto& [type, n] : counts) r.source_tensor_types.push_back(type + " x " + std::to_string(n));
 }
 
+// A sliding-window layer keeps its window plus one prefill chunk (Session's KV rings).
 uint64_t kv_cache_bytes(const ModelConfig& c, uint32_t tokens) {
-    return 2ull /* K and V */ * c.n_layers * c.n_kv_heads * c.head_dim * uint64_t{tokens} * 2 /* f16 */;
+    uint64_t positions = 0;  // summed over layers
+    for (uint32_t l = 0; l < c.n_layers; ++l) {
+        const bool sliding = c.sliding_window > 0 && (c.sliding_layers.empty() || (l < c.sliding_layers.size() && c.sliding_layers[l]));
+        positions += sliding ? std::min<uint64_t>(tokens, uint64_t{c.sliding_window} + Session::kPrefillChunk - 1) : tokens;
+    }
+    return 2ull /* K and V */ * c.n_kv_heads * c.head_dim * positions * 2 /* f16 */;
 }
 
 void critical_path(const ModelConfig& c, PreflightReport& r) {

@@ -10,8 +10,11 @@
 
 namespace cflow {
 
-KvCache::KvCache(KvCacheType type, size_t slots, uint32_t context, uint32_t kv_heads, uint32_t head_dim)
-    : type_(type), context_(context), kvHeads_(kv_heads), headDim_(head_dim) {
+KvCache::KvCache(KvCacheType type, size_t slots, uint32_t context, uint32_t kv_heads, uint32_t head_dim,
+                 std::vector<uint32_t> ring)
+    : type_(type), context_(context), kvHeads_(kv_heads), headDim_(head_dim), ring_(std::move(ring)) {
+    for (uint32_t& r : ring_)
+        if (r >= context) r = 0;  // a ring as long as the context is the plain layout
     const size_t values = slots * kv_heads * context * head_dim;
     if (type == KvCacheType::F16) {
         k16_ = ZeroedArray<uint16_t>(values);
@@ -39,6 +42,12 @@ void KvCache::write(uint32_t slot, uint32_t pos, const float* k, const float* v)
     }
 }
 
+bool KvCache::holds_from(uint32_t first, uint32_t written) const {
+    for (uint32_t r : ring_)
+        if (r && uint64_t{first} + r < written) return false;  // position q + r, stored where q was, is written
+    return true;
+}
+
 void KvCache::attend(const Kernels& kernels, uint32_t slot, uint32_t kv_head, uint32_t dk, const float* q, uint32_t group,
                      uint32_t first, uint32_t n_pos, float scale, float softcap, float* scores, size_t scores_stride,
                      float* out) const {
@@ -48,10 +57,18 @@ void KvCache::attend(const Kernels& kernels, uint32_t slot, uint32_t kv_head, ui
     const auto* keys = half ? reinterpret_cast<const uint8_t*>(k16_.data()) : reinterpret_cast<const uint8_t*>(k32_.data());
     const auto* values = half ? reinterpret_cast<const uint8_t*>(v16_.data()) : reinterpret_cast<const uint8_t*>(v32_.data());
     const size_t base = offset(slot, kv_head, 0);  // this head's [context x dk] matrices
-    for (uint32_t g = 0; g < group; ++g) std::fill(scores + g * scores_stride + first, scores + g * scores_stride + n_pos, 0.0f);
-    for (uint32_t b = first; b < n_pos; b += kPositionBlock) {
+    const uint32_t r = ring(slot);
+    // Position block [b, b + rows) of the logical range as stored: a ring slot's block ends where
+    // the ring wraps (its scores stay indexed by logical position).
+    const auto block_rows = [&](uint32_t b) {
         const uint32_t rows = std::min(kPositionBlock, n_pos - b);
-        const size_t at = base + size_t(b) * dk;
+        return r ? std::min(rows, r - b % r) : rows;
+    };
+    const auto stored = [&](uint32_t b) { return size_t(r ? b % r : b); };
+    for (uint32_t g = 0; g < group; ++g) std::fill(scores + g * scores_stride + first, scores + g * scores_stride + n_pos, 0.0f);
+    for (uint32_t b = first; b < n_pos; b += block_rows(b)) {
+        const uint32_t rows = block_rows(b);
+        const size_t at = base + stored(b) * dk;
         for (uint32_t g = 0; g < group; ++g) {
             const float* qg = q + size_t(g) * dk;
             float* s = scores + g * scores_stride + b;
@@ -74,9 +91,9 @@ void KvCache::attend(const Kernels& kernels, uint32_t slot, uint32_t kv_head, ui
         ops::softmax(s, n_pos - first);
         std::fill(out + size_t(g) * dk, out + size_t(g + 1) * dk, 0.0f);
     }
-    for (uint32_t b = first; b < n_pos; b += kPositionBlock) {
-        const uint32_t rows = std::min(kPositionBlock, n_pos - b);
-        const uint8_t* block = values + (base + size_t(b) * dk) * valueBytes;
+    for (uint32_t b = first; b < n_pos; b += block_rows(b)) {
+        const uint32_t rows = block_rows(b);
+        const uint8_t* block = values + (base + stored(b) * dk) * valueBytes;
         for (uint32_t g = 0; g < group; ++g)
             kernels.weighted_row_sum(dtype, block, rows, dk, scores + g * scores_stride + b, out + size_t(g) * dk);
     }

@@ -6,8 +6,14 @@
 // kernels, 4 rows per pass) instead of a dot-product call per position. Attention reads it
 // through attend(), the one implementation of a head's scores, softmax and weighted sum for
 // step() and prefill().
+//
+// A slot whose layer attends over a sliding window keeps only a ring of `ring` positions:
+// position p lives at p % ring, so that slot's resident memory is the window (plus a prefill
+// chunk, written before it is attended) however long the conversation grows. Its [context x dk]
+// span stays reserved but untouched past the ring, so nothing else about the layout changes.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "cflow/engine/forward/session.h"
 #include "forward/zeroed_buffer.h"
@@ -18,7 +24,9 @@ class KvCache {
 public:
     KvCache() = default;
     // Throws std::bad_alloc (Session::create reports it).
-    KvCache(KvCacheType type, size_t slots, uint32_t context, uint32_t kv_heads, uint32_t head_dim);
+    // ring: [slots] positions a slot keeps (0 = all of context), or empty for no rings.
+    KvCache(KvCacheType type, size_t slots, uint32_t context, uint32_t kv_heads, uint32_t head_dim,
+            std::vector<uint32_t> ring = {});
 
     static size_t value_bytes(KvCacheType type) { return type == KvCacheType::F16 ? 2 : 4; }
     KvCacheType type() const { return type_; }
@@ -37,15 +45,22 @@ public:
                 float* out) const;
     static constexpr uint32_t kPositionBlock = 256;
 
+    // Whether every ring slot still stores position `first` (and so every later one), given that
+    // positions below `written` have been written since the last reset.
+    bool holds_from(uint32_t first, uint32_t written) const;
+    uint32_t ring(uint32_t slot) const { return slot < ring_.size() ? ring_[slot] : 0; }
+
 private:
     size_t offset(uint32_t slot, uint32_t head, uint32_t pos) const {
-        return ((size_t(slot) * kvHeads_ + head) * context_ + pos) * headDim_;
+        const uint32_t r = ring(slot);
+        return ((size_t(slot) * kvHeads_ + head) * context_ + (r ? pos % r : pos)) * headDim_;
     }
 
     KvCacheType type_ = KvCacheType::F32;
     uint32_t context_ = 0;
     uint32_t kvHeads_ = 0;
     uint32_t headDim_ = 0;
+    std::vector<uint32_t> ring_;       // [slots] or empty: 0 = the slot keeps every position
     ZeroedArray<float> k32_, v32_;     // [slots x kv_heads x context x dk] when F32
     ZeroedArray<uint16_t> k16_, v16_;  // [slots x kv_heads x context x dk] when F16
 };

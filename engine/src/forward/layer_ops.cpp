@@ -131,7 +131,8 @@ void Session::attention(uint32_t layer, uint32_t kv_slot, const float* x, float*
             ops::rmsnorm(b.v.data() + size_t(hd) * dk, nullptr, b.v.data() + size_t(hd) * dk, dk, p.norm_eps);
 
     const uint32_t n_rot = ops::rotary_dims(dk, p.rope_fraction);
-    ops::rope_tables(position_, n_rot, p.rope_theta, model_->rope_freq_factors(), b.rope_cos.data(), b.rope_sin.data());
+    const LayerRope rope = model_->rope(layer);
+    ops::rope_tables(position_, n_rot, rope.theta, rope.freq_factors, b.rope_cos.data(), b.rope_sin.data());
     if (model_->applies_rope(layer)) {
         for (uint32_t hd = 0; hd < n_heads; ++hd) ops::rope_apply(b.q.data() + size_t(hd) * dk, n_rot, b.rope_cos.data(), b.rope_sin.data());
         for (uint32_t hd = 0; hd < n_kv; ++hd) ops::rope_apply(b.k.data() + size_t(hd) * dk, n_rot, b.rope_cos.data(), b.rope_sin.data());
@@ -140,8 +141,9 @@ void Session::attention(uint32_t layer, uint32_t kv_slot, const float* x, float*
     b.kv.write(kv_slot, position_, b.k.data(), b.v.data());
 
     const uint32_t n_pos = position_ + 1;
-    const uint32_t first = (h.sliding_window > 0 && n_pos > h.sliding_window) ? n_pos - h.sliding_window : 0;
-    const float scale = 1.0f / std::sqrt(float(dk));
+    const uint32_t window = model_->attention_window(layer);
+    const uint32_t first = (window > 0 && n_pos > window) ? n_pos - window : 0;
+    const float scale = model_->query_scale();
     const float softcap = p.attn_logit_softcap;
     const Kernels& kern = *kernels_;
     const uint32_t group = attention_group();
@@ -153,6 +155,7 @@ void Session::attention(uint32_t layer, uint32_t kv_slot, const float* x, float*
         }
     });
     matvec(*w.attn_out, {out}, b.attn.data());
+    if (w.attn_post_norm) ops::rmsnorm(out, w.attn_post_norm->raw_f32(), out, h.d_model, p.norm_eps);
     rec.bytesRead[stream_index(Stream::Attention)] += layer::attention_bytes(w);
 }
 
@@ -169,6 +172,7 @@ void Session::dense_ffn(uint32_t layer, const float* x, float* out, LayerRecord&
     matvec(*w.gate_up, {b.gate.data(), b.up.data()}, b.xn.data());
     ops::glu(static_cast<FfnActivation>(p.ffn_activation), b.gate.data(), b.up.data(), h.d_ff);
     matvec(*w.down, {out}, b.gate.data());
+    if (w.ffn_post_norm) ops::rmsnorm(out, w.ffn_post_norm->raw_f32(), out, h.d_model, p.norm_eps);
     rec.bytesRead[stream_index(Stream::Dense)] += layer::dense_bytes(w);
 }
 

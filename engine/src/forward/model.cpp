@@ -1,5 +1,6 @@
 #include "cflow/engine/forward/model.h"
 
+#include <cmath>
 #include <filesystem>
 #include <mutex>
 #include <new>
@@ -105,9 +106,11 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
             w.qkv = r.find(SegmentRole::Qkv);
             w.qkv_bias = r.find(SegmentRole::QkvBias);
             w.attn_out = r.find(SegmentRole::AttnOut);
+            w.attn_post_norm = r.find(SegmentRole::AttnPostNorm);
             w.ffn_norm = r.find(SegmentRole::FfnNorm);
             w.gate_up = r.find(SegmentRole::GateUp);
             w.down = r.find(SegmentRole::Down);
+            w.ffn_post_norm = r.find(SegmentRole::FfnPostNorm);
             w.moe_norm = r.find(SegmentRole::MoeNorm);
             w.router = r.find(SegmentRole::Router);
             w.expert_table = r.find(SegmentRole::ExpertTable);
@@ -127,6 +130,7 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
         if (auto tmpl = f.metadata().get_string("tokenizer.chat_template")) model->chat_template_ = *tmpl;
         model->rope_freq_factors_ = f.rope_freq_factors();
         model->rope_skip_layers_ = f.rope_skip_layers();
+        model->sliding_layers_ = f.sliding_layers();
         model->effective_layers_ = static_cast<CombineStyle>(h.combine_style) == CombineStyle::FixedPoint
                                        ? h.n_layers * f.params().n_iter
                                        : h.n_layers;
@@ -137,6 +141,11 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
     } catch (const std::bad_alloc&) {
         return make_error(ErrorKind::OutOfMemory, path + ": out of memory while loading the model");
     }
+}
+
+float Model::query_scale() const {
+    const float stored = params().query_scale;
+    return stored > 0.0f ? stored : 1.0f / std::sqrt(float(header().head_dim));
 }
 
 std::string Model::name() const {

@@ -119,10 +119,12 @@ Status Session::prefill_chunk(std::span<const int32_t> tokens) {
 
     begin_record(n, tokens.back());
     for (uint32_t t = 0; t < n; ++t) embed(tokens[t], bt.x.data() + t * d);
-    const uint32_t n_rot = ops::rotary_dims(h.head_dim, p.rope_fraction);
-    for (uint32_t t = 0; t < n; ++t)
-        ops::rope_tables(position_ + t, n_rot, p.rope_theta, model_->rope_freq_factors(), bt.rope_cos.data() + t * (h.head_dim / 2),
-                         bt.rope_sin.data() + t * (h.head_dim / 2));
+    // One table of angles per position for the chunk; a model whose layers rotate differently
+    // (Gemma 3's sliding layers) gets its tables per layer in attention_batch instead.
+    const LayerRope rope0 = model_->rope(0);
+    fill_rope_tables(rope0, n);
+    bt.rope_layer_theta = rope0.theta;
+    bt.rope_layer_factors = rope0.freq_factors.data();
 
     const bool parallel = static_cast<CombineStyle>(h.combine_style) == CombineStyle::ParallelSqrt2;
     const float inv_sqrt2 = 1.0f / std::sqrt(2.0f);
@@ -223,6 +225,15 @@ void Session::matmat(const SegmentView& segment, const BatchOutputs& outputs, co
     matmat_tiles(segment.dtype, segment.tiles, segment.stripes, outputs, x, xStride, n, model_->in_lanes(segment));
 }
 
+void Session::fill_rope_tables(const LayerRope& rope, uint32_t n) {
+    const GlobalHeader& h = model_->header();
+    Batch& bt = *batch_;
+    const uint32_t n_rot = ops::rotary_dims(h.head_dim, model_->params().rope_fraction);
+    for (uint32_t t = 0; t < n; ++t)
+        ops::rope_tables(position_ + t, n_rot, rope.theta, rope.freq_factors, bt.rope_cos.data() + t * (h.head_dim / 2),
+                         bt.rope_sin.data() + t * (h.head_dim / 2));
+}
+
 void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
     const GlobalHeader& h = model_->header();
     const ModelParams& p = model_->params();
@@ -234,6 +245,14 @@ void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
 
     for_tokens(pool_, n, [&](uint32_t t) { ops::rmsnorm(bt.x.data() + t * d, w.attn_norm->raw_f32(), bt.xn.data() + t * d, d, p.norm_eps); });
     matmat(*w.qkv, {{bt.q.data(), bt.k.data(), bt.v.data()}, {qdim, kvdim, kvdim}}, bt.xn.data(), d, n);
+    if (model_->rope_varies_by_layer()) {
+        const LayerRope rope = model_->rope(layer);
+        if (rope.theta != bt.rope_layer_theta || rope.freq_factors.data() != bt.rope_layer_factors) {
+            fill_rope_tables(rope, n);
+            bt.rope_layer_theta = rope.theta;
+            bt.rope_layer_factors = rope.freq_factors.data();
+        }
+    }
     const uint32_t n_rot = model_->applies_rope(layer) ? ops::rotary_dims(dk, p.rope_fraction) : 0;  // 0: no rotation
     for_tokens(pool_, n, [&](uint32_t t) {  // each token writes its own KV position
         float* q = bt.q.data() + t * qdim;  // [H * dk]
@@ -259,10 +278,11 @@ void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
     });
 
     // Causal attention: the chunk's token t sees positions up to position_ + t.
-    const float scale = 1.0f / std::sqrt(float(dk));
+    const float scale = model_->query_scale();
     const float softcap = p.attn_logit_softcap;
     const Kernels& kern = *kernels_;
     const uint32_t p0 = position_;
+    const uint32_t window = model_->attention_window(layer);
     const uint32_t group = attention_group();
     pool_.parallel_for(n_heads / group, [&](size_t begin, size_t end) {
         for (size_t i = begin; i < end; ++i) {
@@ -270,13 +290,17 @@ void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
             float* sc = b.scores.data() + hd * context_length_;  // [group][context], reused token after token
             for (uint32_t t = 0; t < n; ++t) {
                 const uint32_t n_pos = p0 + t + 1;
-                const uint32_t first = (h.sliding_window > 0 && n_pos > h.sliding_window) ? n_pos - h.sliding_window : 0;
+                const uint32_t first = (window > 0 && n_pos > window) ? n_pos - window : 0;
                 b.kv.attend(kern, layer, uint32_t(hd * n_kv / n_heads), dk, bt.q.data() + t * qdim + hd * dk, group, first,
                             n_pos, scale, softcap, sc, context_length_, bt.attn.data() + t * qdim + hd * dk);
             }
         }
     });
     matmat(*w.attn_out, {{bt.attn_out.data()}, {d}}, bt.attn.data(), qdim, n);
+    if (w.attn_post_norm)
+        for_tokens(pool_, n, [&](uint32_t t) {
+            ops::rmsnorm(bt.attn_out.data() + t * d, w.attn_post_norm->raw_f32(), bt.attn_out.data() + t * d, d, p.norm_eps);
+        });
     rec.bytesRead[stream_index(Stream::Attention)] += layer::attention_bytes(w);
 }
 
@@ -292,6 +316,10 @@ void Session::dense_ffn_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
         ops::glu(static_cast<FfnActivation>(p.ffn_activation), bt.gate.data() + t * hidden, bt.up.data() + t * hidden, h.d_ff);
     });
     matmat(*w.down, {{bt.dense_out.data()}, {d}}, bt.gate.data(), hidden, n);
+    if (w.ffn_post_norm)
+        for_tokens(pool_, n, [&](uint32_t t) {
+            ops::rmsnorm(bt.dense_out.data() + t * d, w.ffn_post_norm->raw_f32(), bt.dense_out.data() + t * d, d, p.norm_eps);
+        });
     rec.bytesRead[stream_index(Stream::Dense)] += layer::dense_bytes(w);
 }
 

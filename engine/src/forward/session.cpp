@@ -74,7 +74,15 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     b.router_logits.resize(h.n_experts);
     b.scores.resize(size_t(h.n_heads) * context_length_);
     b.logits.resize(h.vocab_size);
-    b.kv = KvCache(options.kv_cache, slots, context_length_, h.n_kv_heads, h.head_dim);
+    // Sliding-window layers keep a ring of their window plus one prefill chunk (a chunk's keys are
+    // all written before its first token attends).
+    std::vector<uint32_t> ring(slots, 0);
+    const bool fixed_point = static_cast<CombineStyle>(h.combine_style) == CombineStyle::FixedPoint;
+    for (size_t slot = 0; slot < slots; ++slot) {
+        const uint32_t layer = fixed_point ? uint32_t(slot / model_->params().n_iter) : uint32_t(slot);
+        if (const uint32_t window = model_->attention_window(layer); window > 0) ring[slot] = window + kPrefillChunk - 1;
+    }
+    b.kv = KvCache(options.kv_cache, slots, context_length_, h.n_kv_heads, h.head_dim, std::move(ring));
     // The widest matvec input (attention output, FFN and expert hidden sizes) in 256-column slices.
     const size_t widest = std::max({d, qdim, hidden});
     b.quantized_x.resize((widest + kTileCols - 1) / kTileCols * kQuantizedSliceBytes + kQuantizedSliceAlign);
@@ -126,7 +134,24 @@ uint64_t Session::expert_cache_bytes() const {
     return fetcher_ && fetcher_->cache() ? fetcher_->cache()->budget_bytes() : 0;
 }
 
-void Session::reset() { position_ = 0; }
+void Session::reset() {
+    position_ = 0;
+    kv_written_ = 0;
+}
+
+uint32_t Session::truncate(uint32_t tokens) {
+    kv_written_ = std::max(kv_written_, position_);
+    if (tokens >= position_) return position_;
+    // The next token attends from tokens + 1 - window: a sliding layer's ring must still hold that.
+    const uint32_t window = model_->header().sliding_window;
+    const uint32_t first = tokens + 1 > window ? tokens + 1 - window : 0;
+    if (buf_->kv.holds_from(first, kv_written_)) {
+        position_ = tokens;
+    } else {
+        reset();
+    }
+    return position_;
+}
 
 void Session::begin_record(uint32_t tokens, int32_t last_token) {
     telemetry_.position = position_;

@@ -69,6 +69,8 @@ struct Session::Batch {
     std::vector<float> expert_tmp;  // [C x d] that expert's outputs
     std::vector<float> expert_out;  // [C x top_k x d] every token's routed expert outputs, by slot
     std::vector<float> rope_cos;    // [C x dk/2] per position of the chunk
+    float rope_layer_theta = 0.0f;          // the rope (base, factors) rope_cos / rope_sin now hold
+    const float* rope_layer_factors = nullptr;
     std::vector<float> rope_sin;    // [C x dk/2]
     std::vector<uint8_t> quantized_x;  // [C x slices x kQuantizedSliceBytes + align] int8 paths
     size_t slicesPerToken = 0;

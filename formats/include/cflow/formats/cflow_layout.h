@@ -35,13 +35,34 @@ enum FeatureFlag : uint8_t {
     // Metadata kRopeSkipLayersKey marks the layers whose attention applies no RoPE at all
     // (SmolLM3's NoPE layers: every fourth).
     kFeatureRopeSkipLayers = 1u << 6,
+    // ModelParams.extended_features and the fields after it are in use (ExtendedFeature bits,
+    // query_scale, rope_local_theta). A file without this bit has them all 0; a reader that
+    // predates them refuses the bit instead of computing a different model.
+    kFeatureExtended = 1u << 7,
 };
 // Every bit above is known to this build; a reader refuses a file with any other.
-inline constexpr uint8_t kKnownFeatureFlags = (1u << 7) - 1;
+inline constexpr uint8_t kKnownFeatureFlags = 0xFF;
+
+// ModelParams.extended_features bits (with kFeatureExtended).
+enum ExtendedFeature : uint32_t {
+    // ATTN_POST_NORM / FFN_POST_NORM segments in every layer: the attention output and the dense
+    // FFN output are RMS-normalised before they reach the residual (Gemma 2 / 3's sandwich norms).
+    kExtPostNorms = 1u << 0,
+    // Metadata kSlidingLayersKey marks the layers that attend over the last sliding_window
+    // positions only; the others attend over the whole context. Without the bit, sliding_window
+    // applies to every layer (Mistral).
+    kExtSlidingLayers = 1u << 1,
+    // Sliding-window layers rotate with ModelParams.rope_local_theta and without the rope
+    // frequency factors; the full-attention layers use rope_theta and the factors (Gemma 3).
+    kExtLocalRope = 1u << 2,
+};
+inline constexpr uint32_t kKnownExtendedFeatures = (1u << 3) - 1;
 // FloatArray [rotary_dim_count(head_dim, rope_fraction) / 2], each finite and > 0.
 inline constexpr const char* kRopeFreqFactorsKey = "cflow.rope.freq_factors";
 // IntArray [n_layers] of 0 / 1: 1 = that layer's queries and keys are not rotated.
 inline constexpr const char* kRopeSkipLayersKey = "cflow.rope.skip_layers";
+// IntArray [n_layers] of 0 / 1: 1 = that layer attends over a sliding window (kExtSlidingLayers).
+inline constexpr const char* kSlidingLayersKey = "cflow.attention.sliding_layers";
 
 // The dims of a head that rotate: head_dim * rope_fraction rounded down to even (all of
 // head_dim, rounded down to even, when the fraction is 0, >= 1 or not a number).
@@ -114,9 +135,14 @@ struct ModelParams {
     uint64_t metadata_offset;    // typed key/value metadata section (tokenizer, template, name, licence)
     uint64_t metadata_bytes;
     uint32_t shared_expert_d_ff; // Qwen2-MoE shared expert hidden size, 0 = none
-    uint8_t reserved[76];        // zero
+    // kFeatureExtended tail (all 0 without the flag):
+    uint32_t extended_features;  // ExtendedFeature bits
+    float query_scale;           // 0 = 1 / sqrt(head_dim); else scores = q.k * query_scale (Gemma's query_pre_attn_scalar^-0.5)
+    float rope_local_theta;      // RoPE base of the sliding-window layers (kExtLocalRope), else 0
+    uint8_t reserved[64];        // zero
 };
 static_assert(sizeof(ModelParams) == 128, "ModelParams must be 128 bytes");
+static_assert(offsetof(ModelParams, extended_features) == 52, "the kFeatureExtended tail starts at byte 52");
 
 struct RegionEntry {
     uint64_t offset;  // absolute byte offset of the region's RegionHeader
@@ -156,7 +182,9 @@ enum class SegmentRole : uint8_t {
     OutputNorm = 16,    // raw f32 [d]               (vocabulary region)
     LmHead = 17,        // tiles: part [vocab x d]   (vocabulary region; absent when tied)
     TokenEmbd = 18,     // tiles: part [vocab x d]   (vocabulary region)
-    Count_ = 19,
+    AttnPostNorm = 19,  // raw f32 [d]: RMSNorm of the attention output (kExtPostNorms)
+    FfnPostNorm = 20,   // raw f32 [d]: RMSNorm of the dense FFN output (kExtPostNorms)
+    Count_ = 21,
 };
 
 // matrix_id values of TileHeader

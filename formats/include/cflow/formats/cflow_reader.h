@@ -105,6 +105,12 @@ public:
         const auto* skip = metadata_.get_ints(kRopeSkipLayersKey);
         return skip ? std::span<const int32_t>(*skip) : std::span<const int32_t>();
     }
+    // [n_layers] 1 = that layer attends over the last sliding_window positions only
+    // (kExtSlidingLayers, validated at open); empty when sliding_window, if any, applies to every layer.
+    std::span<const int32_t> sliding_layers() const {
+        const auto* sliding = metadata_.get_ints(kSlidingLayersKey);
+        return sliding ? std::span<const int32_t>(*sliding) : std::span<const int32_t>();
+    }
     const std::vector<RegionView>& layers() const { return layers_; }  // n_layers entries
     const RegionView& vocab() const { return vocab_; }
     const MappedFile& file() const { return *file_; }

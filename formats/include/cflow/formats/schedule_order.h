@@ -28,16 +28,19 @@ constexpr bool dense_before_attention(CombineStyle style, uint8_t dense_delay) {
     }
 }
 
-// The 16 layer-region roles (SegmentRole 0..15) in read order for a layer of this schedule:
-// the attention block and the dense FFN in the order dense_before_attention() says, then the
-// MoE block (MoeNorm, Router, ExpertTable, ExpertBank) and the shared expert, which read the
-// router input after both. A layer region holds the subset its header implies, in this order.
-inline constexpr size_t kLayerRoleCount = 16;
+// The 18 layer-region roles (SegmentRole 0..15, AttnPostNorm, FfnPostNorm) in read order for a
+// layer of this schedule: the attention block and the dense FFN (each ending with its post-norm)
+// in the order dense_before_attention() says, then the MoE block (MoeNorm, Router, ExpertTable,
+// ExpertBank) and the shared expert, which read the router input after both. A layer region
+// holds the subset its header implies, in this order.
+inline constexpr size_t kLayerRoleCount = 18;
 
 constexpr std::array<SegmentRole, kLayerRoleCount> layer_read_order(CombineStyle style, uint8_t dense_delay) {
-    constexpr std::array<SegmentRole, 6> attention = {SegmentRole::AttnNorm, SegmentRole::QNorm, SegmentRole::KNorm,
-                                                      SegmentRole::Qkv,      SegmentRole::QkvBias, SegmentRole::AttnOut};
-    constexpr std::array<SegmentRole, 3> dense = {SegmentRole::FfnNorm, SegmentRole::GateUp, SegmentRole::Down};
+    constexpr std::array<SegmentRole, 7> attention = {SegmentRole::AttnNorm, SegmentRole::QNorm,   SegmentRole::KNorm,
+                                                      SegmentRole::Qkv,      SegmentRole::QkvBias, SegmentRole::AttnOut,
+                                                      SegmentRole::AttnPostNorm};
+    constexpr std::array<SegmentRole, 4> dense = {SegmentRole::FfnNorm, SegmentRole::GateUp, SegmentRole::Down,
+                                                  SegmentRole::FfnPostNorm};
     constexpr std::array<SegmentRole, 7> moe = {SegmentRole::MoeNorm,      SegmentRole::Router,     SegmentRole::ExpertTable,
                                                 SegmentRole::ExpertBank,   SegmentRole::SharedGateUp,
                                                 SegmentRole::SharedDown,   SegmentRole::SharedGate};

@@ -9,6 +9,7 @@
 //   blk.N.attn_q.bias / attn_k.bias / attn_v.bias          blk.N.attn_output.weight [d x H*dk]
 //   blk.N.attn_q_norm.weight / attn_k_norm.weight [dk]
 //   blk.N.ffn_norm.weight [d]          blk.N.ffn_gate.weight / ffn_up.weight [d_ff x d]   ffn_down.weight [d x d_ff]
+//   blk.N.post_attention_norm.weight / post_ffw_norm.weight [d] (Gemma 2/3: RMSNorm of the attention / FFN output)
 //   MoE: blk.N.ffn_gate_inp.weight [E x d] (router), blk.N.ffn_gate_exps.weight / ffn_up_exps [E x eff x d],
 //        blk.N.ffn_down_exps.weight [E x d x eff], blk.N.moe_norm.weight [d],
 //        blk.N.ffn_gate_shexp / ffn_up_shexp [sff x d], ffn_down_shexp [d x sff], ffn_gate_inp_shexp [d]
@@ -66,6 +67,14 @@ struct ModelConfig {
     std::vector<float> rope_freq_factors;
     // [n_layers] 1 = that layer applies no RoPE (SmolLM3: every fourth). Empty = every layer.
     std::vector<int32_t> rope_skip_layers;
+    // [n_layers] 1 = that layer attends over the last sliding_window positions only (Gemma 2:
+    // every other layer, Gemma 3: five of six). Empty = sliding_window, if any, applies to every layer.
+    std::vector<int32_t> sliding_layers;
+    // RoPE base of the sliding layers, which also skip the frequency factors (Gemma 3's
+    // rope_local_base_freq); 0 = they rotate as the other layers do.
+    float rope_local_theta = 0.0f;
+    // Factor of q.k in attention scores; 0 = 1 / sqrt(head_dim) (Gemma: query_pre_attn_scalar^-0.5).
+    float query_scale = 0.0f;
 };
 
 struct TensorView {

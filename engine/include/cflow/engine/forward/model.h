@@ -30,9 +30,11 @@ struct LayerWeights {
     const SegmentView* qkv = nullptr;        // tiles: Q [H*dk x d], K, V [Hkv*dk x d]
     const SegmentView* qkv_bias = nullptr;   // [(H + 2 Hkv) * dk] f32, optional
     const SegmentView* attn_out = nullptr;   // tiles: [d x H*dk]
+    const SegmentView* attn_post_norm = nullptr;  // [d] f32: RMSNorm of the attention output, optional (Gemma 2/3)
     const SegmentView* ffn_norm = nullptr;   // [d] f32, when dense FFN
     const SegmentView* gate_up = nullptr;    // tiles: gate, up [d_ff x d]
     const SegmentView* down = nullptr;       // tiles: [d x d_ff]
+    const SegmentView* ffn_post_norm = nullptr;   // [d] f32: RMSNorm of the dense FFN output, optional (Gemma 2/3)
     const SegmentView* moe_norm = nullptr;   // [d] f32, MoE layers
     const SegmentView* router = nullptr;     // [E x d] f32
     const SegmentView* expert_table = nullptr;
@@ -40,6 +42,12 @@ struct LayerWeights {
     const SegmentView* shared_gate_up = nullptr;  // tiles: shared expert gate, up [sff x d], optional
     const SegmentView* shared_down = nullptr;     // tiles: [d x sff]
     const SegmentView* shared_gate = nullptr;     // [d] f32: sigmoid gate of the shared expert
+};
+
+// The rotary embedding one layer applies: its base and its per-frequency divisors.
+struct LayerRope {
+    float theta = 10000.0f;
+    std::span<const float> freq_factors;  // [rotary dims / 2] or empty
 };
 
 class Model {
@@ -63,6 +71,22 @@ public:
     std::span<const float> rope_freq_factors() const { return rope_freq_factors_; }
     // Whether stored layer `layer` rotates queries and keys (false on SmolLM3's NoPE layers).
     bool applies_rope(uint32_t layer) const { return layer >= rope_skip_layers_.size() || rope_skip_layers_[layer] == 0; }
+    // Positions stored layer `layer` attends over: the last sliding_window ones, or 0 = all of them
+    // (Gemma's full-attention layers between the sliding ones; every layer of a model without a window).
+    uint32_t attention_window(uint32_t layer) const {
+        const uint32_t window = header().sliding_window;
+        if (window == 0 || sliding_layers_.empty()) return window;
+        return layer < sliding_layers_.size() && sliding_layers_[layer] != 0 ? window : 0;
+    }
+    // Base and frequency divisors of stored layer `layer` (Gemma 3's sliding layers have their own base, unscaled).
+    LayerRope rope(uint32_t layer) const {
+        if ((params().extended_features & kExtLocalRope) && attention_window(layer) != 0) return {params().rope_local_theta, {}};
+        return {params().rope_theta, rope_freq_factors_};
+    }
+    // Whether any layer rotates differently from layer 0 (so one rope table per position is not enough).
+    bool rope_varies_by_layer() const { return (params().extended_features & kExtLocalRope) != 0; }
+    // The factor of q.k in attention scores: ModelParams.query_scale, else 1 / sqrt(head_dim).
+    float query_scale() const;
 
     // Layers a token passes through: n_layers, or n_blocks * n_iter for FixedPoint.
     uint32_t effective_layers() const { return effective_layers_; }
@@ -91,6 +115,7 @@ private:
     std::string chat_template_;
     std::span<const float> rope_freq_factors_;  // into file_'s metadata
     std::span<const int32_t> rope_skip_layers_;  // [n_layers] or empty, into file_'s metadata
+    std::span<const int32_t> sliding_layers_;    // [n_layers] or empty, into file_'s metadata
     uint32_t effective_layers_ = 0;
     std::unique_ptr<ExpertSlot[]> expert_slots_;  // [n_layers x n_experts]
     std::shared_ptr<MappedFile> lanes_;                 // [file bytes] LoadOptions::lanes, else null

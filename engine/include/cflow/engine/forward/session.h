@@ -86,8 +86,10 @@ public:
 
     void reset();                                 // forget the context (KV cache)
     // Keeps the first `tokens` positions of the context and forgets the rest (no-op when
-    // tokens >= position()). Valid because a step's only lasting state is its KV-cache entry.
-    void truncate(uint32_t tokens) { position_ = tokens < position_ ? tokens : position_; }
+    // tokens >= position()). Valid because a step's only lasting state is its KV-cache entry;
+    // a sliding-window layer keeps only its recent positions, so going back further than that
+    // forgets everything. Returns the new position(): `tokens`, position() or 0.
+    uint32_t truncate(uint32_t tokens);
     bool staged_direct_io() const;                // staged expert reads bypass the page cache
     uint64_t expert_cache_bytes() const;          // the expert cache's budget (0: none)
     // The backend that reads the experts (never Auto); nullopt when nothing is read directly
@@ -143,6 +145,7 @@ private:
     void matmat_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
                       const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n, bool lanes);
     void matmat(const SegmentView& segment, const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n);
+    void fill_rope_tables(const LayerRope& rope, uint32_t n);                   // the chunk's angles for one layer's rope
     void attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec);          // batch attn_out = Attn(Norm(x))
     void dense_ffn_batch(uint32_t layer, uint32_t n, LayerRecord& rec);          // batch dense_out = FFN(Norm(x))
     Status moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, LayerRecord& rec);  // batch moe_out
@@ -160,6 +163,7 @@ private:
     ThreadPool pool_;
     uint32_t context_length_;
     uint32_t position_ = 0;
+    uint32_t kv_written_ = 0;  // positions below it were written since the last reset (truncate() keeps the high-water mark)
     std::unique_ptr<Buffers> buf_;
     TokenTelemetry telemetry_;
     std::unique_ptr<class ExpertFetcher> fetcher_;  // ExpertFetch::Staged and Sync
