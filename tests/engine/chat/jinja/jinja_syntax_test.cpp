@@ -354,6 +354,24 @@ TEST(JinjaSyntax, StrftimeNowUsesTheLocalClock) {
     EXPECT_TRUE(out == year || out == std::to_string(local.tm_year + 1901)) << out;
 }
 
+// TemplateOptions::now fixes strftime_now()'s clock (expectations from Python's
+// datetime(2025, 3, 7, 14, 5, 9).strftime and datetime(2024, 12, 31, 23, 59, 59).strftime).
+TEST(JinjaSyntax, StrftimeNowReadsAFixedClock) {
+    TemplateOptions options;
+    options.now = cflow::TemplateTime{2025, 3, 7, 14, 5, 9};
+    EXPECT_EQ(ok("{{ strftime_now('%Y-%m-%d %H:%M:%S %a %A %b %B %j %d %e %I %p %U %W %w %y') }}", options),
+              "2025-03-07 14:05:09 Fri Friday Mar March 066 07  7 02 PM 09 09 5 25");
+    options.now = cflow::TemplateTime{2024, 12, 31, 23, 59, 59};
+    EXPECT_EQ(ok("{{ strftime_now('%a %j %U %W') }}", options), "Tue 366 52 53");
+    options.now = cflow::TemplateTime{2024, 2, 29, 0, 0, 0};
+    EXPECT_EQ(ok("{{ strftime_now('%d %b %Y') }}", options), "29 Feb 2024");
+    options.now = cflow::TemplateTime{2025, 2, 29, 0, 0, 0};
+    std::string e = error_of("{{ strftime_now('%Y') }}", options);
+    EXPECT_TRUE(contains(e, "not a valid date")) << e;
+    options.now = cflow::TemplateTime{2025, 1, 1, 24, 0, 0};
+    EXPECT_TRUE(contains(error_of("{{ 'x' }}", options), "not a valid date"));
+}
+
 TEST(JinjaSyntax, FallbackChatIsExplicit) {
     std::vector<cflow::ChatMessage> messages = {{"system", "Be brief.", ""}, {"user", "Hi", ""}};
     EXPECT_EQ(cflow::render_fallback_chat(messages, true), "system: Be brief.\nuser: Hi\nassistant: ");
