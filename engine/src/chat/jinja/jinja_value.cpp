@@ -719,6 +719,19 @@ size_t utf8_length(std::string_view s) {
     return count;
 }
 
+bool is_py_whitespace(uint32_t cp) {
+    if (cp < 0x80) return cp == ' ' || (cp >= '\t' && cp <= '\r') || (cp >= 0x1c && cp <= 0x1f);
+    return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+           cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+size_t py_whitespace_at(std::string_view s, size_t pos) {
+    if (pos >= s.size()) return 0;
+    uint32_t cp = 0;
+    const size_t n = decode_utf8_at(s, pos, cp);
+    return n && is_py_whitespace(cp) ? n : 0;
+}
+
 std::vector<size_t> utf8_offsets(std::string_view s) {
     std::vector<size_t> offsets;
     offsets.reserve(s.size() + 1);

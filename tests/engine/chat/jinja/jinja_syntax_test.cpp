@@ -313,6 +313,30 @@ TEST(JinjaSyntax, RecursionAndNestingAreBounded) {
     EXPECT_EQ(ok("{% set ns = namespace(x=[]) %}{% for i in range(200000) %}{% set ns.x = [ns.x] %}{% endfor %}done"), "done");
 }
 
+// Python's str.strip()/split()/splitlines()/isspace() and jinja2's trim treat Unicode whitespace
+// (U+00A0, U+2000-U+200A, U+3000, ...) as whitespace, and U+0085/U+2028 as line boundaries;
+// U+200B (a format character) is neither. Expectations from jinja2 3.1.2 and 3.1.6.
+TEST(JinjaSyntax, PythonWhitespaceIsUnicode) {
+    const std::string messages = R"([{"role": "user", "content": "\u00a0\u2003 a\u3000b\u2028c\u0085d\u200be \u202f"},
+                                     {"role": "user", "content": "\u00a0\u1680\u2000\u200a\u205f\t\u001c"}])";
+    auto out = render("{% set s = messages[0].content %}"
+                      "{{ [s | trim, s.strip(), s.lstrip(), s.rstrip()] | tojson(ensure_ascii=True) }}|"
+                      "{{ s.split() | tojson(ensure_ascii=True) }}|{{ s.split(none, 1) | tojson(ensure_ascii=True) }}|"
+                      "{{ s.rsplit(none, 1) | tojson(ensure_ascii=True) }}|{{ s.splitlines() | tojson(ensure_ascii=True) }}|"
+                      "{{ messages[1].content.isspace() }}|{{ s.isspace() }}",
+                      {}, messages);
+    ASSERT_TRUE(out.ok()) << out.error();
+    EXPECT_EQ(*out,
+              R"(["a\u3000b\u2028c\u0085d\u200be", "a\u3000b\u2028c\u0085d\u200be", "a\u3000b\u2028c\u0085d\u200be \u202f", )"
+              R"("\u00a0\u2003 a\u3000b\u2028c\u0085d\u200be"]|["a", "b", "c", "d\u200be"]|)"
+              R"(["a", "b\u2028c\u0085d\u200be \u202f"]|["\u00a0\u2003 a\u3000b\u2028c", "d\u200be"]|)"
+              R"(["\u00a0\u2003 a\u3000b", "c", "d\u200be \u202f"]|True|False)");
+    // Past maxsplit, the rest keeps its outer whitespace (Python 3.11).
+    EXPECT_EQ(ok("{{ ' a b c '.split(none, 1) }}|{{ ' a b c '.rsplit(none, 1) }}|{{ ' a '.split(none, 0) }}|"
+                 "{{ ' a  '.split(none, 1) }}|{{ '  a'.rsplit(none, 0) }}|{{ ' a b '.split(none, 5) }}"),
+              "['a', 'b c ']|[' a b', 'c']|['a ']|['a']|['  a']|['a', 'b']");
+}
+
 TEST(JinjaSyntax, ChatVariablesAndMessages) {
     auto tmpl = ChatTemplate::compile(
         "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m['content'] }}{% if m.tool_calls %}"
