@@ -337,6 +337,17 @@ TEST(JinjaSyntax, PythonWhitespaceIsUnicode) {
               "['a', 'b c ']|[' a b', 'c']|['a ']|['a']|['  a']|['a', 'b']");
 }
 
+// Python's repr() (what `| string` shows for the strings inside a list or dict) escapes the
+// characters that are not printable: \xNN up to U+00FF, \uNNNN, \UNNNNNNNN. SmolLM3's template
+// writes its tools with `tool | string`.
+TEST(JinjaSyntax, ReprEscapesUnprintableCharacters) {
+    const std::string messages =
+        R"([{"role": "user", "content": "a\u00a0b\u200bc\u0085d\u2028e\ud83d\ude00f\ue000g\u007fh'\"i\u00e9\u0301"}])";
+    auto out = render("{{ [messages[0].content] | string }}", {}, messages);
+    ASSERT_TRUE(out.ok()) << out.error();
+    EXPECT_EQ(*out, "['a\\xa0b\\u200bc\\x85d\\u2028e\U0001F600f\\ue000g\\x7fh\\'\"i\u00e9\u0301']");
+}
+
 TEST(JinjaSyntax, ChatVariablesAndMessages) {
     auto tmpl = ChatTemplate::compile(
         "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m['content'] }}{% if m.tool_calls %}"
