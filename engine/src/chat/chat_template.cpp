@@ -138,6 +138,7 @@ Result<std::string> ChatTemplate::render(const std::string& messages_json, const
 
         jinja::Limits limits;
         limits.max_steps = options.max_steps;
+        limits.immutable = options.immutable_sandbox;
         limits.max_output_bytes = static_cast<size_t>(std::min<uint64_t>(options.max_output_bytes, SIZE_MAX / 4));
         jinja::Interpreter interpreter(limits);
         return interpreter.render(*program, globals);

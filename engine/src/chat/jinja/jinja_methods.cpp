@@ -701,6 +701,14 @@ bool has_method(const Value& self, std::string_view name) {
     }
 }
 
+bool modifies_container(const Value& self, std::string_view name) {
+    static constexpr std::string_view kListModifiers[] = {"append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort"};
+    static constexpr std::string_view kDictModifiers[] = {"clear", "pop", "popitem", "setdefault", "update"};
+    if (self.is_array()) return !self.arr().is_tuple && listed(kListModifiers, name);
+    if (self.is_object()) return self.obj().flavor == ObjectData::Flavor::Dict && listed(kDictModifiers, name);
+    return false;
+}
+
 Value call_method(Interpreter& in, const Value& self, const std::string& name, CallArgs& args) {
     switch (self.kind()) {
     case Value::Kind::String: return string_method(in, self.str(), name, args);

@@ -45,6 +45,12 @@ struct TemplateOptions {
     // The clock of strftime_now(format): unset = the local time at render (transformers'
     // datetime.now()); set = this date and time, for reproducible prompts (tests, replays).
     std::optional<TemplateTime> now;
+    // As transformers' ImmutableSandboxedEnvironment (jinja2 3.1.5 and later): the list methods
+    // append/clear/extend/insert/pop/remove/reverse/sort and the dict methods clear/pop/popitem/
+    // setdefault/update are unsafe: undefined, and calling one fails with "access to attribute
+    // 'append' of 'list' object is unsafe.". false: they work, as in a plain jinja2 Environment
+    // and llama.cpp's minja (templates written for those, e.g. Kimi-K2's tool-call queue).
+    bool immutable_sandbox = true;
     bool trim_blocks = true;        // as transformers configures its jinja environment
     bool lstrip_blocks = true;
     uint64_t max_steps = 5'000'000;
