@@ -1,7 +1,8 @@
 // libFuzzer target: chat templates (engine/src/chat: the Jinja lexer, parser and interpreter).
 // Any template text either compiles or fails with line and column; a compiled one renders a
 // fixed conversation within its step and output limits or fails with a message. The input's
-// first byte picks the conversation, so loops over messages, roles and tools are reached.
+// first byte picks the conversation, so loops over messages, roles and tools are reached, and
+// whether the list/dict methods that modify their object run (immutable_sandbox off).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -27,6 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     options.bos_token = "<s>";
     options.eos_token = "</s>";
     if (pick & 8) options.tools_json = "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]";
+    options.immutable_sandbox = (pick & 16) == 0;
     options.max_steps = 200000;
     options.max_output_bytes = 1 << 20;
     auto rendered = compiled->render(messages, options);

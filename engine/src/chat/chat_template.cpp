@@ -6,6 +6,7 @@
 #include "cflow/formats/json_depth.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <ctime>
 #include <mutex>
@@ -29,31 +30,55 @@ namespace {
 
 using jinja::Value;
 
-std::string format_local_time(const std::string& format) {
+std::tm local_now() {
     // std::localtime shares a static buffer; serialize the call and copy the result out.
     static std::mutex mutex;
     std::time_t now = std::time(nullptr);
     std::tm local{};
-    {
-        std::lock_guard<std::mutex> lock(mutex);
-        const std::tm* tm = std::localtime(&now);
-        if (tm) local = *tm;
-    }
+    std::lock_guard<std::mutex> lock(mutex);
+    const std::tm* tm = std::localtime(&now);
+    if (tm) local = *tm;
+    return local;
+}
+
+// The broken-down time of a fixed TemplateTime, weekday and day of the year included (%a, %A,
+// %j, %U, %W read them).
+std::tm fixed_tm(const TemplateTime& t) {
+    using namespace std::chrono;
+    const year_month_day date{year{t.year}, month{static_cast<unsigned>(t.month)}, day{static_cast<unsigned>(t.day)}};
+    if (!date.ok() || t.hour < 0 || t.hour > 23 || t.minute < 0 || t.minute > 59 || t.second < 0 || t.second > 60)
+        jinja::fail("TemplateOptions::now is not a valid date and time");
+    const sys_days days{date};
+    std::tm tm{};
+    tm.tm_year = t.year - 1900;
+    tm.tm_mon = t.month - 1;
+    tm.tm_mday = t.day;
+    tm.tm_hour = t.hour;
+    tm.tm_min = t.minute;
+    tm.tm_sec = t.second;
+    tm.tm_wday = static_cast<int>(weekday{days}.c_encoding());
+    tm.tm_yday = static_cast<int>((days - sys_days{date.year() / January / 1}).count());
+    tm.tm_isdst = -1;
+    return tm;
+}
+
+std::string format_time(const std::string& format, const std::tm& time) {
     if (format.empty()) return "";
     std::string buffer(256 + format.size() * 8, '\0');
-    size_t n = std::strftime(buffer.data(), buffer.size(), format.c_str(), &local);
+    size_t n = std::strftime(buffer.data(), buffer.size(), format.c_str(), &time);
     buffer.resize(n);
     return buffer;
 }
 
-jinja::ScopePtr make_chat_globals() {
+jinja::ScopePtr make_chat_globals(const std::optional<TemplateTime>& now) {
     jinja::ScopePtr globals = jinja::make_builtin_scope();
     globals->vars["raise_exception"] = Value::callable("raise_exception", [](jinja::Interpreter& in, jinja::CallArgs& args) -> Value {
         jinja::fail(args.positional.empty() ? std::string("raise_exception() called") : in.str(args.positional[0]));
     });
-    globals->vars["strftime_now"] = Value::callable("strftime_now", [](jinja::Interpreter&, jinja::CallArgs& args) {
+    const std::optional<std::tm> fixed = now ? std::optional<std::tm>(fixed_tm(*now)) : std::nullopt;
+    globals->vars["strftime_now"] = Value::callable("strftime_now", [fixed](jinja::Interpreter&, jinja::CallArgs& args) {
         if (args.positional.empty() || !args.positional[0].is_string()) jinja::fail("strftime_now(format) needs a format string");
-        return Value(format_local_time(args.positional[0].str()));
+        return Value(format_time(args.positional[0].str(), fixed ? *fixed : local_now()));
     });
     return globals;
 }
@@ -99,7 +124,7 @@ Result<std::string> ChatTemplate::render(const std::string& messages_json, const
         Value messages = parse_json_argument(messages_json, "messages_json");
         if (!messages.is_array()) jinja::fail("messages_json must be a JSON array, got " + jinja::type_name(messages));
 
-        jinja::ScopePtr globals = make_chat_globals();
+        jinja::ScopePtr globals = make_chat_globals(options.now);
         globals->vars["messages"] = messages;
         globals->vars["add_generation_prompt"] = Value(options.add_generation_prompt);
         globals->vars["bos_token"] = Value(options.bos_token);
@@ -113,6 +138,7 @@ Result<std::string> ChatTemplate::render(const std::string& messages_json, const
 
         jinja::Limits limits;
         limits.max_steps = options.max_steps;
+        limits.immutable = options.immutable_sandbox;
         limits.max_output_bytes = static_cast<size_t>(std::min<uint64_t>(options.max_output_bytes, SIZE_MAX / 4));
         jinja::Interpreter interpreter(limits);
         return interpreter.render(*program, globals);

@@ -189,6 +189,8 @@ Value Interpreter::get_attr(const Value& obj, const std::string& name) {
         return Value::undefined(obj.undefined_hint());
     default: return Value::undefined("'" + type_name(obj) + " object' has no attribute '" + name + "'");
     }
+    if (limits_.immutable && modifies_container(obj, name))
+        return Value::undefined("access to attribute '" + name + "' of '" + type_name(obj) + "' object is unsafe.");
     Value self = obj;
     return Value::callable(name, [self, name](Interpreter& in, CallArgs& args) {
         return call_method(in, self, name, args);

@@ -20,6 +20,10 @@ struct Limits {
     uint64_t max_steps = 5'000'000;
     size_t max_output_bytes = 4u << 20;
     int max_depth = 200;  // nested evaluation frames (expressions, statements, macro calls)
+    // jinja2's ImmutableSandboxedEnvironment (transformers): the list and dict methods that modify
+    // their object are unsafe attributes, undefined, and calling one fails. false: a plain
+    // jinja2 Environment (and llama.cpp's minja), where they work.
+    bool immutable = true;
 };
 
 struct Scope {
@@ -40,6 +44,9 @@ const FilterFn* find_filter(std::string_view name);  // jinja_filters.cpp
 const TestFn* find_test(std::string_view name);      // jinja_tests.cpp
 // Python methods of str / list / dict (jinja_methods.cpp).
 bool has_method(const Value& self, std::string_view name);
+// jinja2's modifies_known_mutable() (3.1.5 and later): list append/clear/extend/insert/pop/
+// remove/reverse/sort, dict clear/pop/popitem/setdefault/update.
+bool modifies_container(const Value& self, std::string_view name);
 Value call_method(Interpreter& in, const Value& self, const std::string& name, CallArgs& args);
 
 // Fails with the undefined value's hint (which name was missing), or a generic message without one.

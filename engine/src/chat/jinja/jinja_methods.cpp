@@ -11,7 +11,6 @@ namespace cflow::jinja {
 
 namespace {
 
-bool is_py_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
 bool is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
 bool is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
 bool is_alpha(unsigned char c) { return is_lower(c) || is_upper(c); }
@@ -42,7 +41,7 @@ std::string strip_chars(const std::string& s, const Value* chars, bool left, boo
     }
     auto strip_unit = [&](size_t i) {
         std::string_view unit(s.data() + offsets[i], offsets[i + 1] - offsets[i]);
-        if (!present(chars)) return unit.size() == 1 && is_py_space(static_cast<unsigned char>(unit[0]));
+        if (!present(chars)) return py_whitespace_at(unit, 0) == unit.size();
         return std::find(set.begin(), set.end(), unit) != set.end();
     };
     size_t n = offsets.size() - 1;
@@ -61,26 +60,23 @@ Value split_string(Interpreter& in, const std::string& s, const Value* sep, int6
         std::vector<std::pair<size_t, size_t>> words;
         size_t i = 0;
         while (i < s.size()) {
-            while (i < s.size() && is_py_space(static_cast<unsigned char>(s[i]))) ++i;
+            while (size_t n = py_whitespace_at(s, i)) i += n;
             if (i >= s.size()) break;
             size_t j = i;
-            while (j < s.size() && !is_py_space(static_cast<unsigned char>(s[j]))) ++j;
+            while (j < s.size() && !py_whitespace_at(s, j)) j += utf8_char_length(s, j);
             words.emplace_back(i, j);
             i = j;
         }
-        if (maxsplit >= 0 && static_cast<int64_t>(words.size()) > maxsplit + 1) {
+        // Past maxsplit words the rest is one part, from the next word to the end (split) or from
+        // the start to the word before the kept ones (rsplit), its outer whitespace kept (CPython).
+        if (maxsplit >= 0 && static_cast<int64_t>(words.size()) > maxsplit) {
             size_t keep = static_cast<size_t>(maxsplit);
             if (!from_right) {
                 for (size_t k = 0; k < keep; ++k) parts.push_back(s.substr(words[k].first, words[k].second - words[k].first));
-                size_t rest = words[keep].first;
-                size_t rest_end = s.size();
-                while (rest_end > rest && is_py_space(static_cast<unsigned char>(s[rest_end - 1]))) --rest_end;
-                parts.push_back(s.substr(rest, rest_end - rest));
+                parts.push_back(s.substr(words[keep].first));
             } else {
                 size_t first_kept = words.size() - keep;
-                size_t rest_begin = 0;
-                while (rest_begin < s.size() && is_py_space(static_cast<unsigned char>(s[rest_begin]))) ++rest_begin;
-                parts.push_back(s.substr(rest_begin, words[first_kept - 1].second - rest_begin));
+                parts.push_back(s.substr(0, words[first_kept - 1].second));
                 for (size_t k = first_kept; k < words.size(); ++k)
                     parts.push_back(s.substr(words[k].first, words[k].second - words[k].first));
             }
@@ -367,14 +363,20 @@ Value string_method(Interpreter& in, const std::string& s, const std::string& na
         bool keepends = truthy(args.get_or(0, "keepends", Value(false)));
         std::vector<Value> lines;
         size_t begin = 0;
-        for (size_t i = 0; i < s.size(); ++i) {
-            char c = s[i];
-            if (c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e)) {
-                size_t end = i;
-                if (c == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
-                lines.emplace_back(s.substr(begin, (keepends ? i + 1 : end) - begin));
-                begin = i + 1;
+        size_t i = 0;
+        while (i < s.size()) {
+            // Python's line boundaries: \n, \r, \r\n, \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029.
+            uint32_t cp = 0;
+            const size_t n = decode_utf8_at(s, i, cp);
+            if (!n || !(cp == '\n' || cp == '\r' || cp == '\v' || cp == '\f' || (cp >= 0x1c && cp <= 0x1e) || cp == 0x85 ||
+                        cp == 0x2028 || cp == 0x2029)) {
+                i += utf8_char_length(s, i);
+                continue;
             }
+            size_t end = i + n;  // past the boundary
+            if (cp == '\r' && end < s.size() && s[end] == '\n') ++end;
+            lines.emplace_back(s.substr(begin, (keepends ? end : i) - begin));
+            begin = i = end;
         }
         if (begin < s.size()) lines.emplace_back(s.substr(begin));
         in.charge(lines.size());
@@ -472,13 +474,17 @@ Value string_method(Interpreter& in, const std::string& s, const std::string& na
     if (name == "isdigit" || name == "isnumeric" || name == "isdecimal" || name == "isalpha" || name == "isalnum" ||
         name == "isspace" || name == "isupper" || name == "islower") {
         if (s.empty()) return Value(false);
+        if (name == "isspace") {
+            for (size_t i = 0; i < s.size(); i += utf8_char_length(s, i))
+                if (!py_whitespace_at(s, i)) return Value(false);
+            return Value(true);
+        }
         bool has_cased = false;
         for (unsigned char c : s) {
             bool ok = true;
             if (name == "isdigit" || name == "isnumeric" || name == "isdecimal") ok = is_ascii_digit(c);
             else if (name == "isalpha") ok = is_alpha(c);
             else if (name == "isalnum") ok = is_alpha(c) || is_ascii_digit(c);
-            else if (name == "isspace") ok = is_py_space(c);
             else if (name == "isupper") { ok = !is_lower(c); has_cased |= is_upper(c); }
             else { ok = !is_upper(c); has_cased |= is_lower(c); }
             if (!ok) return Value(false);
@@ -693,6 +699,14 @@ bool has_method(const Value& self, std::string_view name) {
     case Value::Kind::Object: return self.obj().flavor == ObjectData::Flavor::Dict && listed(kDictMethods, name);
     default: return false;
     }
+}
+
+bool modifies_container(const Value& self, std::string_view name) {
+    static constexpr std::string_view kListModifiers[] = {"append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort"};
+    static constexpr std::string_view kDictModifiers[] = {"clear", "pop", "popitem", "setdefault", "update"};
+    if (self.is_array()) return !self.arr().is_tuple && listed(kListModifiers, name);
+    if (self.is_object()) return self.obj().flavor == ObjectData::Flavor::Dict && listed(kDictModifiers, name);
+    return false;
 }
 
 Value call_method(Interpreter& in, const Value& self, const std::string& name, CallArgs& args) {

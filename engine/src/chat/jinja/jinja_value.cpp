@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tokenizer/tokenizer_common.h"
+
 namespace cflow::jinja {
 
 void fail(std::string message) { throw JinjaError{std::move(message), false}; }
@@ -403,11 +405,45 @@ std::string format_float(double value) {
 
 namespace {
 
+// Python's str.isprintable() for one code point: not Cc, Cf, Cs, Co, Zl, Zp, nor Zs other than
+// the space. (Python also escapes unassigned code points, Cn, which the tables here do not list.)
+bool is_py_printable(uint32_t cp) {
+    if (cp == ' ') return true;
+    if (tok::is_control_char(cp) || tok::is_space_separator(cp)) return false;  // Cc, Cf; Zs
+    if (cp == 0x2028 || cp == 0x2029) return false;                              // Zl, Zp
+    if ((cp >= 0xD800 && cp <= 0xDFFF) || (cp >= 0xE000 && cp <= 0xF8FF) || cp >= 0xF0000) return false;  // Cs, Co
+    return true;
+}
+
+// Python repr(str): the quote chosen as Python chooses it; \\, \n, \r, \t; other characters
+// that are not printable as \xNN, \uNNNN or \UNNNNNNNN.
 void repr_string(std::string& out, const std::string& s) {
     char quote = '\'';
     if (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) quote = '"';
     out += quote;
-    for (unsigned char c : s) {
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        uint32_t cp = 0;
+        const size_t n = c < 0x80 ? 0 : decode_utf8_at(s, i, cp);
+        if (c >= 0x80) {
+            if (!n) {  // an ill-formed byte (Python strings have none): kept as it is
+                out += static_cast<char>(c);
+                ++i;
+                continue;
+            }
+            if (is_py_printable(cp)) {
+                out.append(s, i, n);
+            } else {
+                char buf[16];
+                if (cp <= 0xFF) std::snprintf(buf, sizeof(buf), "\\x%02x", static_cast<unsigned>(cp));
+                else if (cp <= 0xFFFF) std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(cp));
+                else std::snprintf(buf, sizeof(buf), "\\U%08x", static_cast<unsigned>(cp));
+                out += buf;
+            }
+            i += n;
+            continue;
+        }
+        ++i;
         if (c == static_cast<unsigned char>(quote) || c == '\\') {
             out += '\\';
             out += static_cast<char>(c);
@@ -717,6 +753,19 @@ size_t utf8_length(std::string_view s) {
     size_t count = 0;
     for (size_t i = 0; i < s.size(); i += utf8_char_length(s, i)) ++count;
     return count;
+}
+
+bool is_py_whitespace(uint32_t cp) {
+    if (cp < 0x80) return cp == ' ' || (cp >= '\t' && cp <= '\r') || (cp >= 0x1c && cp <= 0x1f);
+    return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+           cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+size_t py_whitespace_at(std::string_view s, size_t pos) {
+    if (pos >= s.size()) return 0;
+    uint32_t cp = 0;
+    const size_t n = decode_utf8_at(s, pos, cp);
+    return n && is_py_whitespace(cp) ? n : 0;
 }
 
 std::vector<size_t> utf8_offsets(std::string_view s) {

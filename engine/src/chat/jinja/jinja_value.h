@@ -213,4 +213,11 @@ size_t utf8_length(std::string_view s);
 // Byte offsets of every code point start, plus s.size() at the end.
 std::vector<size_t> utf8_offsets(std::string_view s);
 
+// Python's whitespace (str.isspace(); what str.strip(), str.split() and the trim filter remove):
+// \t-\r, \x1c-\x1f, space, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F,
+// U+205F, U+3000.
+bool is_py_whitespace(uint32_t cp);
+// Byte length of the Python whitespace character starting at s[pos]; 0 when there is none.
+size_t py_whitespace_at(std::string_view s, size_t pos);
+
 } // namespace cflow::jinja

@@ -36,6 +36,14 @@ std::string error_of(const std::string& source, const TemplateOptions& options =
 
 bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
 
+// A plain jinja2 Environment's rules: list.append, dict.update and the other methods that modify
+// their object work (transformers' immutable sandbox, the default, refuses them).
+TemplateOptions mutable_env() {
+    TemplateOptions options;
+    options.immutable_sandbox = false;
+    return options;
+}
+
 TEST(JinjaSyntax, ArithmeticFollowsPython) {
     EXPECT_EQ(ok("{{ 7 // 2 }},{{ -7 // 2 }},{{ 7 % -3 }},{{ -7 % 3 }},{{ 7 / 2 }},{{ 2 ** 10 }},{{ 2 ** -1 }},{{ 10 / 4 * 2 }}"),
               "3,-4,-2,2,3.5,1024,0.5,5.0");
@@ -163,12 +171,14 @@ TEST(JinjaSyntax, DictAndListMethods) {
                  "{{ d.items() | list }},{{ d.keys() | list }},{{ d.values() | list }},{{ 'a' in d }},{{ d.z is defined }}"),
               "1,1,1,5,None,[('a', 1)],['a'],[1],True,False");
     EXPECT_EQ(ok("{% set l = [1, 2] %}{% set _ = l.append(3) %}{% set _ = l.insert(0, 0) %}{% set _ = l.extend([4, 5]) %}"
-                 "{{ l }},{{ l.pop() }},{{ l.pop(0) }},{{ l }},{{ l.index(3) }},{{ l.count(2) }},{{ l | length }}"),
+                 "{{ l }},{{ l.pop() }},{{ l.pop(0) }},{{ l }},{{ l.index(3) }},{{ l.count(2) }},{{ l | length }}",
+                 mutable_env()),
               "[0, 1, 2, 3, 4, 5],5,0,[1, 2, 3, 4],2,1,4");
     EXPECT_EQ(ok("{% set d2 = {} %}{% set _ = d2.update({'x': 1}) %}{% set _ = d2.setdefault('y', 2) %}"
-                 "{{ d2 }},{{ d2.pop('x') }},{{ d2 }},{{ d2.copy() }}"),
+                 "{{ d2 }},{{ d2.pop('x') }},{{ d2 }},{{ d2.copy() }}",
+                 mutable_env()),
               "{'x': 1, 'y': 2},1,{'y': 2},{'y': 2}");
-    EXPECT_TRUE(contains(error_of("{% set _ = [].pop() %}"), "pop from empty list"));
+    EXPECT_TRUE(contains(error_of("{% set _ = [].pop() %}", mutable_env()), "pop from empty list"));
 }
 
 TEST(JinjaSyntax, ForLoops) {
@@ -186,7 +196,8 @@ TEST(JinjaSyntax, ForLoops) {
               "02");
     // Assignments inside a loop stay in the loop; namespace() carries state out of it.
     EXPECT_EQ(ok("{% set ns = namespace(c=0, items=[]) %}{% for i in range(4) %}{% set ns.c = ns.c + i %}"
-                 "{% set _ = ns.items.append(i * 2) %}{% endfor %}{{ ns.c }},{{ ns.items }}"),
+                 "{% set _ = ns.items.append(i * 2) %}{% endfor %}{{ ns.c }},{{ ns.items }}",
+                 mutable_env()),
               "6,[0, 2, 4, 6]");
     EXPECT_EQ(ok("{% set x = 1 %}{% for i in range(2) %}{% set x = x + 10 %}{{ x }},{% endfor %}{{ x }}"
                  "{% if true %}{% set x = 5 %}{% endif %},{{ x }}"),
@@ -304,13 +315,71 @@ TEST(JinjaSyntax, OutputLimitStopsExponentialStrings) {
 TEST(JinjaSyntax, RecursionAndNestingAreBounded) {
     std::string e = error_of("{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}");
     EXPECT_TRUE(contains(e, "deeper than")) << e;
-    e = error_of("{% set l = [] %}{% set _ = l.append(l) %}{{ l }}");
+    e = error_of("{% set l = [] %}{% set _ = l.append(l) %}{{ l }}", mutable_env());
     EXPECT_TRUE(contains(e, "nesting deeper than")) << e;
     std::string deep = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
     e = error_of(deep);
     EXPECT_TRUE(contains(e, "nested too deeply")) << e;
     // A list nested 200000 levels deep is built and released without exhausting the stack.
     EXPECT_EQ(ok("{% set ns = namespace(x=[]) %}{% for i in range(200000) %}{% set ns.x = [ns.x] %}{% endfor %}done"), "done");
+}
+
+// transformers renders in jinja2's ImmutableSandboxedEnvironment; expectations from jinja2 3.1.6
+// (3.1.5 added list.pop and list.clear to the refused methods).
+TEST(JinjaSyntax, ImmutableSandboxLikeTransformers) {
+    EXPECT_EQ(ok("{% set x = [1, 2] %}{{ x.append is defined }},{{ x.pop is defined }},{{ x.clear is defined }},"
+                 "{{ x['sort'] is defined }},{{ x.count(1) }},{{ x.index(2) }},{{ x.copy() }},{{ x }},[{{ x.append }}]"),
+              "False,False,False,False,1,1,[1, 2],[1, 2],[]");
+    EXPECT_EQ(ok("{% set d = {'a': 1, 'pop': 2} %}{{ d.pop is defined }},{{ d['pop'] }},{{ d.get('a') }},{{ d.keys() | list }},"
+                 "{{ d.copy() }},{{ d.update is defined }},{{ d.setdefault is defined }},{{ d.clear is defined }}"),
+              "False,2,1,['a', 'pop'],{'a': 1, 'pop': 2},False,False,False");
+    std::string e = error_of("{% set x = [] %}{% set _ = x.append(1) %}");
+    EXPECT_TRUE(contains(e, "access to attribute 'append' of 'list' object is unsafe.")) << e;
+    EXPECT_TRUE(contains(e, "line 1, column")) << e;
+    e = error_of("{% set d = {} %}{{ d.update({'a': 1}) }}");
+    EXPECT_TRUE(contains(e, "access to attribute 'update' of 'dict' object is unsafe.")) << e;
+    e = error_of("{% set ns = namespace(ids=[1]) %}{{ ns.ids.pop(0) }}");
+    EXPECT_TRUE(contains(e, "access to attribute 'pop' of 'list' object is unsafe.")) << e;
+    // A namespace's own attributes are still set with {% set ns.x = ... %}.
+    EXPECT_EQ(ok("{% set ns = namespace(ids=[]) %}{% for i in range(3) %}{% set ns.ids = ns.ids + [i] %}{% endfor %}{{ ns.ids }}"),
+              "[0, 1, 2]");
+    // The same append works with a plain environment's rules.
+    EXPECT_EQ(ok("{% set x = [] %}{% set _ = x.append(1) %}{{ x }}", mutable_env()), "[1]");
+}
+
+// Python's str.strip()/split()/splitlines()/isspace() and jinja2's trim treat Unicode whitespace
+// (U+00A0, U+2000-U+200A, U+3000, ...) as whitespace, and U+0085/U+2028 as line boundaries;
+// U+200B (a format character) is neither. Expectations from jinja2 3.1.2 and 3.1.6.
+TEST(JinjaSyntax, PythonWhitespaceIsUnicode) {
+    const std::string messages = R"([{"role": "user", "content": "\u00a0\u2003 a\u3000b\u2028c\u0085d\u200be \u202f"},
+                                     {"role": "user", "content": "\u00a0\u1680\u2000\u200a\u205f\t\u001c"}])";
+    auto out = render("{% set s = messages[0].content %}"
+                      "{{ [s | trim, s.strip(), s.lstrip(), s.rstrip()] | tojson(ensure_ascii=True) }}|"
+                      "{{ s.split() | tojson(ensure_ascii=True) }}|{{ s.split(none, 1) | tojson(ensure_ascii=True) }}|"
+                      "{{ s.rsplit(none, 1) | tojson(ensure_ascii=True) }}|{{ s.splitlines() | tojson(ensure_ascii=True) }}|"
+                      "{{ messages[1].content.isspace() }}|{{ s.isspace() }}",
+                      {}, messages);
+    ASSERT_TRUE(out.ok()) << out.error();
+    EXPECT_EQ(*out,
+              R"(["a\u3000b\u2028c\u0085d\u200be", "a\u3000b\u2028c\u0085d\u200be", "a\u3000b\u2028c\u0085d\u200be \u202f", )"
+              R"("\u00a0\u2003 a\u3000b\u2028c\u0085d\u200be"]|["a", "b", "c", "d\u200be"]|)"
+              R"(["a", "b\u2028c\u0085d\u200be \u202f"]|["\u00a0\u2003 a\u3000b\u2028c", "d\u200be"]|)"
+              R"(["\u00a0\u2003 a\u3000b", "c", "d\u200be \u202f"]|True|False)");
+    // Past maxsplit, the rest keeps its outer whitespace (Python 3.11).
+    EXPECT_EQ(ok("{{ ' a b c '.split(none, 1) }}|{{ ' a b c '.rsplit(none, 1) }}|{{ ' a '.split(none, 0) }}|"
+                 "{{ ' a  '.split(none, 1) }}|{{ '  a'.rsplit(none, 0) }}|{{ ' a b '.split(none, 5) }}"),
+              "['a', 'b c ']|[' a b', 'c']|['a ']|['a']|['  a']|['a', 'b']");
+}
+
+// Python's repr() (what `| string` shows for the strings inside a list or dict) escapes the
+// characters that are not printable: \xNN up to U+00FF, \uNNNN, \UNNNNNNNN. SmolLM3's template
+// writes its tools with `tool | string`.
+TEST(JinjaSyntax, ReprEscapesUnprintableCharacters) {
+    const std::string messages =
+        R"([{"role": "user", "content": "a\u00a0b\u200bc\u0085d\u2028e\ud83d\ude00f\ue000g\u007fh'\"i\u00e9\u0301"}])";
+    auto out = render("{{ [messages[0].content] | string }}", {}, messages);
+    ASSERT_TRUE(out.ok()) << out.error();
+    EXPECT_EQ(*out, "['a\\xa0b\\u200bc\\x85d\\u2028e\U0001F600f\\ue000g\\x7fh\\'\"i\u00e9\u0301']");
 }
 
 TEST(JinjaSyntax, ChatVariablesAndMessages) {
@@ -352,6 +421,24 @@ TEST(JinjaSyntax, StrftimeNowUsesTheLocalClock) {
     std::string out = ok("{{ strftime_now('%Y') }}");
     // Tolerate a render that straddles New Year.
     EXPECT_TRUE(out == year || out == std::to_string(local.tm_year + 1901)) << out;
+}
+
+// TemplateOptions::now fixes strftime_now()'s clock (expectations from Python's
+// datetime(2025, 3, 7, 14, 5, 9).strftime and datetime(2024, 12, 31, 23, 59, 59).strftime).
+TEST(JinjaSyntax, StrftimeNowReadsAFixedClock) {
+    TemplateOptions options;
+    options.now = cflow::TemplateTime{2025, 3, 7, 14, 5, 9};
+    EXPECT_EQ(ok("{{ strftime_now('%Y-%m-%d %H:%M:%S %a %A %b %B %j %d %e %I %p %U %W %w %y') }}", options),
+              "2025-03-07 14:05:09 Fri Friday Mar March 066 07  7 02 PM 09 09 5 25");
+    options.now = cflow::TemplateTime{2024, 12, 31, 23, 59, 59};
+    EXPECT_EQ(ok("{{ strftime_now('%a %j %U %W') }}", options), "Tue 366 52 53");
+    options.now = cflow::TemplateTime{2024, 2, 29, 0, 0, 0};
+    EXPECT_EQ(ok("{{ strftime_now('%d %b %Y') }}", options), "29 Feb 2024");
+    options.now = cflow::TemplateTime{2025, 2, 29, 0, 0, 0};
+    std::string e = error_of("{{ strftime_now('%Y') }}", options);
+    EXPECT_TRUE(contains(e, "not a valid date")) << e;
+    options.now = cflow::TemplateTime{2025, 1, 1, 24, 0, 0};
+    EXPECT_TRUE(contains(error_of("{{ 'x' }}", options), "not a valid date"));
 }
 
 TEST(JinjaSyntax, FallbackChatIsExplicit) {

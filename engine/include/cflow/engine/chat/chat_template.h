@@ -9,6 +9,7 @@
 // render() may run on any number of threads at once, each rendering with its own state.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,12 +25,32 @@ struct ChatMessage {
     std::string extra_json;
 };
 
+// A local date and time for strftime_now() (month 1-12, day 1-31, hour 0-23, minute 0-59,
+// second 0-60).
+struct TemplateTime {
+    int year = 1970;
+    int month = 1;
+    int day = 1;
+    int hour = 0;
+    int minute = 0;
+    int second = 0;
+};
+
 struct TemplateOptions {
     bool add_generation_prompt = true;
     std::string bos_token;
     std::string eos_token;
     std::string tools_json;         // "" = no `tools` variable; else a JSON array
     std::string extra_kwargs_json;  // "" or a JSON object, each key becomes a variable, e.g. {"enable_thinking": false}
+    // The clock of strftime_now(format): unset = the local time at render (transformers'
+    // datetime.now()); set = this date and time, for reproducible prompts (tests, replays).
+    std::optional<TemplateTime> now;
+    // As transformers' ImmutableSandboxedEnvironment (jinja2 3.1.5 and later): the list methods
+    // append/clear/extend/insert/pop/remove/reverse/sort and the dict methods clear/pop/popitem/
+    // setdefault/update are unsafe: undefined, and calling one fails with "access to attribute
+    // 'append' of 'list' object is unsafe.". false: they work, as in a plain jinja2 Environment
+    // and llama.cpp's minja (templates written for those, e.g. Kimi-K2's tool-call queue).
+    bool immutable_sandbox = true;
     bool trim_blocks = true;        // as transformers configures its jinja environment
     bool lstrip_blocks = true;
     uint64_t max_steps = 5'000'000;
