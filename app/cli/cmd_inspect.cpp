@@ -77,6 +77,8 @@ json describe(const CflowFile& f) {
     j["semantics"]["extended_features"] = p.extended_features;
     j["semantics"]["query_scale"] = p.query_scale;
     j["semantics"]["rope_local_theta"] = p.rope_local_theta;
+    j["semantics"]["rope_original_context"] = p.rope_original_context;
+    j["semantics"]["rope_attn_factor"] = p.rope_attn_factor;
     if (const auto sliding = f.sliding_layers(); !sliding.empty())
         j["semantics"]["sliding_layers"] = std::vector<int32_t>(sliding.begin(), sliding.end());
     const std::span<const float> divisors = f.rope_freq_factors();
@@ -84,7 +86,10 @@ json describe(const CflowFile& f) {
         j["semantics"]["rope_scaling"] = "none";
     } else {
         const auto [lo, hi] = std::minmax_element(divisors.begin(), divisors.end());
-        j["semantics"]["rope_scaling"] = {{"kind", *lo == *hi ? "linear" : "per-frequency divisors (Llama 3)"},
+        const char* kind = (p.extended_features & kExtLongRope) ? "longrope (short factors; long ones beyond rope_original_context)"
+                           : *lo == *hi                       ? "linear"
+                                                              : "per-frequency divisors (Llama 3)";
+        j["semantics"]["rope_scaling"] = {{"kind", kind},
                                           {"count", divisors.size()}, {"min", *lo}, {"max", *hi}};
     }
     auto region_json = [](const RegionView& r) {

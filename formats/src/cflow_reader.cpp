@@ -134,6 +134,27 @@ Status check_rope_skip_layers(const std::string& path, const GlobalHeader& h, co
     return {};
 }
 
+// kExtLongRope and the long factors come together, as many as the short ones, each finite and > 0.
+Status check_rope_long_factors(const std::string& path, const GlobalHeader& h, const ModelParams& p, const Metadata& meta) {
+    const bool flagged = (p.extended_features & kExtLongRope) != 0;
+    const MetaValue* value = meta.find(kRopeLongFactorsKey);
+    const std::string where = path + ": metadata '" + kRopeLongFactorsKey + "'";
+    if (!flagged) {
+        if (value) return make_error(where + " is present but ModelParams.extended_features lacks the LongRoPE bit (8)");
+        return {};
+    }
+    const auto* factors = meta.get_floats(kRopeLongFactorsKey);
+    if (!factors) return make_error(where + (value ? " is not a float array" : " is missing (ModelParams.extended_features has bit 8)"));
+    const uint32_t want = rotary_dim_count(h.head_dim, p.rope_fraction) / 2;
+    if (factors->size() != want)
+        return make_error(where + " has " + std::to_string(factors->size()) + " factors, expected " + std::to_string(want));
+    for (size_t i = 0; i < factors->size(); ++i)
+        if (!std::isfinite((*factors)[i]) || !((*factors)[i] > 0.0f))
+            return make_error(where + " factor " + std::to_string(i) + " is " + std::to_string((*factors)[i]) +
+                              ", must be finite and > 0");
+    return {};
+}
+
 // kExtSlidingLayers and its metadata entry come together: one 0/1 per stored layer.
 Status check_sliding_layers(const std::string& path, const GlobalHeader& h, const ModelParams& p, const Metadata& meta) {
     const bool flagged = (p.extended_features & kExtSlidingLayers) != 0;
@@ -182,7 +203,8 @@ Status check_model_params(const FileContext& ctx) {
     if (!std::isfinite(p.embedding_scale)) return located(ctx, CFLOW_MP(embedding_scale), "must be finite");
     // The kFeatureExtended tail: all 0 without the flag (the bytes were reserved before it).
     const bool extended = (h.feature_flags & kFeatureExtended) != 0;
-    if (!extended && (p.extended_features != 0 || p.query_scale != 0.0f || p.rope_local_theta != 0.0f))
+    if (!extended && (p.extended_features != 0 || p.query_scale != 0.0f || p.rope_local_theta != 0.0f ||
+                      p.rope_original_context != 0 || p.rope_attn_factor != 0.0f))
         return located(ctx, CFLOW_MP(extended_features),
                        "extended parameters are set but GlobalHeader.feature_flags lacks the extended bit (128)");
     if ((p.extended_features & ~kKnownExtendedFeatures) != 0)
@@ -196,6 +218,15 @@ Status check_model_params(const FileContext& ctx) {
         return located(ctx, CFLOW_MP(rope_local_theta),
                        "is " + std::to_string(p.rope_local_theta) +
                            (local_rope ? ": the local-rope feature needs a finite base > 0" : ": must be 0 without the local-rope feature"));
+    if (!std::isfinite(p.rope_attn_factor) || p.rope_attn_factor < 0.0f)
+        return located(ctx, CFLOW_MP(rope_attn_factor), "must be finite and >= 0 (0 = 1)");
+    const bool long_rope = (p.extended_features & kExtLongRope) != 0;
+    if (long_rope != (p.rope_original_context != 0))
+        return located(ctx, CFLOW_MP(rope_original_context),
+                       "is " + std::to_string(p.rope_original_context) +
+                           (long_rope ? ": LongRoPE needs the original context length" : ": must be 0 without LongRoPE"));
+    if (long_rope && (h.feature_flags & kFeatureRopeFreqFactors) == 0)
+        return located(ctx, CFLOW_MP(extended_features), "LongRoPE needs the short factors (feature_flags bit 32)");
     if ((p.extended_features & (kExtSlidingLayers | kExtLocalRope)) != 0 && h.sliding_window == 0)
         return located(ctx, CFLOW_GH(sliding_window), "is 0 but the extended features name sliding-window layers");
     if (const auto at = reader_detail::first_nonzero(p.reserved1, sizeof p.reserved1))
@@ -293,6 +324,7 @@ Result<std::shared_ptr<CflowFile>> CflowFile::open(const std::string& path, Load
         if (Status s = check_rope_freq_factors(path, h, p, file->metadata_); !s) return s.take_error();
         if (Status s = check_rope_skip_layers(path, h, file->metadata_); !s) return s.take_error();
         if (Status s = check_sliding_layers(path, h, p, file->metadata_); !s) return s.take_error();
+        if (Status s = check_rope_long_factors(path, h, p, file->metadata_); !s) return s.take_error();
         return file;
     } catch (const std::bad_alloc&) {
         return make_error(ErrorKind::OutOfMemory, path + ": out of memory while indexing the file");

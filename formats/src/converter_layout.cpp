@@ -119,12 +119,14 @@ private:
         const bool sliding_per_layer = c_.sliding_window > 0 && !c_.sliding_layers.empty() &&
                                        std::find(c_.sliding_layers.begin(), c_.sliding_layers.end(), 0) != c_.sliding_layers.end();
         const bool local_rope = c_.sliding_window > 0 && c_.rope_local_theta > 0.0f;
+        const bool long_rope = !c_.rope_freq_factors_long.empty();
         uint32_t extended = 0;
+        if (long_rope) extended |= kExtLongRope;
         if (has_post_norms_) extended |= kExtPostNorms;
         if (sliding_per_layer) extended |= kExtSlidingLayers;
         if (local_rope) extended |= kExtLocalRope;
         flags = static_cast<uint8_t>(flags & ~kFeatureExtended);
-        if (extended != 0 || c_.query_scale != 0.0f) flags |= kFeatureExtended;
+        if (extended != 0 || c_.query_scale != 0.0f || c_.rope_attn_factor != 0.0f) flags |= kFeatureExtended;
 
         plan_.format = options_.format;
         GlobalHeader& h = plan_.header;
@@ -171,16 +173,21 @@ private:
         p.attn_logit_softcap = c_.attn_logit_softcap;
         p.embedding_scale = c_.embedding_scale;
         p.shared_expert_d_ff = c_.shared_expert_d_ff;
-        p.extended_features = h.sliding_window > 0 ? extended : (extended & kExtPostNorms);
+        p.extended_features = h.sliding_window > 0 ? extended : (extended & (kExtPostNorms | kExtLongRope));
         p.query_scale = c_.query_scale;
         p.rope_local_theta = (p.extended_features & kExtLocalRope) ? c_.rope_local_theta : 0.0f;
-        if (p.extended_features == 0 && p.query_scale == 0.0f) h.feature_flags &= static_cast<uint8_t>(~kFeatureExtended);
+        p.rope_original_context = long_rope ? c_.rope_original_context : 0;
+        p.rope_attn_factor = c_.rope_attn_factor == 1.0f ? 0.0f : c_.rope_attn_factor;
+        if (p.extended_features == 0 && p.query_scale == 0.0f && p.rope_attn_factor == 0.0f)
+            h.feature_flags &= static_cast<uint8_t>(~kFeatureExtended);
 
         Metadata meta = src_.metadata;
         meta.erase(kRopeFreqFactorsKey);  // only what this config says reaches the file
         if (!c_.rope_freq_factors.empty()) meta.set(kRopeFreqFactorsKey, c_.rope_freq_factors);
         meta.erase(kRopeSkipLayersKey);
         if (skips_rope) meta.set(kRopeSkipLayersKey, c_.rope_skip_layers);
+        meta.erase(kRopeLongFactorsKey);
+        if (long_rope) meta.set(kRopeLongFactorsKey, c_.rope_freq_factors_long);
         meta.erase(kSlidingLayersKey);
         if (p.extended_features & kExtSlidingLayers) meta.set(kSlidingLayersKey, c_.sliding_layers);
         meta.set("general.converter", std::string(kConverterVersion));
@@ -235,6 +242,21 @@ private:
             const TensorView* tensor = t(names[p]);
             std::vector<uint32_t> map = p < row_maps.size() ? std::move(row_maps[p]) : std::vector<uint32_t>{};
             seg->parts.push_back(matrix(tensor, seg->shape.parts[p].rows, seg->shape.cols, std::move(map)));
+            seg->exact_parts.push_back(exact(tensor, dtype));
+        }
+        return seg;
+    }
+
+    // The parts of one segment cut from one source tensor (fused QKV / gate-up): part i starts at
+    // source row first_rows[i].
+    Result<SegmentPlan> fused_segment(SegmentRole role, DType dtype, const std::string& name, std::vector<uint64_t> first_rows,
+                                      std::vector<std::vector<uint32_t>> row_maps = {}) {
+        auto seg = segment(role, dtype, {name});
+        if (!seg) return seg;
+        const TensorView* tensor = t(name);
+        for (size_t p = 0; p < seg->shape.parts.size(); ++p) {
+            std::vector<uint32_t> map = p < row_maps.size() ? std::move(row_maps[p]) : std::vector<uint32_t>{};
+            seg->parts.push_back(matrix(tensor, seg->shape.parts[p].rows, seg->shape.cols, std::move(map), first_rows[p]));
             seg->exact_parts.push_back(exact(tensor, dtype));
         }
         return seg;
@@ -304,8 +326,14 @@ private:
             steps.push_back(add(vector_segment(SegmentRole::QNorm, p + "attn_q_norm.weight", head_map)));
             steps.push_back(add(vector_segment(SegmentRole::KNorm, p + "attn_k_norm.weight", head_map)));
         }
-        steps.push_back(add(tiled_segment(SegmentRole::Qkv, attention_quant,
-                                          {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {q_map, k_map})));
+        if (t(p + "attn_qkv.weight")) {  // fused (Phi-3): Q rows, then K, then V
+            const uint32_t qn = c_.n_heads * c_.head_dim, kvn = c_.n_kv_heads * c_.head_dim;
+            steps.push_back(add(fused_segment(SegmentRole::Qkv, attention_quant, p + "attn_qkv.weight", {0, qn, qn + kvn},
+                                              {q_map, k_map})));
+        } else {
+            steps.push_back(add(tiled_segment(SegmentRole::Qkv, attention_quant,
+                                              {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, {q_map, k_map})));
+        }
         if (has_bias_) {
             std::vector<std::string> names;
             for (const char* b : {"attn_q.bias", "attn_k.bias", "attn_v.bias"})
@@ -323,7 +351,10 @@ private:
         if (has_post_norms_) steps.push_back(add(vector_segment(SegmentRole::AttnPostNorm, p + "post_attention_norm.weight")));
         if (c_.d_ff > 0) {
             steps.push_back(add(vector_segment(SegmentRole::FfnNorm, p + "ffn_norm.weight")));
-            steps.push_back(add(tiled_segment(SegmentRole::GateUp, ffn_quant, {p + "ffn_gate.weight", p + "ffn_up.weight"})));
+            if (t(p + "ffn_gate_up.weight"))  // fused (Phi-3): gate rows, then up
+                steps.push_back(add(fused_segment(SegmentRole::GateUp, ffn_quant, p + "ffn_gate_up.weight", {0, c_.d_ff})));
+            else
+                steps.push_back(add(tiled_segment(SegmentRole::GateUp, ffn_quant, {p + "ffn_gate.weight", p + "ffn_up.weight"})));
             steps.push_back(add(tiled_segment(SegmentRole::Down, ffn_quant, {p + "ffn_down.weight"})));
             if (has_post_norms_) steps.push_back(add(vector_segment(SegmentRole::FfnPostNorm, p + "post_ffw_norm.weight")));
         }

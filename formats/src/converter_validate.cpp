@@ -156,6 +156,20 @@ Status check_config(const SourceModel& src, const ConvertOptions& options) {
         return fail("local rope base " + std::to_string(c.rope_local_theta) + " must be finite and >= 0");
     if (c.rope_local_theta > 0.0f && c.sliding_window == 0)
         return fail("a local rope base is set but no layer has a sliding window");
+    if (!c.rope_freq_factors_long.empty()) {
+        const uint32_t want = rotary_dim_count(c.head_dim, c.rope_fraction) / 2;
+        if (c.rope_freq_factors.size() != want || c.rope_freq_factors_long.size() != want)
+            return fail("LongRoPE factors: " + std::to_string(c.rope_freq_factors.size()) + " short and " +
+                        std::to_string(c.rope_freq_factors_long.size()) + " long given, expected " + std::to_string(want) +
+                        " each (half the rotary dims)");
+        for (size_t i = 0; i < c.rope_freq_factors_long.size(); ++i)
+            if (!std::isfinite(c.rope_freq_factors_long[i]) || !(c.rope_freq_factors_long[i] > 0.0f))
+                return fail("LongRoPE long factor " + std::to_string(i) + " is " + std::to_string(c.rope_freq_factors_long[i]) +
+                            ", must be finite and > 0");
+        if (c.rope_original_context == 0) return fail("LongRoPE needs the original context length (> 0)");
+    }
+    if (!std::isfinite(c.rope_attn_factor) || c.rope_attn_factor < 0.0f)
+        return fail("rope attention factor " + std::to_string(c.rope_attn_factor) + " must be finite and >= 0");
     if (!std::isfinite(c.query_scale) || c.query_scale < 0.0f)
         return fail("query scale " + std::to_string(c.query_scale) + " must be finite and >= 0");
     if (!std::isfinite(c.norm_eps) || c.norm_eps < 0.0f) return fail("norm_eps must be finite and >= 0");
@@ -199,9 +213,13 @@ Status validate_source(const SourceModel& src, const ConvertOptions& options) {
     for (uint32_t l = 0; l < c.n_layers && first_failure; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
         need(p + "attn_norm.weight", {d}, "d_model");
-        need(p + "attn_q.weight", {q_rows, d}, "n_heads * head_dim x d_model");
-        need(p + "attn_k.weight", {kv_rows, d}, "n_kv_heads * head_dim x d_model");
-        need(p + "attn_v.weight", {kv_rows, d}, "n_kv_heads * head_dim x d_model");
+        if (src.find(p + "attn_qkv.weight")) {  // fused (Phi-3)
+            need(p + "attn_qkv.weight", {q_rows + 2 * kv_rows, d}, "(n_heads + 2 n_kv_heads) * head_dim x d_model (fused Q, K, V)");
+        } else {
+            need(p + "attn_q.weight", {q_rows, d}, "n_heads * head_dim x d_model");
+            need(p + "attn_k.weight", {kv_rows, d}, "n_kv_heads * head_dim x d_model");
+            need(p + "attn_v.weight", {kv_rows, d}, "n_kv_heads * head_dim x d_model");
+        }
         need(p + "attn_output.weight", {d, q_rows}, "d_model x n_heads * head_dim");
         if (any_qk_norm) {
             need(p + "attn_q_norm.weight", {dk}, "head_dim; Q/K norm is present in some layer, so every layer needs it");
@@ -217,8 +235,12 @@ Status validate_source(const SourceModel& src, const ConvertOptions& options) {
         if (src.find(p + "attn_v.bias")) need(p + "attn_v.bias", {kv_rows}, "n_kv_heads * head_dim");
         if (c.d_ff > 0) {
             need(p + "ffn_norm.weight", {d}, "d_model");
-            need(p + "ffn_gate.weight", {c.d_ff, d}, "d_ff x d_model");
-            need(p + "ffn_up.weight", {c.d_ff, d}, "d_ff x d_model");
+            if (src.find(p + "ffn_gate_up.weight")) {  // fused (Phi-3)
+                need(p + "ffn_gate_up.weight", {2ull * c.d_ff, d}, "2 d_ff x d_model (fused gate, up)");
+            } else {
+                need(p + "ffn_gate.weight", {c.d_ff, d}, "d_ff x d_model");
+                need(p + "ffn_up.weight", {c.d_ff, d}, "d_ff x d_model");
+            }
             need(p + "ffn_down.weight", {d, c.d_ff}, "d_model x d_ff");
         }
         if (c.n_experts > 0) {

@@ -399,12 +399,12 @@ public:
         if (!arch) return make_error(g_.path + ": metadata key 'general.architecture' is missing");
         arch_ = *arch;
         static const std::set<std::string> kSupported = {"llama", "qwen2",   "qwen2moe", "qwen3", "qwen3moe", "olmoe",
-                                                          "smollm3", "gemma", "gemma2", "gemma3"};
+                                                          "smollm3", "gemma", "gemma2", "gemma3", "phi3"};
         if (!kSupported.count(arch_))
             return make_error(ErrorKind::Unsupported, g_.path + ": unsupported architecture '" + arch_ +
                                                           "' (general.architecture); supported: llama (also "
                                                           "Mistral/Mixtral), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, "
-                                                          "smollm3, gemma, gemma2, gemma3");
+                                                          "smollm3, gemma, gemma2, gemma3, phi3");
 
         for (const auto& t : g_.tensors) {
             auto dtype = dtype_of(t.ggml_type);
@@ -606,6 +606,65 @@ private:
         c.ffn_activation = FfnActivation::SwiGLU;
         c.combine_style = CombineStyle::Sequential;
         if (arch_ == "gemma" || arch_ == "gemma2" || arch_ == "gemma3") return read_gemma(c);
+        if (arch_ == "phi3") return read_phi3(model);
+        return Status::success();
+    }
+
+    // Phi-3 / Phi-3.5 / Phi-4-mini as llama.cpp's converter writes them: fused attn_qkv (Q, K, V
+    // rows) and ffn_up holding gate and up (2 d_ff rows), NEOX RoPE over rope.dimension_count dims,
+    // LongRoPE as rope_factors_short / rope_factors_long tensors with rope.scaling.attn_factor and
+    // rope.scaling.original_context_length (the context above which llama.cpp takes the long
+    // factors; context_length when absent). A sliding window as long as the context or longer
+    // (Phi-3.5's 262144) masks nothing and is dropped.
+    Status read_phi3(SourceModel& model) {
+        ModelConfig& c = model.config;
+        for (uint32_t l = 0; l < c.n_layers; ++l) {
+            const std::string up = "blk." + std::to_string(l) + ".ffn_up.weight";
+            auto it = model.tensors.find(up);
+            if (it == model.tensors.end() || model.find("blk." + std::to_string(l) + ".ffn_gate.weight")) continue;
+            if (it->second.shape.size() != 2 || it->second.shape[0] != 2ull * c.d_ff)
+                return make_error(it->second.origin + ": a phi3 ffn_up holds gate and up, " + std::to_string(2ull * c.d_ff) +
+                                  " rows (2 x feed_forward_length), not " +
+                                  (it->second.shape.empty() ? std::string("none") : std::to_string(it->second.shape[0])));
+            TensorView fused = std::move(it->second);
+            model.tensors.erase(it);
+            fused.name = "blk." + std::to_string(l) + ".ffn_gate_up.weight";
+            model.tensors.emplace(fused.name, std::move(fused));
+        }
+        if (c.max_seq_len > 0 && c.sliding_window >= c.max_seq_len) c.sliding_window = 0;
+        const TensorView* short_factors = model.find("rope_factors_short.weight");
+        const TensorView* long_factors = model.find("rope_factors_long.weight");
+        if (!short_factors && !long_factors) return Status::success();
+        if (!short_factors || !long_factors)
+            return make_error(g_.path + ": LongRoPE needs both rope_factors_short.weight and rope_factors_long.weight, the file has only " +
+                              (short_factors ? "the short" : "the long") + " factors");
+        const uint32_t want = rotary_dim_count(c.head_dim, c.rope_fraction) / 2;
+        auto read_factors = [&](const TensorView& t, std::vector<float>& out) -> Status {
+            if (t.dtype != DType::F32 || t.shape.size() != 1 || t.shape[0] != want || t.bytes != uint64_t{want} * 4)
+                return make_error(t.origin + ": expected " + std::to_string(want) + " f32 LongRoPE factors (half the rotary dims)");
+            out.resize(want);
+            std::memcpy(out.data(), t.data, size_t{want} * 4);
+            for (uint32_t i = 0; i < want; ++i)
+                if (!std::isfinite(out[i]) || !(out[i] > 0.0f))
+                    return make_error(t.origin + ": factor " + std::to_string(i) + " is " + std::to_string(out[i]) +
+                                      ", must be finite and > 0");
+            model.config_tensors.insert(t.name);
+            return Status::success();
+        };
+        if (!c.rope_freq_factors.empty())
+            return make_error(g_.path + ": LongRoPE factors together with rope_freqs.weight or linear scaling are not supported");
+        if (Status s = read_factors(*short_factors, c.rope_freq_factors); !s) return s;
+        if (Status s = read_factors(*long_factors, c.rope_freq_factors_long); !s) return s;
+        auto attn = get_float(key("rope.scaling.attn_factor"), 1.0);
+        if (!attn) return attn.take_error();
+        if (!std::isfinite(*attn) || !(*attn > 0.0))
+            return make_error(entry(key("rope.scaling.attn_factor")) + " is " + std::to_string(*attn) + ", must be finite and > 0");
+        c.rope_attn_factor = static_cast<float>(*attn);
+        auto original = get_u32("rope.scaling.original_context_length", c.max_seq_len);
+        if (!original) return original.take_error();
+        c.rope_original_context = *original;
+        if (c.rope_original_context == 0)
+            return make_error(g_.path + ": " + key("rope.scaling.original_context_length") + " (or context_length) must be > 0 for LongRoPE");
         return Status::success();
     }
 

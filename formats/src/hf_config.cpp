@@ -107,16 +107,19 @@ Result<Family> detect_family(const ConfigReader& r) {
         {"Qwen3ForCausalLM", Family::Qwen3},       {"Qwen3MoeForCausalLM", Family::Qwen3Moe},
         {"SmolLM3ForCausalLM", Family::SmolLM3},   {"GemmaForCausalLM", Family::Gemma},
         {"Gemma2ForCausalLM", Family::Gemma2},     {"Gemma3ForCausalLM", Family::Gemma3},
+        {"Phi3ForCausalLM", Family::Phi3},
         {"CflowForCausalLM", Family::Cflow}};
     static const std::map<std::string, Family> kByType = {
         {"llama", Family::Llama},     {"mistral", Family::Mistral},    {"qwen2", Family::Qwen2},
         {"mixtral", Family::Mixtral}, {"qwen2_moe", Family::Qwen2Moe}, {"olmoe", Family::Olmoe},
         {"qwen3", Family::Qwen3},     {"qwen3_moe", Family::Qwen3Moe}, {"smollm3", Family::SmolLM3},
         {"gemma", Family::Gemma},     {"gemma2", Family::Gemma2},      {"gemma3_text", Family::Gemma3},
+        {"phi3", Family::Phi3},
         {"cflow", Family::Cflow}};
     const char* kSupported = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, "
                              "Qwen2MoeForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, SmolLM3ForCausalLM, "
-                             "OlmoeForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, CflowForCausalLM";
+                             "OlmoeForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM (Phi-3, Phi-3.5, Phi-4-mini), "
+                             "CflowForCausalLM";
     if (r.has("architectures")) {
         const json& a = r.at("architectures");
         if (!a.is_array() || a.empty() || !a.front().is_string())
@@ -250,6 +253,43 @@ Result<std::vector<float>> llama3_rope_factors(const ConfigReader& rs, const Mod
     return divisors;
 }
 
+// LongRoPE (Phi-3.5, Phi-4-mini; transformers' _compute_longrope_parameters): one short and one
+// long factor per rotary frequency (inv_freq_i = 1 / (factor_i * base^(2i/rot))), the long ones
+// for contexts past original_max_position_embeddings, and cos/sin multiplied by attention_factor
+// (default sqrt(1 + ln(max / original) / ln(original)) when max > original, else 1).
+Status read_longrope(const ConfigReader& r, ModelConfig& c) {
+    const ConfigReader rs(r.at("rope_scaling"), r.label() + ": rope_scaling");
+    const uint32_t want = rotary_dim_count(c.head_dim, c.rope_fraction) / 2;
+    auto factors = [&](const char* field, std::vector<float>& out) -> Status {
+        if (!rs.has(field) || !rs.at(field).is_array() || rs.at(field).size() != want)
+            return rs.bad(field, "must list " + std::to_string(want) + " factors (half the rotary dims)");
+        out.clear();
+        for (const json& v : rs.at(field)) {
+            if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > 0.0))
+                return rs.bad(field, "entry " + std::to_string(out.size()) + " " + v.dump() + " is not a finite number > 0");
+            out.push_back(v.get<float>());
+        }
+        return Status::success();
+    };
+    if (Status s = factors("short_factor", c.rope_freq_factors); !s) return s;
+    if (Status s = factors("long_factor", c.rope_freq_factors_long); !s) return s;
+    uint32_t original = 0;
+    CFLOW_TRY_ASSIGN(original, rs.u32("original_max_position_embeddings", 0));
+    if (original == 0) CFLOW_TRY_ASSIGN(original, r.u32("original_max_position_embeddings", c.max_seq_len));
+    if (original == 0) return r.missing("original_max_position_embeddings");
+    c.rope_original_context = original;
+    const double scale = double(c.max_seq_len) / double(original);
+    double attention = scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(double(original))) : 1.0;
+    if (rs.has("attention_factor")) {
+        float given = 0.0f;
+        CFLOW_TRY_ASSIGN(given, rs.f32("attention_factor", 1.0f));
+        if (!std::isfinite(given) || !(given > 0.0f)) return rs.bad("attention_factor", "must be a finite number > 0");
+        attention = given;
+    }
+    c.rope_attn_factor = float(attention);
+    return Status::success();
+}
+
 // SmolLM3 (modeling_smollm3.py): layer l rotates queries and keys only when no_rope_layers[l]
 // is 1; without the list, every no_rope_layer_interval-th layer (default 4) skips RoPE.
 Status read_smollm3_nope_layers(const ConfigReader& r, ModelConfig& c) {
@@ -346,6 +386,7 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         {Family::Mixtral, "mixtral"}, {Family::Qwen2Moe, "qwen2moe"}, {Family::Olmoe, "olmoe"},
         {Family::Qwen3, "qwen3"},     {Family::Qwen3Moe, "qwen3moe"}, {Family::SmolLM3, "smollm3"},
         {Family::Gemma, "gemma"},     {Family::Gemma2, "gemma2"},     {Family::Gemma3, "gemma3"},
+        {Family::Phi3, "phi3"},
         {Family::Cflow, "cflow"}};
     c.architecture = kArch.at(out.family);
 
@@ -357,8 +398,11 @@ Result<HfConfig> interpret(const ConfigReader& r) {
             for (const char* k : {"rope_type", "type"})
                 if (rs.contains(k) && rs.at(k).is_string()) rope_scaling_type = rs.at(k).get<std::string>();
         }
-        if (rope_scaling_type != "default" && rope_scaling_type != "llama3" && rope_scaling_type != "linear")
-            return r.unsupported("rope_scaling", "of type '" + rope_scaling_type + "' is not supported (default, linear, llama3)");
+        if (rope_scaling_type == "su") rope_scaling_type = "longrope";  // the early Phi-3 configs' name
+        if (rope_scaling_type != "default" && rope_scaling_type != "llama3" && rope_scaling_type != "linear" &&
+            rope_scaling_type != "longrope")
+            return r.unsupported("rope_scaling",
+                                 "of type '" + rope_scaling_type + "' is not supported (default, linear, llama3, longrope)");
     }
 
     CFLOW_TRY_ASSIGN(c.d_model, r.u32("hidden_size", std::nullopt));
@@ -382,6 +426,8 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         auto factors = llama3_rope_factors(ConfigReader(r.at("rope_scaling"), r.label() + ": rope_scaling"), c);
         if (!factors) return factors.take_error();
         c.rope_freq_factors = std::move(*factors);
+    } else if (rope_scaling_type == "longrope") {
+        if (Status s = read_longrope(r, c); !s) return s.take_error();
     } else if (rope_scaling_type == "linear") {
         // Position interpolation: every frequency divided by the factor (inv_freq / factor).
         float factor = 0.0f;
@@ -415,6 +461,13 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         case Family::Gemma2:
         case Family::Gemma3:
             CFLOW_TRY_ASSIGN(c.d_ff, r.u32("intermediate_size", std::nullopt));
+            break;
+        case Family::Phi3:
+            CFLOW_TRY_ASSIGN(c.d_ff, r.u32("intermediate_size", std::nullopt));
+            // Phi-3-mini-4k slides over 2047 positions on every layer; Phi-3.5 and Phi-4-mini's
+            // 262144 outruns their context and masks nothing.
+            CFLOW_TRY_ASSIGN(c.sliding_window, r.u32("sliding_window", 0));
+            if (c.max_seq_len > 0 && c.sliding_window >= c.max_seq_len) c.sliding_window = 0;
             break;
         case Family::Mixtral:
             CFLOW_TRY_ASSIGN(c.n_experts, r.u32("num_local_experts", std::nullopt));
@@ -532,6 +585,8 @@ NameMapping map_tensor_name(const std::string& hf, Family family) {
         {"self_attn.k_proj.bias", "attn_k.bias"},
         {"self_attn.v_proj.bias", "attn_v.bias"},
         {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+        {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
+        {"mlp.gate_up_proj.weight", "ffn_gate_up.weight"},
         {"self_attn.k_norm.weight", "attn_k_norm.weight"},
         {"mlp.gate_proj.weight", "ffn_gate.weight"},
         {"mlp.up_proj.weight", "ffn_up.weight"},

@@ -11,7 +11,7 @@ namespace cflow::hf {
 
 // Cflow = this project's own pipeline-native checkpoints (CflowForCausalLM, model_type "cflow";
 // tests/reference/README.md, "What the C++ side must read").
-enum class Family { Llama, Mistral, Qwen2, Mixtral, Qwen2Moe, Qwen3, Qwen3Moe, SmolLM3, Olmoe, Gemma, Gemma2, Gemma3, Cflow };
+enum class Family { Llama, Mistral, Qwen2, Mixtral, Qwen2Moe, Qwen3, Qwen3Moe, SmolLM3, Olmoe, Gemma, Gemma2, Gemma3, Phi3, Cflow };
 
 // Gemma's RMSNorm multiplies by (1 + weight): its checkpoints store weight - 1 (what llama.cpp's
 // converter undoes when it writes the GGUF).

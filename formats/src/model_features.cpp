@@ -42,7 +42,15 @@ std::vector<ModelFeature> describe_features(const CflowFile& file) {
                                              (n == h.n_layers ? "every layer" : count_of(n, h.n_layers) + " layers; the others attend over the whole context")});
     }
     const auto divisors = file.rope_freq_factors();
-    if (!divisors.empty()) {
+    const auto long_divisors = file.rope_long_factors();
+    if (p.extended_features & kExtLongRope) {
+        const auto [lo, hi] = std::minmax_element(divisors.begin(), divisors.end());
+        const auto [long_lo, long_hi] = std::minmax_element(long_divisors.begin(), long_divisors.end());
+        out.push_back({"rope scaling", "LongRoPE: frequencies divided by short factors " + number(*lo) + " to " + number(*hi) +
+                                           " in a context of up to " + std::to_string(p.rope_original_context) +
+                                           " tokens, by long factors " + number(*long_lo) + " to " + number(*long_hi) +
+                                           " in a longer one"});
+    } else if (!divisors.empty()) {
         const auto [lo, hi] = std::minmax_element(divisors.begin(), divisors.end());
         const bool linear = *lo == *hi;
         const std::string where = (p.extended_features & kExtLocalRope) ? " on the full-attention layers" : "";
@@ -50,6 +58,8 @@ std::vector<ModelFeature> describe_features(const CflowFile& file) {
                                               : "per-frequency divisors from " + number(*lo) + " to " + number(*hi) +
                                                     " (Llama 3)" + where});
     }
+    if (p.rope_attn_factor > 0.0f)
+        out.push_back({"rope attention factor", "cos and sin of every rotation multiplied by " + number(p.rope_attn_factor)});
     if (p.extended_features & kExtLocalRope)
         out.push_back({"local rope", "sliding-window layers rotate with base " + number(p.rope_local_theta) +
                                          ", unscaled; the others with base " + number(p.rope_theta)});

@@ -46,8 +46,20 @@ greedy continuation of its first 16 tokens, and how far an engine that breaks on
 query_pre_attn_scalar 48 != head_dim (HF only: llama.cpp scales by 1/sqrt(head_dim)), with its
 reference in gemma2/reference_qscale.json.
 
+OUT_DIR/phi3/ and OUT_DIR/phi4mini/: Phi-3.5-mini- and Phi-4-mini-shaped Phi3ForCausalLM (d 128, 2 layers,
+4 query / 2 KV heads of 32, d_ff 256, fused qkv_proj and gate_up_proj, LongRoPE with random float32
+short / long factors, max_position_embeddings 128, original_max_position_embeddings 64, F32; phi3 rotates
+all 32 dims and has its own lm_head, phi4mini rotates 24 (partial_rotary_factor 0.75) and ties the head).
+model.gguf as llama.cpp's converter writes it (architecture phi3: attn_qkv, ffn_up = gate|up, rows in HF
+order, rope_factors_long / rope_factors_short tensors, rope.scaling.attn_factor), hf/ as a Hugging Face
+folder; reference.json holds the float64 numpy logits of hf_phi3_reference.py (written from transformers'
+modeling_phi3.py / modeling_rope_utils.py) at every position of a 48-token sequence (short factors) and of
+a 96-token one (tokens_long / logits_long, long factors), a 32-token greedy continuation of the first 16
+tokens (short factors), and how far an engine that breaks one Phi rule would be (*_rel_l2, each > 1e-2).
+
 Deterministic: the same bytes on every run.
 """
+import itertools
 import json
 import os
 import struct
@@ -846,6 +858,184 @@ def write_gemma(out_dir, arch):
     return out
 
 
+# ----------------------------------------------------------------------------- Phi-3.5-mini, Phi-4-mini
+
+PHI3 = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=256)
+# name -> (architectures' model, partial_rotary_factor, tie_word_embeddings, first seed offset)
+PHI3_VARIANTS = {"phi3": ("Phi-3.5-mini", 1.0, False, 51), "phi4mini": ("Phi-4-mini", 0.75, True, 61)}
+PHI3_MAX_POSITIONS = 128
+PHI3_ORIGINAL_MAX_POSITIONS = 64  # attention factor sqrt(1 + ln(128 / 64) / ln 64)
+PHI3_SLIDING_WINDOW = 262144  # the published configs' value: longer than any sequence here, no effect
+PHI3_TOKENS = 48  # <= original_max_position_embeddings: short factors
+PHI3_TOKENS_LONG = 96  # > original_max_position_embeddings: long factors
+PHI3_GREEDY_PROMPT = 16
+PHI3_GREEDY_STEPS = 32  # 16 + 32 = 48 <= 64: the whole greedy run is on the short factors
+PHI3_SHORT_FACTOR_RANGE = (1.0, 1.5)
+PHI3_LONG_FACTOR_RANGE = (1.0, 8.0)
+PHI3_MIN_DISTINCT_GREEDY = 6
+PHI3_MAX_GREEDY_RUN = 4  # no token picked more than 4 times in a row
+PHI3_MIN_SANITY = 1e-2
+
+
+def phi3_tensor_plan(cfg):
+    """[(GGUF name, HF name, shape outermost first, init)] in file order, as llama.cpp's converter maps
+    Phi3ForCausalLM (gguf-py tensor_mapping: self_attn.qkv_proj -> attn_qkv, mlp.gate_up_proj -> ffn_up,
+    post_attention_layernorm -> ffn_norm); rows unpermuted (llama.cpp runs phi3 with NEOX RoPE); no
+    output.weight when the head is tied."""
+    d, hq, hkv, ff, v = (cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"],
+                         cfg["intermediate_size"], cfg["vocab_size"])
+    dk = d // hq
+    # A tied head reads the input embedding: N(0, 1/d) ("linear") keeps the input token's echo below the
+    # other logits' spread (at N(0, 4/d) most greedy runs repeat one token); untied N(0, 0.5^2).
+    embed_init = "linear" if cfg["tie_word_embeddings"] else "embed"
+    plan = [("token_embd.weight", "model.embed_tokens.weight", [v, d], embed_init)]
+    for l in range(cfg["num_hidden_layers"]):
+        g, h = "blk.%d." % l, "model.layers.%d." % l
+        plan += [
+            (g + "attn_norm.weight", h + "input_layernorm.weight", [d], "norm"),
+            (g + "attn_qkv.weight", h + "self_attn.qkv_proj.weight", [(hq + 2 * hkv) * dk, d], "linear"),
+            (g + "attn_output.weight", h + "self_attn.o_proj.weight", [d, hq * dk], "linear"),
+            (g + "ffn_norm.weight", h + "post_attention_layernorm.weight", [d], "norm"),
+            (g + "ffn_up.weight", h + "mlp.gate_up_proj.weight", [2 * ff, d], "linear"),
+            (g + "ffn_down.weight", h + "mlp.down_proj.weight", [d, ff], "linear"),
+        ]
+    plan.append(("output_norm.weight", "model.norm.weight", [d], "norm"))
+    if not cfg["tie_word_embeddings"]:
+        plan.append(("output.weight", "lm_head.weight", [v, d], "output"))
+    return plan
+
+
+def phi3_factors(rng, n):
+    """LongRoPE rescale factors, float32 values (both files hold float32): short ones in [1, 1.5], long
+    ones in [1, 8], each increasing with the frequency index as in the published checkpoints."""
+    short = np.sort(rng.uniform(*PHI3_SHORT_FACTOR_RANGE, n)).astype(np.float32)
+    long = np.sort(rng.uniform(*PHI3_LONG_FACTOR_RANGE, n)).astype(np.float32)
+    return [float(x) for x in short], [float(x) for x in long]
+
+
+def phi3_config(name, vocab, short_factor, long_factor):
+    """config.json of the tiny Phi-3.5-mini / Phi-4-mini (the keys of the published checkpoints; no
+    head_dim key: Phi-3 derives it as hidden_size / num_attention_heads)."""
+    _, rot_pct, tied, _ = PHI3_VARIANTS[name]
+    config = {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "torch_dtype": "float32", "hidden_act": "silu",
+        "vocab_size": len(vocab), "bos_token_id": vocab["<s>"], "eos_token_id": vocab["</s>"],
+        "pad_token_id": vocab["</s>"], "max_position_embeddings": PHI3_MAX_POSITIONS,
+        "original_max_position_embeddings": PHI3_ORIGINAL_MAX_POSITIONS, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+        "rope_scaling": {"type": "longrope", "short_factor": short_factor, "long_factor": long_factor},
+        "sliding_window": PHI3_SLIDING_WINDOW, "tie_word_embeddings": tied, "attention_bias": False,
+        "attention_dropout": 0.0, "embd_pdrop": 0.0, "resid_pdrop": 0.0, "initializer_range": 0.02,
+        "use_cache": True, **PHI3,
+    }
+    if rot_pct != 1.0:
+        config["partial_rotary_factor"] = rot_pct
+    return config
+
+
+def phi3_gguf_header(model_name, c, attn_factor):
+    """The general.* and phi3.* keys of llama.cpp's convert_hf_to_gguf.py (Phi3MiniModel.set_gguf_parameters,
+    in its order, then generate_extra_tensors' attn_factor): no key_length / value_length (llama.cpp
+    takes n_embd / n_head), rope.dimension_count = int(partial_rotary_factor * n_embd) // n_head,
+    attention.sliding_window from the config (0 when absent; llama.cpp disables Phi's window anyway),
+    rope.scaling.attn_factor = the longrope attention factor; no rope.scaling.type / factor keys."""
+    arch = "phi3"
+    rot_dims = int(c.get("partial_rotary_factor", 1.0) * c["hidden_size"]) // c["num_attention_heads"]
+    return [
+        ("general.architecture", GGUF_STRING, arch),
+        ("general.name", GGUF_STRING, model_name),
+        ("general.file_type", GGUF_U32, 0),  # LLAMA_FTYPE_ALL_F32
+        (arch + ".context_length", GGUF_U32, c["max_position_embeddings"]),
+        (arch + ".rope.scaling.original_context_length", GGUF_U32, c["original_max_position_embeddings"]),
+        (arch + ".embedding_length", GGUF_U32, c["hidden_size"]),
+        (arch + ".feed_forward_length", GGUF_U32, c["intermediate_size"]),
+        (arch + ".block_count", GGUF_U32, c["num_hidden_layers"]),
+        (arch + ".attention.head_count", GGUF_U32, c["num_attention_heads"]),
+        (arch + ".attention.head_count_kv", GGUF_U32, c["num_key_value_heads"]),
+        (arch + ".attention.layer_norm_rms_epsilon", GGUF_F32, c["rms_norm_eps"]),
+        (arch + ".rope.dimension_count", GGUF_U32, rot_dims),
+        (arch + ".rope.freq_base", GGUF_F32, c["rope_theta"]),
+        (arch + ".attention.sliding_window", GGUF_U32, c.get("sliding_window") or 0),
+        (arch + ".rope.scaling.attn_factor", GGUF_F32, attn_factor),
+    ]
+
+
+def write_phi3(out_dir, name):
+    """OUT_DIR/phi3/ (Phi-3.5-mini-shaped) or OUT_DIR/phi4mini/ (Phi-4-mini-shaped)."""
+    import torch  # safetensors_bytes takes torch tensors
+    import hf_phi3_reference as hp
+    import make_reference_models as mrm
+
+    model_name, _, _, seed_offset = PHI3_VARIANTS[name]
+    vocab = mrm.build_vocab()
+    merges = mrm.build_merges(vocab)
+    n_factors = hp.rotary_dim(dict(PHI3, partial_rotary_factor=PHI3_VARIANTS[name][1])) // 2
+    prompt_len, steps = PHI3_GREEDY_PROMPT, PHI3_GREEDY_STEPS
+    assert prompt_len + steps <= PHI3_ORIGINAL_MAX_POSITIONS < PHI3_TOKENS_LONG <= PHI3_MAX_POSITIONS
+    assert PHI3_TOKENS <= PHI3_ORIGINAL_MAX_POSITIONS
+    first = SEED + seed_offset
+    for seed in range(first, first + 64):
+        rng = np.random.default_rng(seed)
+        short_factor, long_factor = phi3_factors(rng, n_factors)
+        config = phi3_config(name, vocab, short_factor, long_factor)
+        plan = phi3_tensor_plan(config)
+        gguf_tensors, hf_f64, hf_f32 = [], {}, {}
+        for gguf_name, hf_name, shape, init in plan:
+            w32 = init_weight(rng, shape, init).astype("<f4")
+            hf_f32[hf_name] = torch.from_numpy(w32.copy())
+            hf_f64[hf_name] = w32.astype(np.float64)
+            gguf_tensors.append((gguf_name, GGML_F32, list(reversed(shape)), np.ascontiguousarray(w32).tobytes()))
+        tokens_long = [vocab["<s>"]] + [int(x) for x in rng.integers(3, len(vocab), PHI3_TOKENS_LONG - 1)]
+        tokens = tokens_long[:PHI3_TOKENS]  # the long sequence starts with the short one
+        model = hp.HfPhi3(config, hf_f64)
+        greedy, margins = model.greedy(tokens[:prompt_len], steps)
+        longest_run = max(len(list(run)) for _, run in itertools.groupby(greedy))
+        if (min(margins) > 1e-3 and len(set(greedy)) >= PHI3_MIN_DISTINCT_GREEDY
+                and longest_run <= PHI3_MAX_GREEDY_RUN):
+            break
+    else:
+        raise AssertionError(name + ": every seed tried has a near tie or a repetitive greedy continuation")
+    assert hp.factor_set_for(config, len(tokens)) == "short"
+    assert hp.factor_set_for(config, len(tokens_long)) == "long"
+    logits = model.logits(tokens)
+    logits_long = model.logits(tokens_long)
+    attn_factor = hp.attention_factor(config)
+
+    # What an engine that gets one Phi rule wrong would give: each must be far outside the 1e-4
+    # tolerance, or the fixture proves nothing.
+    sanity = {
+        "no_attention_factor_rel_l2": _rel_l2(hp.HfPhi3(config, hf_f64, attn_factor=1.0).logits(tokens), logits),
+        "no_attention_factor_long_rel_l2": _rel_l2(
+            hp.HfPhi3(config, hf_f64, attn_factor=1.0).logits(tokens_long), logits_long),
+        "long_vs_short_rel_l2": _rel_l2(
+            hp.HfPhi3(config, hf_f64, factor_set="short").logits(tokens_long), logits_long),
+        "short_vs_long_rel_l2": _rel_l2(hp.HfPhi3(config, hf_f64, factor_set="long").logits(tokens), logits),
+        "no_factors_rel_l2": _rel_l2(hp.HfPhi3(dict(config, rope_scaling=None), hf_f64).logits(tokens), logits),
+    }
+    if config.get("partial_rotary_factor", 1.0) != 1.0:
+        sanity["full_rotary_rel_l2"] = _rel_l2(
+            hp.HfPhi3(config, hf_f64, rot_dims=hp.head_dim(config)).logits(tokens), logits)
+        sanity["attn_factor_on_pass_dims_rel_l2"] = _rel_l2(
+            hp.HfPhi3(config, hf_f64, attn_factor_on_pass_dims=True).logits(tokens), logits)
+    for key, value in sanity.items():
+        assert value > PHI3_MIN_SANITY, "%s: %s = %g, the fixture proves nothing" % (name, key, value)
+
+    # rope_factors_long / rope_factors_short come first, as the converter yields them
+    # (generate_extra_tensors before the checkpoint's tensors).
+    gguf_tensors = [
+        ("rope_factors_long.weight", GGML_F32, [n_factors], np.asarray(long_factor, dtype="<f4").tobytes()),
+        ("rope_factors_short.weight", GGML_F32, [n_factors], np.asarray(short_factor, dtype="<f4").tobytes()),
+    ] + gguf_tensors
+    metadata = phi3_gguf_header("cflow tiny %s (test fixture)" % model_name, config, attn_factor) + \
+        tokenizer_metadata(vocab, merges)
+    out = {"tokens": tokens, "logits": logits.tolist(), "tokens_long": tokens_long,
+           "logits_long": logits_long.tolist(), "greedy_prompt": tokens[:prompt_len], "greedy": greedy,
+           "min_greedy_margin": min(margins), "seed": seed, "factor_set": "short", "factor_set_long": "long",
+           "attention_factor": attn_factor, "rotary_dim": hp.rotary_dim(config), "short_factor": short_factor,
+           "long_factor": long_factor, **sanity}
+    write_family_fixture(out_dir, name, metadata, gguf_tensors, config, hf_f32, out)
+    return out
+
+
 def main(argv=None):
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
@@ -874,6 +1064,12 @@ def main(argv=None):
             q = g["qscale"]
             print("%s/hf_qscale: query_pre_attn_scalar %d, 1/sqrt(head_dim) would be %.3g off, greedy margin %.3g" %
                   (arch, q["query_pre_attn_scalar"], q["head_dim_scale_rel_l2"], q["min_greedy_margin"]))
+    for name in PHI3_VARIANTS:
+        p = write_phi3(out_dir, name)
+        checks = ", ".join("%s %.3g" % (k[:-len("_rel_l2")], v) for k, v in sorted(p.items()) if k.endswith("_rel_l2"))
+        print("%s: %d + %d tokens, rotary dims %d, attention factor %.6f, greedy margin %.3g (seed %d); "
+              "wrong-rule rel L2: %s" % (name, len(p["tokens"]), len(p["tokens_long"]), p["rotary_dim"],
+                                         p["attention_factor"], p["min_greedy_margin"], p["seed"], checks))
     return 0
 
 

@@ -198,6 +198,8 @@ SummarySection params_section(const ModelParams& p) {
                 {QStringLiteral("extended_features"), QStringLiteral("0x%1").arg(p.extended_features, 0, 16)},
                 {QStringLiteral("query_scale"), real(p.query_scale)},
                 {QStringLiteral("rope_local_theta"), real(p.rope_local_theta)},
+                {QStringLiteral("rope_original_context"), number(p.rope_original_context)},
+                {QStringLiteral("rope_attn_factor"), real(p.rope_attn_factor)},
             }};
 }
 

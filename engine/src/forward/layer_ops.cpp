@@ -131,8 +131,8 @@ void Session::attention(uint32_t layer, uint32_t kv_slot, const float* x, float*
             ops::rmsnorm(b.v.data() + size_t(hd) * dk, nullptr, b.v.data() + size_t(hd) * dk, dk, p.norm_eps);
 
     const uint32_t n_rot = ops::rotary_dims(dk, p.rope_fraction);
-    const LayerRope rope = model_->rope(layer);
-    ops::rope_tables(position_, n_rot, rope.theta, rope.freq_factors, b.rope_cos.data(), b.rope_sin.data());
+    const LayerRope rope = model_->rope(layer, long_rope_);
+    ops::rope_tables(position_, n_rot, rope.theta, rope.freq_factors, rope.scale, b.rope_cos.data(), b.rope_sin.data());
     if (model_->applies_rope(layer)) {
         for (uint32_t hd = 0; hd < n_heads; ++hd) ops::rope_apply(b.q.data() + size_t(hd) * dk, n_rot, b.rope_cos.data(), b.rope_sin.data());
         for (uint32_t hd = 0; hd < n_kv; ++hd) ops::rope_apply(b.k.data() + size_t(hd) * dk, n_rot, b.rope_cos.data(), b.rope_sin.data());

@@ -129,6 +129,7 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
 
         if (auto tmpl = f.metadata().get_string("tokenizer.chat_template")) model->chat_template_ = *tmpl;
         model->rope_freq_factors_ = f.rope_freq_factors();
+        model->rope_long_factors_ = f.rope_long_factors();
         model->rope_skip_layers_ = f.rope_skip_layers();
         model->sliding_layers_ = f.sliding_layers();
         model->effective_layers_ = static_cast<CombineStyle>(h.combine_style) == CombineStyle::FixedPoint

@@ -45,14 +45,14 @@ void glu(FfnActivation activation, float* gate, const float* up, size_t n) {
 
 uint32_t rotary_dims(uint32_t head_dim, float fraction) { return rotary_dim_count(head_dim, fraction); }
 
-void rope_tables(uint32_t pos, uint32_t n_rot, float theta, std::span<const float> divisors, float* cos_out,
+void rope_tables(uint32_t pos, uint32_t n_rot, float theta, std::span<const float> divisors, float scale, float* cos_out,
                  float* sin_out) {
     for (uint32_t i = 0; i < n_rot / 2; ++i) {
         float freq = 1.0f / std::pow(theta, float(2 * i) / float(n_rot));
         if (i < divisors.size()) freq /= divisors[i];
         const float angle = float(pos) * freq;
-        cos_out[i] = std::cos(angle);
-        sin_out[i] = std::sin(angle);
+        cos_out[i] = std::cos(angle) * scale;
+        sin_out[i] = std::sin(angle) * scale;
     }
 }
 

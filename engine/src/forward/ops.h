@@ -18,7 +18,8 @@ void glu(FfnActivation activation, float* gate, const float* up, size_t n);
 uint32_t rotary_dims(uint32_t head_dim, float fraction);
 // cos/sin of pos * theta^(-2i/n_rot) / divisors[i] for i < n_rot/2 (divisors: [n_rot/2], the
 // model's rope frequency factors, or empty for plain RoPE).  cos_out, sin_out: [n_rot/2]
-void rope_tables(uint32_t pos, uint32_t n_rot, float theta, std::span<const float> divisors, float* cos_out,
+// scale multiplies every cos and sin (LongRoPE's attention factor; 1 = plain rotation).
+void rope_tables(uint32_t pos, uint32_t n_rot, float theta, std::span<const float> divisors, float scale, float* cos_out,
                  float* sin_out);
 // Split-half rotation: pairs (i, i + n_rot/2) for i < n_rot/2. v: [head_dim]
 void rope_apply(float* v, uint32_t n_rot, const float* cos_t, const float* sin_t);

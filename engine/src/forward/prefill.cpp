@@ -121,7 +121,7 @@ Status Session::prefill_chunk(std::span<const int32_t> tokens) {
     for (uint32_t t = 0; t < n; ++t) embed(tokens[t], bt.x.data() + t * d);
     // One table of angles per position for the chunk; a model whose layers rotate differently
     // (Gemma 3's sliding layers) gets its tables per layer in attention_batch instead.
-    const LayerRope rope0 = model_->rope(0);
+    const LayerRope rope0 = model_->rope(0, long_rope_);
     fill_rope_tables(rope0, n);
     bt.rope_layer_theta = rope0.theta;
     bt.rope_layer_factors = rope0.freq_factors.data();
@@ -230,7 +230,7 @@ void Session::fill_rope_tables(const LayerRope& rope, uint32_t n) {
     Batch& bt = *batch_;
     const uint32_t n_rot = ops::rotary_dims(h.head_dim, model_->params().rope_fraction);
     for (uint32_t t = 0; t < n; ++t)
-        ops::rope_tables(position_ + t, n_rot, rope.theta, rope.freq_factors, bt.rope_cos.data() + t * (h.head_dim / 2),
+        ops::rope_tables(position_ + t, n_rot, rope.theta, rope.freq_factors, rope.scale, bt.rope_cos.data() + t * (h.head_dim / 2),
                          bt.rope_sin.data() + t * (h.head_dim / 2));
 }
 
@@ -246,7 +246,7 @@ void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
     for_tokens(pool_, n, [&](uint32_t t) { ops::rmsnorm(bt.x.data() + t * d, w.attn_norm->raw_f32(), bt.xn.data() + t * d, d, p.norm_eps); });
     matmat(*w.qkv, {{bt.q.data(), bt.k.data(), bt.v.data()}, {qdim, kvdim, kvdim}}, bt.xn.data(), d, n);
     if (model_->rope_varies_by_layer()) {
-        const LayerRope rope = model_->rope(layer);
+        const LayerRope rope = model_->rope(layer, long_rope_);
         if (rope.theta != bt.rope_layer_theta || rope.freq_factors.data() != bt.rope_layer_factors) {
             fill_rope_tables(rope, n);
             bt.rope_layer_theta = rope.theta;

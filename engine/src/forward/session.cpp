@@ -83,6 +83,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
         if (const uint32_t window = model_->attention_window(layer); window > 0) ring[slot] = window + kPrefillChunk - 1;
     }
     b.kv = KvCache(options.kv_cache, slots, context_length_, h.n_kv_heads, h.head_dim, std::move(ring));
+    long_rope_ = model_->uses_long_rope(context_length_);
     // The widest matvec input (attention output, FFN and expert hidden sizes) in 256-column slices.
     const size_t widest = std::max({d, qdim, hidden});
     b.quantized_x.resize((widest + kTileCols - 1) / kTileCols * kQuantizedSliceBytes + kQuantizedSliceAlign);

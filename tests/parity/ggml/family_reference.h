@@ -67,8 +67,9 @@ inline Result<std::shared_ptr<const Model>> convert_f32_and_load(const SourceMod
 }
 
 inline std::unique_ptr<Session> scalar_f32_session(std::shared_ptr<const Model> model,
-                                                   ExpertFetch fetch = ExpertFetch::Mapped) {
+                                                   ExpertFetch fetch = ExpertFetch::Mapped, uint32_t context_length = 0) {
     SessionOptions options;
+    options.context_length = context_length;  // 0: the model's
     options.threads = 2;
     options.isa = Isa::Scalar;  // the f32 reference path (no int8 activations)
     options.expert_fetch = fetch;
@@ -100,8 +101,9 @@ inline Result<std::vector<int32_t>> greedy_continuation(Session& session, const 
 // Teacher-forced logits at every position (decode steps) and the greedy continuation (prefill of
 // the prompt, then decode), both against the reference.
 inline void expect_family_reference(const std::shared_ptr<const Model>& model, const FamilyReference& ref,
-                                    const std::string& label, ExpertFetch fetch = ExpertFetch::Mapped) {
-    auto session = scalar_f32_session(model, fetch);
+                                    const std::string& label, ExpertFetch fetch = ExpertFetch::Mapped,
+                                    uint32_t context_length = 0) {
+    auto session = scalar_f32_session(model, fetch, context_length);
     ASSERT_NE(session, nullptr);
     double max_err = 0;
     for (size_t p = 0; p < ref.tokens.size(); ++p) {
@@ -114,7 +116,7 @@ inline void expect_family_reference(const std::shared_ptr<const Model>& model, c
     }
     std::printf("[%s] logits rel L2 max over %zu positions %.2e\n", label.c_str(), ref.tokens.size(), max_err);
 
-    auto fresh = scalar_f32_session(model, fetch);
+    auto fresh = scalar_f32_session(model, fetch, context_length);
     ASSERT_NE(fresh, nullptr);
     auto generated = greedy_continuation(*fresh, ref.greedy_prompt, uint32_t(ref.greedy.size()));
     ASSERT_TRUE(generated.ok()) << generated.error();

@@ -55,12 +55,18 @@ enum ExtendedFeature : uint32_t {
     // Sliding-window layers rotate with ModelParams.rope_local_theta and without the rope
     // frequency factors; the full-attention layers use rope_theta and the factors (Gemma 3).
     kExtLocalRope = 1u << 2,
+    // LongRoPE (Phi-3.5 / Phi-4-mini): kRopeFreqFactorsKey holds the short factors, metadata
+    // kRopeLongFactorsKey the long ones, which a session uses when its context length exceeds
+    // ModelParams.rope_original_context (llama.cpp's rule).
+    kExtLongRope = 1u << 3,
 };
-inline constexpr uint32_t kKnownExtendedFeatures = (1u << 3) - 1;
+inline constexpr uint32_t kKnownExtendedFeatures = (1u << 4) - 1;
 // FloatArray [rotary_dim_count(head_dim, rope_fraction) / 2], each finite and > 0.
 inline constexpr const char* kRopeFreqFactorsKey = "cflow.rope.freq_factors";
 // IntArray [n_layers] of 0 / 1: 1 = that layer's queries and keys are not rotated.
 inline constexpr const char* kRopeSkipLayersKey = "cflow.rope.skip_layers";
+// FloatArray [rotary_dim_count / 2]: LongRoPE's long factors (kExtLongRope), divisors as kRopeFreqFactorsKey's.
+inline constexpr const char* kRopeLongFactorsKey = "cflow.rope.freq_factors_long";
 // IntArray [n_layers] of 0 / 1: 1 = that layer attends over a sliding window (kExtSlidingLayers).
 inline constexpr const char* kSlidingLayersKey = "cflow.attention.sliding_layers";
 
@@ -139,7 +145,9 @@ struct ModelParams {
     uint32_t extended_features;  // ExtendedFeature bits
     float query_scale;           // 0 = 1 / sqrt(head_dim); else scores = q.k * query_scale (Gemma's query_pre_attn_scalar^-0.5)
     float rope_local_theta;      // RoPE base of the sliding-window layers (kExtLocalRope), else 0
-    uint8_t reserved[64];        // zero
+    uint32_t rope_original_context;  // kExtLongRope: contexts above it use the long factors, else 0
+    float rope_attn_factor;      // 0 = 1; else cos and sin of every rotation are multiplied by it (LongRoPE's attention factor)
+    uint8_t reserved[56];        // zero
 };
 static_assert(sizeof(ModelParams) == 128, "ModelParams must be 128 bytes");
 static_assert(offsetof(ModelParams, extended_features) == 52, "the kFeatureExtended tail starts at byte 52");

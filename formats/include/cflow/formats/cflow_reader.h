@@ -105,6 +105,11 @@ public:
         const auto* skip = metadata_.get_ints(kRopeSkipLayersKey);
         return skip ? std::span<const int32_t>(*skip) : std::span<const int32_t>();
     }
+    // [rotary dims / 2] LongRoPE's long factors (kExtLongRope, validated at open); empty without.
+    std::span<const float> rope_long_factors() const {
+        const auto* factors = metadata_.get_floats(kRopeLongFactorsKey);
+        return factors ? std::span<const float>(*factors) : std::span<const float>();
+    }
     // [n_layers] 1 = that layer attends over the last sliding_window positions only
     // (kExtSlidingLayers, validated at open); empty when sliding_window, if any, applies to every layer.
     std::span<const int32_t> sliding_layers() const {

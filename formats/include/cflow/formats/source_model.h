@@ -10,6 +10,8 @@
 //   blk.N.attn_q_norm.weight / attn_k_norm.weight [dk]
 //   blk.N.ffn_norm.weight [d]          blk.N.ffn_gate.weight / ffn_up.weight [d_ff x d]   ffn_down.weight [d x d_ff]
 //   blk.N.post_attention_norm.weight / post_ffw_norm.weight [d] (Gemma 2/3: RMSNorm of the attention / FFN output)
+//   Fused (Phi-3): blk.N.attn_qkv.weight [(H + 2 Hkv)*dk x d] (Q, K, V rows) instead of attn_q/k/v,
+//                  blk.N.ffn_gate_up.weight [2 d_ff x d] (gate rows, then up) instead of ffn_gate/ffn_up
 //   MoE: blk.N.ffn_gate_inp.weight [E x d] (router), blk.N.ffn_gate_exps.weight / ffn_up_exps [E x eff x d],
 //        blk.N.ffn_down_exps.weight [E x d x eff], blk.N.moe_norm.weight [d],
 //        blk.N.ffn_gate_shexp / ffn_up_shexp [sff x d], ffn_down_shexp [d x sff], ffn_gate_inp_shexp [d]
@@ -75,6 +77,12 @@ struct ModelConfig {
     float rope_local_theta = 0.0f;
     // Factor of q.k in attention scores; 0 = 1 / sqrt(head_dim) (Gemma: query_pre_attn_scalar^-0.5).
     float query_scale = 0.0f;
+    // LongRoPE (Phi-3.5 / Phi-4-mini): rope_freq_factors are the short factors, these the long
+    // ones, used when the context exceeds rope_original_context. Empty / 0 = no LongRoPE.
+    std::vector<float> rope_freq_factors_long;
+    uint32_t rope_original_context = 0;
+    // cos and sin of every rotation multiplied by it (LongRoPE's attention factor); 0 = 1.
+    float rope_attn_factor = 0.0f;
 };
 
 struct TensorView {

@@ -48,6 +48,7 @@ struct LayerWeights {
 struct LayerRope {
     float theta = 10000.0f;
     std::span<const float> freq_factors;  // [rotary dims / 2] or empty
+    float scale = 1.0f;                   // multiplies cos and sin (LongRoPE's attention factor)
 };
 
 class Model {
@@ -78,10 +79,17 @@ public:
         if (window == 0 || sliding_layers_.empty()) return window;
         return layer < sliding_layers_.size() && sliding_layers_[layer] != 0 ? window : 0;
     }
-    // Base and frequency divisors of stored layer `layer` (Gemma 3's sliding layers have their own base, unscaled).
-    LayerRope rope(uint32_t layer) const {
-        if ((params().extended_features & kExtLocalRope) && attention_window(layer) != 0) return {params().rope_local_theta, {}};
-        return {params().rope_theta, rope_freq_factors_};
+    // Base, frequency divisors and scale of stored layer `layer`: Gemma 3's sliding layers have
+    // their own base, unscaled; a LongRoPE model uses its long factors in a session whose
+    // context exceeds the original one (long_context, uses_long_rope()).
+    LayerRope rope(uint32_t layer, bool long_context = false) const {
+        const float scale = params().rope_attn_factor > 0.0f ? params().rope_attn_factor : 1.0f;
+        if ((params().extended_features & kExtLocalRope) && attention_window(layer) != 0) return {params().rope_local_theta, {}, scale};
+        return {params().rope_theta, long_context && !rope_long_factors_.empty() ? rope_long_factors_ : rope_freq_factors_, scale};
+    }
+    // Whether a session of context_length tokens rotates with LongRoPE's long factors.
+    bool uses_long_rope(uint32_t context_length) const {
+        return !rope_long_factors_.empty() && context_length > params().rope_original_context;
     }
     // Whether any layer rotates differently from layer 0 (so one rope table per position is not enough).
     bool rope_varies_by_layer() const { return (params().extended_features & kExtLocalRope) != 0; }
@@ -114,6 +122,7 @@ private:
     const SegmentView* token_embd_ = nullptr;
     std::string chat_template_;
     std::span<const float> rope_freq_factors_;  // into file_'s metadata
+    std::span<const float> rope_long_factors_;  // [rotary dims / 2] or empty, into file_'s metadata
     std::span<const int32_t> rope_skip_layers_;  // [n_layers] or empty, into file_'s metadata
     std::span<const int32_t> sliding_layers_;    // [n_layers] or empty, into file_'s metadata
     uint32_t effective_layers_ = 0;

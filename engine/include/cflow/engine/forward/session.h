@@ -163,6 +163,7 @@ private:
     ThreadPool pool_;
     uint32_t context_length_;
     uint32_t position_ = 0;
+    bool long_rope_ = false;   // LongRoPE's long factors: the context exceeds the model's original one
     uint32_t kv_written_ = 0;  // positions below it were written since the last reset (truncate() keeps the high-water mark)
     std::unique_ptr<Buffers> buf_;
     TokenTelemetry telemetry_;
