@@ -1,6 +1,7 @@
 #include "cflow/ui/chat_view.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include <QAbstractTextDocumentLayout>
 #include <QApplication>
@@ -11,6 +12,7 @@
 #include <QLabel>
 #include <QMouseEvent>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScrollBar>
 #include <QTextBlock>
 #include <QTextBrowser>
@@ -19,6 +21,7 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include "cflow/engine/chat/reasoning_split.h"
 #include "cflow/ui/fixed_font.h"
 #include "cflow/ui/chat_markdown.h"
 #include "labelled_button.h"
@@ -27,11 +30,13 @@ namespace cflow::ui {
 
 namespace {
 
+int word_count(const QString& text) { return static_cast<int>(text.split(QRegularExpression(QStringLiteral("\\s+")), Qt::SkipEmptyParts).size()); }
 
 } // namespace
 
 ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidget* parent)
-    : QFrame(parent), role_(role), browser_(new QTextBrowser(this)), highlightTimer_(new QTimer(this)) {
+    : QFrame(parent), role_(role), thinkingToggle_(new QToolButton(this)), thinkingView_(new QLabel(this)),
+      browser_(new QTextBrowser(this)), highlightTimer_(new QTimer(this)) {
     setFrameShape(QFrame::NoFrame);
     // A Plain Box is drawn in the foreground role's colour: the highlight while editing.
     setFrameShadow(QFrame::Plain);
@@ -83,6 +88,28 @@ ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidg
     header->addWidget(copy);
     layout->addLayout(header);
 
+    thinkingToggle_->setObjectName(QStringLiteral("thinkingToggle"));
+    thinkingToggle_->setCheckable(true);
+    thinkingToggle_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    thinkingToggle_->setAutoRaise(true);
+    thinkingToggle_->setAccessibleName(tr("Show or hide the model's thinking"));
+    thinkingToggle_->setToolTip(tr("The model reasoned before it answered: show or hide that reasoning"));
+    thinkingToggle_->setFocusPolicy(Qt::StrongFocus);
+    thinkingToggle_->hide();
+    connect(thinkingToggle_, &QToolButton::toggled, this, [this] { render(); });
+    layout->addWidget(thinkingToggle_);
+    thinkingView_->setObjectName(QStringLiteral("thinkingView"));
+    thinkingView_->setWordWrap(true);
+    thinkingView_->setTextFormat(Qt::PlainText);
+    thinkingView_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    thinkingView_->setForegroundRole(QPalette::PlaceholderText);
+    QFont thinkingFont = thinkingView_->font();
+    thinkingFont.setItalic(true);
+    thinkingView_->setFont(thinkingFont);
+    thinkingView_->setContentsMargins(12, 0, 0, 4);
+    thinkingView_->hide();
+    layout->addWidget(thinkingView_);
+
     // Links are handled here: "Copy code" ones copy their block, others open outside.
     browser_->setOpenLinks(false);
     connect(browser_, &QTextBrowser::anchorClicked, this, &ChatMessageCard::onAnchorClicked);
@@ -123,16 +150,42 @@ void ChatMessageCard::render() {
     // stale. Appending keeps the raw offsets, so a highlight still showing is drawn again.
     map_.reset();
     browser_->setExtraSelections({});
-    browser_->setMarkdown(chat_markdown(text_, tr("Copy code"), tr("Copy this code block to the clipboard")));
+    // The reasoning block's offsets come in UTF-8 bytes; the tags and the whitespace around them
+    // are ASCII, so every offset falls between characters.
+    const QByteArray bytes = text_.toUtf8();
+    const ReasoningSplit split = split_reasoning(std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
+    const auto chars = [&](size_t byte) {
+        return static_cast<int>(QString::fromUtf8(bytes.constData(), static_cast<qsizetype>(byte)).size());
+    };
+    answerOffset_ = split.has_reasoning ? chars(split.answer_begin) : 0;
+    thinkingClosed_ = split.closed;
+    thinking_ = split.has_reasoning ? text_.mid(chars(split.reasoning_begin), chars(split.reasoning_end) - chars(split.reasoning_begin)).trimmed()
+                                    : QString();
+    const bool shown = split.has_reasoning && thinkingToggle_->isChecked();
+    thinkingToggle_->setVisible(split.has_reasoning);
+    thinkingToggle_->setArrowType(shown ? Qt::DownArrow : Qt::RightArrow);
+    const int words = word_count(thinking_);
+    thinkingToggle_->setText(!split.closed ? tr("Thinking\u2026 (%n words)", nullptr, words)
+                             : shown      ? tr("Hide thinking")
+                                          : tr("Show thinking (%n words)", nullptr, words));
+    thinkingView_->setVisible(shown);
+    thinkingView_->setText(shown ? thinking_ : QString());
+    const QString answer = text_.mid(answerOffset_);
+    browser_->setVisible(!split.has_reasoning || !answer.isEmpty());
+    browser_->setMarkdown(chat_markdown(answer, tr("Copy code"), tr("Copy this code block to the clipboard")));
     apply_code_font(*browser_->document(), fixed_pitch_font());
     fitHeight();
     if (flashed_) showHighlight();
 }
 
 const RenderedTextMap& ChatMessageCard::renderedMap() const {
-    if (!map_) map_.emplace(mapping_text(*browser_->document()), text_);
+    if (!map_) map_.emplace(mapping_text(*browser_->document()), text_.mid(answerOffset_));
     return *map_;
 }
+
+bool ChatMessageCard::thinkingShown() const { return !thinking_.isEmpty() && thinkingToggle_->isChecked(); }
+
+void ChatMessageCard::setThinkingShown(bool shown) { thinkingToggle_->setChecked(shown); }
 
 QStringList ChatMessageCard::codeBlocks() const { return code_blocks(*browser_->document()); }
 
@@ -197,7 +250,7 @@ std::optional<TokenSpan> ChatMessageCard::tokenAt(QPoint viewportPos) const {
     if (!rendered) return std::nullopt;
     const int source = renderedMap().sourceOffset(*rendered);
     if (source < 0) return std::nullopt;
-    return spans_.at(source);
+    return spans_.at(source + answerOffset_);
 }
 
 bool ChatMessageCard::flashToken(const TokenSpan& span) {
@@ -211,7 +264,9 @@ bool ChatMessageCard::flashToken(const TokenSpan& span) {
 }
 
 bool ChatMessageCard::showHighlight() {
-    const auto [first, last] = renderedMap().renderedRange(flashed_->start, flashed_->end);
+    if (flashed_->end <= answerOffset_) return false;  // the token wrote reasoning, which the answer does not show
+    const auto [first, last] =
+        renderedMap().renderedRange(std::max(flashed_->start - answerOffset_, 0), flashed_->end - answerOffset_);
     if (first >= last) return false;
     QTextEdit::ExtraSelection selection;
     selection.cursor = QTextCursor(browser_->document());

@@ -8,6 +8,10 @@
 // of several alternative replies is shown with ‹ › to switch (setAlternatives, answered by
 // alternativeRequested), and the message being edited (setEditing).
 //
+// A reply that starts with a thinking model's reasoning (<think> ... </think>, split_reasoning)
+// shows the answer only, under a "Show thinking" fold that opens the reasoning in a quieter
+// style; while the model is still thinking the fold says so and counts the words.
+//
 // A reply streamed in this session also keeps which characters each generated token wrote
 // (TokenSpans): clicking such a character briefly highlights the token's text and emits
 // tokenClicked(position) with the token's KV-cache position, which the main window hands to
@@ -43,7 +47,11 @@ public:
     void setText(const QString& text);  // replaces the text; its token spans no longer apply
     // Appends a streamed batch and the pieces of the tokens that produced it.
     void appendText(const QString& more, const TokenPieces& pieces);
-    QTextBrowser* browser() const { return browser_; }
+    QTextBrowser* browser() const { return browser_; }  // the answer (the whole text without reasoning)
+    // The reasoning of a thinking model's reply ("" without one) and whether its fold is open.
+    QString thinking() const { return thinking_; }
+    bool thinkingShown() const;
+    void setThinkingShown(bool shown);
     const TokenSpans& tokenSpans() const { return spans_; }
 
     // The code of each fenced code block as rendered, in order; copyCodeBlock(i) puts block
@@ -92,6 +100,11 @@ private:
     void onAnchorClicked(const QUrl& url);
     QString role_;
     QString text_;
+    QString thinking_;     // the reasoning part of text_, tags excluded
+    int answerOffset_ = 0; // text_ index where the rendered answer starts (after </think>)
+    bool thinkingClosed_ = false;
+    QToolButton* thinkingToggle_;
+    QLabel* thinkingView_;
     QTextBrowser* browser_;
     QLabel* stoppedMarker_;
     QLabel* activityMarker_;
