@@ -57,6 +57,20 @@ modeling_phi3.py / modeling_rope_utils.py) at every position of a 48-token seque
 a 96-token one (tokens_long / logits_long, long factors), a 32-token greedy continuation of the first 16
 tokens (short factors), and how far an engine that breaks one Phi rule would be (*_rel_l2, each > 1e-2).
 
+OUT_DIR/chat_llama3/, chat_qwen3/, chat_smollm3/, chat_gemma3/, chat_phi4mini/: a conversation end to end
+with each chat family (Llama 3.1, Qwen3, SmolLM3, Gemma 3, Phi-4-mini). model.gguf: a tiny F32 model of the
+family's architecture (the shapes and writers above, 2 layers, SmolLM3 4, context 512) whose vocabulary is
+the 320 toy tokens plus the family's control tokens (CONTROL; Qwen3 / SmolLM3's <think> and </think>
+USER_DEFINED, as llama.cpp types them), with the family's bos / eos / eot ids, add_bos_token, no dummy space
+prefix, and its real chat template in tokenizer.chat_template, read from ../shared (CFLOW_SHARED_DIR) when
+this runs, never stored in the repository; without ../shared/assets these folders are not written (a note
+is printed). The weights are random but for an output path: a residual dimension no block writes carries a
+marker on the single-character toy tokens, and the end-of-turn token's head row reads only it, so every
+greedy reply is a few ordinary tokens and then the end-of-turn token (CHAT_MARK...). expected.json: the ids
+a reply must stop on, the stop reason, and for two user turns the jinja2 rendering of the conversation
+(tests/engine/chat/render_family_templates.py's environment), its token ids (every special piece one id),
+and the float64 greedy reply up to the end-of-turn token. See README.md, "Family chat".
+
 Deterministic: the same bytes on every run.
 """
 import itertools
@@ -1035,6 +1049,413 @@ def write_phi3(out_dir, name):
     write_family_fixture(out_dir, name, metadata, gguf_tensors, config, hf_f32, out)
     return out
 
+# ----------------------------------------------------------------------------- family chat fixtures
+
+# OUT_DIR/chat_<family>/: a conversation end to end. Each family's tiny random-weight model with the
+# toy vocabulary plus the family's own control tokens and its real chat template (read from
+# ../shared at generation time, never copied into the repository), and an output path that ends
+# every reply with the family's end-of-turn token after a few ordinary tokens.
+CHAT_TEMPLATE_DIR = "assets/chat-templates/llama.cpp-models-templates/"
+CHAT_CONFIG_DIR = "assets/tokenizers/configs-only/"
+TOKEN_USER_DEFINED = 4
+# name -> family, architecture, template (path under ../shared, JSON key or None), appended tokens
+# [(piece, token type)] as llama.cpp's converter types them (special added tokens CONTROL, the others
+# USER_DEFINED), bos / eos / eot pieces (tokenizer.ggml.*_token_id; eos as the instruct model's
+# tokenizer_config.json or config.json gives it), add_bos_token, and the pieces a reply must stop on.
+CHAT_FAMILIES = {
+    "llama3": dict(
+        family="Llama 3.1", arch="llama", template=(CHAT_TEMPLATE_DIR + "meta-llama-Llama-3.1-8B-Instruct.jinja", None),
+        tokens=[("<|begin_of_text|>", TOKEN_CONTROL), ("<|end_of_text|>", TOKEN_CONTROL),
+                ("<|start_header_id|>", TOKEN_CONTROL), ("<|end_header_id|>", TOKEN_CONTROL),
+                ("<|eom_id|>", TOKEN_CONTROL), ("<|eot_id|>", TOKEN_CONTROL), ("<|python_tag|>", TOKEN_CONTROL)],
+        bos="<|begin_of_text|>", eos="<|eot_id|>", eot="<|eot_id|>", add_bos=True,
+        end_of_turn=["<|eot_id|>", "<|eom_id|>"]),
+    "qwen3": dict(
+        family="Qwen3", arch="qwen3", template=(CHAT_TEMPLATE_DIR + "Qwen-Qwen3-0.6B.jinja", None),
+        tokens=[("<|endoftext|>", TOKEN_CONTROL), ("<|im_start|>", TOKEN_CONTROL), ("<|im_end|>", TOKEN_CONTROL),
+                ("<think>", TOKEN_USER_DEFINED), ("</think>", TOKEN_USER_DEFINED)],
+        bos="<|endoftext|>", eos="<|im_end|>", eot="<|im_end|>", add_bos=False, end_of_turn=["<|im_end|>"]),
+    "smollm3": dict(
+        family="SmolLM3", arch="smollm3", template=(CHAT_TEMPLATE_DIR + "HuggingFaceTB-SmolLM3-3B.jinja", None),
+        tokens=[("<|begin_of_text|>", TOKEN_CONTROL), ("<|end_of_text|>", TOKEN_CONTROL),
+                ("<think>", TOKEN_USER_DEFINED), ("</think>", TOKEN_USER_DEFINED),
+                ("<|im_start|>", TOKEN_CONTROL), ("<|im_end|>", TOKEN_CONTROL)],
+        bos="<|begin_of_text|>", eos="<|im_end|>", eot="<|im_end|>", add_bos=False, end_of_turn=["<|im_end|>"]),
+    "gemma3": dict(
+        family="Gemma 3", arch="gemma3", template=(CHAT_CONFIG_DIR + "gemma-3/chat_template.json", "chat_template"),
+        tokens=[("<eos>", TOKEN_CONTROL), ("<bos>", TOKEN_CONTROL), ("<start_of_turn>", TOKEN_CONTROL),
+                ("<end_of_turn>", TOKEN_CONTROL)],
+        bos="<bos>", eos="<eos>", eot="<end_of_turn>", add_bos=True, end_of_turn=["<end_of_turn>"]),
+    "phi4mini": dict(
+        family="Phi-4-mini", arch="phi3", template=(CHAT_CONFIG_DIR + "phi-4-mini/tokenizer_config.json", "chat_template"),
+        tokens=[("<|endoftext|>", TOKEN_CONTROL), ("<|assistant|>", TOKEN_CONTROL), ("<|end|>", TOKEN_CONTROL),
+                ("<|user|>", TOKEN_CONTROL), ("<|system|>", TOKEN_CONTROL)],
+        bos="<|endoftext|>", eos="<|endoftext|>", eot="<|end|>", add_bos=False, end_of_turn=["<|end|>"]),
+}
+CHAT_CONTEXT = 512
+CHAT_SYSTEM = "You are a cat."
+CHAT_USER_TURNS = ["the cat sat on the mat", "and then?"]
+CHAT_FIXED_NOW = (2025, 3, 7, 14, 5, 9)  # strftime_now, were a template to ask (none of these does)
+CHAT_MAX_REPLY = 8  # ordinary tokens before the end-of-turn token, at most
+CHAT_MIN_REPLY_TOKENS = 3  # over both turns: at least one reply decodes a few tokens before it ends
+CHAT_MIN_MARGIN = 0.05  # top-1 minus top-2 logit of every greedy pick (the CLI's run decodes them too)
+CHAT_MIN_EOT_MARGIN = 1.0
+# The output path. Residual dimension CHAT_MARK_DIM is a marker: the embedding of every single-character
+# toy token (the "trigger" set) holds CHAT_MARK (in residual units), every other token 0 there, and no
+# block writes it (row CHAT_MARK_DIM of every o_proj and down_proj is 0), so after the final norm it is
+# large exactly when the input token is a trigger. The end-of-turn token's head row reads only that
+# dimension (CHAT_EOT_HEAD): it wins right after a trigger and is out of reach anywhere else. Byte,
+# control and the other special tokens' head rows are scaled by CHAT_SUPPRESS, so replies are made of
+# the toy vocabulary's merged pieces (ordinary text) until a trigger ends the turn. A tied head echoes
+# its input token (logit E_t . E_t) and would repeat a merged piece for ever: there, dimension
+# CHAT_MARK_DIM - 1 (never written either) holds CHAT_MARK for merged pieces and CHAT_ANTI_ECHO for
+# triggers, so after a merged piece a trigger wins. Gemma scales its input embedding by sqrt(d): its
+# stored marker values are these over sqrt(d).
+CHAT_MARK_DIM = -1
+CHAT_MARK = 4.0
+CHAT_EOT_HEAD = {"tied": 80.0, "untied": 6.0}
+CHAT_ANTI_ECHO = 12.0
+CHAT_SUPPRESS = 0.1
+
+
+def shared_dir():
+    """../shared beside the checkout, or CFLOW_SHARED_DIR (as tests/support/test_support.cpp)."""
+    env = os.environ.get("CFLOW_SHARED_DIR")
+    if env:
+        return env
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.path.join(os.path.dirname(repo), "shared")
+
+
+def chat_vocab(spec):
+    """The 320 toy pieces, then the family's tokens: (vocab dict, token types by id)."""
+    import make_reference_models as mrm
+
+    vocab = mrm.build_vocab()
+    pieces = sorted(vocab, key=vocab.get)
+    types = [TOKEN_UNKNOWN if p == "<unk>" else TOKEN_CONTROL if p in ("<s>", "</s>")
+             else TOKEN_BYTE if p.startswith("<0x") and len(p) == 6 else TOKEN_NORMAL for p in pieces]
+    for piece, kind in spec["tokens"]:
+        assert piece not in vocab, piece
+        vocab[piece] = len(vocab)
+        types.append(kind)
+    return vocab, types
+
+
+def chat_tokenizer_metadata(spec, vocab, types, merges, template):
+    """tokenizer_metadata's SentencePiece tokenizer over the chat vocabulary: the appended tokens
+    typed, score 0; the family's bos / eos / eot ids; no dummy space prefix (the families' byte-level
+    BPE and Gemma's SentencePiece both tokenize a rendered prompt without one); the template."""
+    import make_reference_models as mrm
+
+    md = []
+    for key, kind, value in tokenizer_metadata(mrm.build_vocab(), merges):
+        if key == "tokenizer.ggml.tokens":
+            value = (GGUF_STRING, sorted(vocab, key=vocab.get))
+        elif key == "tokenizer.ggml.scores":
+            value = (GGUF_F32, list(value[1]) + [0.0] * (len(vocab) - len(value[1])))
+        elif key == "tokenizer.ggml.token_type":
+            value = (GGUF_I32, types)
+        elif key == "tokenizer.ggml.bos_token_id":
+            value = vocab[spec["bos"]]
+        elif key == "tokenizer.ggml.eos_token_id":
+            value = vocab[spec["eos"]]
+        elif key == "tokenizer.ggml.add_bos_token":
+            value = spec["add_bos"]
+        elif key == "tokenizer.ggml.add_space_prefix":
+            value = False
+        md.append((key, kind, value))
+        if key == "tokenizer.ggml.eos_token_id":
+            md.append(("tokenizer.ggml.eot_token_id", GGUF_U32, vocab[spec["eot"]]))
+    md.append(("tokenizer.chat_template", GGUF_STRING, template))
+    return md
+
+
+def chat_special_pieces(vocab, types):
+    """Pieces the engine (and llama.cpp) splits a prompt at: control, user-defined and unknown."""
+    return [p for p in sorted(vocab, key=vocab.get)
+            if types[vocab[p]] in (TOKEN_CONTROL, TOKEN_USER_DEFINED, TOKEN_UNKNOWN)]
+
+
+def chat_encode(text, spec, vocab, types, merges):
+    """The engine's encode_chat_prompt: the text split at special pieces (longest first, each at its
+    non-overlapping occurrences left to right, as llama.cpp's tokenizer_st_partition), every piece one
+    id, the text between SentencePiece-BPE without a dummy prefix (spaces as U+2581, merges by score,
+    leftmost first, leftovers as bytes); BOS first when add_bos_token and the text did not write it."""
+    import make_reference_models as mrm
+
+    fragments = [(None, text)]
+    for piece in sorted(chat_special_pieces(vocab, types), key=len, reverse=True):  # stable: equal lengths by id
+        split = []
+        for token, s in fragments:
+            if token is not None:
+                split.append((token, s))
+                continue
+            for i, part in enumerate(s.split(piece)):
+                if i:
+                    split.append((vocab[piece], piece))
+                if part:
+                    split.append((None, part))
+        fragments = split
+    score = {}
+    for rank, m in enumerate(merges):
+        score.setdefault(m.replace(" ", ""), -float(rank))
+    ids = []
+    for token, s in fragments:
+        if token is not None:
+            ids.append(token)
+            continue
+        syms = list(s.replace(" ", mrm.SPACE))
+        while True:
+            best = None
+            for i in range(len(syms) - 1):
+                cat = syms[i] + syms[i + 1]
+                if cat in vocab and cat in score and (best is None or score[cat] > best[0]):
+                    best = (score[cat], i)
+            if best is None:
+                break
+            i = best[1]
+            syms[i:i + 2] = [syms[i] + syms[i + 1]]
+        for sym in syms:
+            ids.extend([vocab[sym]] if sym in vocab else [vocab["<0x%02X>" % b] for b in sym.encode("utf-8")])
+    bos = vocab[spec["bos"]]
+    if spec["add_bos"] and (not ids or ids[0] != bos):
+        ids.insert(0, bos)
+    return ids
+
+
+def chat_decode(ids, vocab):
+    """What the engine streams for ordinary toy pieces: U+2581 as a space (no dummy prefix to strip)."""
+    import make_reference_models as mrm
+
+    pieces = sorted(vocab, key=vocab.get)
+    return "".join(pieces[i].replace(mrm.SPACE, " ") for i in ids)
+
+
+def chat_read_template(shared, spec):
+    path, key = spec["template"]
+    with open(os.path.join(shared, path), encoding="utf-8") as f:
+        text = f.read()
+    return json.loads(text)[key] if key else text
+
+
+def chat_render(template, spec, messages):
+    """jinja2 as transformers' apply_chat_template sets it up (tests/engine/chat/render_family_templates.py),
+    with the variables ChatSession passes: bos_token / eos_token (the vocabulary's pieces) and
+    add_generation_prompt."""
+    import datetime
+
+    chat_tests = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "engine", "chat")
+    if chat_tests not in sys.path:
+        sys.path.insert(0, chat_tests)
+    import render_family_templates as rft
+
+    env = rft.make_environment(datetime.datetime(*CHAT_FIXED_NOW))
+    return env.from_string(template).render(messages=messages, tools=None, documents=None, add_generation_prompt=True,
+                                            bos_token=spec["bos"], eos_token=spec["eos"])
+
+
+def chat_entries(name, config):
+    """[(GGUF name, HF name, shape outermost first, init)] and the HF float32 -> GGUF float32 transform
+    of each architecture's F32 fixture above (interleaved Q/K rows for llama / smollm3, 1 + w norms for
+    Gemma), plus a sampler for its init names."""
+    if name in ("llama3", "smollm3"):
+        plan = tensor_plan(config)
+        if config["tie_word_embeddings"]:
+            plan = [e for e in plan if e[0] != "output.weight"]
+        entries = [(g, h, shape, ("output" if init == "embed" and config["tie_word_embeddings"] else init), heads)
+                   for g, h, shape, _, init, heads in plan]
+        return entries, (lambda w, heads: rope_interleave(w, heads) if heads else w)
+    if name == "qwen3":
+        return [(g, hs[0], dims, init, 0) for g, hs, dims, init in qwen3_tensor_plan(config)], (lambda w, heads: w)
+    if name == "gemma3":
+        entries = [(g, h, shape, "gemma_" + init, 0) for g, h, shape, init in gemma_tensor_plan(config)]
+        return entries, None  # norms: float32(1 + w), see chat_weights
+    return [(g, h, shape, init, 0) for g, h, shape, init in phi3_tensor_plan(config)], (lambda w, heads: w)
+
+
+def chat_init(rng, shape, init):
+    if init == "gemma_norm":
+        return GEMMA_NORM_STD * rng.standard_normal(shape)
+    if init == "gemma_embed":
+        return GEMMA_EMBED_STD["gemma3"] * rng.standard_normal(shape)
+    if init == "gemma_linear":
+        return rng.standard_normal(shape) / np.sqrt(shape[1])
+    return init_weight(rng, shape, init)
+
+
+def chat_config(name, vocab):
+    n = len(vocab)
+    if name == "llama3":
+        return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu", "vocab_size": n,
+                "max_position_embeddings": CHAT_CONTEXT, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+                "rope_scaling": dict(LLAMA3_SCALING, original_max_position_embeddings=8192),
+                "tie_word_embeddings": False, **LLAMA3}
+    if name == "qwen3":
+        return {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_act": "silu", "vocab_size": n,
+                "max_position_embeddings": CHAT_CONTEXT, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+                "tie_word_embeddings": False, **QWEN3}
+    if name == "smollm3":
+        layers = SMOLLM3["num_hidden_layers"]
+        return {"architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "hidden_act": "silu",
+                "vocab_size": n, "max_position_embeddings": CHAT_CONTEXT, "rms_norm_eps": 1e-6,
+                "rope_theta": 5000000.0, "tie_word_embeddings": True, "no_rope_layer_interval": 4,
+                "no_rope_layers": [int((l + 1) % 4 != 0) for l in range(layers)], **SMOLLM3}
+    if name == "gemma3":
+        c = gemma_config("gemma3", vocab)
+        return dict(c, vocab_size=n, num_hidden_layers=2, max_position_embeddings=CHAT_CONTEXT,
+                    sliding_window=CHAT_CONTEXT)  # both layers sliding (pattern 6), the window the whole context
+    c = phi3_config("phi4mini", vocab, None, None)
+    return dict(c, vocab_size=n, max_position_embeddings=CHAT_CONTEXT, original_max_position_embeddings=CHAT_CONTEXT)
+
+
+def chat_weights(name, spec, config, vocab, types, rng):
+    """Random F32 weights with the output path (CHAT_MARK...): the HF tensors as float64 arrays
+    (float32 values) and the GGUF tensors."""
+    import make_reference_models as mrm
+
+    entries, transform = chat_entries(name, config)
+    hf = {}
+    for _, hf_name, shape, init, _ in entries:
+        hf[hf_name] = chat_init(rng, shape, init).astype(np.float32).astype(np.float64)
+    d = config["hidden_size"]
+    j = CHAT_MARK_DIM % d
+    tied = config["tie_word_embeddings"]
+    embed = hf["model.embed_tokens.weight"]
+    head = embed if tied else hf["lm_head.weight"]
+    embed_scale = float(np.float32(np.sqrt(d))) if name == "gemma3" else 1.0
+    triggers = [vocab[p] for p in mrm.SINGLE_CHARS]
+    ordinary = set(vocab[p] for p in mrm.MERGED_PIECES) | set(triggers)
+    eot = vocab[spec["eot"]]
+    for i in range(len(vocab)):
+        if i not in ordinary:
+            head[i] *= CHAT_SUPPRESS
+    embed[:, j] = 0.0
+    embed[triggers, j] = CHAT_MARK / embed_scale
+    if tied:
+        # The second marker, against a tied head's echo: it reads a merged-piece input and favours a trigger.
+        j2 = (CHAT_MARK_DIM - 1) % d
+        merged = [vocab[p] for p in mrm.MERGED_PIECES]
+        embed[:, j2] = 0.0
+        embed[merged, j2] = CHAT_MARK / embed_scale
+        embed[triggers, j2] = CHAT_ANTI_ECHO / embed_scale
+    if not tied:
+        head[eot] = 0.0
+    head[eot, j] = CHAT_EOT_HEAD["tied" if tied else "untied"]
+    for key, w in hf.items():
+        if key.endswith("self_attn.o_proj.weight") or key.endswith("mlp.down_proj.weight"):
+            w[j] = 0.0
+            if tied:
+                w[j2] = 0.0
+    for key in hf:
+        hf[key] = hf[key].astype(np.float32).astype(np.float64)
+    gguf_tensors = []
+    for gguf_name, hf_name, shape, init, heads in entries:
+        w32 = hf[hf_name].astype("<f4")
+        if name == "gemma3":
+            stored = (w32 + np.float32(1.0)).astype("<f4") if init == "gemma_norm" else w32
+        else:
+            stored = transform(w32, heads)
+        gguf_tensors.append((gguf_name, GGML_F32, list(reversed(shape)), np.ascontiguousarray(stored).tobytes()))
+    return hf, gguf_tensors, triggers, ordinary
+
+
+def chat_reference(name, config, hf):
+    if name in ("llama3", "qwen3", "smollm3"):
+        import hf_llama_reference as ref
+        return ref.HfLlama(config, hf)
+    if name == "gemma3":
+        import hf_gemma_reference as ref
+        return ref.HfGemma(config, hf)
+    import hf_phi3_reference as ref
+    return ref.HfPhi3(config, hf)
+
+
+def chat_greedy(model, prompt, eot, max_new):
+    """Greedy picks until the end-of-turn token (excluded) or max_new: (ids, margins, ended)."""
+    ids, out, margins = list(prompt), [], []
+    for _ in range(max_new + 1):
+        row = model.logits(ids)[-1]
+        best = int(np.argmax(row))
+        margins.append(float(row[best] - np.partition(row, -2)[-2]))
+        if best == eot:
+            return out, margins, True
+        out.append(best)
+        ids.append(best)
+    return out, margins, False
+
+
+def write_family_chat(out_dir, name, shared):
+    """OUT_DIR/chat_<name>/: model.gguf and expected.json."""
+    import make_reference_models as mrm
+
+    spec = CHAT_FAMILIES[name]
+    template = chat_read_template(shared, spec)
+    vocab, types = chat_vocab(spec)
+    merges = mrm.build_merges(mrm.build_vocab())
+    config = chat_config(name, vocab)
+    eot = vocab[spec["eot"]]
+    first = SEED + 101 + 10 * list(CHAT_FAMILIES).index(name)
+    for seed in range(first, first + 64):
+        rng = np.random.default_rng(seed)
+        extra = None
+        if name == "phi4mini":
+            n_factors = int(config["hidden_size"] // config["num_attention_heads"] *
+                            config["partial_rotary_factor"]) // 2
+            short, long = phi3_factors(rng, n_factors)
+            config["rope_scaling"] = {"type": "longrope", "short_factor": short, "long_factor": long}
+            extra = [("rope_factors_long.weight", GGML_F32, [n_factors], np.asarray(long, dtype="<f4").tobytes()),
+                     ("rope_factors_short.weight", GGML_F32, [n_factors], np.asarray(short, dtype="<f4").tobytes())]
+        hf, gguf_tensors, triggers, ordinary = chat_weights(name, spec, config, vocab, types, rng)
+        model = chat_reference(name, config, hf)
+        messages = [{"role": "system", "content": CHAT_SYSTEM}]
+        turns, ok = [], True
+        for user in CHAT_USER_TURNS:
+            messages = messages + [{"role": "user", "content": user}]
+            text = chat_render(template, spec, messages)
+            ids = chat_encode(text, spec, vocab, types, merges)
+            reply, margins, ended = chat_greedy(model, ids, eot, CHAT_MAX_REPLY)
+            ok = (ended and 1 <= len(reply) and all(t in ordinary for t in reply) and reply[-1] in triggers
+                  and min(margins[:-1]) >= CHAT_MIN_MARGIN and margins[-1] >= CHAT_MIN_EOT_MARGIN)
+            if not ok:
+                break
+            reply_text = chat_decode(reply, vocab)
+            turns.append({"messages": messages, "prompt_text": text, "prompt_ids": ids, "reply_ids": reply,
+                          "reply_text": reply_text, "margins": margins})
+            messages = messages + [{"role": "assistant", "content": reply_text}]
+        if ok and sum(len(t["reply_ids"]) for t in turns) >= CHAT_MIN_REPLY_TOKENS:
+            break
+    else:
+        raise AssertionError("chat_%s: no seed gives replies that end on the end-of-turn token" % name)
+
+    if name == "llama3":
+        import hf_llama_reference as hl
+        divisors = (hl.default_inv_freq(config) / hl.llama3_inv_freq(config)).astype("<f4")
+        extra = [("rope_freqs.weight", GGML_F32, [len(divisors)], divisors.tobytes())]
+    if name == "gemma3":
+        metadata = gemma_gguf_header("gemma3", "cflow tiny Gemma 3 chat (test fixture)", config)
+    elif name == "phi4mini":
+        import hf_phi3_reference as hp
+        metadata = phi3_gguf_header("cflow tiny Phi-4-mini chat (test fixture)", config, hp.attention_factor(config))
+    else:
+        metadata = gguf_header(spec["arch"], "cflow tiny %s chat (test fixture)" % spec["family"], config)
+    metadata += chat_tokenizer_metadata(spec, vocab, types, merges, template)
+    d = os.path.join(out_dir, "chat_" + name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "model.gguf"), "wb") as f:
+        f.write(gguf_bytes(metadata, (extra or []) + gguf_tensors))
+    specials = {p: {"id": vocab[p], "type": types[vocab[p]]} for p, _ in spec["tokens"]}
+    out = {"family": spec["family"], "architecture": spec["arch"], "template": spec["template"][0],
+           "template_key": spec["template"][1], "bos_id": vocab[spec["bos"]], "eos_id": vocab[spec["eos"]],
+           "eot_id": eot, "end_of_turn_ids": [vocab[p] for p in spec["end_of_turn"]],
+           "stop_reason": "end_of_generation" if spec["eot"] == spec["eos"] else "stop_token",
+           "special_tokens": specials, "trigger_ids": triggers, "system": CHAT_SYSTEM, "users": CHAT_USER_TURNS,
+           "context_length": CHAT_CONTEXT, "turns": turns, "seed": seed}
+    with open(os.path.join(d, "expected.json"), "w", encoding="utf-8", newline="\n") as f:
+        json.dump(out, f, indent=1, sort_keys=True, ensure_ascii=False)
+        f.write("\n")
+    return out
+
 
 def main(argv=None):
     args = sys.argv[1:] if argv is None else argv
@@ -1070,6 +1491,15 @@ def main(argv=None):
         print("%s: %d + %d tokens, rotary dims %d, attention factor %.6f, greedy margin %.3g (seed %d); "
               "wrong-rule rel L2: %s" % (name, len(p["tokens"]), len(p["tokens_long"]), p["rotary_dim"],
                                          p["attention_factor"], p["min_greedy_margin"], p["seed"], checks))
+    shared = shared_dir()
+    if not os.path.isdir(os.path.join(shared, "assets")):
+        print("chat_*: %s/assets not found, the family chat fixtures are not written (their tests skip)" % shared)
+        return 0
+    for name in CHAT_FAMILIES:
+        c = write_family_chat(out_dir, name, shared)
+        print("chat_%s: %s, prompts of %s tokens, replies of %s tokens then %s (seed %d)" % (
+            name, c["family"], "/".join(str(len(t["prompt_ids"])) for t in c["turns"]),
+            "/".join(str(len(t["reply_ids"])) for t in c["turns"]), c["stop_reason"], c["seed"]))
     return 0
 
 
