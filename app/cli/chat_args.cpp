@@ -30,4 +30,12 @@ Result<ContextPolicy> parse_context_policy_arg(const Args& args, ContextPolicy f
                                                    "': expected stop, drop-oldest or sliding-window");
 }
 
+Result<std::optional<bool>> parse_thinking_arg(const Args& args) {
+    const auto value = args.value(kThinkingOption);
+    if (!value) return std::optional<bool>{};
+    if (*value == "on") return std::optional<bool>{true};
+    if (*value == "off") return std::optional<bool>{false};
+    return make_error(ErrorKind::InvalidInput, std::string(kThinkingOption) + " '" + *value + "': expected on or off");
+}
+
 } // namespace cflow::cli

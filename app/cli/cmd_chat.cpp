@@ -167,7 +167,8 @@ private:
 } // namespace
 
 int run_chat(const std::vector<std::string>& argv) {
-    ArgSpec spec{{"--system", "--threads", "--ctx", "--load", "--kv-cache", "--expert-fetch", "--cache-mib", "--io-backend", kTemplateOption, kContextPolicyOption},
+    ArgSpec spec{{"--system", "--threads", "--ctx", "--load", "--kv-cache", "--expert-fetch", "--cache-mib", "--io-backend", kTemplateOption, kContextPolicyOption,
+                  kThinkingOption},
                  {"--show-prompt"}};
     for (const auto& name : sampling_option_names()) spec.valued.insert(name);
     auto args = Args::parse(argv, spec);
@@ -201,6 +202,8 @@ int run_chat(const std::vector<std::string>& argv) {
     if (!chosen_template) return fail("chat", chosen_template.error());
     auto policy = parse_context_policy_arg(*args, ContextPolicy::Stop);
     if (!policy) return fail("chat", policy.error());
+    auto thinking = parse_thinking_arg(*args);
+    if (!thinking) return fail("chat", thinking.error());
 
     auto model = load_model(*model_path, *load);
     if (!model) return fail("chat", model.error());
@@ -216,6 +219,10 @@ int run_chat(const std::vector<std::string>& argv) {
     if (!chat.has_model_template())
         std::fprintf(stderr, "cflow chat: %s; using the plain 'role: content' fallback\n",
                      one_line(chat.template_note()).c_str());
+    if (thinking->has_value() && !chat.template_reads_thinking())
+        std::fprintf(stderr, "cflow chat: %s: the chat template does not read enable_thinking; the switch changes nothing\n",
+                     kThinkingOption);
+    chat.set_thinking(*thinking);
 
     ChatLoop loop(std::move(chat), *sampling, args->flag("--show-prompt"));
     if (auto system = args->value("--system")) loop.set_system_prompt(*system);

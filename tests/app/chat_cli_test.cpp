@@ -230,6 +230,25 @@ TEST(ChatCli, TemplateAndContextPolicyOptionsDriveTheChatCore) {
     auto unknown = run_cflow_with_input(chat_args(plain, 2, {"--template", "nosuch"}), "hi\n");
     EXPECT_NE(unknown.exit_code, 0);
     EXPECT_NE(unknown.err.find("--template nosuch: neither a built-in template (model, chatml"), std::string::npos) << unknown.err;
+    // --thinking passes enable_thinking to a template that reads it (Qwen3's empty think block when off).
+    {
+        std::ofstream(dir / "qwen3.jinja") << "{% for m in messages %}[{{ m['content'] }}]{% endfor %}"
+                                              "{% if enable_thinking is defined and enable_thinking is false %}<think></think>{% endif %}";
+    }
+    auto quiet = run_cflow_with_input(
+        chat_args(plain, 2, {"--show-prompt", "--template", (dir / "qwen3.jinja").string(), "--thinking", "off"}), "hi\n");
+    ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+    EXPECT_NE(quiet.err.find("[hi]<think></think>"), std::string::npos) << quiet.err;
+    auto thinks = run_cflow_with_input(
+        chat_args(plain, 2, {"--show-prompt", "--template", (dir / "qwen3.jinja").string(), "--thinking", "on"}), "hi\n");
+    ASSERT_EQ(thinks.exit_code, 0) << thinks.err;
+    EXPECT_EQ(thinks.err.find("<think></think>"), std::string::npos) << thinks.err;
+    auto no_switch = run_cflow_with_input(chat_args(plain, 2, {"--template", "chatml", "--thinking", "off"}), "hi\n");
+    ASSERT_EQ(no_switch.exit_code, 0) << no_switch.err;
+    EXPECT_NE(no_switch.err.find("--thinking: the chat template does not read enable_thinking"), std::string::npos) << no_switch.err;
+    auto bad_thinking = run_cflow_with_input(chat_args(plain, 2, {"--thinking", "maybe"}), "hi\n");
+    EXPECT_NE(bad_thinking.exit_code, 0);
+    EXPECT_NE(bad_thinking.err.find("--thinking 'maybe': expected on or off"), std::string::npos) << bad_thinking.err;
     auto policy = run_cflow_with_input(chat_args(plain, 2, {"--context-policy", "oldest"}), "hi\n");
     EXPECT_NE(policy.exit_code, 0);
     EXPECT_NE(policy.err.find("--context-policy 'oldest'"), std::string::npos) << policy.err;

@@ -480,3 +480,49 @@ TEST(ChatControllerTest, TheExpertFetchSettingReachesTheEngineAndChangesNothingB
 }
 
 } // namespace
+
+namespace {
+
+// Qwen3's thinking switch in the Prompt panel: offered only when the template reads
+// enable_thinking, it reaches the rendered prompt, and the conversation keeps it.
+TEST(ChatControllerTest, TheThinkingSwitchReachesTheTemplateAndIsStoredWithTheConversation) {
+    ScopedDb db("controller_thinking");
+    MainWindow window;
+    const std::string qwen3_like = cflow::ui::test::kChatMlTemplate +
+                                   "{% if add_generation_prompt and enable_thinking is defined and enable_thinking is false %}"
+                                   "<think>\n\n</think>\n\n{% endif %}";
+    ASSERT_TRUE(open_model(window, cflow::ui::test::model_with_template("thinking_switch", qwen3_like)));
+    window.controller()->newConversation();
+    cflow::ui::PromptPanel* prompt = window.promptPanel();
+    QComboBox* box = prompt->thinkingBox();
+    EXPECT_TRUE(box->isEnabled());
+    window.chatPanel()->systemPromptField()->setText(QStringLiteral("Be brief."));
+    EXPECT_TRUE(QTest::qWaitFor([&] { return window.controller()->visiblePrompt().text.contains(QStringLiteral("<|im_start|>assistant\n")); }, 5000));
+    EXPECT_FALSE(window.controller()->visiblePrompt().text.contains(QStringLiteral("</think>")));
+    box->setCurrentIndex(2);  // Answer directly
+    emit box->activated(2);
+    EXPECT_EQ(window.controller()->setup().thinking, std::optional<bool>(false));
+    EXPECT_TRUE(QTest::qWaitFor([&] { return window.controller()->visiblePrompt().text.contains(QStringLiteral("assistant\n<think>\n\n</think>")); }, 5000))
+        << window.controller()->visiblePrompt().text.toStdString();
+    settings(window, 2);
+    ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("hello")));  // the conversation is stored from its first message
+    ASSERT_TRUE(idle(window));
+    EXPECT_TRUE(window.chatPanel()->lastPrompt().text.contains(QStringLiteral("assistant\n<think>\n\n</think>")))
+        << window.chatPanel()->lastPrompt().text.toStdString();
+    const qint64 id = window.controller()->conversationId();
+    ASSERT_NE(id, 0);
+    window.controller()->newConversation();
+    EXPECT_EQ(window.controller()->setup().thinking, std::optional<bool>(false)) << "like the context policy, the choice carries over";
+    box->setCurrentIndex(1);  // Think first, in the new conversation
+    emit box->activated(1);
+    EXPECT_EQ(window.controller()->setup().thinking, std::optional<bool>(true));
+    ASSERT_TRUE(window.controller()->openConversation(id));
+    EXPECT_EQ(window.controller()->setup().thinking, std::optional<bool>(false)) << "the switch is stored with the conversation";
+    EXPECT_EQ(box->currentIndex(), 2);
+
+    // A template without the switch disables it.
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    EXPECT_FALSE(box->isEnabled());
+}
+
+} // namespace

@@ -44,6 +44,9 @@ ConversationSetup setup_from_json(const QString& json) {
     for (ContextPolicy p : {ContextPolicy::Stop, ContextPolicy::DropOldest, ContextPolicy::SlidingWindow})
         if (policy == QLatin1String(context_policy_name(p).data(), qsizetype(context_policy_name(p).size())))
             setup.contextPolicy = p;
+    const QString thinking = o.value(QStringLiteral("thinking")).toString();
+    if (thinking == QLatin1String("on")) setup.thinking = true;
+    if (thinking == QLatin1String("off")) setup.thinking = false;
     return setup;
 }
 
@@ -55,6 +58,8 @@ QString setup_into_json(const ConversationSetup& setup, const QString& json) {
     o.insert(QStringLiteral("template"), QString::fromStdString(setup.templateChoice.value));
     const std::string_view policy = context_policy_name(setup.contextPolicy);
     o.insert(QStringLiteral("context_policy"), QString::fromLatin1(policy.data(), qsizetype(policy.size())));
+    if (setup.thinking) o.insert(QStringLiteral("thinking"), *setup.thinking ? QStringLiteral("on") : QStringLiteral("off"));
+    else o.remove(QStringLiteral("thinking"));
     return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
@@ -186,7 +191,7 @@ void ChatController::newConversation() {
     conversationId_ = 0;
     entries_.clear();
     // A template belongs to a model: a new conversation starts with the model's own, in the
-    // mode the model is made for. The system prompt and the context policy carry over.
+    // mode the model is made for. The system prompt, the context policy and the thinking choice carry over.
     setup_.templateChoice = {};
     if (model_.model) setup_.mode = model_.hasChatTemplate ? PromptMode::Chat : PromptMode::Completion;
     emit conversationChanged(0);
@@ -220,6 +225,7 @@ GenerationSettings ChatController::requestSettings(int seedOffset) const {
     s.mode = setup_.mode;
     s.templateChoice = setup_.templateChoice;
     s.contextPolicy = setup_.contextPolicy;
+    s.thinking = setup_.thinking;
     return s;
 }
 
@@ -408,6 +414,7 @@ void ChatController::setSystemPrompt(const QString& text) { changeSetup(&Convers
 void ChatController::setMode(PromptMode mode) { changeSetup(&ConversationSetup::mode, mode); }
 void ChatController::setTemplateChoice(const TemplateChoice& choice) { changeSetup(&ConversationSetup::templateChoice, choice); }
 void ChatController::setContextPolicy(ContextPolicy policy) { changeSetup(&ConversationSetup::contextPolicy, policy); }
+void ChatController::setThinking(std::optional<bool> thinking) { changeSetup(&ConversationSetup::thinking, thinking); }
 
 void ChatController::setContext(int used) {
     contextUsed_ = used;

@@ -132,6 +132,7 @@ std::vector<ChatMessage> to_messages(const Conversation& conversation) {
 Result<PreparedTurn> EngineWorker::prepareTurn(const Conversation& conversation, const GenerationSettings& settings) {
     if (!(chat_->template_choice() == settings.templateChoice))
         if (Status s = chat_->set_template(settings.templateChoice); !s) return s.take_error();
+    if (chat_->thinking() != settings.thinking) chat_->set_thinking(settings.thinking);
     PrepareOptions options;
     options.policy = settings.contextPolicy;
     options.reserve_tokens =

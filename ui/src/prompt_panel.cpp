@@ -20,6 +20,7 @@ namespace {
 
 constexpr int kModelTemplate = 0;  // template box: 0 = the model's own, then the built-ins, then Custom
 const QString kCustomData = QStringLiteral("custom");
+constexpr int kThinkingDefault = 0, kThinkingOn = 1, kThinkingOff = 2;  // thinking box data
 
 int builtin_count() { return static_cast<int>(builtin_chat_templates().size()); }
 
@@ -78,6 +79,13 @@ PromptPanel::PromptPanel(ChatController* controller, QWidget* parent) : QWidget(
     policy_->setToolTip(tr("Stop: the reply ends when the context is full. Drop oldest turns: the oldest messages "
                            "(never the system prompt) are left out. Sliding window: the oldest tokens are cut."));
     form->addRow(tr("Context full"), policy_);
+    thinking_ = new QComboBox(this);
+    thinking_->setObjectName(QStringLiteral("thinking"));
+    thinking_->setAccessibleName(tr("Thinking"));
+    thinking_->addItem(tr("Template default"), kThinkingDefault);
+    thinking_->addItem(tr("Think first"), kThinkingOn);
+    thinking_->addItem(tr("Answer directly"), kThinkingOff);
+    form->addRow(tr("Thinking"), thinking_);
     note_ = new QLabel(this);
     note_->setObjectName(QStringLiteral("templateNote"));
     note_->setWordWrap(true);
@@ -89,6 +97,10 @@ PromptPanel::PromptPanel(ChatController* controller, QWidget* parent) : QWidget(
     connect(template_, &QComboBox::activated, this, &PromptPanel::applyTemplateIndex);
     connect(policy_, &QComboBox::activated, this, [this](int index) {
         controller_->setContextPolicy(static_cast<ContextPolicy>(policy_->itemData(index).toInt()));
+    });
+    connect(thinking_, &QComboBox::activated, this, [this](int index) {
+        const int choice = thinking_->itemData(index).toInt();
+        controller_->setThinking(choice == kThinkingDefault ? std::optional<bool>() : std::optional<bool>(choice == kThinkingOn));
     });
     connect(preview_, &QPushButton::clicked, this, &PromptPanel::showTemplateDialog);
     connect(controller_, &ChatController::setupChanged, this, &PromptPanel::sync);
@@ -133,6 +145,13 @@ void PromptPanel::sync() {
     policy_->setCurrentIndex(policy_->findData(int(setup.contextPolicy)));
     const bool chat = setup.mode == PromptMode::Chat;
     template_->setEnabled(chat);
+    thinking_->setCurrentIndex(thinking_->findData(!setup.thinking ? kThinkingDefault : *setup.thinking ? kThinkingOn : kThinkingOff));
+    // Only templates that read enable_thinking (Qwen3, SmolLM3) have a switch to set.
+    const bool reads_thinking = chat && sourceOf(index).contains(QLatin1String("enable_thinking"));
+    thinking_->setEnabled(reads_thinking);
+    thinking_->setToolTip(reads_thinking ? tr("Think first: the model reasons (folded under \"Show thinking\") before it answers. "
+                                              "Answer directly: the template tells it to skip the reasoning.")
+                                         : tr("This chat template has no thinking switch (enable_thinking)."));
     QString note;
     if (!chat) note = tr("Completion: the messages are joined as one text and continued; no template, no system prompt.");
     else if (index == kModelTemplate && controller_->model().model && !controller_->model().hasChatTemplate)

@@ -112,6 +112,17 @@ Status ChatSession::set_template(const TemplateChoice& choice) {
     return {};
 }
 
+void ChatSession::set_thinking(std::optional<bool> enabled) {
+    thinking_ = enabled;
+    template_options_.extra_kwargs_json = !enabled ? std::string()
+                                          : *enabled ? std::string(R"({"enable_thinking": true})")
+                                                     : std::string(R"({"enable_thinking": false})");
+}
+
+bool ChatSession::template_reads_thinking() const {
+    return template_ && template_->source().find("enable_thinking") != std::string::npos;
+}
+
 std::optional<std::string> ChatSession::render_with_template(const std::vector<ChatMessage>& messages,
                                                              std::string& note, bool add_generation_prompt) const {
     if (!template_) {

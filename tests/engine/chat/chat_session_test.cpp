@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,33 @@ TEST(ChatSession, EndOfTurnTokensComeFromTheTemplateLiteralOrBuilt) {
     auto plain = model_with("eot_plain", "");
     ASSERT_TRUE(plain);
     EXPECT_TRUE(chat_for(plain).end_of_turn_tokens().empty());
+}
+
+// Qwen3's switch as its template reads it: enable_thinking false writes an empty think block
+// into the generation prompt; unset, the template's default (thinking) holds.
+TEST(ChatSession, TheThinkingSwitchReachesTheTemplate) {
+    const std::string qwen3_like = std::string(kChatMl) +
+                                   "{% if add_generation_prompt and enable_thinking is defined and enable_thinking is false %}"
+                                   "<think>\n\n</think>\n\n{% endif %}";
+    auto model = model_with("thinking", qwen3_like);
+    auto plain = model_with("thinking_plain", kChatMl);
+    ASSERT_TRUE(model && plain);
+    ChatSession chat = chat_for(model);
+    EXPECT_TRUE(chat.template_reads_thinking());
+    EXPECT_FALSE(chat_for(plain).template_reads_thinking());
+    const std::vector<ChatMessage> messages = {{"user", "hello", ""}};
+    auto thinking = chat.prepare(messages);
+    ASSERT_TRUE(thinking.ok());
+    EXPECT_EQ(thinking->text.find("</think>"), std::string::npos) << thinking->text;
+    chat.set_thinking(false);
+    EXPECT_EQ(chat.thinking(), std::optional<bool>(false));
+    auto quiet = chat.prepare(messages);
+    ASSERT_TRUE(quiet.ok());
+    EXPECT_NE(quiet->text.find("<|im_start|>assistant\n<think>\n\n</think>\n\n"), std::string::npos) << quiet->text;
+    chat.set_thinking(true);
+    EXPECT_EQ(chat.prepare(messages)->text, thinking->text);
+    chat.set_thinking(std::nullopt);
+    EXPECT_EQ(chat.prepare(messages)->text, thinking->text);
 }
 
 TEST(ChatSession, BosIsPrependedOnceWhetherOrNotTheTemplateWritesIt) {

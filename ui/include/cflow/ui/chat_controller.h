@@ -45,6 +45,7 @@ struct ConversationSetup {
     PromptMode mode = PromptMode::Chat;
     TemplateChoice templateChoice;
     ContextPolicy contextPolicy = ContextPolicy::DropOldest;
+    std::optional<bool> thinking;  // enable_thinking (Qwen3, SmolLM3); unset = the template's default
 };
 
 class ChatController : public QObject {
@@ -87,6 +88,7 @@ public:
     void setMode(PromptMode mode);
     void setTemplateChoice(const TemplateChoice& choice);
     void setContextPolicy(ContextPolicy policy);
+    void setThinking(std::optional<bool> thinking);
 
     // --- state
     bool isGenerating() const { return generating_; }

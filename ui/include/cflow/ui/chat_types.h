@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct GenerationSettings {
     PromptMode mode = PromptMode::Chat;
     TemplateChoice templateChoice;                       // Chat mode: which template renders
     ContextPolicy contextPolicy = ContextPolicy::DropOldest;
+    std::optional<bool> thinking;  // Chat mode: enable_thinking for templates that read it; unset = theirs
 };
 
 // maxTokens as the worker applies it to a model with this context.

@@ -1,7 +1,8 @@
 #pragma once
 // How a conversation becomes a prompt: chat or completion mode, which chat template renders
 // it (the model's own, a built-in, or custom Jinja, each with a preview), and what happens
-// when it outgrows the context (stop, drop the oldest turns, sliding window). It edits the
+// when it outgrows the context (stop, drop the oldest turns, sliding window), and whether a
+// thinking model reasons first (enable_thinking, offered when the template reads it). It edits the
 // ChatController's setup of the shown conversation and follows it when that changes.
 #include <QWidget>
 
@@ -21,6 +22,7 @@ public:
     QComboBox* modeBox() const { return mode_; }
     QComboBox* templateBox() const { return template_; }
     QComboBox* policyBox() const { return policy_; }
+    QComboBox* thinkingBox() const { return thinking_; }
     // The preview / custom-template dialog (non-modal; objectName "templateDialog").
     void showTemplateDialog();
 
@@ -33,6 +35,7 @@ private:
     QComboBox* mode_;
     QComboBox* template_;
     QComboBox* policy_;
+    QComboBox* thinking_;
     QLabel* note_;
     QPushButton* preview_;
 };

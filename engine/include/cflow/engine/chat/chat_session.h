@@ -127,6 +127,12 @@ public:
     // interpreter's line/column message; an unknown built-in name is InvalidInput.
     Status set_template(const TemplateChoice& choice);
     const TemplateChoice& template_choice() const { return choice_; }
+    // Thinking models' templates (Qwen3, SmolLM3) read enable_thinking: true / false is passed
+    // to the template from the next prepare() on; nullopt leaves the template's own default.
+    void set_thinking(std::optional<bool> enabled);
+    std::optional<bool> thinking() const { return thinking_; }
+    // Whether the template in use reads enable_thinking (so a thinking switch means something).
+    bool template_reads_thinking() const;
 
     // Feeds the prepared prompt (reusing the cache when prepare() planned it and the cache is
     // unchanged since) and streams the reply. Errors: ContextFull when the prompt does not fit
@@ -160,6 +166,7 @@ private:
     std::string template_note_;        // why there is no usable template
     TemplateChoice choice_;
     TemplateOptions template_options_;
+    std::optional<bool> thinking_;
     std::vector<int32_t> end_of_turn_;
     std::vector<int32_t> cached_;      // [session position] the ids the KV cache holds, in order
 };
