@@ -1,7 +1,9 @@
 #include "cflow/engine/chat/chat_session.h"
 
 #include <algorithm>
+#include <iterator>
 #include <new>
+#include <string_view>
 
 #include "cflow/engine/chat/builtin_templates.h"
 
@@ -10,8 +12,24 @@ namespace {
 
 std::string special_piece(const Tokenizer& tokenizer, int32_t id) { return id >= 0 ? tokenizer.piece(id) : std::string(); }
 
+// Control tokens a template writes inside an assistant turn, before the content it frames:
+// Llama 3.1's built-in tool call is '<|python_tag|>' + the call + '<|eom_id|>', so stopping at
+// the tag would cut the call off (llama.cpp does not stop there either).
+bool opens_content(std::string_view piece) { return piece == "<|python_tag|>"; }
+
+// End-of-generation tokens llama.cpp stops on whenever the vocabulary has them as control
+// tokens, whether or not the template writes them (a Llama 3 instruct model may still emit
+// the base model's <|end_of_text|>).
+bool ends_generation(std::string_view piece) {
+    static constexpr std::string_view kNames[] = {"<|end_of_text|>", "<|eot_id|>", "<|eom_id|>", "<|im_end|>",
+                                                  "<end_of_turn>",   "<|endoftext|>", "<|end|>", "<|return|>",
+                                                  "<|call|>"};
+    return std::find(std::begin(kNames), std::end(kNames), piece) != std::end(kNames);
+}
+
 bool is_end_candidate(const Tokenizer& tokenizer, int32_t id) {
-    return tokenizer.is_control(id) && id != tokenizer.eos_id() && id != tokenizer.bos_id() && !tokenizer.piece(id).empty();
+    return tokenizer.is_control(id) && id != tokenizer.eos_id() && id != tokenizer.bos_id() && !tokenizer.piece(id).empty() &&
+           !opens_content(tokenizer.piece(id));
 }
 
 // Conversations the template is asked to render to find the markers it writes even when it
@@ -33,7 +51,9 @@ std::vector<int32_t> end_of_turn_tokens(const Tokenizer& tokenizer, const ChatTe
     const std::string& source = chat_template->source();
     const auto vocab = static_cast<int32_t>(tokenizer.vocab_size());
     for (int32_t id = 0; id < vocab; ++id)
-        if (is_end_candidate(tokenizer, id) && source.find(tokenizer.piece(id)) != std::string::npos) ids.push_back(id);
+        if (is_end_candidate(tokenizer, id) &&
+            (source.find(tokenizer.piece(id)) != std::string::npos || ends_generation(tokenizer.piece(id))))
+            ids.push_back(id);
     TemplateOptions options;
     options.bos_token = special_piece(tokenizer, tokenizer.bos_id());
     options.eos_token = special_piece(tokenizer, tokenizer.eos_id());

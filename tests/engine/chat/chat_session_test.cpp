@@ -20,9 +20,9 @@ namespace {
 constexpr uint32_t kVocab = 320;
 // The last ids become these control tokens.
 const std::vector<std::string> kControls = {"<|im_start|>", "<|im_end|>", "<|user|>", "<|assistant|>", "<|end|>"};
-int32_t id_of(const std::string& token) {
-    const auto it = std::find(kControls.begin(), kControls.end(), token);
-    return static_cast<int32_t>(kVocab - kControls.size() + size_t(it - kControls.begin()));
+int32_t id_of(const std::string& token, const std::vector<std::string>& controls = kControls) {
+    const auto it = std::find(controls.begin(), controls.end(), token);
+    return static_cast<int32_t>(kVocab - controls.size() + size_t(it - controls.begin()));
 }
 
 const char* kChatMl =
@@ -34,7 +34,8 @@ const char* kPhi3 =
     "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}";
 const char* kWritesBos = "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}";
 
-std::shared_ptr<const Model> model_with(const std::string& name, const std::string& chat_template, uint32_t max_seq = 256) {
+std::shared_ptr<const Model> model_with(const std::string& name, const std::string& chat_template, uint32_t max_seq = 256,
+                                        const std::vector<std::string>& controls = kControls) {
     test::SyntheticSpec spec;
     spec.vocab = kVocab;
     spec.seed = 5;
@@ -42,9 +43,9 @@ std::shared_ptr<const Model> model_with(const std::string& name, const std::stri
     SourceModel source = test::make_synthetic_model(spec);
     auto tokens = *source.metadata.get_strings("tokenizer.ggml.tokens");
     auto types = *source.metadata.get_ints("tokenizer.ggml.token_type");
-    for (const auto& token : kControls) {
-        tokens[size_t(id_of(token))] = token;
-        types[size_t(id_of(token))] = 3;
+    for (const auto& token : controls) {
+        tokens[size_t(id_of(token, controls))] = token;
+        types[size_t(id_of(token, controls))] = 3;
     }
     source.metadata.set("tokenizer.ggml.tokens", std::move(tokens));
     source.metadata.set("tokenizer.ggml.token_type", std::move(types));
@@ -79,12 +80,26 @@ ReplyOptions greedy(int32_t max_tokens) {
 TEST(ChatSession, EndOfTurnTokensComeFromTheTemplateLiteralOrBuilt) {
     auto chatml = model_with("eot_chatml", kChatMl);
     ASSERT_TRUE(chatml);
-    EXPECT_EQ(chat_for(chatml).end_of_turn_tokens(), (std::vector<int32_t>{id_of("<|im_start|>"), id_of("<|im_end|>")}));
+    // <|end|> (and <|im_end|> below) end generation whenever the vocabulary has them, as llama.cpp stops on them.
+    EXPECT_EQ(chat_for(chatml).end_of_turn_tokens(),
+              (std::vector<int32_t>{id_of("<|im_start|>"), id_of("<|im_end|>"), id_of("<|end|>")}));
     auto phi3 = model_with("eot_phi3", kPhi3);
     ASSERT_TRUE(phi3);
     EXPECT_EQ(chat_for(phi3).end_of_turn_tokens(),
-              (std::vector<int32_t>{id_of("<|user|>"), id_of("<|assistant|>"), id_of("<|end|>")}))
+              (std::vector<int32_t>{id_of("<|im_end|>"), id_of("<|user|>"), id_of("<|assistant|>"), id_of("<|end|>")}))
         << "'<|user|>' is only in the rendering, never literally in the source";
+    // Llama 3.1's built-in tool call opens with <|python_tag|> and ends with <|eom_id|>: the reply
+    // goes on after the tag; the base model's <|end_of_text|> ends it though the template never writes it.
+    const std::vector<std::string> llama31 = {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>",
+                                              "<|python_tag|>", "<|end_of_text|>"};
+    auto tools = model_with("eot_python_tag",
+                            "{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>{{ m['content'] }}<|eot_id|>"
+                            "{% endfor %}{% if tools %}<|python_tag|>call<|eom_id|>{% endif %}",
+                            256, llama31);
+    ASSERT_TRUE(tools);
+    EXPECT_EQ(chat_for(tools).end_of_turn_tokens(),
+              (std::vector<int32_t>{id_of("<|start_header_id|>", llama31), id_of("<|end_header_id|>", llama31),
+                                    id_of("<|eot_id|>", llama31), id_of("<|eom_id|>", llama31), id_of("<|end_of_text|>", llama31)}));
     auto plain = model_with("eot_plain", "");
     ASSERT_TRUE(plain);
     EXPECT_TRUE(chat_for(plain).end_of_turn_tokens().empty());
@@ -306,7 +321,7 @@ TEST(ChatSession, BuiltinTemplatesRenderEveryRoleAndCanReplaceTheModelsOwn) {
         EXPECT_NE(turn->text.find("SYSTEXT"), std::string::npos) << t.name;
     }
     ASSERT_TRUE(chat.set_template({TemplateChoice::Kind::Builtin, "chatml"}).ok());
-    EXPECT_EQ(chat.end_of_turn_tokens(), (std::vector<int32_t>{id_of("<|im_start|>"), id_of("<|im_end|>")}))
+    EXPECT_EQ(chat.end_of_turn_tokens(), (std::vector<int32_t>{id_of("<|im_start|>"), id_of("<|im_end|>"), id_of("<|end|>")}))
         << "end of turn follows the chosen template";
     EXPECT_EQ(chat.set_template({TemplateChoice::Kind::Builtin, "no-such"}).kind(), ErrorKind::InvalidInput);
     const Status broken = chat.set_template({TemplateChoice::Kind::Custom, "{% for m in messages %}{{ m.content "});
