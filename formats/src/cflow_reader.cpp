@@ -91,18 +91,26 @@ Status check_global_header(const FileContext& ctx) {
     return {};
 }
 
-// kFeatureRopeFreqFactors and its metadata entry come together, one finite positive divisor per
-// rotary frequency; a factor of 0, NaN or the wrong count would give every position wrong angles.
-Status check_rope_freq_factors(const std::string& path, const GlobalHeader& h, const ModelParams& p, const Metadata& meta) {
-    const bool flagged = (h.feature_flags & kFeatureRopeFreqFactors) != 0;
-    const MetaValue* value = meta.find(kRopeFreqFactorsKey);
-    const std::string where = path + ": metadata '" + kRopeFreqFactorsKey + "'";
-    if (!flagged) {
-        if (value) return make_error(where + " is present but GlobalHeader.feature_flags lacks the rope-factor bit (32)");
+// A metadata entry that comes with a flag bit: present exactly when `flagged`, `flag` names the
+// bit in messages ("GlobalHeader.feature_flags bit 32").
+struct FlaggedEntry {
+    const char* key;
+    bool flagged;
+    std::string flag;
+};
+
+// One divisor per rotary frequency, each finite and > 0 (Llama 3 / linear scaling, LongRoPE's
+// short and long factors): a factor of 0, NaN or the wrong count would give every position wrong angles.
+Status check_rope_factor_entry(const std::string& path, const GlobalHeader& h, const ModelParams& p, const Metadata& meta,
+                               const FlaggedEntry& e) {
+    const MetaValue* value = meta.find(e.key);
+    const std::string where = path + ": metadata '" + e.key + "'";
+    if (!e.flagged) {
+        if (value) return make_error(where + " is present but " + e.flag + " is not set");
         return {};
     }
-    const auto* factors = meta.get_floats(kRopeFreqFactorsKey);
-    if (!factors) return make_error(where + (value ? " is not a float array" : " is missing (GlobalHeader.feature_flags has bit 32)"));
+    const auto* factors = meta.get_floats(e.key);
+    if (!factors) return make_error(where + (value ? " is not a float array" : " is missing (" + e.flag + " is set)"));
     const uint32_t want = rotary_dim_count(h.head_dim, p.rope_fraction) / 2;
     if (factors->size() != want)
         return make_error(where + " has " + std::to_string(factors->size()) + " factors, expected " + std::to_string(want) +
@@ -114,64 +122,37 @@ Status check_rope_freq_factors(const std::string& path, const GlobalHeader& h, c
     return {};
 }
 
-// kFeatureRopeSkipLayers and its metadata entry come together: one 0/1 per stored layer.
-Status check_rope_skip_layers(const std::string& path, const GlobalHeader& h, const Metadata& meta) {
-    const bool flagged = (h.feature_flags & kFeatureRopeSkipLayers) != 0;
-    const MetaValue* value = meta.find(kRopeSkipLayersKey);
-    const std::string where = path + ": metadata '" + kRopeSkipLayersKey + "'";
-    if (!flagged) {
-        if (value) return make_error(where + " is present but GlobalHeader.feature_flags lacks the rope-skip bit (64)");
+// One 0/1 per stored layer (NoPE layers, sliding-window layers).
+Status check_layer_flags_entry(const std::string& path, const GlobalHeader& h, const Metadata& meta, const FlaggedEntry& e) {
+    const MetaValue* value = meta.find(e.key);
+    const std::string where = path + ": metadata '" + e.key + "'";
+    if (!e.flagged) {
+        if (value) return make_error(where + " is present but " + e.flag + " is not set");
         return {};
     }
-    const auto* skip = meta.get_ints(kRopeSkipLayersKey);
-    if (!skip) return make_error(where + (value ? " is not an int array" : " is missing (GlobalHeader.feature_flags has bit 64)"));
-    if (skip->size() != h.n_layers)
-        return make_error(where + " has " + std::to_string(skip->size()) + " entries, expected one per layer (" +
+    const auto* flags = meta.get_ints(e.key);
+    if (!flags) return make_error(where + (value ? " is not an int array" : " is missing (" + e.flag + " is set)"));
+    if (flags->size() != h.n_layers)
+        return make_error(where + " has " + std::to_string(flags->size()) + " entries, expected one per layer (" +
                           std::to_string(h.n_layers) + ")");
-    for (size_t i = 0; i < skip->size(); ++i)
-        if ((*skip)[i] != 0 && (*skip)[i] != 1)
-            return make_error(where + " entry " + std::to_string(i) + " is " + std::to_string((*skip)[i]) + ", must be 0 or 1");
+    for (size_t i = 0; i < flags->size(); ++i)
+        if ((*flags)[i] != 0 && (*flags)[i] != 1)
+            return make_error(where + " entry " + std::to_string(i) + " is " + std::to_string((*flags)[i]) + ", must be 0 or 1");
     return {};
 }
 
-// kExtLongRope and the long factors come together, as many as the short ones, each finite and > 0.
-Status check_rope_long_factors(const std::string& path, const GlobalHeader& h, const ModelParams& p, const Metadata& meta) {
-    const bool flagged = (p.extended_features & kExtLongRope) != 0;
-    const MetaValue* value = meta.find(kRopeLongFactorsKey);
-    const std::string where = path + ": metadata '" + kRopeLongFactorsKey + "'";
-    if (!flagged) {
-        if (value) return make_error(where + " is present but ModelParams.extended_features lacks the LongRoPE bit (8)");
-        return {};
-    }
-    const auto* factors = meta.get_floats(kRopeLongFactorsKey);
-    if (!factors) return make_error(where + (value ? " is not a float array" : " is missing (ModelParams.extended_features has bit 8)"));
-    const uint32_t want = rotary_dim_count(h.head_dim, p.rope_fraction) / 2;
-    if (factors->size() != want)
-        return make_error(where + " has " + std::to_string(factors->size()) + " factors, expected " + std::to_string(want));
-    for (size_t i = 0; i < factors->size(); ++i)
-        if (!std::isfinite((*factors)[i]) || !((*factors)[i] > 0.0f))
-            return make_error(where + " factor " + std::to_string(i) + " is " + std::to_string((*factors)[i]) +
-                              ", must be finite and > 0");
-    return {};
-}
-
-// kExtSlidingLayers and its metadata entry come together: one 0/1 per stored layer.
-Status check_sliding_layers(const std::string& path, const GlobalHeader& h, const ModelParams& p, const Metadata& meta) {
-    const bool flagged = (p.extended_features & kExtSlidingLayers) != 0;
-    const MetaValue* value = meta.find(kSlidingLayersKey);
-    const std::string where = path + ": metadata '" + kSlidingLayersKey + "'";
-    if (!flagged) {
-        if (value) return make_error(where + " is present but ModelParams.extended_features lacks the sliding-layers bit (2)");
-        return {};
-    }
-    const auto* sliding = meta.get_ints(kSlidingLayersKey);
-    if (!sliding) return make_error(where + (value ? " is not an int array" : " is missing (ModelParams.extended_features has bit 2)"));
-    if (sliding->size() != h.n_layers)
-        return make_error(where + " has " + std::to_string(sliding->size()) + " entries, expected one per layer (" +
-                          std::to_string(h.n_layers) + ")");
-    for (size_t i = 0; i < sliding->size(); ++i)
-        if ((*sliding)[i] != 0 && (*sliding)[i] != 1)
-            return make_error(where + " entry " + std::to_string(i) + " is " + std::to_string((*sliding)[i]) + ", must be 0 or 1");
+Status check_metadata_entries(const std::string& path, const GlobalHeader& h, const ModelParams& p, const Metadata& meta) {
+    const FlaggedEntry factors{kRopeFreqFactorsKey, (h.feature_flags & kFeatureRopeFreqFactors) != 0,
+                               "GlobalHeader.feature_flags bit 32 (rope factors)"};
+    const FlaggedEntry long_factors{kRopeLongFactorsKey, (p.extended_features & kExtLongRope) != 0,
+                                    "ModelParams.extended_features bit 8 (LongRoPE)"};
+    const FlaggedEntry skip{kRopeSkipLayersKey, (h.feature_flags & kFeatureRopeSkipLayers) != 0,
+                            "GlobalHeader.feature_flags bit 64 (layers without RoPE)"};
+    const FlaggedEntry sliding{kSlidingLayersKey, (p.extended_features & kExtSlidingLayers) != 0,
+                               "ModelParams.extended_features bit 2 (sliding-window layers)"};
+    for (Status s : {check_rope_factor_entry(path, h, p, meta, factors), check_rope_factor_entry(path, h, p, meta, long_factors),
+                     check_layer_flags_entry(path, h, meta, skip), check_layer_flags_entry(path, h, meta, sliding)})
+        if (!s) return s;
     return {};
 }
 
@@ -321,10 +302,7 @@ Result<std::shared_ptr<CflowFile>> CflowFile::open(const std::string& path, Load
         auto meta = Metadata::parse(data + p.metadata_offset, p.metadata_bytes, path, p.metadata_offset);
         if (!meta) return meta.take_error();
         file->metadata_ = std::move(*meta);
-        if (Status s = check_rope_freq_factors(path, h, p, file->metadata_); !s) return s.take_error();
-        if (Status s = check_rope_skip_layers(path, h, file->metadata_); !s) return s.take_error();
-        if (Status s = check_sliding_layers(path, h, p, file->metadata_); !s) return s.take_error();
-        if (Status s = check_rope_long_factors(path, h, p, file->metadata_); !s) return s.take_error();
+        if (Status s = check_metadata_entries(path, h, p, file->metadata_); !s) return s.take_error();
         return file;
     } catch (const std::bad_alloc&) {
         return make_error(ErrorKind::OutOfMemory, path + ": out of memory while indexing the file");

@@ -98,6 +98,42 @@ inline Result<std::vector<int32_t>> greedy_continuation(Session& session, const 
     return generated;
 }
 
+// The same tokens decoded one at a time and prefilled at once (batched, in chunks) on the
+// machine's best kernels with an f32 KV cache: the last position's logits of the decode and the
+// relative L2 distance of the prefill's from them (rows-in-lanes matmat kernels may reorder a
+// row's f32 additions, nothing else differs). -1 after a failure, which is reported.
+inline double prefill_vs_decode_rel_l2(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& tokens,
+                                       std::vector<float>& decoded_last) {
+    SessionOptions options;
+    options.threads = 2;
+    options.kv_cache = KvCacheType::F32;
+    auto decode = Session::create(model, options);
+    auto prefill = Session::create(model, options);
+    if (!decode.ok() || !prefill.ok()) {
+        ADD_FAILURE() << (decode.ok() ? prefill.error() : decode.error());
+        return -1;
+    }
+    for (int32_t t : tokens) {
+        auto logits = (*decode)->step(t);
+        if (!logits.ok()) {
+            ADD_FAILURE() << logits.error();
+            return -1;
+        }
+        decoded_last.assign(logits->begin(), logits->end());
+    }
+    auto batched = (*prefill)->prefill(tokens, true);
+    if (!batched.ok() || batched->size() != decoded_last.size()) {
+        ADD_FAILURE() << (batched.ok() ? "prefill gave another vocabulary size" : batched.error());
+        return -1;
+    }
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < decoded_last.size(); ++i) {
+        err += double(batched.value()[i] - decoded_last[i]) * double(batched.value()[i] - decoded_last[i]);
+        norm += double(decoded_last[i]) * decoded_last[i];
+    }
+    return std::sqrt(err / norm);
+}
+
 // Teacher-forced logits at every position (decode steps) and the greedy continuation (prefill of
 // the prompt, then decode), both against the reference.
 inline void expect_family_reference(const std::shared_ptr<const Model>& model, const FamilyReference& ref,
