@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 
+import greedy_decode
+
 
 def default_inv_freq(config):
     """_compute_default_rope_parameters: 1 / base^(2i/dim) over the rotary dims."""
@@ -163,11 +165,4 @@ class HfLlama:
 
     def greedy(self, prompt, n_new):
         """Greedy continuation (ties to the lowest id) and the top-2 margin of each pick."""
-        ids, margins = list(prompt), []
-        for _ in range(n_new):
-            row = self.logits(ids)[-1]
-            best = int(np.argmax(row))
-            second = np.partition(row, -2)[-2]
-            margins.append(float(row[best] - second))
-            ids.append(best)
-        return ids[len(prompt):], margins
+        return greedy_decode.greedy(self.logits, prompt, n_new)

@@ -43,6 +43,8 @@ import math
 
 import numpy as np
 
+import greedy_decode
+
 
 def rms_norm(x, weight, eps):
     """Phi3RMSNorm: x * rsqrt(mean(x^2) + eps) * w."""
@@ -174,11 +176,4 @@ class HfPhi3:
         """Greedy continuation (ties to the lowest id) and the top-2 margin of each pick; every step
         is a fresh pass over the whole prefix (what transformers' generate computes, its KV cache
         being dropped when the prefix first passes original_max_position_embeddings)."""
-        ids, margins = list(prompt), []
-        for _ in range(n_new):
-            row = self.logits(ids)[-1]
-            best = int(np.argmax(row))
-            second = np.partition(row, -2)[-2]
-            margins.append(float(row[best] - second))
-            ids.append(best)
-        return ids[len(prompt):], margins
+        return greedy_decode.greedy(self.logits, prompt, n_new)
