@@ -125,8 +125,7 @@ private:
         if (has_post_norms_) extended |= kExtPostNorms;
         if (sliding_per_layer) extended |= kExtSlidingLayers;
         if (local_rope) extended |= kExtLocalRope;
-        flags = static_cast<uint8_t>(flags & ~kFeatureExtended);
-        if (extended != 0 || c_.query_scale != 0.0f || c_.rope_attn_factor != 0.0f) flags |= kFeatureExtended;
+        flags = static_cast<uint8_t>(flags & ~kFeatureExtended);  // set below from what the tail holds
 
         plan_.format = options_.format;
         GlobalHeader& h = plan_.header;
@@ -178,8 +177,7 @@ private:
         p.rope_local_theta = (p.extended_features & kExtLocalRope) ? c_.rope_local_theta : 0.0f;
         p.rope_original_context = long_rope ? c_.rope_original_context : 0;
         p.rope_attn_factor = c_.rope_attn_factor == 1.0f ? 0.0f : c_.rope_attn_factor;
-        if (p.extended_features == 0 && p.query_scale == 0.0f && p.rope_attn_factor == 0.0f)
-            h.feature_flags &= static_cast<uint8_t>(~kFeatureExtended);
+        if (p.extended_features != 0 || p.query_scale != 0.0f || p.rope_attn_factor != 0.0f) h.feature_flags |= kFeatureExtended;
 
         Metadata meta = src_.metadata;
         meta.erase(kRopeFreqFactorsKey);  // only what this config says reaches the file
