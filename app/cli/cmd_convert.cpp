@@ -78,6 +78,13 @@ int run_convert(const std::vector<std::string>& argv) {
     if (!out) out = std::string();
 
     ConvertOptions options;
+    // A GGUF keeps each tensor's own type (Q4_K_M stays its mix, bit for bit) unless a quant
+    // option asks for re-quantising: then every weight gets the asked types.
+    bool quant_asked = false;
+    for (const char* option : {"--quant", "--embedding-quant", "--attention-quant", "--ffn-quant", "--expert-quant",
+                               "--output-quant"})
+        quant_asked = quant_asked || args->value(option).has_value();
+    options.keep_source_types = !quant_asked && sniff_model_path(args->positionals()[0]) == ModelPathKind::Gguf;
     if (args->value("--quant")) {
         auto t = parse_quant_arg(*args, "--quant");
         if (!t) return fail("convert", t.error());
@@ -149,6 +156,16 @@ int run_convert(const std::vector<std::string>& argv) {
                      path.c_str());
     for (const std::string& ignored : report->ignored_tensors)
         std::fprintf(stderr, "note: left out %s\n", terminal_safe(ignored).c_str());
+    if (!report->requantised_tensors.empty()) {
+        // Listed, not hidden: each one lost some of the quality the source file had.
+        constexpr size_t kListed = 8;
+        std::fprintf(stderr, "note: %zu tensors re-quantised (their source type has no tile type):\n",
+                     report->requantised_tensors.size());
+        for (size_t i = 0; i < report->requantised_tensors.size() && i < kListed; ++i)
+            std::fprintf(stderr, "  %s\n", terminal_safe(report->requantised_tensors[i]).c_str());
+        if (report->requantised_tensors.size() > kListed)
+            std::fprintf(stderr, "  ... and %zu more\n", report->requantised_tensors.size() - kListed);
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "wrote %s: %llu bytes, %llu tensors, %llu tiles (%llu tensors re-tiled bit-exactly) in %.2f s\n",
                  out->c_str(), (unsigned long long)report->file_bytes, (unsigned long long)report->tensors,

@@ -100,7 +100,14 @@ json describe(const CflowFile& f) {
             if (!s.parts.empty()) {
                 seg["tiles"] = s.tiles.size();
                 json parts = json::array();
-                for (const TilePart& part : s.parts) parts.push_back({{"rows", part.rows}, {"cols", s.cols}});
+                for (const TilePart& part : s.parts) {
+                    // Payload bytes of the part: its rows times a full row's tiles (headers left out).
+                    uint64_t payload = 0;
+                    for (uint32_t c = 0; c < s.cols; c += kTileCols)
+                        payload += tile_payload_bytes(part.dtype, 1, std::min<uint32_t>(kTileCols, s.cols - c));
+                    parts.push_back({{"rows", part.rows}, {"cols", s.cols}, {"dtype", std::string(dtype_name(part.dtype))},
+                                     {"payload_bytes", payload * part.rows}});
+                }
                 seg["parts"] = parts;
             }
             segs.push_back(seg);
@@ -146,6 +153,18 @@ void print_inspection_text(const json& j) {
     for (const auto& [role, e] : by_role)
         std::printf("  %-16s %12llu bytes  %8llu tiles\n", role.c_str(), (unsigned long long)e.first,
                     (unsigned long long)e.second);
+    // Weight bytes by tile type: a GGUF keeps its mix (Q4_K_M: Q4_K and Q6_K), shown as it runs.
+    std::map<std::string, uint64_t> by_dtype;
+    auto add_types = [&](const json& region) {
+        for (const auto& s : region["segments"])
+            if (s.contains("parts"))
+                for (const auto& part : s["parts"]) by_dtype[part["dtype"].get<std::string>()] += part["payload_bytes"].get<uint64_t>();
+    };
+    for (const auto& l : j["layers"]) add_types(l);
+    add_types(j["vocab"]);
+    std::printf("weight types:\n");
+    for (const auto& [dtype, bytes] : by_dtype)
+        std::printf("  %-16s %12llu bytes\n", dtype.c_str(), (unsigned long long)bytes);
     std::printf("metadata:\n");
     for (const auto& [k, v] : j["metadata"].items()) {
         std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);

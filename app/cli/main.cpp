@@ -26,6 +26,8 @@ constexpr const char* kUsage =
     "      size per quantisation, disk, memory, decode speed here; exit 2 when it cannot be converted);\n"
     "      --validate checks the result against the source in F32 (tokenizer, template, smoke generation,\n"
     "      top-1 agreement, KL) and saves OUT.report.json / OUT.report.md beside it (exit 3 on a failed verdict)\n"
+    "      A GGUF keeps each tensor's own type (F32/F16/Q8_0/Q4_0/Q4_K/Q5_K/Q6_K re-tiled bit for bit, the\n"
+    "      others get the class's quant and are listed) unless a --*quant option asks to re-quantise\n"
     "  generate [MODEL.cflow] -p PROMPT -n N [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
     "           [--seed S] [--threads T] [--ctx N] [--load auto|map|read|lanes] [--stats] [--trace-experts] [--telemetry-file F]\n"
     "           [--expert-fetch mapped|sync|staged] [--cache-mib M|fit] [--io-backend auto|uring|overlapped|threads]\n"

@@ -32,10 +32,10 @@ Status check_global_header(const FileContext& ctx) {
     const GlobalHeader& h = ctx.header;
     if (std::memcmp(h.magic, kCflowMagic, sizeof(h.magic)) != 0)
         return located(ctx, CFLOW_GH(magic), "bad magic: not a .cflow or .vflow file");
-    if (h.version != kCflowVersion)
+    if (h.version < kCflowOldestReadableVersion || h.version > kCflowVersion)
         return located(ctx, CFLOW_GH(version),
-                       "unsupported version " + std::to_string(h.version) + " (this build reads version " +
-                           std::to_string(kCflowVersion) + ")",
+                       "unsupported version " + std::to_string(h.version) + " (this build reads versions " +
+                           std::to_string(kCflowOldestReadableVersion) + " to " + std::to_string(kCflowVersion) + ")",
                        ErrorKind::Unsupported);
     if (h.file_bytes != ctx.size)
         return located(ctx, CFLOW_GH(file_bytes),
@@ -45,7 +45,7 @@ Status check_global_header(const FileContext& ctx) {
         return located(ctx, CFLOW_GH(tile_rows),
                        "tile dims " + std::to_string(h.tile_rows) + "x" + std::to_string(h.tile_cols) + ", expected " +
                            std::to_string(kTileRows) + "x" + std::to_string(kTileCols));
-    if (!is_tile_dtype(static_cast<DType>(h.weight_quant)))
+    if (!is_tile_dtype(static_cast<DType>(h.weight_quant)) || (h.version < 6 && is_kquant(static_cast<DType>(h.weight_quant))))
         return located(ctx, CFLOW_GH(weight_quant), "unknown dtype " + std::to_string(h.weight_quant));
     auto nonzero = [&](uint64_t value, const char* field, size_t offset) -> Status {
         if (value == 0) return located(ctx, field, offset, "must not be 0");
@@ -86,7 +86,7 @@ Status check_global_header(const FileContext& ctx) {
     if (!std::isfinite(h.final_logit_softcap) || h.final_logit_softcap < 0.0f)
         return located(ctx, CFLOW_GH(final_logit_softcap), "must be finite and >= 0");
     // Reserved bytes only gain a meaning with a version bump (cflow-format.md, section 10):
-    // in a version-5 file anything but 0 is damage, not data to ignore.
+    // in a version-5 or 6 file anything but 0 is damage, not data to ignore.
     if (h.reserved0 != 0) return located(ctx, CFLOW_GH(reserved0), "is " + std::to_string(h.reserved0) + ", must be 0");
     return {};
 }

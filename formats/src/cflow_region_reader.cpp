@@ -23,10 +23,8 @@ std::string u(uint64_t v) { return std::to_string(v); }
 
 // Checks the TileHeaders of a planned tile run starting at `base` and fills TileRefs.
 Status check_tiles(const FileContext& ctx, const std::string& label, const std::vector<PlannedTile>& plan,
-                   const std::vector<TilePart>& parts, const uint8_t* base, uint64_t base_offset, DType dtype,
-                   uint16_t layer_id, uint8_t expert_id, uint32_t tile_index0, std::vector<TileRef>* tiles,
+                   const std::vector<TilePart>& parts, const uint8_t* base, uint64_t base_offset, uint16_t layer_id, uint8_t expert_id, uint32_t tile_index0, std::vector<TileRef>* tiles,
                    std::vector<StripeRef>* stripes) {
-    const uint16_t quant_group = is_block_quant(dtype) ? static_cast<uint16_t>(kQuantGroup) : 0;
     const size_t first_ref = tiles->size();
     for (size_t i = 0; i < plan.size(); ++i) {
         const PlannedTile& t = plan[i];
@@ -34,6 +32,7 @@ Status check_tiles(const FileContext& ctx, const std::string& label, const std::
         std::memcpy(&th, base + t.offset, sizeof(th));
         const uint64_t at = base_offset + t.offset;
         const MatrixId matrix = parts[t.part].matrix;
+        const uint16_t quant_group = tile_quant_group(parts[t.part].dtype);
         // Compare first, build messages only on failure: this runs for every tile of the file.
         struct Field {
             const char* name;
@@ -65,6 +64,7 @@ Status check_tiles(const FileContext& ctx, const std::string& label, const std::
         ref.rows = t.rows;
         ref.cols = t.cols;
         ref.part = t.part;
+        ref.dtype = parts[t.part].dtype;
         tiles->push_back(ref);
     }
     // Stripes: consecutive tiles of one part and one output stripe.
@@ -110,12 +110,29 @@ Status read_segment(const FileContext& ctx, uint32_t region_index, const RegionE
                                 : fail("reserved1", offsetof(SegmentEntry, reserved1), "must be 0");
     if (const auto at = first_nonzero(e.reserved2, sizeof e.reserved2))
         return fail("reserved2", offsetof(SegmentEntry, reserved2) + *at, "must be 0");
-    if (!is_tile_dtype(static_cast<DType>(e.dtype)))
-        return fail("dtype", offsetof(SegmentEntry, dtype), "unknown dtype " + u(e.dtype));
+    if (!is_tile_dtype(static_cast<DType>(e.dtype)) || (ctx.header.version < 6 && is_kquant(static_cast<DType>(e.dtype))))
+        return fail("dtype", offsetof(SegmentEntry, dtype),
+                    "unknown dtype " + u(e.dtype) + (ctx.header.version < 6 ? " for a version-5 file" : ""));
     const auto dtype = static_cast<DType>(e.dtype);
 
     auto shape = segment_shapes::segment_shape(ctx.header, ctx.params, role);
     if (!shape) return fail("role", offsetof(SegmentEntry, role), shape.error());
+    // Part dtypes: version 6 names each part's; version 5 had one dtype per segment.
+    const size_t n_parts = shape->storage == Storage::Raw ? 0 : shape->parts.size();
+    for (size_t p = 0; p < sizeof e.part_dtype; ++p) {
+        const std::string field = "part_dtype[" + u(p) + "]";
+        const uint8_t value = e.part_dtype[p];
+        if (ctx.header.version < 6 || p >= n_parts || e.n_parts != n_parts) {
+            if (value != 0) return fail(field.c_str(), offsetof(SegmentEntry, part_dtype) + p, "must be 0");
+            continue;
+        }
+        if (!is_tile_dtype(static_cast<DType>(value)))
+            return fail(field.c_str(), offsetof(SegmentEntry, part_dtype) + p, "unknown dtype " + u(value));
+        if (p == 0 && value != e.dtype)
+            return fail(field.c_str(), offsetof(SegmentEntry, part_dtype), "is " + u(value) + ", but dtype is " + u(e.dtype));
+        shape->parts[p].dtype = static_cast<DType>(value);
+    }
+    if (ctx.header.version < 6) shape->parts = with_dtype(std::move(shape->parts), dtype);
     if (shape->storage == Storage::Raw) {
         if (dtype != DType::F32) return fail("dtype", offsetof(SegmentEntry, dtype), "raw segments must be f32");
         if (e.n_parts != 0) return fail("n_parts", offsetof(SegmentEntry, n_parts), "raw segments have 0 parts");
@@ -142,7 +159,7 @@ Status read_segment(const FileContext& ctx, uint32_t region_index, const RegionE
         if (e.cols != shape->cols)
             return fail("cols", offsetof(SegmentEntry, cols), "is " + u(e.cols) + ", expected " + u(shape->cols));
     }
-    auto size = segment_shapes::segment_bytes(ctx.header, *shape, dtype);
+    auto size = segment_shapes::segment_bytes(ctx.header, *shape);
     if (!size) return fail("cols", offsetof(SegmentEntry, cols), size.error());
     if (e.bytes != size->bytes)
         return fail("bytes", offsetof(SegmentEntry, bytes),
@@ -174,11 +191,11 @@ Status read_segment(const FileContext& ctx, uint32_t region_index, const RegionE
     }
     view->parts = shape->parts;
     if (shape->storage == Storage::ExpertBank) return {};  // expert tiles are checked per expert (read_expert)
-    auto plan = plan_tiles(shape->parts, shape->cols, dtype);
+    auto plan = plan_tiles(shape->parts, shape->cols);
     if (!plan) return fail("cols", offsetof(SegmentEntry, cols), plan.error());
     const auto layer_id = static_cast<uint16_t>(region_index);
     view->tiles.reserve(plan->size());
-    return check_tiles(ctx, fail.label, *plan, shape->parts, view->data, e.offset, dtype, layer_id, kNoExpert, 0,
+    return check_tiles(ctx, fail.label, *plan, shape->parts, view->data, e.offset, layer_id, kNoExpert, 0,
                        &view->tiles, &view->stripes);
 }
 
@@ -188,7 +205,7 @@ Result<ExpertEntry> expert_entry(const FileContext& ctx, uint32_t layer, const S
     ExpertEntry entry;
     const uint64_t at = table.offset + uint64_t{e} * sizeof(ExpertEntry);
     std::memcpy(&entry, table.data + uint64_t{e} * sizeof(ExpertEntry), sizeof(entry));
-    auto size = segment_shapes::segment_bytes(ctx.header, {Storage::ExpertBank, bank.parts, bank.cols, 0}, bank.dtype);
+    auto size = segment_shapes::segment_bytes(ctx.header, {Storage::ExpertBank, bank.parts, bank.cols, 0});
     if (!size) return size.take_error();
     const std::string field = "layer " + u(layer) + " ExpertTable[" + u(e) + "]";
     if (entry.length != size->expert_bytes)
@@ -331,13 +348,14 @@ Result<ExpertView> read_expert(const FileContext& ctx, const RegionView& layer, 
         return make_error(ctx.path + ": layer " + u(layer.index) + " has no expert table/bank (dense layer)");
     auto entry = expert_entry(ctx, layer.index, *table, *bank, expert);
     if (!entry) return entry.take_error();
-    auto size = segment_shapes::segment_bytes(ctx.header, {Storage::ExpertBank, bank->parts, bank->cols, 0}, bank->dtype);
+    const segment_shapes::SegmentShape bank_shape{Storage::ExpertBank, bank->parts, bank->cols, 0};
+    auto size = segment_shapes::segment_bytes(ctx.header, bank_shape);
     if (!size) return size.take_error();
 
-    const auto gate_up_parts = segment_shapes::expert_gate_up_parts(ctx.header);
-    const auto down_parts = segment_shapes::expert_down_parts(ctx.header);
-    auto gate_up_plan = plan_tiles(gate_up_parts, ctx.header.d_model, bank->dtype);
-    auto down_plan = plan_tiles(down_parts, ctx.header.expert_d_ff, bank->dtype);
+    const auto gate_up_parts = segment_shapes::expert_gate_up_parts(bank_shape);
+    const auto down_parts = segment_shapes::expert_down_parts(bank_shape);
+    auto gate_up_plan = plan_tiles(gate_up_parts, bank_shape.cols);
+    auto down_plan = plan_tiles(down_parts, segment_shapes::expert_down_cols(bank_shape));
     if (!gate_up_plan) return gate_up_plan.take_error();
     if (!down_plan) return down_plan.take_error();
 
@@ -350,13 +368,11 @@ Result<ExpertView> read_expert(const FileContext& ctx, const RegionView& layer, 
     const uint8_t* base = ctx.data + entry->offset;
     view.gate_up.reserve(gate_up_plan->size());
     view.down.reserve(down_plan->size());
-    if (Status s = check_tiles(ctx, label + " gate/up", *gate_up_plan, gate_up_parts, base, entry->offset, bank->dtype,
-                               layer_id, expert_id, 0, &view.gate_up, &view.gate_up_stripes);
+    if (Status s = check_tiles(ctx, label + " gate/up", *gate_up_plan, gate_up_parts, base, entry->offset, layer_id, expert_id, 0, &view.gate_up, &view.gate_up_stripes);
         !s)
         return s.take_error();
     const uint64_t down_offset = entry->offset + size->expert_gate_up_bytes;
-    if (Status s = check_tiles(ctx, label + " down", *down_plan, down_parts, ctx.data + down_offset, down_offset,
-                               bank->dtype, layer_id, expert_id, 0, &view.down, &view.down_stripes);
+    if (Status s = check_tiles(ctx, label + " down", *down_plan, down_parts, ctx.data + down_offset, down_offset, layer_id, expert_id, 0, &view.down, &view.down_stripes);
         !s)
         return s.take_error();
     return view;

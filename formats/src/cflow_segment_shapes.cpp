@@ -56,11 +56,9 @@ SegmentShape tiled(std::vector<TilePart> parts, uint32_t cols) {
 
 } // namespace
 
-std::vector<TilePart> expert_gate_up_parts(const GlobalHeader& h) {
-    return {{MatrixId::ExpertGate, h.expert_d_ff}, {MatrixId::ExpertUp, h.expert_d_ff}};
-}
+std::vector<TilePart> expert_gate_up_parts(const SegmentShape& bank) { return {bank.parts[0], bank.parts[1]}; }
 
-std::vector<TilePart> expert_down_parts(const GlobalHeader& h) { return {{MatrixId::ExpertDown, h.d_model}}; }
+std::vector<TilePart> expert_down_parts(const SegmentShape& bank) { return {bank.parts[2]}; }
 
 Result<SegmentShape> segment_shape(const GlobalHeader& h, const ModelParams& p, SegmentRole role) {
     const uint32_t d = h.d_model;
@@ -93,8 +91,9 @@ Result<SegmentShape> segment_shape(const GlobalHeader& h, const ModelParams& p, 
         case SegmentRole::ExpertBank: {
             SegmentShape s;
             s.storage = Storage::ExpertBank;
-            s.parts = expert_gate_up_parts(h);
-            s.parts.push_back(expert_down_parts(h)[0]);
+            s.parts = {{MatrixId::ExpertGate, h.expert_d_ff, DType::F32},
+                       {MatrixId::ExpertUp, h.expert_d_ff, DType::F32},
+                       {MatrixId::ExpertDown, d, DType::F32}};
             s.cols = d;
             return s;
         }
@@ -108,7 +107,7 @@ Result<SegmentShape> segment_shape(const GlobalHeader& h, const ModelParams& p, 
     return make_error("unknown segment role " + std::to_string(static_cast<unsigned>(role)));
 }
 
-Result<SegmentBytes> segment_bytes(const GlobalHeader& h, const SegmentShape& shape, DType dtype) {
+Result<SegmentBytes> segment_bytes(const GlobalHeader& h, const SegmentShape& shape) {
     SegmentBytes out;
     switch (shape.storage) {
         case Storage::Raw:
@@ -116,16 +115,16 @@ Result<SegmentBytes> segment_bytes(const GlobalHeader& h, const SegmentShape& sh
                 return make_error("raw segment size overflows 64 bits");
             return out;
         case Storage::Tiled: {
-            auto size = tile_geometry::segment_size(shape.parts, shape.cols, dtype);
+            auto size = tile_geometry::segment_size(shape.parts, shape.cols);
             if (!size) return size.take_error();
             out.bytes = size->bytes;
             out.n_tiles = size->n_tiles;
             return out;
         }
         case Storage::ExpertBank: {
-            auto gate_up = tile_geometry::segment_size(expert_gate_up_parts(h), h.d_model, dtype);
+            auto gate_up = tile_geometry::segment_size(expert_gate_up_parts(shape), shape.cols);
             if (!gate_up) return make_error(gate_up.kind(), "expert gate/up: " + gate_up.error());
-            auto down = tile_geometry::segment_size(expert_down_parts(h), h.expert_d_ff, dtype);
+            auto down = tile_geometry::segment_size(expert_down_parts(shape), expert_down_cols(shape));
             if (!down) return make_error(down.kind(), "expert down: " + down.error());
             out.expert_gate_up_bytes = gate_up->bytes;
             uint64_t tiles_per_expert = 0;

@@ -18,6 +18,8 @@ struct SegmentShape {
     Storage storage = Storage::Raw;
     // Tiled: the parts and shared input dimension. ExpertBank: parts {ExpertGate eff,
     // ExpertUp eff, ExpertDown d} with cols = d (the down part's input dim is eff).
+    // segment_shape() leaves the parts' dtypes F32: the SegmentEntry (reader) or the
+    // conversion plan (writer) sets them.
     std::vector<TilePart> parts;
     uint32_t cols = 0;      // tiled: input dim; raw: 4-byte elements per row
     uint32_t raw_rows = 0;  // raw only
@@ -30,9 +32,11 @@ bool is_vocab_role(SegmentRole role);
 // Fails when the header's dimensions cannot describe the role (e.g. a u32 overflow).
 Result<SegmentShape> segment_shape(const GlobalHeader& header, const ModelParams& params, SegmentRole role);
 
-// The two plans of one expert inside an ExpertBank: gate/up interleaved, then down.
-std::vector<TilePart> expert_gate_up_parts(const GlobalHeader& header);
-std::vector<TilePart> expert_down_parts(const GlobalHeader& header);
+// The two plans of one expert inside an ExpertBank shape: gate/up interleaved, then down.
+std::vector<TilePart> expert_gate_up_parts(const SegmentShape& bank);
+std::vector<TilePart> expert_down_parts(const SegmentShape& bank);
+// The input dimension of the down part: the gate/up parts' rows.
+inline uint32_t expert_down_cols(const SegmentShape& bank) { return bank.parts[0].rows; }
 
 struct SegmentBytes {
     uint64_t bytes = 0;
@@ -41,7 +45,7 @@ struct SegmentBytes {
     uint64_t expert_bytes = 0;          // ExpertBank: bytes of one expert (gate/up + down)
 };
 
-// Bytes (and tiles) a segment of this shape and dtype occupies; overflow-checked.
-Result<SegmentBytes> segment_bytes(const GlobalHeader& header, const SegmentShape& shape, DType dtype);
+// Bytes (and tiles) a segment of this shape (its parts' dtypes set) occupies; overflow-checked.
+Result<SegmentBytes> segment_bytes(const GlobalHeader& header, const SegmentShape& shape);
 
 } // namespace cflow::segment_shapes

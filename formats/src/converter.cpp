@@ -3,6 +3,7 @@
 #include "cflow/formats/converter.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +18,20 @@ namespace cflow {
 namespace {
 
 using namespace convert_detail;
+
+// Records "NAME: Q5_0 -> q8_0" when tensor i of a tiled segment was block-quantised in the source
+// and its blocks were not copied (its values changed).
+void note_requantised(const SourceModel& source, const SegmentPlan& seg, size_t i, std::set<std::string>* out) {
+    if (seg.shape.storage == segment_shapes::Storage::Raw || seg.shape.parts.empty()) return;
+    const TensorView* tensor = source.find(seg.tensor_names[i]);
+    if (!tensor || (tensor->dtype != DType::GgmlBlock && !is_block_quant(tensor->dtype))) return;
+    const DType part = seg.shape.parts[i % seg.shape.parts.size()].dtype;
+    std::string from(dtype_name(tensor->dtype));
+    if (const GgmlBlockType* block = find_ggml_block_type(tensor->ggml_type); tensor->dtype == DType::GgmlBlock && block)
+        from = std::string(block->name);
+    for (char& c : from) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out->insert(seg.tensor_names[i] + ": " + from + " -> " + std::string(dtype_name(part)));
+}
 
 class FileWriter {
 public:
@@ -71,6 +86,7 @@ SegmentEntry segment_entry(const SegmentPlan& seg) {
         for (size_t p = 0; p < seg.shape.parts.size(); ++p) {
             e.part_matrix[p] = static_cast<uint8_t>(seg.shape.parts[p].matrix);
             e.part_rows[p] = seg.shape.parts[p].rows;
+            e.part_dtype[p] = static_cast<uint8_t>(seg.shape.parts[p].dtype);
         }
     }
     e.offset = seg.offset;
@@ -135,7 +151,8 @@ std::vector<WriteItem> write_order(const FilePlan& plan) {
     return items;
 }
 
-Result<ConvertReport> write_file(const FilePlan& plan, const std::string& out_path, const ConvertOptions& options,
+Result<ConvertReport> write_file(const SourceModel& source, const FilePlan& plan, const std::string& out_path,
+                                 const ConvertOptions& options,
                                  const ProgressFn& progress, const CancelToken* cancel) {
     AtomicFileWriter out(out_path);
     if (Status s = out.open(); !s) return s.take_error();
@@ -150,7 +167,7 @@ Result<ConvertReport> write_file(const FilePlan& plan, const std::string& out_pa
     ConvertReport report;
     ConvertProgress state;
     state.tensors_total = plan.tensors_total;
-    std::set<std::string> exact_tensors;
+    std::set<std::string> exact_tensors, requantised;
     for (const WriteItem& item : write_order(plan)) {
         if (cancelled()) return cancelled_error("conversion");
         if (Status s = w.pad_to(item.offset); !s) return s.take_error();
@@ -173,6 +190,7 @@ Result<ConvertReport> write_file(const FilePlan& plan, const std::string& out_pa
             // Per-expert bank sources list gate, up, down of each expert in turn: part i % 3.
             const bool exact = !seg.exact_parts.empty() && seg.exact_parts[i % seg.exact_parts.size()];
             if (exact) exact_tensors.insert(seg.tensor_names[i]);
+            else note_requantised(source, seg, i, &requantised);
             ++state.tensors_done;
             state.bytes_written = out.bytes_written();
             state.current = seg.tensor_names[i];
@@ -194,6 +212,7 @@ Result<ConvertReport> write_file(const FilePlan& plan, const std::string& out_pa
     report.removed_stale_temp_files = out.removed_stale_temp_files();
     report.recent_temp_files = out.recent_temp_files();
     report.retiled_exact_tensors = exact_tensors.size();
+    report.requantised_tensors.assign(requantised.begin(), requantised.end());
     report.ignored_tensors = plan.ignored_tensors;
     return report;
 }
@@ -228,7 +247,7 @@ Result<ConvertReport> convert_to_cflow(const SourceModel& source, const std::str
         if (Status s = refuse_source_as_output(source, out_path); !s) return s.take_error();
         auto plan = plan_file(source, options);
         if (!plan) return make_error(plan.kind(), source.source_label + ": " + plan.error());
-        return write_file(*plan, out_path, options, progress, cancel);
+        return write_file(source, *plan, out_path, options, progress, cancel);
     } catch (const std::bad_alloc&) {
         return make_error(ErrorKind::OutOfMemory, out_path + ": out of memory during conversion");
     }

@@ -7,6 +7,7 @@
 //   tile_stream_writer.cpp  multi-threaded, chunked tile encoding of one tiled segment
 //   converter.cpp           orchestration: validate, lay out, write, commit
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ const GgmlBlockType* source_block_type(const TensorView& tensor);
 
 // Source bytes of `elements` elements of the tensor's type (elements a multiple of its block).
 uint64_t source_bytes(const TensorView& tensor, uint64_t elements);
+
+// The tile type that holds a source tensor's values unchanged, block for block: F32, F16, Q8_0,
+// Q4_0, or a K-quant of a GGUF tensor (Q4_K, Q5_K, Q6_K); none for BF16 and other ggml types.
+std::optional<DType> native_tile_type(const TensorView& tensor);
 
 // A [rows x cols] matrix inside a source tensor (an expert slice of a 3-D bank or a
 // whole 2-D tensor), read through an output-row -> source-row map (RoPE permutation).

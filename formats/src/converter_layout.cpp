@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "cflow/formats/model_path_kind.h"
@@ -12,6 +13,7 @@
 
 #include "checked_math.h"
 #include "converter_internal.h"
+#include "tile_geometry.h"
 
 namespace cflow::convert_detail {
 namespace {
@@ -65,12 +67,34 @@ public:
         if (!vocab) return vocab.take_error();
         plan_.regions.push_back(std::move(*vocab));
         if (Status s = check_every_tensor_used(); !s) return s.take_error();
+        plan_.header.weight_quant = static_cast<uint8_t>(bulk_dtype());
         if (Status s = assign_offsets(); !s) return s.take_error();
         return std::move(plan_);
     }
 
 private:
     const TensorView* t(const std::string& name) const { return src_.find(name); }
+
+    // GlobalHeader.weight_quant: the tile type holding the most bytes (a kept Q4_K_M file: Q4_K).
+    DType bulk_dtype() const {
+        std::map<DType, uint64_t> bytes;
+        for (const RegionPlan& region : plan_.regions)
+            for (const SegmentPlan& seg : region.segments) {
+                if (seg.shape.storage == Storage::Raw) continue;
+                const uint64_t copies = seg.shape.storage == Storage::ExpertBank ? c_.n_experts : 1;
+                for (size_t p = 0; p < seg.shape.parts.size(); ++p) {
+                    const bool down = seg.shape.storage == Storage::ExpertBank && p == 2;
+                    const uint32_t cols = down ? segment_shapes::expert_down_cols(seg.shape) : seg.shape.cols;
+                    if (auto size = tile_geometry::segment_size({seg.shape.parts[p]}, cols))
+                        bytes[seg.shape.parts[p].dtype] += size->bytes * copies;
+                }
+            }
+        DType best = options_.weight_quant;
+        uint64_t most = 0;
+        for (const auto& [dtype, n] : bytes)
+            if (n > most) most = n, best = dtype;
+        return best;
+    }
 
     // A tensor the planned segments leave out would be dropped without a word: refuse it,
     // naming it, unless the reader folded it into the config or said why the forward never
@@ -199,15 +223,19 @@ private:
         plan_.metadata = meta.serialize();
     }
 
-    Result<SegmentPlan> segment(SegmentRole role, DType dtype, std::vector<std::string> names) {
+    // part_dtypes (one per part of a tiled segment) overrides dtype part by part.
+    Result<SegmentPlan> segment(SegmentRole role, DType dtype, std::vector<std::string> names,
+                                const std::vector<DType>& part_dtypes = {}) {
         auto shape = segment_shapes::segment_shape(plan_.header, plan_.params, role);
         if (!shape)
             return make_error(shape.kind(), std::string(segment_shapes::role_name(role)) + ": " + shape.error());
         SegmentPlan seg;
         seg.role = role;
-        seg.dtype = shape->storage == Storage::Raw ? DType::F32 : dtype;
         seg.shape = std::move(*shape);
-        auto bytes = segment_shapes::segment_bytes(plan_.header, seg.shape, seg.dtype);
+        for (size_t p = 0; p < seg.shape.parts.size(); ++p)
+            seg.shape.parts[p].dtype = p < part_dtypes.size() ? part_dtypes[p] : dtype;
+        seg.dtype = seg.shape.storage == Storage::Raw ? DType::F32 : seg.shape.parts[0].dtype;
+        auto bytes = segment_shapes::segment_bytes(plan_.header, seg.shape);
         if (!bytes)
             return make_error(bytes.kind(), std::string(segment_shapes::role_name(role)) + ": " + bytes.error());
         seg.bytes = bytes->bytes;
@@ -219,8 +247,18 @@ private:
         return seg;
     }
 
-    bool exact(const TensorView* tensor, DType target) const {
-        return options_.retile_exact && tensor && is_block_quant(target) && tensor->dtype == target;
+    // The tile type of one source matrix: its own type when the options keep source types and
+    // the tiles hold it (re-tiled block for block), else the class's target.
+    DType part_dtype(const TensorView* tensor, DType target) const {
+        if (!options_.keep_source_types || !options_.retile_exact || !tensor) return target;
+        return native_tile_type(*tensor).value_or(target);
+    }
+
+    bool exact(const TensorView* tensor, DType part) const {
+        if (!options_.retile_exact || !tensor) return false;
+        if (is_kquant(part))
+            return tensor->dtype == part || (tensor->dtype == DType::GgmlBlock && tensor->ggml_type == kquant_ggml_type(part));
+        return is_block_quant(part) && tensor->dtype == part;
     }
 
     // A raw f32 segment of one vector tensor (optionally permuted per head).
@@ -234,13 +272,15 @@ private:
 
     Result<SegmentPlan> tiled_segment(SegmentRole role, DType dtype, std::vector<std::string> names,
                                       std::vector<std::vector<uint32_t>> row_maps = {}) {
-        auto seg = segment(role, dtype, names);
+        std::vector<DType> part_dtypes;
+        for (const std::string& name : names) part_dtypes.push_back(part_dtype(t(name), dtype));
+        auto seg = segment(role, dtype, names, part_dtypes);
         if (!seg) return seg;
         for (size_t p = 0; p < seg->shape.parts.size(); ++p) {
             const TensorView* tensor = t(names[p]);
             std::vector<uint32_t> map = p < row_maps.size() ? std::move(row_maps[p]) : std::vector<uint32_t>{};
             seg->parts.push_back(matrix(tensor, seg->shape.parts[p].rows, seg->shape.cols, std::move(map)));
-            seg->exact_parts.push_back(exact(tensor, dtype));
+            seg->exact_parts.push_back(exact(tensor, seg->shape.parts[p].dtype));
         }
         return seg;
     }
@@ -249,13 +289,13 @@ private:
     // source row first_rows[i].
     Result<SegmentPlan> fused_segment(SegmentRole role, DType dtype, const std::string& name, std::vector<uint64_t> first_rows,
                                       std::vector<std::vector<uint32_t>> row_maps = {}) {
-        auto seg = segment(role, dtype, {name});
-        if (!seg) return seg;
         const TensorView* tensor = t(name);
+        auto seg = segment(role, part_dtype(tensor, dtype), {name});
+        if (!seg) return seg;
         for (size_t p = 0; p < seg->shape.parts.size(); ++p) {
             std::vector<uint32_t> map = p < row_maps.size() ? std::move(row_maps[p]) : std::vector<uint32_t>{};
             seg->parts.push_back(matrix(tensor, seg->shape.parts[p].rows, seg->shape.cols, std::move(map), first_rows[p]));
-            seg->exact_parts.push_back(exact(tensor, dtype));
+            seg->exact_parts.push_back(exact(tensor, seg->shape.parts[p].dtype));
         }
         return seg;
     }
@@ -277,14 +317,23 @@ private:
             for (uint32_t e = 0; e < c_.n_experts; ++e)
                 for (const char* m : {"ffn_gate", "ffn_up", "ffn_down"}) names.push_back(per_expert(m, e));
         }
-        auto bank = segment(SegmentRole::ExpertBank, wq, names);
+        // Each of gate, up, down keeps its source type only when every expert's tensor has it.
+        std::vector<DType> part_dtypes;
+        for (const char* m : {"ffn_gate", "ffn_up", "ffn_down"}) {
+            const std::string bank_name = p + m + "_exps.weight";
+            DType kept = part_dtype(stacked ? t(bank_name) : t(per_expert(m, 0)), wq);
+            for (uint32_t e = 1; !stacked && e < c_.n_experts; ++e)
+                if (part_dtype(t(per_expert(m, e)), wq) != kept) kept = wq;
+            part_dtypes.push_back(kept);
+        }
+        auto bank = segment(SegmentRole::ExpertBank, wq, names, part_dtypes);
         if (!bank) return bank;
         if (stacked) {
             for (uint32_t e = 0; e < c_.n_experts; ++e)
                 bank->experts.push_back({matrix(t(gate), eff, d, {}, uint64_t{e} * eff),
                                          matrix(t(up), eff, d, {}, uint64_t{e} * eff),
                                          matrix(t(down), d, eff, {}, uint64_t{e} * d)});
-            bank->exact_parts = {exact(t(gate), wq), exact(t(up), wq), exact(t(down), wq)};
+            bank->exact_parts = {exact(t(gate), part_dtypes[0]), exact(t(up), part_dtypes[1]), exact(t(down), part_dtypes[2])};
             return bank;
         }
         // A part is re-tiled block for block only when every expert's tensor allows it.
@@ -293,7 +342,7 @@ private:
             const std::array<const TensorView*, 3> ts = {t(per_expert("ffn_gate", e)), t(per_expert("ffn_up", e)),
                                                         t(per_expert("ffn_down", e))};
             bank->experts.push_back({matrix(ts[0], eff, d), matrix(ts[1], eff, d), matrix(ts[2], d, eff)});
-            for (size_t i = 0; i < 3; ++i) all_exact[i] = all_exact[i] && exact(ts[i], wq);
+            for (size_t i = 0; i < 3; ++i) all_exact[i] = all_exact[i] && exact(ts[i], part_dtypes[i]);
         }
         bank->exact_parts = std::move(all_exact);
         return bank;
@@ -466,6 +515,23 @@ void fill_expert_tables(FilePlan& plan) {
             const ExpertEntry entry{bank->offset + uint64_t{e} * bank->expert_bytes, bank->expert_bytes};
             std::memcpy(table->raw_bytes.data() + uint64_t{e} * sizeof(ExpertEntry), &entry, sizeof(entry));
         }
+    }
+}
+
+std::optional<DType> native_tile_type(const TensorView& tensor) {
+    switch (tensor.dtype) {
+        case DType::F32:
+        case DType::F16:
+        case DType::Q8_0:
+        case DType::Q4_0:
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K: return tensor.dtype;
+        case DType::GgmlBlock:
+            for (DType k : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
+                if (tensor.ggml_type == kquant_ggml_type(k)) return k;
+            return std::nullopt;
+        default: return std::nullopt;
     }
 }
 

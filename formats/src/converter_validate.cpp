@@ -65,13 +65,16 @@ Status check_config(const SourceModel& src, const ConvertOptions& options) {
     auto unsupported = [&](const std::string& what) -> Status {
         return config_error(src, what, ErrorKind::Unsupported);
     };
-    if (!is_tile_dtype(options.weight_quant))
-        return unsupported("weight quant " + std::string(dtype_name(options.weight_quant)) +
-                           " is not a tile type (f32, f16, q8_0, q4_0)");
+    // K-quant tiles are only ever a GGUF's own blocks, kept (keep_source_types): there is no K-quant quantiser yet.
+    auto quantisable = [](DType t) { return is_tile_dtype(t) && !is_kquant(t); };
+    const std::string targets = " is not a type the converter quantises to (f32, f16, q8_0, q4_0; a GGUF's own Q4_K, Q5_K "
+                                "and Q6_K tensors are kept as they are unless re-quantising is asked for)";
+    if (!quantisable(options.weight_quant))
+        return unsupported("weight quant " + std::string(dtype_name(options.weight_quant)) + targets);
     for (TensorClass tc : kTensorClasses)
-        if (!is_tile_dtype(quant_for(options, tc)))
-            return unsupported(std::string(tensor_class_name(tc)) + " quant " +
-                               std::string(dtype_name(quant_for(options, tc))) + " is not a tile type (f32, f16, q8_0, q4_0)");
+        if (!quantisable(quant_for(options, tc)))
+            return unsupported(std::string(tensor_class_name(tc)) + " quant " + std::string(dtype_name(quant_for(options, tc))) +
+                               targets);
     if (options.format != ContainerFormat::Cflow && options.format != ContainerFormat::Vflow)
         return fail("unknown container format " + std::to_string(static_cast<unsigned>(options.format)) +
                     " (0 = .cflow, 1 = .vflow)");

@@ -8,7 +8,7 @@
 namespace cflow {
 
 namespace {
-constexpr std::array<std::string_view, 6> kNames = {"f32", "f16", "q8_0", "q4_0", "bf16", "ggml"};
+constexpr std::array<std::string_view, 9> kNames = {"f32", "f16", "q8_0", "q4_0", "bf16", "ggml", "q4_k", "q5_k", "q6_k"};
 }
 
 std::string_view dtype_name(DType t) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "cflow/formats/ggml_blocks.h"
 #include "cflow/formats/tile_plan.h"
 #include "codec_x86.h"
 
@@ -282,6 +283,11 @@ void encode_tile(DType dtype, const float* src, uint64_t src_stride, uint32_t ro
             }
             return;
         }
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K:  // only ever copied from a GGUF's own blocks (no K-quant quantiser yet): zero weights
+            std::memset(payload, 0, tile_payload_bytes(dtype, rows, cols));
+            return;
         case DType::BF16:
         case DType::GgmlBlock: break;  // not tile payload types
     }
@@ -316,6 +322,11 @@ void decode_tile_row(DType dtype, const uint8_t* payload, uint32_t rows, uint32_
             }
             return;
         }
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K:  // one super-block per tile row (cols == 256)
+            dequantize_ggml_row(kquant_ggml_type(dtype), payload + uint64_t{row} * kquant_block_bytes(dtype), cols, out);
+            return;
         case DType::BF16:
         case DType::GgmlBlock: break;
     }
@@ -335,6 +346,9 @@ void convert_to_f32(DType src, const uint8_t* data, uint64_t n, float* out) {
             return;
         case DType::Q8_0:
         case DType::Q4_0:
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K:
         case DType::GgmlBlock: break;  // block types: dequantize_ggml_row (ggml_blocks.h)
     }
 }

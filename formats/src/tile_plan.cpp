@@ -19,17 +19,28 @@ uint64_t payload_bytes_per_row(DType dtype, uint32_t cols) {
         case DType::F16: return uint64_t{2} * cols;
         case DType::Q8_0: return groups * (2 + 32);  // f16 scale + 32 x i8 per group
         case DType::Q4_0: return groups * (2 + 16);  // f16 scale + 16 nibble bytes per group
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K: return (uint64_t{cols} + kKQuantBlock - 1) / kKQuantBlock * kquant_block_bytes(dtype);
         case DType::BF16:
         case DType::GgmlBlock: break;
     }
     return 0;
 }
 
-Result<SegmentSize> segment_size(const std::vector<TilePart>& parts, uint32_t cols, DType dtype) {
-    if (!is_tile_dtype(dtype))
-        return make_error(ErrorKind::Unsupported,
-                          "tile dtype " + std::to_string(static_cast<unsigned>(dtype)) + " is not a tile payload type");
+Result<SegmentSize> segment_size(const std::vector<TilePart>& parts, uint32_t cols) {
     if (parts.empty()) return make_error("tiled segment has no parts");
+    for (size_t p = 0; p < parts.size(); ++p) {
+        const DType dtype = parts[p].dtype;
+        if (!is_tile_dtype(dtype))
+            return make_error(ErrorKind::Unsupported, "part " + std::to_string(p) + ": tile dtype " +
+                                                          std::to_string(static_cast<unsigned>(dtype)) +
+                                                          " is not a tile payload type");
+        if (is_kquant(dtype) && cols % kKQuantBlock != 0)
+            return make_error("part " + std::to_string(p) + ": input dimension (cols) " + std::to_string(cols) +
+                              " is not a multiple of " + std::to_string(kKQuantBlock) + ", as " +
+                              std::string(dtype_name(dtype)) + " super-blocks need");
+    }
     if (cols == 0) return make_error("input dimension (cols) is 0");
     if (cols > kMaxCols)
         return make_error("input dimension (cols) " + std::to_string(cols) + " exceeds " + std::to_string(kMaxCols) +
@@ -37,14 +48,14 @@ Result<SegmentSize> segment_size(const std::vector<TilePart>& parts, uint32_t co
     const uint64_t full_col_tiles = cols / kTileCols;
     const uint32_t edge_cols = cols % kTileCols;
     const uint64_t col_tiles = full_col_tiles + (edge_cols ? 1 : 0);
-    // Every row of a part crosses each column tile once: row bytes are the same for all stripes.
-    const uint64_t row_bytes =
-        full_col_tiles * payload_bytes_per_row(dtype, kTileCols) + (edge_cols ? payload_bytes_per_row(dtype, edge_cols) : 0);
 
     SegmentSize total;
     for (size_t p = 0; p < parts.size(); ++p) {
         const uint32_t rows = parts[p].rows;
         if (rows == 0) return make_error("part " + std::to_string(p) + " has 0 output rows");
+        // Every row of a part crosses each column tile once: row bytes are the same for all stripes.
+        const uint64_t row_bytes = full_col_tiles * payload_bytes_per_row(parts[p].dtype, kTileCols) +
+                                   (edge_cols ? payload_bytes_per_row(parts[p].dtype, edge_cols) : 0);
         const uint64_t stripes = (uint64_t{rows} + kTileRows - 1) / kTileRows;
         uint64_t tiles = 0, header_bytes = 0, payload = 0, part_bytes = 0;
         if (!checked::mul(stripes, col_tiles, &tiles) || !checked::mul(tiles, sizeof(TileHeader), &header_bytes) ||
@@ -68,8 +79,13 @@ uint64_t tile_payload_bytes(DType dtype, uint32_t rows, uint32_t cols) {
     return bytes;
 }
 
-Result<std::vector<PlannedTile>> plan_tiles(const std::vector<TilePart>& parts, uint32_t cols, DType dtype) {
-    auto size = tile_geometry::segment_size(parts, cols, dtype);
+std::vector<TilePart> with_dtype(std::vector<TilePart> parts, DType dtype) {
+    for (TilePart& part : parts) part.dtype = dtype;
+    return parts;
+}
+
+Result<std::vector<PlannedTile>> plan_tiles(const std::vector<TilePart>& parts, uint32_t cols) {
+    auto size = tile_geometry::segment_size(parts, cols);
     if (!size) return size.take_error();
     if (parts.size() > 255) return make_error("tiled segment has more than 255 parts");
 
@@ -98,7 +114,7 @@ Result<std::vector<PlannedTile>> plan_tiles(const std::vector<TilePart>& parts, 
                 t.rows = rows;
                 t.cols = tile_cols;
                 t.offset = offset;
-                t.bytes = sizeof(TileHeader) + tile_payload_bytes(dtype, rows, tile_cols);
+                t.bytes = sizeof(TileHeader) + tile_payload_bytes(parts[p].dtype, rows, tile_cols);
                 offset += t.bytes;  // bounded by size->bytes, checked above
                 tiles.push_back(t);
             }

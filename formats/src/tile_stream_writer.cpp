@@ -22,6 +22,7 @@ struct TileUnit {
     uint32_t n_tiles;
     const MatrixSource* source;
     MatrixId matrix;
+    DType dtype;  // of the part's tiles
     uint8_t expert_id;
     bool exact;
     uint64_t offset;  // of the unit's first tile header, relative to the segment
@@ -36,14 +37,21 @@ void append_units(const std::vector<PlannedTile>& plan, const std::vector<TilePa
         while (j < plan.size() && plan[j].part == plan[i].part && plan[j].row_offset == plan[i].row_offset) ++j;
         const uint8_t part = plan[i].part;
         const uint64_t end = plan[j - 1].offset + plan[j - 1].bytes;
-        units->push_back(TileUnit{&plan, i, j - i, sources[part], parts[part].matrix, expert_id, exact[part],
+        units->push_back(TileUnit{&plan, i, j - i, sources[part], parts[part].matrix, parts[part].dtype, expert_id, exact[part],
                                   base + plan[i].offset, end - plan[i].offset});
         i = j;
     }
 }
 
-// Copies the ggml blocks of one tile into its payload: scales first, then quants.
+// Copies the ggml blocks of one tile into its payload. K-quants: each tile row is the row's one
+// super-block, byte for byte. Q4_0 / Q8_0: scales first, then quants.
 void copy_blocks(DType dtype, const MatrixSource& src, const PlannedTile& t, uint8_t* payload) {
+    if (is_kquant(dtype)) {
+        const uint32_t block_bytes = kquant_block_bytes(dtype);  // t.cols == 256: one block per row (plan_tiles)
+        for (uint32_t r = 0; r < t.rows; ++r)
+            std::memcpy(payload + uint64_t{r} * block_bytes, src.row_blocks(t.row_offset + r, t.col_offset), block_bytes);
+        return;
+    }
     const uint32_t groups = t.cols / kQuantGroup;  // exact re-tiling needs cols % 32 == 0 (checked by the caller)
     const uint64_t block_data = ggml_block_bytes(dtype) - 2;
     uint8_t* scales = payload;
@@ -96,8 +104,9 @@ void encode_direct(const TileUnit& unit, DType dtype, const MatrixSource& src, s
     }
 }
 
-void encode_unit(const TileUnit& unit, DType dtype, uint16_t layer_id, std::vector<float>& stripe,
-                 std::vector<uint8_t>& row_blocks, uint8_t* out) {
+void encode_unit(const TileUnit& unit, uint16_t layer_id, std::vector<float>& stripe, std::vector<uint8_t>& row_blocks,
+                 uint8_t* out) {
+    const DType dtype = unit.dtype;
     const PlannedTile& first = (*unit.plan)[unit.first_tile];
     const MatrixSource& src = *unit.source;
     // Exact copies need whole 32-blocks in every tile; cols % 32 == 0 guarantees it (tiles start at multiples of 256).
@@ -119,7 +128,7 @@ void encode_unit(const TileUnit& unit, DType dtype, uint16_t layer_id, std::vect
         h.col_offset = static_cast<uint16_t>(t.col_offset);
         h.tile_rows = t.rows;
         h.tile_cols = t.cols;
-        h.quant_group = is_block_quant(dtype) ? static_cast<uint16_t>(kQuantGroup) : 0;
+        h.quant_group = tile_quant_group(dtype);
         std::memcpy(tile, &h, sizeof(h));
         if (exact)
             copy_blocks(dtype, src, t, tile + sizeof(h));
@@ -135,7 +144,7 @@ Status write_tiled_segment(const TileWriteContext& ctx, const SegmentPlan& seg, 
     std::vector<TileUnit> units;
     std::vector<PlannedTile> plan, down_plan;
     if (seg.shape.storage == segment_shapes::Storage::Tiled) {
-        auto p = plan_tiles(seg.shape.parts, seg.shape.cols, seg.dtype);
+        auto p = plan_tiles(seg.shape.parts, seg.shape.cols);
         if (!p) return p.take_error();
         plan = std::move(*p);
         std::vector<const MatrixSource*> sources;
@@ -143,10 +152,10 @@ Status write_tiled_segment(const TileWriteContext& ctx, const SegmentPlan& seg, 
         append_units(plan, seg.shape.parts, sources, seg.exact_parts, kNoExpert, 0, &units);
     } else {
         // ExpertBank: per expert, gate/up interleaved by stripe, then down.
-        const std::vector<TilePart> gate_up_parts(seg.shape.parts.begin(), seg.shape.parts.begin() + 2);
-        const std::vector<TilePart> down_parts(seg.shape.parts.begin() + 2, seg.shape.parts.end());
-        auto gu = plan_tiles(gate_up_parts, seg.shape.cols, seg.dtype);
-        auto dn = plan_tiles(down_parts, gate_up_parts[0].rows, seg.dtype);
+        const std::vector<TilePart> gate_up_parts = segment_shapes::expert_gate_up_parts(seg.shape);
+        const std::vector<TilePart> down_parts = segment_shapes::expert_down_parts(seg.shape);
+        auto gu = plan_tiles(gate_up_parts, seg.shape.cols);
+        auto dn = plan_tiles(down_parts, segment_shapes::expert_down_cols(seg.shape));
         if (!gu) return gu.take_error();
         if (!dn) return dn.take_error();
         plan = std::move(*gu);
@@ -199,7 +208,7 @@ Status write_tiled_segment(const TileWriteContext& ctx, const SegmentPlan& seg, 
                 std::vector<float> stripe;
                 std::vector<uint8_t> row_blocks;
                 for (size_t u = next++; u < last; u = next++)
-                    encode_unit(units[u], seg.dtype, layer_id, stripe, row_blocks,
+                    encode_unit(units[u], layer_id, stripe, row_blocks,
                                 buffer.data() + (units[u].offset - chunk_offset));
             } catch (const std::bad_alloc&) {
                 failed = true;

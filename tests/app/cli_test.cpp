@@ -85,7 +85,7 @@ TEST(Cli, InspectJsonDescribesGeometryAndSegments) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto j = nlohmann::json::parse(r.out);
     const SyntheticSpec spec;
-    EXPECT_EQ(j["version"], 5);
+    EXPECT_EQ(j["version"], kCflowVersion);
     EXPECT_EQ(j["geometry"]["d_model"], spec.d_model);
     EXPECT_EQ(j["geometry"]["n_layers"], spec.n_layers);
     EXPECT_EQ(j["layers"].size(), spec.n_layers);

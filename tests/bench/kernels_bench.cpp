@@ -62,7 +62,7 @@ uint64_t splitmix(uint64_t& state) {
 }
 
 bool build_matrix(DType dtype, uint32_t rows, uint32_t cols, TiledMatrix& m) {
-    auto planned = cflow::plan_tiles({{cflow::MatrixId::Q, rows}}, cols, dtype);
+    auto planned = cflow::plan_tiles(with_dtype({{cflow::MatrixId::Q, rows}}, dtype), cols);
     if (!planned) {
         std::fprintf(stderr, "cannot plan a %ux%u %s matrix: %s\n", rows, cols,
                      std::string(cflow::dtype_name(dtype)).c_str(), planned.error().c_str());

@@ -120,7 +120,7 @@ std::vector<Corruption> corruptions() {
         {"bad magic", [](auto& b, auto&) { b[0] = 'X'; }, "GlobalHeader.magic at offset 0: bad magic"},
         {"truncated header", [](auto& b, auto&) { b.resize(40); }, "GlobalHeader at offset 0: file is 40 bytes, smaller than the 88-byte header"},
         {"unknown version", [](auto& b, auto&) { put<uint32_t>(b, 8, 7); },
-         "GlobalHeader.version at offset 8: unsupported version 7 (this build reads version 5)", false,
+         "GlobalHeader.version at offset 8: unsupported version 7 (this build reads versions 5 to 6)", false,
          ErrorKind::Unsupported},
         {"truncated file", [](auto& b, auto&) { b.resize(b.size() - 100); }, "(truncated)"},
         {"trailing bytes", [](auto& b, auto&) { b.resize(b.size() + 10, 0); }, "(trailing bytes)"},
@@ -181,6 +181,31 @@ std::vector<Corruption> corruptions() {
         // the source-only dtypes (BF16 = 4, GgmlBlock = 5) are no tile payload types either
         {"source-only dtype bf16", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 4; }, "unknown dtype 4"},
         {"source-only dtype ggml", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 5; }, "unknown dtype 5"},
+        // Version 6 part dtypes (cflow-format.md section 4, SegmentEntry.part_dtype).
+        {"part dtype unknown", [](auto& b, auto& L) { b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype) + 1] = 9; },
+         "(Qkv) SegmentEntry.part_dtype[1] at offset"},
+        {"part dtype 0 differs from dtype", [](auto& b, auto& L) {
+             uint8_t& first = b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype)];
+             first = first == 2 ? 3 : 2;
+         },
+         "but dtype is"},
+        {"part dtype past n_parts", [](auto& b, auto& L) { b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype) + 3] = 1; },
+         "(Qkv) SegmentEntry.part_dtype[3] at offset"},
+        {"part dtype on a raw segment", [](auto& b, auto& L) { b[L.dir0[L.attn_norm] + offsetof(SegmentEntry, part_dtype)] = 1; },
+         "(AttnNorm) SegmentEntry.part_dtype[0] at offset"},
+        // The test model's 64 columns cannot hold a 256-weight super-block.
+        {"k-quant part with 64 cols", [](auto& b, auto& L) {
+             b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype) + 2] = static_cast<uint8_t>(DType::Q6_K);
+         },
+         "is not a multiple of 256, as q6_k super-blocks need"},
+        // A version 5 file has no part dtypes: a version 6 file relabelled 5 is refused, not misread.
+        {"part dtypes in a version 5 file", [](auto& b, auto&) { put<uint32_t>(b, 8, 5); },
+         "SegmentEntry.part_dtype[0] at offset"},
+        {"k-quant dtype in a version 5 file", [se_dtype](auto& b, auto& L) {
+             put<uint32_t>(b, 8, 5);
+             b[L.dir0[L.qkv] + se_dtype] = static_cast<uint8_t>(DType::Q4_K);
+         },
+         "unknown dtype 6 for a version-5 file"},
         {"raw segment not f32", [se_dtype](auto& b, auto& L) { b[L.dir0[L.attn_norm] + se_dtype] = 1; }, "raw segments must be f32"},
         {"raw segment misaligned", [se_offset](auto& b, auto& L) {
              put<uint64_t>(b, L.dir0[L.attn_norm] + se_offset, get<uint64_t>(b, L.dir0[L.attn_norm] + se_offset) + 2);
@@ -216,7 +241,7 @@ std::vector<Corruption> corruptions() {
          },
          "metadata entry 0 (key 'general.architecture') at offset"},
         {"metadata bad magic", [](auto& b, auto& L) { b[L.meta] = 'X'; }, "metadata section at offset"},
-        // Reserved bytes are 0 in version 5; anything else is damage (cflow-format.md, section 10).
+        // Reserved bytes are 0 in versions 5 and 6; anything else is damage (cflow-format.md, section 10).
         {"GlobalHeader reserved byte", [](auto& b, auto&) { b[offsetof(GlobalHeader, reserved0)] = 1; },
          "GlobalHeader.reserved0 at offset 31: is 1, must be 0"},
         {"ModelParams reserved1 byte", [](auto& b, auto& L) { b[L.params + offsetof(ModelParams, reserved1) + 2] = 7; },
@@ -227,7 +252,7 @@ std::vector<Corruption> corruptions() {
          "layer 0 RegionHeader.reserved"},
         {"SegmentEntry reserved0", [](auto& b, auto& L) { b[L.dir0[L.qkv] + offsetof(SegmentEntry, reserved0)] = 1; },
          "(Qkv) SegmentEntry.reserved0 at offset"},
-        {"SegmentEntry reserved2", [](auto& b, auto& L) { b[L.dir0[L.ffn_norm] + offsetof(SegmentEntry, reserved2) + 11] = 1; },
+        {"SegmentEntry reserved2", [](auto& b, auto& L) { b[L.dir0[L.ffn_norm] + offsetof(SegmentEntry, reserved2) + 7] = 1; },
          "(FfnNorm) SegmentEntry.reserved2 at offset"},
     };
 }

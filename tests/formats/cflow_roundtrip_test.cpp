@@ -144,7 +144,7 @@ void expect_model_matches(const Converted& c, const SyntheticSpec& spec, DType w
     ASSERT_TRUE(c.file);
     const GlobalHeader& h = c.file->header();
     EXPECT_EQ(std::memcmp(h.magic, kCflowMagic, 8), 0);
-    EXPECT_EQ(h.version, 5u);
+    EXPECT_EQ(h.version, kCflowVersion);
     EXPECT_EQ(h.d_model, spec.d_model);
     EXPECT_EQ(h.n_layers, spec.n_layers);
     EXPECT_EQ(h.n_heads, spec.n_heads);

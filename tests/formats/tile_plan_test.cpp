@@ -9,7 +9,7 @@ namespace {
 TEST(TilePlan, FullQ4Tile_Is18448BytesWithHeader) {
     // 16-byte header + 128*256/32 f16 scales (2,048 B) + 128*256/2 nibble bytes (16,384 B): the paper's 3.2.2 figure.
     EXPECT_EQ(tile_payload_bytes(DType::Q4_0, 128, 256), 2048u + 16384u);
-    auto plan = plan_tiles({{MatrixId::O, 128}}, 256, DType::Q4_0);
+    auto plan = plan_tiles(with_dtype({{MatrixId::O, 128}}, DType::Q4_0), 256);
     ASSERT_TRUE(plan.ok()) << plan.error();
     ASSERT_EQ(plan->size(), 1u);
     EXPECT_EQ((*plan)[0].bytes, 18448u);
@@ -29,7 +29,7 @@ TEST(TilePlan, PayloadBytesPerDtype) {
 
 TEST(TilePlan, EdgeTilesAreSmallerAndOffsetsContiguous) {
     // 300 x 600: stripes of 128,128,44 rows; column tiles of 256,256,88.
-    auto plan = plan_tiles({{MatrixId::Down, 300}}, 600, DType::Q8_0);
+    auto plan = plan_tiles(with_dtype({{MatrixId::Down, 300}}, DType::Q8_0), 600);
     ASSERT_TRUE(plan.ok()) << plan.error();
     ASSERT_EQ(plan->size(), 9u);
     const PlannedTile& last = plan->back();
@@ -48,7 +48,7 @@ TEST(TilePlan, EdgeTilesAreSmallerAndOffsetsContiguous) {
 
 TEST(TilePlan, StripeInterleavedOrderAcrossParts) {
     // Q has 256 rows (2 stripes), K and V have 64 rows (1 stripe); cols 300 -> 2 column tiles.
-    auto plan = plan_tiles({{MatrixId::Q, 256}, {MatrixId::K, 64}, {MatrixId::V, 64}}, 300, DType::F16);
+    auto plan = plan_tiles(with_dtype({{MatrixId::Q, 256}, {MatrixId::K, 64}, {MatrixId::V, 64}}, DType::F16), 300);
     ASSERT_TRUE(plan.ok()) << plan.error();
     struct Expected {
         uint8_t part;
@@ -71,43 +71,81 @@ TEST(TilePlan, StripeInterleavedOrderAcrossParts) {
 }
 
 TEST(TilePlan, RejectsZeroDimensions) {
-    auto zero_cols = plan_tiles({{MatrixId::Q, 8}}, 0, DType::F32);
+    auto zero_cols = plan_tiles(with_dtype({{MatrixId::Q, 8}}, DType::F32), 0);
     ASSERT_FALSE(zero_cols.ok());
     EXPECT_EQ(zero_cols.kind(), ErrorKind::InvalidInput) << zero_cols.error();
     EXPECT_NE(zero_cols.error().find("cols"), std::string::npos) << zero_cols.error();
-    auto zero_rows = plan_tiles({{MatrixId::Q, 8}, {MatrixId::K, 0}}, 64, DType::F32);
+    auto zero_rows = plan_tiles(with_dtype({{MatrixId::Q, 8}, {MatrixId::K, 0}}, DType::F32), 64);
     ASSERT_FALSE(zero_rows.ok());
     EXPECT_NE(zero_rows.error().find("part 1 has 0 output rows"), std::string::npos) << zero_rows.error();
-    EXPECT_FALSE(plan_tiles({}, 64, DType::F32).ok());
+    EXPECT_FALSE(plan_tiles(with_dtype({}, DType::F32), 64).ok());
 }
 
 TEST(TilePlan, RejectsColumnsBeyondU16Offsets) {
     // The last column tile of 65,536 inputs starts at 65,280: still addressable.
-    EXPECT_TRUE(plan_tiles({{MatrixId::Q, 1}}, 65536, DType::Q4_0).ok());
-    auto wide = plan_tiles({{MatrixId::Q, 1}}, 65537, DType::Q4_0);
+    EXPECT_TRUE(plan_tiles(with_dtype({{MatrixId::Q, 1}}, DType::Q4_0), 65536).ok());
+    auto wide = plan_tiles(with_dtype({{MatrixId::Q, 1}}, DType::Q4_0), 65537);
     ASSERT_FALSE(wide.ok());
     EXPECT_NE(wide.error().find("65537"), std::string::npos) << wide.error();
     EXPECT_NE(wide.error().find("col_offset"), std::string::npos) << wide.error();
-    EXPECT_FALSE(plan_tiles({{MatrixId::Q, 1}}, 65791, DType::Q4_0).ok());
+    EXPECT_FALSE(plan_tiles(with_dtype({{MatrixId::Q, 1}}, DType::Q4_0), 65791).ok());
 }
 
 TEST(TilePlan, RejectsTileCountOverflowWithoutAllocating) {
     // 4 parts x 2^32-1 rows x 65,536 cols: 2^25 stripes x 256 column tiles x 4 parts > 2^32 tiles.
     const uint32_t rows = 0xFFFFFFFFu;
-    auto huge = plan_tiles({{MatrixId::Q, rows}, {MatrixId::K, rows}, {MatrixId::V, rows}, {MatrixId::O, rows}}, 65536,
-                           DType::F32);
+    auto huge = plan_tiles(with_dtype({{MatrixId::Q, rows}, {MatrixId::K, rows}, {MatrixId::V, rows}, {MatrixId::O, rows}},
+                           DType::F32), 65536);
     ASSERT_FALSE(huge.ok());
     EXPECT_EQ(huge.kind(), ErrorKind::InvalidInput) << huge.error();  // refused up front, not an OutOfMemory
     EXPECT_NE(huge.error().find("tiles"), std::string::npos) << huge.error();
 }
 
 TEST(TilePlan, NonTileDtypeIsUnsupported) {
-    auto bf16 = plan_tiles({{MatrixId::Q, 8}}, 64, DType::BF16);
+    auto bf16 = plan_tiles(with_dtype({{MatrixId::Q, 8}}, DType::BF16), 64);
     ASSERT_FALSE(bf16.ok());
     EXPECT_EQ(bf16.kind(), ErrorKind::Unsupported) << bf16.error();
 }
 
-TEST(TilePlan, RejectsNonTileDtype) { EXPECT_FALSE(plan_tiles({{MatrixId::Q, 8}}, 64, DType::BF16).ok()); }
+TEST(TilePlan, KQuantTileRowIsOneSuperBlock) {
+    // One ggml super-block (256 weights) per tile row, bytes as GGUF stores them.
+    EXPECT_EQ(tile_payload_bytes(DType::Q4_K, 128, 256), 128u * 144);
+    EXPECT_EQ(tile_payload_bytes(DType::Q5_K, 7, 256), 7u * 176);
+    EXPECT_EQ(tile_payload_bytes(DType::Q6_K, 1, 256), 210u);
+    EXPECT_EQ(tile_quant_group(DType::Q6_K), 256u);
+    EXPECT_EQ(tile_quant_group(DType::Q4_0), 32u);
+    EXPECT_EQ(tile_quant_group(DType::F16), 0u);
+}
+
+TEST(TilePlan, MixedPartDtypesSizeEachPartByItsOwnType) {
+    // Q4_K_M's attention: Q and K in Q4_K, V in Q6_K, one fused segment; 512 cols = 2 column tiles.
+    const std::vector<TilePart> parts{{MatrixId::Q, 256, DType::Q4_K}, {MatrixId::K, 64, DType::Q4_K},
+                                      {MatrixId::V, 64, DType::Q6_K}};
+    auto plan = plan_tiles(parts, 512);
+    ASSERT_TRUE(plan.ok()) << plan.error();
+    ASSERT_EQ(plan->size(), 2u * (2 + 1 + 1));
+    uint64_t expected = 0;
+    for (const PlannedTile& t : *plan) {
+        SCOPED_TRACE(t.offset);
+        EXPECT_EQ(t.cols, 256u);
+        EXPECT_EQ(t.bytes, 16u + tile_payload_bytes(parts[t.part].dtype, t.rows, t.cols));
+        expected += t.bytes;
+    }
+    EXPECT_EQ(expected, 16u * 8 + 2 * (256u * 144 + 64u * 144 + 64u * 210));
+    EXPECT_EQ(planned_bytes(*plan), expected);
+}
+
+TEST(TilePlan, KQuantNeedsWholeSuperBlocksPerRow) {
+    // 300 columns would leave a 44-column edge tile: no K-quant block covers it.
+    auto plan = plan_tiles({{MatrixId::Q, 8, DType::Q4_0}, {MatrixId::V, 8, DType::Q5_K}}, 300);
+    ASSERT_FALSE(plan.ok());
+    EXPECT_NE(plan.error().find("part 1: input dimension (cols) 300 is not a multiple of 256, as q5_k super-blocks need"),
+              std::string::npos)
+        << plan.error();
+    EXPECT_TRUE(plan_tiles({{MatrixId::Q, 8, DType::Q4_0}, {MatrixId::V, 8, DType::Q5_K}}, 768).ok());
+}
+
+TEST(TilePlan, RejectsNonTileDtype) { EXPECT_FALSE(plan_tiles(with_dtype({{MatrixId::Q, 8}}, DType::BF16), 64).ok()); }
 
 } // namespace
 } // namespace cflow

@@ -23,14 +23,14 @@ struct LanesArenaBuilder {
         DType dtype;
     };
 
-    static bool supported(DType dtype, const std::vector<TileRef>& tiles) {
+    static bool supported(const std::vector<TileRef>& tiles) {
         return !tiles.empty() && std::all_of(tiles.begin(), tiles.end(), [&](const TileRef& t) {
-            return lanes_layout_supported(dtype, t.rows, t.cols);
+            return lanes_layout_supported(t.dtype, t.rows, t.cols);
         });
     }
 
-    static void add(std::vector<Tile>& out, const uint8_t* fileBase, DType dtype, const std::vector<TileRef>& tiles) {
-        for (const TileRef& t : tiles) out.push_back({uint64_t(t.payload - fileBase), t.rows, t.cols, dtype});
+    static void add(std::vector<Tile>& out, const uint8_t* fileBase, const std::vector<TileRef>& tiles) {
+        for (const TileRef& t : tiles) out.push_back({uint64_t(t.payload - fileBase), t.rows, t.cols, t.dtype});
     }
 
     static Status build(Model& model, const std::string& path) {
@@ -39,10 +39,10 @@ struct LanesArenaBuilder {
         std::vector<Tile> tiles;
         std::vector<const SegmentView*> segments;
         auto consider = [&](const SegmentView* s) {
-            if (!s || s == model.token_embd_ || !supported(s->dtype, s->tiles)) return;
+            if (!s || s == model.token_embd_ || !supported(s->tiles)) return;
             if (std::find(segments.begin(), segments.end(), s) != segments.end()) return;
             segments.push_back(s);
-            add(tiles, fileBase, s->dtype, s->tiles);
+            add(tiles, fileBase, s->tiles);
         };
         const GlobalHeader& h = f.header();
         model.lanes_expert_banks_.assign(h.n_layers, 0);
@@ -55,10 +55,9 @@ struct LanesArenaBuilder {
             for (uint32_t e = 0; e < h.n_experts && all; ++e) {
                 auto view = f.expert(l, e);
                 if (!view) return view.take_error();
-                const DType dtype = w.expert_bank->dtype;
-                all = supported(dtype, view->gate_up) && supported(dtype, view->down);
-                add(bank, fileBase, dtype, view->gate_up);
-                add(bank, fileBase, dtype, view->down);
+                all = supported(view->gate_up) && supported(view->down);
+                add(bank, fileBase, view->gate_up);
+                add(bank, fileBase, view->down);
             }
             if (!all) continue;
             tiles.insert(tiles.end(), bank.begin(), bank.end());

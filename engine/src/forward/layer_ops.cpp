@@ -22,15 +22,26 @@ using layer::stream_index;
 
 } // namespace
 
-void Session::matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
+std::optional<DType> Session::quantized_slice_dtype(const std::vector<TileRef>& tiles,
+                                                   const std::vector<StripeRef>& stripes) const {
+    const auto* k = kernels_;
+    if (!k->quantize_slice || tiles.empty() || stripes.empty()) return std::nullopt;
+    const DType slice = slice_dtype(tiles.front().dtype);
+    for (const TileRef& tile : tiles)
+        if (!(k->quantized_dtypes & dtype_bit(tile.dtype)) || slice_dtype(tile.dtype) != slice) return std::nullopt;
+    return slice;
+}
+
+void Session::matvec_tiles(const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
                            const MatvecOutputs& outputs, const float* x, bool lanes) {
     const auto* k = kernels_;
     if (stripes.empty()) return;
+    const std::optional<DType> sliceDtype = quantized_slice_dtype(tiles, stripes);
     // Int8 paths: quantize each 256-column slice of x once, for every stripe's tile over it
     // (every stripe spans the same columns).
     uint8_t* slices = nullptr;  // [input slices x kQuantizedSliceBytes]
     size_t sliceCount = 0;
-    if (k->quantize_slice && (dtype == DType::Q4_0 || dtype == DType::Q8_0)) {
+    if (sliceDtype) {
         auto& buffer = buf_->quantized_x;
         const auto base = reinterpret_cast<uintptr_t>(buffer.data());
         slices = buffer.data() + ((kQuantizedSliceAlign - base % kQuantizedSliceAlign) % kQuantizedSliceAlign);
@@ -45,7 +56,7 @@ void Session::matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const
                 slices = nullptr;  // not the tile grid this buffer was sized for: quantize per tile
                 break;
             }
-            k->quantize_slice(dtype, x + tile.col_offset, tile.cols, slices + slice * kQuantizedSliceBytes);
+            k->quantize_slice(*sliceDtype, x + tile.col_offset, tile.cols, slices + slice * kQuantizedSliceBytes);
         }
     }
     pool_.parallel_for(stripes.size(), [&](size_t begin, size_t end) {
@@ -59,24 +70,24 @@ void Session::matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const
                 if (lanes) {
                     payload = lanes_payload(*model_, tile);
                     if (slices && k->tile_matvec_quantized_lanes) {
-                        k->tile_matvec_quantized_lanes(dtype, payload, tile.rows, tile.cols,
+                        k->tile_matvec_quantized_lanes(tile.dtype, payload, tile.rows, tile.cols,
                                                        slices + (tile.col_offset / kTileCols) * kQuantizedSliceBytes, y);
                         continue;
                     }
-                    payload = unpack_lanes_for_kernel(dtype, payload, tile.rows, tile.cols);
+                    payload = unpack_lanes_for_kernel(tile.dtype, payload, tile.rows, tile.cols);
                 }
                 if (slices)
-                    k->tile_matvec_quantized(dtype, payload, tile.rows, tile.cols,
+                    k->tile_matvec_quantized(tile.dtype, payload, tile.rows, tile.cols,
                                              slices + (tile.col_offset / kTileCols) * kQuantizedSliceBytes, y);
                 else
-                    k->tile_matvec(dtype, payload, tile.rows, tile.cols, x + tile.col_offset, y);
+                    k->tile_matvec(tile.dtype, payload, tile.rows, tile.cols, x + tile.col_offset, y);
             }
         }
     });
 }
 
 void Session::matvec(const SegmentView& segment, const MatvecOutputs& outputs, const float* x) {
-    matvec_tiles(segment.dtype, segment.tiles, segment.stripes, outputs, x, model_->in_lanes(segment));
+    matvec_tiles(segment.tiles, segment.stripes, outputs, x, model_->in_lanes(segment));
 }
 
 uint32_t Session::attention_group() const {
@@ -93,8 +104,8 @@ void Session::embed(int32_t token, float* out) {
     const uint32_t row = uint32_t(token) - stripe.row_offset;
     for (uint32_t t = 0; t < stripe.n_tiles; ++t) {
         const TileRef& tile = emb.tiles[stripe.first_tile + t];
-        decode_tile_row(emb.dtype, tile.payload, tile.rows, tile.cols, row, out + tile.col_offset);
-        telemetry_.vocabBytes += tile_payload_bytes(emb.dtype, tile.rows, tile.cols) / tile.rows;
+        decode_tile_row(tile.dtype, tile.payload, tile.rows, tile.cols, row, out + tile.col_offset);
+        telemetry_.vocabBytes += tile_payload_bytes(tile.dtype, tile.rows, tile.cols) / tile.rows;
     }
     const GlobalHeader& h = model_->header();
     float scale = 0.0f;
@@ -243,7 +254,6 @@ Status Session::run_experts(const Routing& routing, float* out, LayerRecord& rec
     Buffers& b = *buf_;
     const uint32_t d = h.d_model, eff = h.expert_d_ff;
     const auto activation = static_cast<FfnActivation>(p.ffn_activation);
-    const DType dtype = w.expert_bank->dtype;
     for (uint32_t i = 0; i < routing.n; ++i) {
         auto view = model_->expert(routing.layer, routing.experts[i]);
         if (!view) return view.take_error();
@@ -266,9 +276,9 @@ Status Session::run_experts(const Routing& routing, float* out, LayerRecord& rec
         }
         // Staged reads bring the file's layout; experts read from memory use the lanes copy if any.
         const bool lanes = routing.tickets[i] < 0 && model_->expert_bank_in_lanes(routing.layer);
-        matvec_tiles(dtype, *gate_up, ev.gate_up_stripes, {b.gate.data(), b.up.data()}, routing.input.data(), lanes);
+        matvec_tiles(*gate_up, ev.gate_up_stripes, {b.gate.data(), b.up.data()}, routing.input.data(), lanes);
         ops::glu(activation, b.gate.data(), b.up.data(), eff);
-        matvec_tiles(dtype, *down, ev.down_stripes, {b.tmp.data()}, b.gate.data(), lanes);
+        matvec_tiles(*down, ev.down_stripes, {b.tmp.data()}, b.gate.data(), lanes);
         if (routing.tickets[i] >= 0) fetcher_->release(uint32_t(routing.tickets[i]));
         kernels_->axpy(routing.weights[i], b.tmp.data(), out, d);
         rec.bytesRead[stream_index(Stream::Expert)] += ev.bytes;

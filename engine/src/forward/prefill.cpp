@@ -158,15 +158,16 @@ Status Session::prefill_chunk(std::span<const int32_t> tokens) {
     return {};
 }
 
-void Session::matmat_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
+void Session::matmat_tiles(const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
                            const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n, bool lanes) {
     if (stripes.empty() || n == 0) return;
+    const std::optional<DType> sliceDtype = quantized_slice_dtype(tiles, stripes);
     const auto* k = kernels_;
     Batch& bt = *batch_;
     // Int8 paths: every token's 256-column slices quantized once (as matvec_tiles does per token).
     uint8_t* slices = nullptr;  // [n x slicesPerToken x kQuantizedSliceBytes]
     const size_t tokenStride = bt.slicesPerToken * kQuantizedSliceBytes;
-    if (k->quantize_slice && k->tile_matmat_quantized && (dtype == DType::Q4_0 || dtype == DType::Q8_0)) {
+    if (sliceDtype && k->tile_matmat_quantized) {
         const auto base = reinterpret_cast<uintptr_t>(bt.quantized_x.data());
         slices = bt.quantized_x.data() + ((kQuantizedSliceAlign - base % kQuantizedSliceAlign) % kQuantizedSliceAlign);
         const StripeRef& first = stripes.front();
@@ -182,7 +183,7 @@ void Session::matmat_tiles(DType dtype, const std::vector<TileRef>& tiles, const
                 for (size_t tok = begin; tok < end; ++tok)
                     for (uint32_t t = 0; t < first.n_tiles; ++t) {
                         const TileRef& tile = tiles[first.first_tile + t];
-                        k->quantize_slice(dtype, x + tok * xStride + tile.col_offset, tile.cols,
+                        k->quantize_slice(*sliceDtype, x + tok * xStride + tile.col_offset, tile.cols,
                                           out + tok * tokenStride + (tile.col_offset / kTileCols) * kQuantizedSliceBytes);
                     }
             });
@@ -200,20 +201,20 @@ void Session::matmat_tiles(DType dtype, const std::vector<TileRef>& tiles, const
                 if (lanes) {
                     payload = lanes_payload(*model_, tile);
                     if (slices && k->tile_matmat_quantized_lanes) {
-                        k->tile_matmat_quantized_lanes(dtype, payload, tile.rows, tile.cols,
+                        k->tile_matmat_quantized_lanes(tile.dtype, payload, tile.rows, tile.cols,
                                                        slices + (tile.col_offset / kTileCols) * kQuantizedSliceBytes,
                                                        tokenStride, n, y, ys);
                         continue;
                     }
-                    payload = unpack_lanes_for_kernel(dtype, payload, tile.rows, tile.cols);  // paths without lanes kernels
+                    payload = unpack_lanes_for_kernel(tile.dtype, payload, tile.rows, tile.cols);  // paths without lanes kernels
                 }
                 if (slices) {
-                    k->tile_matmat_quantized(dtype, payload, tile.rows, tile.cols,
+                    k->tile_matmat_quantized(tile.dtype, payload, tile.rows, tile.cols,
                                              slices + (tile.col_offset / kTileCols) * kQuantizedSliceBytes, tokenStride,
                                              n, y, ys);
                 } else {
                     for (uint32_t tok = 0; tok < n; ++tok)
-                        k->tile_matvec(dtype, payload, tile.rows, tile.cols, x + tok * xStride + tile.col_offset,
+                        k->tile_matvec(tile.dtype, payload, tile.rows, tile.cols, x + tok * xStride + tile.col_offset,
                                        y + tok * ys);
                 }
             }
@@ -222,7 +223,7 @@ void Session::matmat_tiles(DType dtype, const std::vector<TileRef>& tiles, const
 }
 
 void Session::matmat(const SegmentView& segment, const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n) {
-    matmat_tiles(segment.dtype, segment.tiles, segment.stripes, outputs, x, xStride, n, model_->in_lanes(segment));
+    matmat_tiles(segment.tiles, segment.stripes, outputs, x, xStride, n, model_->in_lanes(segment));
 }
 
 void Session::fill_rope_tables(const LayerRope& rope, uint32_t n) {
@@ -349,10 +350,10 @@ Status Session::moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, L
         for (uint32_t j = 0; j < m; ++j)
             std::copy_n(bt.routing[bt.served[j] / k].input.data(), d, bt.expert_in.data() + j * d);
         const bool lanes = model_->expert_bank_in_lanes(layer);
-        matmat_tiles(w.expert_bank->dtype, ev.gate_up, ev.gate_up_stripes, {{bt.gate.data(), bt.up.data()}, {hidden, hidden}},
+        matmat_tiles(ev.gate_up, ev.gate_up_stripes, {{bt.gate.data(), bt.up.data()}, {hidden, hidden}},
                      bt.expert_in.data(), d, m, lanes);
         for_tokens(pool_, m, [&](uint32_t j) { ops::glu(activation, bt.gate.data() + j * hidden, bt.up.data() + j * hidden, eff); });
-        matmat_tiles(w.expert_bank->dtype, ev.down, ev.down_stripes, {{bt.expert_tmp.data()}, {d}}, bt.gate.data(), hidden, m,
+        matmat_tiles(ev.down, ev.down_stripes, {{bt.expert_tmp.data()}, {d}}, bt.gate.data(), hidden, m,
                      lanes);
         for (uint32_t j = 0; j < m; ++j)
             std::copy_n(bt.expert_tmp.data() + j * d, d, bt.expert_out.data() + size_t(bt.served[j]) * d);

@@ -138,6 +138,9 @@ void rows_for(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t r0, u
     case DType::F16: f16_rows<R>(payload, r0, cols, x, y); break;
     case DType::Q8_0: block_rows<R, false>(payload, rows, r0, cols, x, y); break;
     case DType::Q4_0: block_rows<R, true>(payload, rows, r0, cols, x, y); break;
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:  // handled by tile_matvec_avx512 before the row blocks
     case DType::BF16:
     case DType::GgmlBlock: break;  // not tile dtypes; the reader rejects it (see kernels_scalar.cpp)
     }
@@ -146,6 +149,7 @@ void rows_for(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t r0, u
 } // namespace
 
 void tile_matvec_avx512(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
+    if (is_kquant(dtype)) return tile_matvec_scalar(dtype, payload, rows, cols, x, y);
     uint32_t r = 0;
     for (; r + kRowBlock <= rows; r += kRowBlock) rows_for<kRowBlock>(dtype, payload, rows, r, cols, x, y);
     for (; r < rows; ++r) rows_for<1>(dtype, payload, rows, r, cols, x, y);

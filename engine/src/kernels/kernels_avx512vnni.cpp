@@ -711,6 +711,7 @@ const Kernels& avx512vnni_table() {
                                     .axpy_f16 = &axpy_f16_avx512,
                                     .weighted_row_sum = &weighted_row_sum_avx512,
                                     .quantize_slice = &quantize_slice_avx512vnni,
+                                    .quantized_dtypes = dtype_bit(DType::Q4_0) | dtype_bit(DType::Q8_0),
                                     .tile_matvec_quantized = &tile_matvec_quantized_avx512vnni,
                                     .tile_matmat_quantized = &tile_matmat_quantized_avx512vnni,
                                     .tile_matvec_quantized_lanes = &tile_matvec_quantized_lanes_avx512vnni,

@@ -54,6 +54,7 @@ const Kernels& avx2int8_table() {
                                     .axpy_f16 = &axpy_f16_avx2,
                                     .weighted_row_sum = &weighted_row_sum_avx2,
                                     .quantize_slice = &int8_avx2::quantize_slice,
+                                    .quantized_dtypes = dtype_bit(DType::Q4_0) | dtype_bit(DType::Q8_0),
                                     .tile_matvec_quantized = &int8_avx2::tile_matvec_quantized,
                                     .tile_matmat_quantized = &int8_avx2::tile_matmat_quantized};
     return kTable;

@@ -3,6 +3,7 @@
 // about (see the tolerance derivation in tests/engine/kernels_test.cpp).
 #include <cstring>
 
+#include "cflow/formats/ggml_blocks.h"
 #include "cflow/formats/tile_codec.h"
 #include "cflow/formats/tile_plan.h"
 #include "kernels/kernels_internal.h"
@@ -73,6 +74,19 @@ void matvec_block(const uint8_t* payload, uint32_t rows, uint32_t cols, const fl
     }
 }
 
+// K-quants: each tile row is one super-block (cols == 256). The row's weights are ggml's own
+// dequantised values (dequantize_ggml_row: exact in f32), then the f32 dot in index order.
+void matvec_kquant(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
+    const uint32_t block_bytes = kquant_block_bytes(dtype);
+    float w[kKQuantBlock];  // [256] weights of one row
+    for (uint32_t r = 0; r < rows; ++r) {
+        dequantize_ggml_row(kquant_ggml_type(dtype), payload + static_cast<size_t>(r) * block_bytes, kKQuantBlock, w);
+        float acc = 0.0f;
+        for (uint32_t c = 0; c < cols; ++c) acc += w[c] * x[c];
+        y[r] += acc;
+    }
+}
+
 } // namespace
 
 // Non-tile dtypes (BF16, GgmlBlock) never reach a kernel: the reader rejects such segments, so y is left as is.
@@ -82,6 +96,9 @@ void tile_matvec_scalar(DType dtype, const uint8_t* payload, uint32_t rows, uint
     case DType::F16: matvec_f16(payload, rows, cols, x, y); break;
     case DType::Q8_0: matvec_block<DType::Q8_0>(payload, rows, cols, x, y); break;
     case DType::Q4_0: matvec_block<DType::Q4_0>(payload, rows, cols, x, y); break;
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K: matvec_kquant(dtype, payload, rows, cols, x, y); break;
     case DType::BF16:
     case DType::GgmlBlock: break;
     }

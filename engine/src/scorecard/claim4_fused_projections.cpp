@@ -28,12 +28,16 @@ struct Walk {
 void call(const Kernels& k, const SegmentView& seg, const std::vector<size_t>& stripes, const float* x, uint8_t* slices,
           std::vector<std::vector<float>>& out, Walk& walk) {
     ++walk.activationPasses;
-    const bool quantized = k.quantize_slice && (seg.dtype == DType::Q4_0 || seg.dtype == DType::Q8_0);
+    // As the session: one quantized activation only where every tile reads the same slice layout.
+    bool quantized = k.quantize_slice != nullptr;
+    for (const TileRef& tile : seg.tiles)
+        quantized = quantized && (k.quantized_dtypes & dtype_bit(tile.dtype)) &&
+                    slice_dtype(tile.dtype) == slice_dtype(seg.tiles.front().dtype);
     if (quantized) {
         const StripeRef& first = seg.stripes[stripes.front()];
         for (uint32_t t = 0; t < first.n_tiles; ++t) {
             const TileRef& tile = seg.tiles[first.first_tile + t];
-            k.quantize_slice(seg.dtype, x + tile.col_offset, tile.cols, slices + (tile.col_offset / kTileCols) * kQuantizedSliceBytes);
+            k.quantize_slice(slice_dtype(seg.tiles.front().dtype), x + tile.col_offset, tile.cols, slices + (tile.col_offset / kTileCols) * kQuantizedSliceBytes);
         }
     }
     for (size_t s : stripes) {
@@ -43,10 +47,10 @@ void call(const Kernels& k, const SegmentView& seg, const std::vector<size_t>& s
         for (uint32_t t = 0; t < stripe.n_tiles; ++t) {
             const TileRef& tile = seg.tiles[stripe.first_tile + t];
             if (quantized)
-                k.tile_matvec_quantized(seg.dtype, tile.payload, tile.rows, tile.cols,
+                k.tile_matvec_quantized(tile.dtype, tile.payload, tile.rows, tile.cols,
                                         slices + (tile.col_offset / kTileCols) * kQuantizedSliceBytes, y);
             else
-                k.tile_matvec(seg.dtype, tile.payload, tile.rows, tile.cols, x + tile.col_offset, y);
+                k.tile_matvec(tile.dtype, tile.payload, tile.rows, tile.cols, x + tile.col_offset, y);
         }
     }
 }

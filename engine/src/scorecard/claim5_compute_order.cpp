@@ -43,7 +43,7 @@ struct OrderBuilder {
             for (uint32_t t = 0; t < stripe.n_tiles; ++t) {
                 const TileRef& tile = seg->tiles[stripe.first_tile + t];
                 const auto header = uint64_t(reinterpret_cast<const uint8_t*>(tile.header) - base);
-                spans.push_back({header, sizeof(TileHeader) + tile_payload_bytes(seg->dtype, tile.rows, tile.cols),
+                spans.push_back({header, sizeof(TileHeader) + tile_payload_bytes(tile.dtype, tile.rows, tile.cols),
                                  what + " tile " + std::to_string(stripe.first_tile + t)});
             }
     }

@@ -114,7 +114,7 @@ TEST(ConversionPlan, PerClassQuantisationReachesTheSegments) {
     set_quant_for(bad, TensorClass::Experts, DType::BF16);
     auto refused = plan_conversion(*source, bad);
     ASSERT_FALSE(refused.ok());
-    EXPECT_NE(refused.error().find("experts quant bf16 is not a tile type"), std::string::npos) << refused.error();
+    EXPECT_NE(refused.error().find("experts quant bf16 is not a type the converter quantises to"), std::string::npos) << refused.error();
 }
 
 TEST(ConversionPreflight, ReportsWhatTheSourceHoldsAndWhatTheOutputCosts) {

@@ -58,6 +58,48 @@ TEST(GgufKQuantCli, ConvertThenLogitsMatchesTheFloat64Reference) {
     EXPECT_LE(rel_l2, kCliLogitRelTolerance);
 }
 
+// `cflow convert` with no quant option keeps a GGUF's own types: the Q4_K_M mix lands as Q4_K and
+// Q6_K tiles (inspect shows them part by part), with the same 1e-4 agreement as the F32 route.
+TEST(GgufKQuantCli, DefaultConvertKeepsTheKQuantMix) {
+    const fs::path fixtures = test::ggml_fixtures_dir();
+    const fs::path gguf = fixtures / "llama_kquant/model.gguf";
+    if (fixtures.empty() || !fs::exists(gguf)) GTEST_SKIP() << "the ggml fixtures were not generated (needs /usr/bin/python3 with torch)";
+    std::ifstream in(fixtures / "llama_kquant/reference.json");
+    const auto reference = nlohmann::json::parse(in);
+    const auto tokens = reference.at("tokens").get<std::vector<int32_t>>();
+    const auto want = reference.at("logits").back().get<std::vector<double>>();
+
+    const fs::path dir = test::temp_dir("gguf-kquant-cli-kept");
+    const std::string cli = std::string("'") + CFLOW_CLI_PATH + "'";
+    const fs::path model = dir / "model.cflow", out = dir / "logits.f32", inspect = dir / "inspect.json";
+    ASSERT_EQ(run(cli + " convert '" + gguf.string() + "' -o '" + model.string() + "' --quiet"), 0);
+    ASSERT_EQ(std::system((cli + " inspect --json '" + model.string() + "' > '" + inspect.string() + "'").c_str()), 0);
+    std::ifstream inspected(inspect);
+    const auto j = nlohmann::json::parse(inspected);
+    std::vector<std::string> qkv_types;
+    for (const auto& seg : j.at("layers").at(0).at("segments"))
+        if (seg.at("role") == "qkv")
+            for (const auto& part : seg.at("parts")) qkv_types.push_back(part.at("dtype").get<std::string>());
+    EXPECT_EQ(qkv_types, (std::vector<std::string>{"q4_k", "q4_k", "q6_k"}));
+
+    std::string ids;
+    for (int32_t t : tokens) ids += (ids.empty() ? "" : " ") + std::to_string(t);
+    ASSERT_EQ(run(cli + " logits '" + model.string() + "' --ids '" + ids + "' --isa scalar --out '" + out.string() + "'"), 0);
+    std::ifstream raw(out, std::ios::binary);
+    const std::vector<char> bytes{std::istreambuf_iterator<char>(raw), std::istreambuf_iterator<char>()};
+    ASSERT_EQ(bytes.size(), want.size() * sizeof(float));
+    std::vector<float> got(want.size());
+    std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(got.data()));
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+        norm += want[i] * want[i];
+    }
+    const double rel_l2 = std::sqrt(diff / norm);
+    std::printf("[gguf-kquant-cli] kept-types conversion vs float64 reference: relative L2 %.3g\n", rel_l2);
+    EXPECT_LE(rel_l2, kCliLogitRelTolerance);
+}
+
 } // namespace
 } // namespace cflow
 #endif

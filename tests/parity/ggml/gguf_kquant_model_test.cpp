@@ -202,5 +202,61 @@ TEST(GgufKQuantModel, Q4_0ConversionLoadsGeneratesAndAgreesOnTop1) {
     for (int32_t t : *generated) EXPECT_LT(t, 320);
 }
 
+// The issue-32 path: the file's own Q4_K / Q6_K blocks copied into K-quant tiles (nothing
+// re-quantised), so the scalar kernel (dequantise the super-block, f32 dot) sees exactly the
+// weights the reference dequantised: the same 1e-4 relative L2 as the F32 conversion, at every
+// position, in a file the size of the GGUF.
+TEST(GgufKQuantModel, KeptTypesConversionIsExactAndMatchesTheReference) {
+    constexpr double kMaxSizeRatio = 1.06;  // converted .cflow vs the GGUF (tile headers, region directories)
+    CFLOW_REQUIRE_GGML_FIXTURE(kGguf);
+    CFLOW_REQUIRE_GGML_FIXTURE(kReference);
+    const Reference ref = load_reference();
+    const fs::path gguf = test::ggml_fixtures_dir() / kGguf;
+    const fs::path out = test::temp_dir("kquant-kept") / "kept.cflow";
+    auto source = open_source_model(gguf.string());
+    ASSERT_TRUE(source.ok()) << source.error();
+    ConvertOptions options;
+    options.keep_source_types = true;
+    options.threads = 2;
+    auto report = convert_to_cflow(*source, out.string(), options);
+    ASSERT_TRUE(report.ok()) << report.error();
+    EXPECT_TRUE(report->requantised_tensors.empty()) << report->requantised_tensors.front();
+    size_t matrices = 0;  // every weight matrix (F32 norms are raw segments, not re-tiled)
+    for (const auto& [name, type] : ref.tensor_types) matrices += type != "F32";
+    EXPECT_EQ(report->retiled_exact_tensors, matrices);
+    const double size_ratio = double(fs::file_size(out)) / double(fs::file_size(gguf));
+    EXPECT_LE(size_ratio, kMaxSizeRatio);
+
+    auto model = Model::load(out.string());
+    ASSERT_TRUE(model.ok()) << model.error();
+    // The fused attention segment holds both source types, part by part.
+    const SegmentView* qkv = (*model)->layers().front().qkv;
+    ASSERT_NE(qkv, nullptr);
+    ASSERT_EQ(qkv->parts.size(), 3u);
+    EXPECT_EQ(qkv->parts[0].dtype, DType::Q4_K);
+    EXPECT_EQ(qkv->parts[1].dtype, DType::Q4_K);
+    EXPECT_EQ(qkv->parts[2].dtype, DType::Q6_K);
+
+    // Scalar (the specification) and the selected ISA, each at every position.
+    for (const Isa isa : {Isa::Scalar, selected_isa()}) {
+        SessionOptions so;
+        so.threads = 2;
+        so.isa = isa;
+        auto session = Session::create(*model, so);
+        ASSERT_TRUE(session.ok()) << session.error();
+        double max_err = 0;
+        for (size_t p = 0; p < ref.tokens.size(); ++p) {
+            auto logits = (*session)->step(ref.tokens[p]);
+            ASSERT_TRUE(logits.ok()) << "position " << p << ": " << logits.error();
+            const double err = relative_l2(*logits, ref.logits[p]);
+            max_err = std::max(max_err, err);
+            EXPECT_LE(err, kLogitRelTolerance) << isa_name(isa) << ", logits at position " << p;
+        }
+        std::printf("[kquant] kept types (%s): %zu tensors re-tiled exactly, %.3f x the GGUF's bytes, logits rel L2 "
+                    "max over %zu positions %.2e\n",
+                    std::string(isa_name(isa)).c_str(), size_t(report->retiled_exact_tensors), size_ratio, ref.tokens.size(), max_err);
+    }
+}
+
 } // namespace
 } // namespace cflow

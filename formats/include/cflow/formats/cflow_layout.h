@@ -1,5 +1,5 @@
 #pragma once
-// Byte-level layout of the .cflow file, version 5. The normative description is
+// Byte-level layout of the .cflow file, version 6 (version-5 files are still read). The normative description is
 // formats/docs/cflow-format.md; this header is its machine-readable twin.
 // All integers little-endian; all structs packed; sizes pinned by static_assert.
 //
@@ -18,7 +18,10 @@
 namespace cflow {
 
 inline constexpr char kCflowMagic[8] = {'C', 'F', 'L', 'O', 'W', '\0', '\0', '\0'};
-inline constexpr uint32_t kCflowVersion = 5;
+inline constexpr uint32_t kCflowVersion = 6;
+// Version 6 added the K-quant tile types and SegmentEntry::part_dtype. A version-5 file is the
+// same layout with part_dtype 0 and every part of a segment in the segment's dtype.
+inline constexpr uint32_t kCflowOldestReadableVersion = 5;
 inline constexpr uint16_t kTileRows = 128;  // output rows per tile
 inline constexpr uint16_t kTileCols = 256;  // input columns per tile
 
@@ -207,7 +210,7 @@ inline constexpr uint8_t kNoExpert = 0xFF;
 
 struct SegmentEntry {
     uint8_t role;               // SegmentRole
-    uint8_t dtype;              // DType of tiles (or F32 for raw segments)
+    uint8_t dtype;              // DType of tiles (of part 0 in a mixed segment), F32 for raw segments
     uint8_t n_parts;            // matrices interleaved in a tiled segment (0 for raw)
     uint8_t reserved0;
     uint32_t cols;              // input dimension shared by all parts (raw: element count per row)
@@ -217,7 +220,10 @@ struct SegmentEntry {
     uint64_t bytes;             // segment length; must equal the size implied by geometry
     uint32_t n_tiles;           // tiles in the segment (0 for raw)
     uint32_t reserved1;
-    uint8_t reserved2[12];
+    // v6: DType of each part's tiles (a GGUF's Q4_K_M keeps Q4_K q/k beside a Q6_K v in one
+    // fused segment); part_dtype[0] == dtype; 0 past n_parts and in raw segments. v5: all 0.
+    uint8_t part_dtype[4];
+    uint8_t reserved2[8];
 };
 static_assert(sizeof(SegmentEntry) == 64, "SegmentEntry must be 64 bytes");
 
@@ -225,6 +231,7 @@ static_assert(sizeof(SegmentEntry) == 64, "SegmentEntry must be 64 bytes");
 //   Q4_0: f16 scales[rows * G] then u8 nibbles[rows * G * 16]       (G = ceil(cols / 32))
 //   Q8_0: f16 scales[rows * G] then i8 quants[rows * G * 32]
 //   F16:  f16 [rows * cols] row-major;  F32: f32 [rows * cols] row-major
+//   Q4_K / Q5_K / Q6_K: rows x one ggml super-block (cols == 256), bytes as GGUF stores them
 // A partial last group (cols % 32 != 0) is padded with zero weights.
 struct TileHeader {
     uint16_t layer_id;     // decoder layer (n_layers for vocabulary tiles)
@@ -234,7 +241,7 @@ struct TileHeader {
     uint16_t col_offset;   // first input column of the tile (input dims above 65,536 are rejected)
     uint16_t tile_rows;    // <= 128
     uint16_t tile_cols;    // <= 256
-    uint16_t quant_group;  // 32 for Q8_0/Q4_0, 0 for F16/F32
+    uint16_t quant_group;  // 32 for Q8_0/Q4_0, 256 for the K-quants, 0 for F16/F32
 };
 static_assert(sizeof(TileHeader) == 16, "TileHeader must be 16 bytes");
 

@@ -35,6 +35,7 @@ struct TileRef {
     uint16_t rows;
     uint16_t cols;
     uint8_t part;              // index into SegmentView::parts
+    DType dtype;               // of the payload: the part's (SegmentEntry::part_dtype)
 };
 
 // A contiguous run of tiles for one output stripe of one part: kernels parallelise over these.

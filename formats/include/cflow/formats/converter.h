@@ -41,6 +41,11 @@ struct ConvertOptions {
     unsigned threads = 0;                // 0 = hardware concurrency
     // Block-quantized source tensors whose type equals the target are re-tiled block by block (bit-exact).
     bool retile_exact = true;
+    // Every weight matrix whose source type a tile holds (F32, F16, Q8_0, Q4_0, and a GGUF's Q4_K,
+    // Q5_K, Q6_K) keeps that type, re-tiled bit-exactly: a Q4_K_M file stays its own mix. Others
+    // (BF16, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL) get their class's quant and are listed in
+    // ConvertReport::requantised_tensors. Front ends set it for GGUF sources unless asked to re-quantise.
+    bool keep_source_types = false;
     // Container: per-layer regions (.cflow, cflow-format.md) or stage-major groups (.vflow, vflow-format.md).
     ContainerFormat format = ContainerFormat::Cflow;
     // Runs on the finished temporary file before it replaces the output: a front end passes
@@ -63,6 +68,9 @@ struct ConvertReport {
     uint64_t tiles = 0;
     uint64_t tensors = 0;
     uint64_t retiled_exact_tensors = 0;  // copied block-for-block from the source
+    // "NAME: Q5_0 -> q8_0" for block-quantised source matrices whose blocks were re-quantised
+    // (the values changed): each costs some of the quality the source file had.
+    std::vector<std::string> requantised_tensors;
     // "NAME: why" for source tensors left out because the forward never reads them (a stored LM
     // head the config ties to the embeddings); any other unread tensor fails the conversion.
     std::vector<std::string> ignored_tensors;

@@ -6,7 +6,7 @@
 // cflow_layout.h) and differs in where the segment bytes lie:
 //
 // File = VFlowHeader (64 B) @0
-//      | GlobalHeader (88 B) @VFlowHeader::cflow_header_offset (magic "CFLOW", version 5)
+//      | GlobalHeader (88 B) @VFlowHeader::cflow_header_offset (magic "CFLOW", version 6)
 //      | ModelParams (128 B) @GlobalHeader::params_offset
 //      | GroupTable: n_groups x GroupDescriptor @VFlowHeader::group_table_offset
 //      | LayerTable: (n_layers + 1) x RegionEntry @GlobalHeader::layer_table_offset

@@ -132,8 +132,12 @@ private:
     using MatvecOutputs = std::array<float*, 3>;
     void matvec(const SegmentView& segment, const MatvecOutputs& outputs, const float* x);
     // lanes: the tiles are read from the model's lanes copy (Model::in_lanes).
-    void matvec_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
+    // Each tile is multiplied as its own dtype (a segment's parts may differ: kept source types).
+    void matvec_tiles(const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
                       const MatvecOutputs& outputs, const float* x, bool lanes);
+    // The slice layout every tile of the matrix reads when the int8 path serves them all from one
+    // quantized activation (Kernels::quantized_dtypes, slice_dtype); nullopt: multiply per tile.
+    std::optional<DType> quantized_slice_dtype(const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes) const;
     void output_logits();
     // Resets telemetry_ for a forward step over `tokens` tokens from position(), the last `last_token`.
     void begin_record(uint32_t tokens, int32_t last_token);
@@ -142,7 +146,7 @@ private:
     // [n x width] f32, row t for the token at position() + t.
     Result<std::span<const float>> prefill_unguarded(std::span<const int32_t> tokens, bool want_logits);
     Status prefill_chunk(std::span<const int32_t> tokens);
-    void matmat_tiles(DType dtype, const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
+    void matmat_tiles(const std::vector<TileRef>& tiles, const std::vector<StripeRef>& stripes,
                       const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n, bool lanes);
     void matmat(const SegmentView& segment, const BatchOutputs& outputs, const float* x, size_t xStride, uint32_t n);
     void fill_rope_tables(const LayerRope& rope, uint32_t n);                   // the chunk's angles for one layer's rope

@@ -35,6 +35,11 @@ inline constexpr size_t kQuantizedSliceAlign = 64;
 // Token count from which Kernels::tile_matmat_quantized may reorder f32 additions (see there).
 inline constexpr uint32_t kMatmatLaneTokens = 12;
 
+// The dtype whose quantized-slice layout a tile of dtype t reads: the K-quants share one (256
+// int8 values, one scale and 16 sums, Q8_K-style), Q4_0 and Q8_0 each have their own.
+constexpr DType slice_dtype(DType t) { return is_kquant(t) ? DType::Q4_K : t; }
+constexpr uint32_t dtype_bit(DType t) { return 1u << static_cast<unsigned>(t); }
+
 struct Kernels {
     Isa isa;
     // y[r] += sum_c W[r][c] * x[c] for r < rows, c < cols, where W is a tile payload of the
@@ -58,6 +63,9 @@ struct Kernels {
     // tile_matvec_quantized reads it for that dtype; tile_matvec_quantized(dtype, payload, rows,
     // cols, slice, y) then gives exactly what tile_matvec(dtype, payload, rows, cols, x, y) gives.
     void (*quantize_slice)(DType dtype, const float* x, uint32_t cols, void* slice) = nullptr;
+    // dtype_bit() of every tile dtype quantize_slice and tile_matvec_quantized serve (0 elsewhere);
+    // tile_matmat_quantized serves the same ones.
+    uint32_t quantized_dtypes = 0;
     void (*tile_matvec_quantized)(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const void* slice,
                                   float* y) = nullptr;
     // Int8 paths only: tile_matvec_quantized for `tokens` activation vectors at once (batched
