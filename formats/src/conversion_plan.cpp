@@ -2,9 +2,12 @@
 // and the per-class quantisation choices of ConvertOptions.
 #include "cflow/formats/conversion_plan.h"
 
+#include <algorithm>
+#include <cmath>
 #include <new>
 #include <set>
 
+#include "cflow/formats/tile_codec.h"
 #include "converter_internal.h"
 
 namespace cflow {
@@ -80,6 +83,50 @@ void add_segment(ConversionPlan& out, const SegmentPlan& seg, const ModelConfig&
     }
 }
 
+// Relative weight change of the matrices the conversion re-quantises, from a few rows of each:
+// the exact source values against what the target type will hold (encode, then decode, as
+// the tile writer does). Only lossy targets of non-copied matrices change anything.
+constexpr uint32_t kSampledRowsPerMatrix = 4;
+
+struct ChangeSums {
+    double error2 = 0, weight2 = 0;
+};
+
+void sample_change(const MatrixSource& m, DType target, ChangeSums& sums) {
+    if (!m.tensor || m.rows == 0 || m.cols == 0 || !is_block_quant(target)) return;  // F32/F16: at most f16 rounding, left out
+    std::vector<float> row(m.cols), decoded(kTileCols);          // [cols], [256]
+    std::vector<uint8_t> payload(tile_payload_bytes(target, 1, kTileCols));
+    for (uint32_t k = 0; k < kSampledRowsPerMatrix && k < m.rows; ++k) {
+        const uint32_t r = uint32_t(uint64_t{m.rows} * k / kSampledRowsPerMatrix);  // spread over the matrix
+        m.read_rows_f32(r, 1, row.data());
+        for (uint32_t c0 = 0; c0 < m.cols; c0 += kTileCols) {
+            const uint32_t n = std::min<uint32_t>(kTileCols, m.cols - c0);
+            encode_tile(target, row.data() + c0, n, 1, n, payload.data());
+            decode_tile_row(target, payload.data(), 1, n, 0, decoded.data());
+            for (uint32_t c = 0; c < n; ++c) {
+                const double w = row[c0 + c], e = double(decoded[c]) - w;
+                if (!std::isfinite(w) || !std::isfinite(e)) continue;
+                sums.error2 += e * e;
+                sums.weight2 += w * w;
+            }
+        }
+    }
+}
+
+void sample_segment_change(const SegmentPlan& seg, ChangeSums& sums) {
+    const auto& parts = seg.shape.parts;
+    auto exact = [&](size_t i) { return !seg.exact_parts.empty() && seg.exact_parts[i % seg.exact_parts.size()]; };
+    if (seg.role == SegmentRole::ExpertBank) {
+        // Experts share their types: the first one stands for the bank.
+        if (seg.experts.empty()) return;
+        for (size_t k = 0; k < seg.experts.front().size() && k < parts.size(); ++k)
+            if (!exact(k)) sample_change(seg.experts.front()[k], parts[k].dtype, sums);
+        return;
+    }
+    for (size_t i = 0; i < seg.parts.size() && i < parts.size(); ++i)
+        if (!exact(i)) sample_change(seg.parts[i], parts[i].dtype, sums);
+}
+
 } // namespace
 
 Result<ConversionPlan> plan_conversion(const SourceModel& source, const ConvertOptions& options) {
@@ -91,13 +138,25 @@ Result<ConversionPlan> plan_conversion(const SourceModel& source, const ConvertO
         out.file_bytes = plan->header.file_bytes;
         const bool tied = (plan->header.feature_flags & kFeatureTiedEmbeddings) != 0;
         uint64_t segment_bytes = 0;
-        std::set<std::string> consumed;
+        std::set<std::string> consumed, exact, requantised;
         for (const RegionPlan& region : plan->regions)
             for (const SegmentPlan& seg : region.segments) {
                 add_segment(out, seg, source.config, tied);
                 segment_bytes += seg.bytes;
                 consumed.insert(seg.tensor_names.begin(), seg.tensor_names.end());
+                for (size_t i = 0; i < seg.tensor_names.size(); ++i) {
+                    // As the converter counts them: per-expert bank sources cycle through the parts.
+                    if (!seg.exact_parts.empty() && seg.exact_parts[i % seg.exact_parts.size()]) exact.insert(seg.tensor_names[i]);
+                    else note_requantised(source, seg, i, &requantised);
+                }
             }
+        ChangeSums change;
+        for (const RegionPlan& region : plan->regions)
+            for (const SegmentPlan& seg : region.segments)
+                if (seg.shape.storage != segment_shapes::Storage::Raw) sample_segment_change(seg, change);
+        out.sampled_weight_change = change.weight2 > 0 ? std::sqrt(change.error2 / change.weight2) : 0.0;
+        out.retiled_exact_tensors = exact.size();
+        out.requantised_tensors.assign(requantised.begin(), requantised.end());
         out.other_bytes += out.file_bytes - segment_bytes;  // headers, directories, metadata, padding
         for (const std::string& name : consumed)
             if (const TensorView* t = source.find(name)) out.parameters_total += elements_of(*t);

@@ -19,20 +19,6 @@ namespace {
 
 using namespace convert_detail;
 
-// Records "NAME: Q5_0 -> q8_0" when tensor i of a tiled segment was block-quantised in the source
-// and its blocks were not copied (its values changed).
-void note_requantised(const SourceModel& source, const SegmentPlan& seg, size_t i, std::set<std::string>* out) {
-    if (seg.shape.storage == segment_shapes::Storage::Raw || seg.shape.parts.empty()) return;
-    const TensorView* tensor = source.find(seg.tensor_names[i]);
-    if (!tensor || (tensor->dtype != DType::GgmlBlock && !is_block_quant(tensor->dtype))) return;
-    const DType part = seg.shape.parts[i % seg.shape.parts.size()].dtype;
-    std::string from(dtype_name(tensor->dtype));
-    if (const GgmlBlockType* block = find_ggml_block_type(tensor->ggml_type); tensor->dtype == DType::GgmlBlock && block)
-        from = std::string(block->name);
-    for (char& c : from) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    out->insert(seg.tensor_names[i] + ": " + from + " -> " + std::string(dtype_name(part)));
-}
-
 class FileWriter {
 public:
     FileWriter(AtomicFileWriter& out, const std::string& out_path) : out_(out), path_(out_path) {}

@@ -6,6 +6,7 @@
 //   converter_vflow_layout.cpp  the .vflow placement (groups, stages, expert bank) of that layout
 //   tile_stream_writer.cpp  multi-threaded, chunked tile encoding of one tiled segment
 //   converter.cpp           orchestration: validate, lay out, write, commit
+#include <set>
 #include <array>
 #include <optional>
 #include <cstdint>
@@ -103,6 +104,10 @@ Status validate_source(const SourceModel& source, const ConvertOptions& options)
 // Builds headers, every segment with its sources, and all absolute offsets (.cflow or .vflow
 // layout per options.format; the .vflow placement is vflow_layout.cpp).
 Result<FilePlan> plan_file(const SourceModel& source, const ConvertOptions& options);
+
+// Records "NAME: Q5_0 -> q8_0" when tensor i of a tiled segment was block-quantised in the source
+// and its blocks are not copied (seg.exact_parts false for it: its values change).
+void note_requantised(const SourceModel& source, const SegmentPlan& seg, size_t i, std::set<std::string>* out);
 
 // .vflow placement of a FilePlan whose headers and segments are built (offsets unset):
 // VFlowHeader, GlobalHeader, ModelParams, GroupTable, LayerTable, layer directories, stream,

@@ -3,6 +3,7 @@
 // segment 64-byte aligned, layer segments in read order, schedule_order.h), then the
 // metadata section. .vflow: converter_vflow_layout.cpp. All sizes follow from geometry.
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -247,11 +248,13 @@ private:
         return seg;
     }
 
-    // The tile type of one source matrix: its own type when the options keep source types and
-    // the tiles hold it (re-tiled block for block), else the class's target.
+    // The tile type of one source matrix: its own quantised type when the options keep source
+    // types and the tiles hold it (re-tiled block for block), else the class's target. Unquantised
+    // matrices (F32, F16, BF16) take the class's target: quantising them is the user's choice.
     DType part_dtype(const TensorView* tensor, DType target) const {
         if (!options_.keep_source_types || !options_.retile_exact || !tensor) return target;
-        return native_tile_type(*tensor).value_or(target);
+        const std::optional<DType> own = native_tile_type(*tensor);
+        return own && (is_block_quant(*own) || is_kquant(*own)) ? *own : target;
     }
 
     bool exact(const TensorView* tensor, DType part) const {
@@ -533,6 +536,21 @@ std::optional<DType> native_tile_type(const TensorView& tensor) {
             return std::nullopt;
         default: return std::nullopt;
     }
+}
+
+// Records "NAME: Q5_0 -> q8_0" when tensor i of a tiled segment was block-quantised in the source
+// and its blocks were not copied (its values changed).
+void note_requantised(const SourceModel& source, const SegmentPlan& seg, size_t i, std::set<std::string>* out) {
+    if (seg.shape.storage == segment_shapes::Storage::Raw || seg.shape.parts.empty()) return;
+    const TensorView* tensor = source.find(seg.tensor_names[i]);
+    if (!tensor || (tensor->dtype != DType::GgmlBlock && !is_block_quant(tensor->dtype))) return;
+    const DType part = seg.shape.parts[i % seg.shape.parts.size()].dtype;
+    if (part == DType::F32) return;  // holds every dequantised value exactly: nothing changes
+    std::string from(dtype_name(tensor->dtype));
+    if (const GgmlBlockType* block = find_ggml_block_type(tensor->ggml_type); tensor->dtype == DType::GgmlBlock && block)
+        from = std::string(block->name);
+    for (char& c : from) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out->insert(seg.tensor_names[i] + ": " + from + " -> " + std::string(dtype_name(part)));
 }
 
 Result<FilePlan> plan_file(const SourceModel& source, const ConvertOptions& options) {

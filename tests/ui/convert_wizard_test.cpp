@@ -3,6 +3,7 @@
 // validation figures shown), a source that cannot be converted stops at Preflight with its
 // reason and Next disabled, and the source page finds checkpoints in a Hugging Face cache.
 #include <QAbstractButton>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QLabel>
@@ -135,6 +136,9 @@ TEST(ConvertWizard, ConvertsAQ4KMGgufWhoseLogitsMatchTheFloat64Reference) {
     EXPECT_TRUE(page_text(wizard.currentPage()).contains(QStringLiteral("Q6_K x ")));
     wizard.next();
     ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();  // the source is read on a worker
+    auto* keep = wizard.currentPage()->findChild<QCheckBox*>(QStringLiteral("wizardKeepTypes"));
+    ASSERT_NE(keep, nullptr);
+    keep->setChecked(false);  // every class at f32: the dequantised values, exactly
     for (const char* name : {"quant_embeddings", "quant_attention", "quant_ffn", "quant_experts", "quant_output"})
         wizard.currentPage()->findChild<QComboBox*>(QString::fromLatin1(name))->setCurrentText(QStringLiteral("f32"));
     wizard.next();
@@ -161,6 +165,46 @@ TEST(ConvertWizard, ConvertsAQ4KMGgufWhoseLogitsMatchTheFloat64Reference) {
         norm += want[i] * want[i];
     }
     EXPECT_LE(std::sqrt(diff / norm), 1e-4);
+}
+
+// A GGUF keeps its own quantised types unless the user unticks the box; the options page says
+// what re-quantising would change before the user commits to it.
+TEST(ConvertWizard, KeepsAGgufsOwnTypesAndSaysWhatRequantisingCosts) {
+    const fs::path fixtures = CFLOW_GGML_FIXTURES_DIR;
+    const fs::path gguf = fixtures / "llama_kquant/model.gguf";
+    if (!fs::exists(gguf)) GTEST_SKIP() << gguf << " not generated (ctest fixture ggml_fixtures_generate needs torch)";
+    const auto dir = cflow::test::temp_dir("convert_wizard_kept");
+    ConvertWizard wizard(qpath(gguf));
+    wizard.setOutputPath(qpath(dir / "kept.cflow"));
+    wizard.show();
+    ASSERT_TRUE(wait_convert_complete(wizard));
+    wizard.next();
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), ConvertWizard::OptionsPageId);
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    auto* keep = wizard.currentPage()->findChild<QCheckBox*>(QStringLiteral("wizardKeepTypes"));
+    auto* estimate = wizard.currentPage()->findChild<QLabel*>(QStringLiteral("wizardEstimate"));
+    ASSERT_NE(keep, nullptr);
+    ASSERT_NE(estimate, nullptr);
+    EXPECT_TRUE(keep->isVisible());
+    EXPECT_TRUE(keep->isChecked()) << "keeping the file's types is the default for a GGUF";
+    EXPECT_TRUE(estimate->text().contains(QStringLiteral("Nothing re-quantised: 16 quantised matrices copied bit for bit")))
+        << estimate->text().toStdString();
+    keep->setChecked(false);  // the classes' q4_0 default now applies to every matrix
+    EXPECT_TRUE(estimate->text().contains(QStringLiteral("16 of the file's quantised matrices are re-quantised")))
+        << estimate->text().toStdString();
+    EXPECT_TRUE(estimate->text().contains(QStringLiteral("% RMS"))) << estimate->text().toStdString();
+    keep->setChecked(true);
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), ConvertWizard::ProgressPageId);
+    ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    auto model = cflow::Model::load((dir / "kept.cflow").string());
+    ASSERT_TRUE(model.ok()) << model.error();
+    const cflow::SegmentView* qkv = (*model)->layers()[0].qkv;
+    ASSERT_EQ(qkv->parts.size(), 3u);
+    EXPECT_EQ(qkv->parts[0].dtype, cflow::DType::Q4_K);
+    EXPECT_EQ(qkv->parts[2].dtype, cflow::DType::Q6_K);
 }
 
 TEST(ConvertWizard, AnUnconvertibleSourceStopsAtPreflightWithItsReason) {

@@ -15,6 +15,7 @@
 #include <QFormLayout>
 #include <QFutureWatcher>
 #include <QHBoxLayout>
+#include <QCheckBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -265,6 +266,13 @@ public:
         setTitle(tr("Options"));
         setSubTitle(tr("Quantisation per tensor class and where the model goes."));
         auto* form = new QFormLayout;
+        keepTypes_ = new QCheckBox(tr("Keep the file's own types (nothing re-quantised)"), this);
+        keepTypes_->setObjectName(QStringLiteral("wizardKeepTypes"));
+        keepTypes_->setToolTip(tr("A GGUF's Q8_0, Q4_0, Q4_K, Q5_K and Q6_K matrices are copied bit for bit: a Q4_K_M file "
+                                  "stays Q4_K_M. The types below then apply to unquantised matrices (F32, F16) and to "
+                                  "quantised types no tile holds (those are re-quantised and counted below)."));
+        QObject::connect(keepTypes_, &QCheckBox::toggled, this, [this] { update(); });
+        form->addRow(QString(), keepTypes_);
         for (TensorClass c : kTensorClasses) {
             auto* combo = new QComboBox(this);
             combo->setObjectName(QStringLiteral("quant_%1").arg(qt(std::string(tensor_class_name(c)))));
@@ -313,6 +321,10 @@ public:
         sourceError_.clear();
         opening_ = true;
         output_->setText(shared_->output);
+        // Only a GGUF has quantised matrices of its own to keep; keeping them is the default.
+        const bool gguf = sniff_model_path(utf8(shared_->source)) == ModelPathKind::Gguf;
+        keepTypes_->setVisible(gguf);
+        keepTypes_->setChecked(gguf);
         update();
         const uint64_t visit = ++visits_;
         const std::string source = utf8(shared_->source), tokenizer = utf8(shared_->tokenizer);
@@ -338,6 +350,7 @@ public:
         o.weight_quant = DType(combos_[1].second->currentData().toInt());  // attention's type heads the header
         for (const auto& [c, combo] : combos_) set_quant_for(o, c, DType(combo->currentData().toInt()));
         o.format = ContainerFormat(container_->currentData().toInt());
+        o.keep_source_types = keepTypes_->isVisibleTo(this) && keepTypes_->isChecked();
         return o;
     }
 
@@ -377,6 +390,13 @@ private:
         const std::filesystem::path folder = path_from_utf8(utf8(QFileInfo(out).absolutePath()));
         const auto space = std::filesystem::space(folder, ec);
         QString text = tr("Output %1, %2 read per token.").arg(size_text(plan->file_bytes), size_text(plan->decode_bytes_per_token));
+        // What re-quantising costs, before the user commits to it.
+        if (!plan->requantised_tensors.empty())
+            text += tr(" %n of the file's quantised matrices are re-quantised: their weights change by %1% RMS.", "",
+                       int(plan->requantised_tensors.size()))
+                        .arg(100.0 * plan->sampled_weight_change, 0, 'f', 1);
+        else if (plan->retiled_exact_tensors > 0)
+            text += tr(" Nothing re-quantised: %n quantised matrices copied bit for bit.", "", int(plan->retiled_exact_tensors));
         const double bandwidth = shared_->preflight ? shared_->preflight->read_bandwidth_bytes_per_second : 0;
         if (bandwidth > 0)
             text += tr(" Decode at most %1 tok/s on this machine.").arg(bandwidth / double(plan->decode_bytes_per_token), 0, 'f', 1);
@@ -397,6 +417,7 @@ private:
     QString sourceError_;
     bool opening_ = false;
     uint64_t visits_ = 0;
+    QCheckBox* keepTypes_ = nullptr;
     std::vector<std::pair<TensorClass, QComboBox*>> combos_;
     QComboBox* container_ = nullptr;
     QLineEdit* output_ = nullptr;

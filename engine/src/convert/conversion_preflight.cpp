@@ -57,6 +57,35 @@ std::string tokenizer_kind_text(TokenizerKind kind) {
 void block(PreflightReport& r, std::string message) { r.findings.push_back({true, std::move(message)}); }
 void note(PreflightReport& r, std::string message) { r.findings.push_back({false, std::move(message)}); }
 
+std::string percent_text(double fraction) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
+    return buf;
+}
+
+// What re-quantising costs, said before the user picks it: which of the file's quantised
+// matrices change and by how much (ConversionPlan::sampled_weight_change), against keeping them.
+void explain_requantising(PreflightReport& r, bool gguf, bool keep_source_types) {
+    const auto& changed = r.plan.requantised_tensors;
+    if (changed.empty()) return;
+    std::string names;
+    for (size_t i = 0; i < changed.size() && i < 3; ++i) names += (i ? ", " : "") + changed[i];
+    if (changed.size() > 3) names += ", ...";
+    if (keep_source_types) {
+        note(r, std::to_string(changed.size()) + " of the file's matrices have a type no tile holds and are re-quantised (" +
+                    names + "): their weights change by " + percent_text(r.plan.sampled_weight_change) +
+                    " RMS; every other matrix keeps its type bit for bit");
+        return;
+    }
+    std::string kept;
+    for (const QuantEstimate& e : r.estimates)
+        if (e.label == "kept types") kept = "; keeping the file's own types instead gives " + size_text(e.file_bytes) +
+                                            (e.weight_change > 0 ? "" : " with nothing changed");
+    note(r, std::string("re-quantising changes ") + std::to_string(changed.size()) + " of the " +
+                (gguf ? "file's quantised matrices" : "source's quantised matrices") + " (" + names + "): their weights move by " +
+                percent_text(r.plan.sampled_weight_change) + " RMS from the file's own values" + kept);
+}
+
 void check_tokenizer_and_template(const SourceModel& source, PreflightReport& r) {
     auto tokenizer = Tokenizer::from_metadata(source.metadata);
     if (!tokenizer) {
@@ -126,6 +155,8 @@ QuantEstimate estimate(const std::string& label, const ConversionPlan& plan, dou
     e.label = label;
     e.file_bytes = plan.file_bytes;
     e.decode_bytes_per_token = plan.decode_bytes_per_token;
+    e.weight_change = plan.sampled_weight_change;
+    e.requantised_tensors = plan.requantised_tensors.size();
     if (bandwidth > 0 && plan.decode_bytes_per_token > 0) e.decode_tokens_per_second = bandwidth / double(plan.decode_bytes_per_token);
     return e;
 }
@@ -180,11 +211,24 @@ Result<PreflightReport> run_preflight(const PreflightRequest& request, const Can
     for (DType q : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0}) {
         if (cancel && cancel->is_cancelled()) return cancelled_error("preflight");
         ConvertOptions uniform = request.options;
+        uniform.keep_source_types = false;
         uniform.weight_quant = q;
         for (TensorClass c : kTensorClasses) set_quant_for(uniform, c, q);
         if (auto p = plan_conversion(*source, uniform)) r.estimates.push_back(estimate(std::string(dtype_name(q)), *p, bandwidth));
     }
-    r.estimates.push_back(estimate("chosen", r.plan, bandwidth));
+    const bool gguf = r.source_format == "gguf";
+    // Only a GGUF with quantised matrices has types of its own worth keeping as an option.
+    const bool quantised = std::any_of(source->tensors.begin(), source->tensors.end(), [](const auto& named) {
+        return named.second.dtype == DType::GgmlBlock || is_block_quant(named.second.dtype);
+    });
+    const bool keeps = quantised && request.options.keep_source_types;
+    if (gguf && quantised && !keeps) {
+        ConvertOptions kept = request.options;
+        kept.keep_source_types = true;
+        if (auto p = plan_conversion(*source, kept)) r.estimates.push_back(estimate("kept types", *p, bandwidth));
+    }
+    r.estimates.push_back(estimate(keeps ? "kept types" : "chosen", r.plan, bandwidth));
+    explain_requantising(r, gguf, request.options.keep_source_types);
 
     const uint32_t trained = source->config.max_seq_len;
     r.context_tokens = request.context_tokens ? request.context_tokens
@@ -252,6 +296,7 @@ std::string preflight_text(const PreflightReport& r) {
                 std::snprintf(buf, sizeof buf, ", at most %.1f tok/s here", e.decode_tokens_per_second);
                 value += buf;
             }
+            if (e.weight_change > 0) value += ", weights change " + percent_text(e.weight_change) + " RMS";
             line("output " + e.label, value);
         }
         if (r.read_bandwidth_bytes_per_second > 0) {
@@ -309,7 +354,8 @@ std::string preflight_json(const PreflightReport& r) {
         for (const QuantEstimate& e : r.estimates)
             estimates.push_back({{"quant", e.label}, {"file_bytes", e.file_bytes},
                                  {"decode_bytes_per_token", e.decode_bytes_per_token},
-                                 {"decode_tokens_per_second", e.decode_tokens_per_second}});
+                                 {"decode_tokens_per_second", e.decode_tokens_per_second},
+                                 {"weight_change", e.weight_change}, {"requantised_tensors", e.requantised_tensors}});
         j["estimates"] = estimates;
         j["output_free_bytes"] = r.output_free_bytes;
         j["context_tokens"] = r.context_tokens;

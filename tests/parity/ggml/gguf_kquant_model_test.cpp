@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cflow/engine/convert/conversion_preflight.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
 #include "cflow/engine/generation/generate.h"
@@ -256,6 +257,43 @@ TEST(GgufKQuantModel, KeptTypesConversionIsExactAndMatchesTheReference) {
                     "max over %zu positions %.2e\n",
                     std::string(isa_name(isa)).c_str(), size_t(report->retiled_exact_tensors), size_ratio, ref.tokens.size(), max_err);
     }
+}
+
+// Before the user picks re-quantising, the preflight says what it costs: the file's own types
+// as an option of their own (nothing changed), the weight change of each re-quantised choice,
+// and a note naming the changed matrices.
+TEST(GgufKQuantModel, PreflightSaysWhatRequantisingCosts) {
+    CFLOW_REQUIRE_GGML_FIXTURE(kGguf);
+    PreflightRequest request;
+    request.source_path = (test::ggml_fixtures_dir() / kGguf).string();
+    request.probe_bandwidth = false;
+    request.options.weight_quant = DType::Q4_0;  // re-quantising asked for
+    auto report = run_preflight(request);
+    ASSERT_TRUE(report.ok()) << report.error();
+    ASSERT_FALSE(report->blocked());
+    std::map<std::string, QuantEstimate> by_label;
+    for (const QuantEstimate& e : report->estimates) by_label[e.label] = e;
+    ASSERT_TRUE(by_label.count("kept types"));
+    EXPECT_EQ(by_label["kept types"].weight_change, 0.0);
+    EXPECT_EQ(by_label["kept types"].requantised_tensors, 0u);
+    // Q4_0's step is coarser than Q4_K's (one f16 scale per 32 weights, no minimum): the values
+    // move by a visible fraction; Q8_0's step is 1/127 of a block's range: far less.
+    EXPECT_EQ(by_label["chosen"].requantised_tensors, 16u);
+    EXPECT_GT(by_label["q4_0"].weight_change, 0.02);
+    EXPECT_LT(by_label["q8_0"].weight_change, by_label["q4_0"].weight_change / 4);
+    EXPECT_GT(by_label["q8_0"].weight_change, 0.0);
+    bool noted = false;
+    for (const PreflightFinding& f : report->findings)
+        noted = noted || f.message.find("re-quantising changes 16 of the file's quantised matrices") != std::string::npos;
+    EXPECT_TRUE(noted) << preflight_text(*report);
+
+    request.options.keep_source_types = true;  // cflow convert's default for a GGUF
+    auto kept = run_preflight(request);
+    ASSERT_TRUE(kept.ok()) << kept.error();
+    EXPECT_TRUE(kept->plan.requantised_tensors.empty());
+    EXPECT_EQ(kept->plan.retiled_exact_tensors, 16u);
+    EXPECT_EQ(kept->estimates.back().label, "kept types");
+    EXPECT_LT(kept->estimates.back().file_bytes, by_label["q8_0"].file_bytes);
 }
 
 } // namespace

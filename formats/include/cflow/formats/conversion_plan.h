@@ -4,6 +4,8 @@
 // class, what one decode step reads, and the parameter counts. The preflight of the
 // conversion wizard and of `cflow convert --preflight` is built on it.
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "cflow/base/result.h"
 #include "cflow/formats/converter.h"
@@ -26,6 +28,14 @@ struct ConversionPlan {
     uint64_t decode_bytes_per_token = 0;
     uint64_t parameters_total = 0;        // elements of every source tensor the output holds
     uint64_t parameters_active = 0;       // per token: total minus the (E - top_k) experts not routed to
+    uint64_t retiled_exact_tensors = 0;   // block-quantised matrices whose blocks are copied unchanged
+    // "NAME: Q5_0 -> q8_0": block-quantised source matrices whose values the conversion changes
+    // (the same list ConvertReport::requantised_tensors will hold).
+    std::vector<std::string> requantised_tensors;
+    // sqrt(sum (new - old)^2 / sum old^2) over a few rows of every matrix the conversion changes
+    // (re-quantised to Q8_0/Q4_0), against the source's exact values: 0 when nothing changes.
+    // What re-quantising costs, shown before the user picks it (preflight, wizard).
+    double sampled_weight_change = 0;
 };
 
 // Validates as convert_to_cflow does (same messages), then lays the file out.

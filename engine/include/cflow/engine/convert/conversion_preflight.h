@@ -34,8 +34,10 @@ struct PreflightFinding {
 };
 
 struct QuantEstimate {
-    std::string label;            // "q4_0", ..., "chosen"
+    std::string label;            // "f32", "f16", "q8_0", "q4_0", "kept types" (a GGUF's own), "chosen"
     uint64_t file_bytes = 0;
+    double weight_change = 0;     // ConversionPlan::sampled_weight_change: 0 = nothing re-quantised
+    size_t requantised_tensors = 0;  // block-quantised source matrices whose values change
     uint64_t decode_bytes_per_token = 0;
     double decode_tokens_per_second = 0;  // bandwidth / bytes per token; 0 without a probe
 };
@@ -51,7 +53,7 @@ struct PreflightReport {
     bool has_chat_template = false;
     std::vector<std::string> source_tensor_types;  // "q4_K x 154", ... by count
     ConversionPlan plan;          // with the chosen options (valid when source_opened)
-    std::vector<QuantEstimate> estimates;  // every class at f32, f16, q8_0, q4_0, then the chosen mix
+    std::vector<QuantEstimate> estimates;  // every class at f32, f16, q8_0, q4_0, a GGUF's kept types, the chosen mix
     uint64_t output_free_bytes = 0;        // at the output's folder; 0 when unknown
     uint32_t context_tokens = 0;
     uint64_t kv_cache_bytes = 0;           // F16 cache at context_tokens
