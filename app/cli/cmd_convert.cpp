@@ -23,7 +23,7 @@ namespace {
 Result<DType> parse_quant_arg(const Args& args, const std::string& option) {
     const auto q = args.value(option);
     auto t = parse_dtype(*q);
-    if (!t || !is_tile_dtype(*t)) return make_error(option + " must be q4_0, q8_0, f16 or f32 (got '" + *q + "')");
+    if (!t || !is_tile_dtype(*t)) return make_error(option + " must be q4_k, q5_k, q6_k, q4_0, q8_0, f16 or f32 (got '" + *q + "')");
     return *t;
 }
 
@@ -156,10 +156,15 @@ int run_convert(const std::vector<std::string>& argv) {
                      path.c_str());
     for (const std::string& ignored : report->ignored_tensors)
         std::fprintf(stderr, "note: left out %s\n", terminal_safe(ignored).c_str());
+    if (!report->kquant_fallbacks.empty()) {
+        std::fprintf(stderr, "note: %zu matrices took q8_0 instead of a K-quant (their inputs are not whole super-blocks), "
+                             "first: %s\n",
+                     report->kquant_fallbacks.size(), report->kquant_fallbacks.front().c_str());
+    }
     if (!report->requantised_tensors.empty()) {
         // Listed, not hidden: each one lost some of the quality the source file had.
         constexpr size_t kListed = 8;
-        std::fprintf(stderr, "note: %zu tensors re-quantised (their source type has no tile type):\n",
+        std::fprintf(stderr, "note: %zu quantised matrices re-quantised (their values change):\n",
                      report->requantised_tensors.size());
         for (size_t i = 0; i < report->requantised_tensors.size() && i < kListed; ++i)
             std::fprintf(stderr, "  %s\n", terminal_safe(report->requantised_tensors[i]).c_str());

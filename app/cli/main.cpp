@@ -17,7 +17,7 @@ constexpr const char* kUsage =
     "       cflow --version\n"
     "\n"
     "commands:\n"
-    "  convert SRC -o OUT.cflow|OUT.vflow [--format cflow|vflow] [--quant q4_0|q8_0|f16|f32] [--embedding-quant Q]\n"
+    "  convert SRC -o OUT.cflow|OUT.vflow [--format cflow|vflow] [--quant q4_k|q5_k|q6_k|q4_0|q8_0|f16|f32] [--embedding-quant Q]\n"
     "          [--attention-quant Q] [--ffn-quant Q] [--expert-quant Q] [--output-quant Q] [--tokenizer FILE]\n"
     "          [--threads N] [--validate [--sample TEXT]] | --preflight [-o OUT] [--json]\n"
     "      SRC: a Hugging Face model folder, a .gguf file (F32/F16/BF16, Q4_0/Q4_1/Q5_0/Q5_1/Q8_0,\n"

@@ -200,6 +200,7 @@ Result<ConvertReport> write_file(const SourceModel& source, const FilePlan& plan
     report.retiled_exact_tensors = exact_tensors.size();
     report.requantised_tensors.assign(requantised.begin(), requantised.end());
     report.ignored_tensors = plan.ignored_tensors;
+    report.kquant_fallbacks = plan.kquant_fallbacks;
     return report;
 }
 

@@ -94,6 +94,8 @@ struct FilePlan {
     std::vector<uint8_t> metadata;    // serialized section
     uint64_t tensors_total = 0;
     std::vector<std::string> ignored_tensors;  // "NAME: why": left out, the forward never reads them
+    // "V of Qkv: q4_k -> q8_0 (...)": K-quant targets of matrices whose inputs are not whole super-blocks.
+    std::vector<std::string> kquant_fallbacks;
 };
 
 inline constexpr uint64_t kSegmentAlignment = 64;

@@ -233,8 +233,22 @@ private:
         SegmentPlan seg;
         seg.role = role;
         seg.shape = std::move(*shape);
-        for (size_t p = 0; p < seg.shape.parts.size(); ++p)
-            seg.shape.parts[p].dtype = p < part_dtypes.size() ? part_dtypes[p] : dtype;
+        for (size_t p = 0; p < seg.shape.parts.size(); ++p) {
+            DType& part = seg.shape.parts[p].dtype;
+            part = p < part_dtypes.size() ? part_dtypes[p] : dtype;
+            // A K-quant super-block covers 256 inputs: a matrix whose rows are not whole blocks
+            // takes Q8_0 instead (llama-quantize falls back too), and the report says so.
+            const uint32_t cols = seg.shape.storage == Storage::ExpertBank && p == 2 ? segment_shapes::expert_down_cols(seg.shape)
+                                                                                     : seg.shape.cols;
+            if (is_kquant(part) && cols % kKQuantBlock != 0) {
+                const MatrixId matrix = seg.shape.parts[p].matrix;
+                plan_.kquant_fallbacks.push_back(std::string(segment_shapes::matrix_name(matrix)) + " of " +
+                                                 segment_shapes::role_name(role) + ": " + std::string(dtype_name(part)) +
+                                                 " -> q8_0 (" + std::to_string(cols) +
+                                                 " inputs are not whole 256-weight super-blocks)");
+                part = DType::Q8_0;
+            }
+        }
         seg.dtype = seg.shape.storage == Storage::Raw ? DType::F32 : seg.shape.parts[0].dtype;
         auto bytes = segment_shapes::segment_bytes(plan_.header, seg.shape);
         if (!bytes)

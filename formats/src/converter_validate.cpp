@@ -65,10 +65,8 @@ Status check_config(const SourceModel& src, const ConvertOptions& options) {
     auto unsupported = [&](const std::string& what) -> Status {
         return config_error(src, what, ErrorKind::Unsupported);
     };
-    // K-quant tiles are only ever a GGUF's own blocks, kept (keep_source_types): there is no K-quant quantiser yet.
-    auto quantisable = [](DType t) { return is_tile_dtype(t) && !is_kquant(t); };
-    const std::string targets = " is not a type the converter quantises to (f32, f16, q8_0, q4_0; a GGUF's own Q4_K, Q5_K "
-                                "and Q6_K tensors are kept as they are unless re-quantising is asked for)";
+    auto quantisable = [](DType t) { return is_tile_dtype(t); };
+    const std::string targets = " is not a type the converter quantises to (f32, f16, q8_0, q4_0, q4_k, q5_k, q6_k)";
     if (!quantisable(options.weight_quant))
         return unsupported("weight quant " + std::string(dtype_name(options.weight_quant)) + targets);
     for (TensorClass tc : kTensorClasses)

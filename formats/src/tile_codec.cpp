@@ -2,6 +2,8 @@
 // quantization, and tile payload encode/decode in the layout of cflow_layout.h.
 #include "cflow/formats/tile_codec.h"
 
+#include "cflow/formats/kquant_quantize.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -285,9 +287,22 @@ void encode_tile(DType dtype, const float* src, uint64_t src_stride, uint32_t ro
         }
         case DType::Q4_K:
         case DType::Q5_K:
-        case DType::Q6_K:  // only ever copied from a GGUF's own blocks (no K-quant quantiser yet): zero weights
-            std::memset(payload, 0, tile_payload_bytes(dtype, rows, cols));
+        case DType::Q6_K: {
+            // One super-block per row; the tile plan guarantees cols == 256 for K-quant tiles.
+            const uint32_t block_bytes = kquant_block_bytes(dtype);
+            for (uint32_t r = 0; r < rows; ++r) {
+                const float* row = src + r * src_stride;  // [256]
+                uint8_t* block = payload + uint64_t{r} * block_bytes;
+                if (cols != kKQuantBlock) {  // unreachable through the plan; never read past the row
+                    std::memset(block, 0, block_bytes);
+                    continue;
+                }
+                if (dtype == DType::Q4_K) quantize_block_q4_k(row, block);
+                else if (dtype == DType::Q5_K) quantize_block_q5_k(row, block);
+                else quantize_block_q6_k(row, block);
+            }
             return;
+        }
         case DType::BF16:
         case DType::GgmlBlock: break;  // not tile payload types
     }

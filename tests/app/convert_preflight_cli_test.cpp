@@ -33,6 +33,19 @@ TEST(ConvertPreflightCli, JsonReportAndNothingWritten) {
     EXPECT_FALSE(fs::exists(out));
 }
 
+// stories260K's 64-wide rows cannot hold a 256-weight super-block: --quant q4_k falls back to
+// q8_0 matrix by matrix, says so, and the model still loads and runs.
+TEST(ConvertPreflightCli, KQuantTargetFallsBackWhereRowsAreNotWholeSuperBlocks) {
+    CFLOW_REQUIRE_ASSET(gguf, kGguf);
+    const fs::path out = temp_dir("cli-kquant-fallback") / "s.cflow";
+    auto r = run_cflow({"convert", gguf.string(), "-o", out.string(), "--quant", "q4_k", "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("took q8_0 instead of a K-quant"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("64 inputs are not whole 256-weight super-blocks"), std::string::npos) << r.err;
+    auto g = run_cflow({"generate", out.string(), "-p", "Once", "-n", "4", "--seed", "1"});
+    EXPECT_EQ(g.exit_code, 0) << g.err;
+}
+
 TEST(ConvertPreflightCli, ABlockedSourceExitsTwoWithItsReason) {
     const fs::path dir = temp_dir("cli-preflight-blocked");
     std::ofstream(dir / "noise.gguf") << std::string(1000, 'x');
@@ -61,7 +74,7 @@ TEST(ConvertPreflightCli, BadFlagsFailWithOneLine) {
     CFLOW_REQUIRE_ASSET(gguf, kGguf);
     const fs::path out = temp_dir("cli-convert-flags") / "s.cflow";
     expect_one_line_failure(run_cflow({"convert", gguf.string(), "-o", out.string(), "--attention-quant", "q9"}),
-                            "--attention-quant must be q4_0, q8_0, f16 or f32");
+                            "--attention-quant must be q4_k, q5_k, q6_k, q4_0, q8_0, f16 or f32");
     expect_one_line_failure(run_cflow({"convert", gguf.string(), "-o", out.string(), "--sample", "x.txt"}),
                             "--sample goes with --validate");
     expect_one_line_failure(run_cflow({"convert", gguf.string(), "-o", out.string(), "--json"}), "--json goes with --preflight");

@@ -3,11 +3,15 @@
 // lays out a segment (16-byte TileHeader + payload, 128x256 tiles in stripe order, from
 // plan_tiles) and are sized past the last-level cache, so both measurements come from DRAM.
 //
-// Usage: cflow_bench_kernels [--q4=ROWSxCOLS] [--f32=ROWSxCOLS] [--seconds=S] [--scalar] [google benchmark flags]
+// Usage: cflow_bench_kernels [--q4=ROWSxCOLS] [--f32=ROWSxCOLS] [--kq=ROWSxCOLS] [--seconds=S] [--scalar]
+//                            [google benchmark flags]
 // After the Google Benchmark cases it prints, per matrix and ISA, one line
 // "ratio achieved/stream-read = X.XX" from a separate std::chrono measurement (warm-up, then
 // the fastest of repeated full passes: on a shared machine other processes only ever add time,
 // so the minimum is the least disturbed estimate for both sides of the ratio).
+// Then a K-quant report on the selected ISA (CFLOW_ISA honoured): Q4_0, Q4_K and Q6_K matrices of
+// the --kq shape (default 4096x4096, 128x256 tiles), each matvec run as the session runs it (x
+// quantized once per slice on the int8 paths), in GB/s of weight bytes, and Q4_K / Q4_0.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -88,6 +92,16 @@ bool build_matrix(DType dtype, uint32_t rows, uint32_t cols, TiledMatrix& m) {
                 const float v = static_cast<float>(static_cast<int64_t>(splitmix(seed) >> 40) - (1 << 23)) / (1 << 23);
                 std::memcpy(payload + k * 4, &v, 4);
             }
+        } else if (cflow::is_kquant(dtype)) {
+            // Every super-block's f16 d (and dmin) in [2^-10, 2): at offset 208 for Q6_K, 0 and 2 otherwise.
+            const uint32_t blockBytes = cflow::kquant_block_bytes(dtype);
+            for (uint32_t r = 0; r < t.rows; ++r) {
+                uint8_t* block = payload + size_t{r} * blockBytes;
+                for (size_t at : dtype == DType::Q6_K ? std::vector<size_t>{208} : std::vector<size_t>{0, 2}) {
+                    const uint16_t h = cflow::f32_to_f16(static_cast<float>(1 + splitmix(seed) % 2048) / 1024.0f);
+                    std::memcpy(block + at, &h, 2);
+                }
+            }
         } else if (cflow::is_block_quant(dtype)) {
             const size_t scales = size_t{t.rows} * cflow::groups_per_row(t.cols);
             for (size_t k = 0; k < scales; ++k) {
@@ -128,7 +142,7 @@ void full_matvec(const cflow::Kernels& k, TiledMatrix& m) {
 void full_matvec_quantized(const cflow::Kernels& k, TiledMatrix& m, uint8_t* slices, bool fromLanes) {
     std::fill(m.y.begin(), m.y.end(), 0.0f);
     for (uint32_t c = 0; c < m.cols; c += cflow::kTileCols)
-        k.quantize_slice(m.dtype, m.x.data() + c, std::min<uint32_t>(cflow::kTileCols, m.cols - c),
+        k.quantize_slice(cflow::slice_dtype(m.dtype), m.x.data() + c, std::min<uint32_t>(cflow::kTileCols, m.cols - c),
                          slices + (c / cflow::kTileCols) * cflow::kQuantizedSliceBytes);
     const uint8_t* base = fromLanes ? m.lanes.data() : m.bytes.data();
     for (const cflow::PlannedTile& t : m.tiles) {
@@ -262,7 +276,7 @@ void report_ratios(std::vector<TiledMatrix>& matrices, double budgetSeconds) {
             const double s = fastest_pass_seconds([&] { full_matvec(k, m); }, isa == Isa::Scalar ? budgetSeconds / 4 : budgetSeconds);
             std::printf("%-18s %-10s matvec: %6.2f GB/s  ratio achieved/stream-read = %.2f\n", m.label.c_str(),
                         std::string(cflow::isa_name(isa)).c_str(), gb / s, streamS / s);
-            if (!k.tile_matvec_quantized || (m.dtype != DType::Q4_0 && m.dtype != DType::Q8_0)) continue;
+            if (!k.tile_matvec_quantized || !(k.quantized_dtypes & cflow::dtype_bit(m.dtype))) continue;
             // [cols / 256] quantized slices, aligned as the session aligns them
             std::vector<uint8_t> sliceBytes((m.cols / cflow::kTileCols + 1) * cflow::kQuantizedSliceBytes + cflow::kQuantizedSliceAlign);
             uint8_t* slices = sliceBytes.data() + (cflow::kQuantizedSliceAlign -
@@ -277,6 +291,37 @@ void report_ratios(std::vector<TiledMatrix>& matrices, double budgetSeconds) {
                         std::string(cflow::isa_name(isa)).c_str(), gb / ls, streamS / ls);
         }
     }
+}
+
+// The session's matvec on one path: quantized once per slice where the path quantizes this dtype.
+double session_matvec_seconds(const cflow::Kernels& k, TiledMatrix& m, double budgetSeconds) {
+    std::vector<uint8_t> sliceBytes((m.cols / cflow::kTileCols + 1) * cflow::kQuantizedSliceBytes + cflow::kQuantizedSliceAlign);
+    uint8_t* slices = sliceBytes.data() + (cflow::kQuantizedSliceAlign -
+                                           reinterpret_cast<uintptr_t>(sliceBytes.data()) % cflow::kQuantizedSliceAlign) %
+                                              cflow::kQuantizedSliceAlign;  // [cols / 256] slices
+    if (k.tile_matvec_quantized && (k.quantized_dtypes & cflow::dtype_bit(m.dtype)))
+        return fastest_pass_seconds([&] { full_matvec_quantized(k, m, slices, false); }, budgetSeconds);
+    return fastest_pass_seconds([&] { full_matvec(k, m); }, budgetSeconds);
+}
+
+// Q4_0, Q4_K and Q6_K of one shape on the selected ISA: GB/s of weight bytes and Q4_K / Q4_0.
+void report_kquant(uint32_t rows, uint32_t cols, double budgetSeconds) {
+    const Isa isa = cflow::selected_isa();
+    const cflow::Kernels& k = cflow::kernels_for(isa);
+    std::printf("\nK-quant report (%s, single thread, session matvec: x quantized once per slice on int8 paths)\n",
+                std::string(cflow::isa_name(isa)).c_str());
+    double q4_0GBs = 0.0, q4_kGBs = 0.0;
+    for (DType dtype : {DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+        TiledMatrix m;
+        if (!build_matrix(dtype, rows, cols, m)) continue;
+        const double gb = static_cast<double>(m.bytes.size()) / 1e9;
+        const double s = session_matvec_seconds(k, m, budgetSeconds);
+        std::printf("%-18s %-10s %7.2f MB  %8.1f us/matvec  %6.2f GB/s\n", m.label.c_str(),
+                    std::string(cflow::isa_name(isa)).c_str(), gb * 1e3, s * 1e6, gb / s);
+        if (dtype == DType::Q4_0) q4_0GBs = gb / s;
+        if (dtype == DType::Q4_K) q4_kGBs = gb / s;
+    }
+    if (q4_0GBs > 0.0) std::printf("ratio Q4_K / Q4_0 (GB/s of weight bytes) = %.2f\n", q4_kGBs / q4_0GBs);
 }
 
 bool parse_shape(const std::string& arg, const std::string& flag, uint32_t& rows, uint32_t& cols) {
@@ -297,11 +342,14 @@ int main(int argc, char** argv) {
     // Defaults exceed a 300 MiB last-level cache (as on the development machine) about twice.
     uint32_t q4Rows = 32768, q4Cols = 32768;  // 604 MB of Q4_0 tiles
     uint32_t f32Rows = 16384, f32Cols = 8192;  // 537 MB of F32 tiles
+    uint32_t kqRows = 4096, kqCols = 4096;     // a 4096x4096 projection: 9.4 MB of Q4_K
     double seconds = 2.0;
     std::vector<char*> rest{argv[0]};
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
-        if (parse_shape(arg, "--q4=", q4Rows, q4Cols) || parse_shape(arg, "--f32=", f32Rows, f32Cols)) continue;
+        if (parse_shape(arg, "--q4=", q4Rows, q4Cols) || parse_shape(arg, "--f32=", f32Rows, f32Cols) ||
+            parse_shape(arg, "--kq=", kqRows, kqCols))
+            continue;
         if (arg == "--scalar") {
             gIncludeScalar = true;
             continue;
@@ -332,5 +380,6 @@ int main(int argc, char** argv) {
     benchmark::Shutdown();
 
     report_ratios(matrices, seconds);
+    report_kquant(kqRows, kqCols, seconds);
     return 0;
 }

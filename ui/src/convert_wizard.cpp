@@ -51,7 +51,7 @@ QString size_text(uint64_t bytes) {
     return QStringLiteral("%1 MiB").arg(double(bytes) / double(1ull << 20), 0, 'f', 1);
 }
 
-constexpr DType kQuantChoices[] = {DType::Q4_0, DType::Q8_0, DType::F16, DType::F32};
+constexpr DType kQuantChoices[] = {DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::F16, DType::F32};
 
 } // namespace
 

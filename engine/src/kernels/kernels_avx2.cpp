@@ -5,6 +5,7 @@
 // Deliberately no std:: templates or header inline functions here: their out-of-line copies
 // would be compiled with AVX2 and the linker could hand them to scalar code.
 #include "kernels/kernels_internal.h"
+#include "kernels/kquant_kernels.h"
 
 #if CFLOW_KERNELS_X86
 #include <immintrin.h>
@@ -183,7 +184,7 @@ void rows_for(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t r0, u
 } // namespace
 
 void tile_matvec_avx2(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
-    if (is_kquant(dtype)) return tile_matvec_scalar(dtype, payload, rows, cols, x, y);
+    if (is_kquant(dtype)) return kquant_matvec_f32_avx2(dtype, payload, rows, cols, x, y);
     uint32_t r = 0;
     for (; r + kRowBlock <= rows; r += kRowBlock) rows_for<kRowBlock>(dtype, payload, rows, r, cols, x, y);
     for (; r < rows; ++r) rows_for<1>(dtype, payload, rows, r, cols, x, y);

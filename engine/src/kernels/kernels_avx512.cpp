@@ -4,6 +4,7 @@
 // loads, which never fault on masked-out lanes, so nothing past the payload or x[cols - 1] is read.
 // No std:: templates or header inline functions here (see kernels_avx2.cpp for why).
 #include "kernels/kernels_internal.h"
+#include "kernels/kquant_kernels.h"
 
 #if CFLOW_KERNELS_X86
 #include "cflow/base/x86_intrinsics.h"
@@ -149,7 +150,7 @@ void rows_for(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t r0, u
 } // namespace
 
 void tile_matvec_avx512(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
-    if (is_kquant(dtype)) return tile_matvec_scalar(dtype, payload, rows, cols, x, y);
+    if (is_kquant(dtype)) return kquant_matvec_f32_avx512(dtype, payload, rows, cols, x, y);
     uint32_t r = 0;
     for (; r + kRowBlock <= rows; r += kRowBlock) rows_for<kRowBlock>(dtype, payload, rows, r, cols, x, y);
     for (; r < rows; ++r) rows_for<1>(dtype, payload, rows, r, cols, x, y);

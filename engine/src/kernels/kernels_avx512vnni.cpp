@@ -7,6 +7,7 @@
 // F32/F16 tiles, dot and axpy reuse the AVX-512 functions.
 // No std:: templates or header inline functions here (see kernels_avx2.cpp for why).
 #include "kernels/kernels_internal.h"
+#include "kernels/kquant_kernels.h"
 
 #include <cstddef>
 
@@ -549,6 +550,8 @@ void matmat_lanes(const uint8_t* payload, uint32_t rows, uint32_t cols, const ui
 void tile_matmat_quantized_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols,
                                       const uint8_t* slices, size_t sliceStride, uint32_t tokens, float* y,
                                       size_t yStride) {
+    if (is_kquant(dtype))
+        return kq_int8_avx512vnni::matmat_quantized(dtype, payload, rows, cols, slices, sliceStride, tokens, y, yStride);
     // Rearranging the tile costs about as much as 4-5 tokens of block_rows_tokens; fewer tokens
     // than kMatmatLaneTokens (a MoE expert's share of a chunk) take that path instead.
     if (tokens >= kMatmatLaneTokens && rows <= kTileRows && cols <= kTileCols) {
@@ -667,6 +670,8 @@ static_assert(sizeof(QuantizedX) <= kQuantizedSliceBytes && alignof(QuantizedX) 
               "a quantized slice must fit the engine's slice buffer");
 
 void quantize_slice_avx512vnni(DType dtype, const float* x, uint32_t cols, void* slice) {
+    // K-quant tiles read their own (Q8_K-style) slice: quantize_slice(slice_dtype(Q4_K)) writes it.
+    if (is_kquant(dtype)) return kq_int8_avx512vnni::quantize_slice(x, cols, slice);
     auto& xq = *static_cast<QuantizedX*>(slice);
     const uint32_t groups = (cols + kGroup - 1) / kGroup;
     xq = QuantizedX{};  // zeroed: lanes past G of the scale vector are loaded (never used)
@@ -684,6 +689,7 @@ void rows_quantized(const uint8_t* payload, uint32_t rows, uint32_t cols, const 
 
 void tile_matvec_quantized_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols,
                                       const void* slice, float* y) {
+    if (is_kquant(dtype)) return kq_int8_avx512vnni::matvec_quantized(dtype, payload, rows, cols, slice, y);
     const auto& xq = *static_cast<const QuantizedX*>(slice);
     if (dtype == DType::Q4_0) rows_quantized<true>(payload, rows, cols, xq, y);
     else rows_quantized<false>(payload, rows, cols, xq, y);
@@ -691,6 +697,11 @@ void tile_matvec_quantized_avx512vnni(DType dtype, const uint8_t* payload, uint3
 
 void tile_matvec_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x,
                             float* y) {
+    // K-quants: int8 or f32 activations as kKQuantInt8Activations (kquant_kernels.h) says.
+    if (is_kquant(dtype)) {
+        if constexpr (kKQuantInt8Activations) return kq_int8_avx512vnni::matvec(dtype, payload, rows, cols, x, y);
+        return tile_matvec_avx512(dtype, payload, rows, cols, x, y);
+    }
     // The quantized-x buffer is sized for one tile row; wider inputs are outside the tile
     // contract and take the f32 AVX-512 path instead.
     if (cols == 0 || cols > kTileCols || (dtype != DType::Q8_0 && dtype != DType::Q4_0))
@@ -711,7 +722,7 @@ const Kernels& avx512vnni_table() {
                                     .axpy_f16 = &axpy_f16_avx512,
                                     .weighted_row_sum = &weighted_row_sum_avx512,
                                     .quantize_slice = &quantize_slice_avx512vnni,
-                                    .quantized_dtypes = dtype_bit(DType::Q4_0) | dtype_bit(DType::Q8_0),
+                                    .quantized_dtypes = dtype_bit(DType::Q4_0) | dtype_bit(DType::Q8_0) | kKQuantInt8DtypeBits,
                                     .tile_matvec_quantized = &tile_matvec_quantized_avx512vnni,
                                     .tile_matmat_quantized = &tile_matmat_quantized_avx512vnni,
                                     .tile_matvec_quantized_lanes = &tile_matvec_quantized_lanes_avx512vnni,

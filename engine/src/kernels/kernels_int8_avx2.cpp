@@ -1,6 +1,7 @@
 // AVX2 int8 path: Q4_0 / Q8_0 weights times int8-quantized activations with vpmaddubsw +
 // vpmaddwd (every AVX2 CPU); F32/F16 tiles, dot and axpy reuse the AVX2 f32 functions.
 #include "kernels/kernels_internal.h"
+#include "kernels/kquant_kernels.h"
 
 #if CFLOW_KERNELS_X86
 #include <immintrin.h>
@@ -39,8 +40,32 @@ void tile_matvec_int8_avx2(DType dtype, const uint8_t* payload, uint32_t rows, u
     switch (dtype) {
     case DType::Q8_0:
     case DType::Q4_0: int8_avx2::tile_matvec_q(dtype, payload, rows, cols, x, y); break;
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:  // int8 or f32 activations: kKQuantInt8Activations (kquant_kernels.h)
+        if constexpr (kKQuantInt8Activations) kq_int8_avx2::matvec(dtype, payload, rows, cols, x, y);
+        else tile_matvec_avx2(dtype, payload, rows, cols, x, y);
+        break;
     default: tile_matvec_avx2(dtype, payload, rows, cols, x, y); break;
     }
+}
+
+// K-quant tiles read their own (Q8_K-style) slice: quantize_slice(slice_dtype(Q4_K)) writes it.
+void quantize_slice_int8_avx2(DType dtype, const float* x, uint32_t cols, void* slice) {
+    if (is_kquant(dtype)) return kq_int8_avx2::quantize_slice(x, cols, slice);
+    int8_avx2::quantize_slice(dtype, x, cols, slice);
+}
+
+void tile_matvec_quantized_int8_avx2(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const void* slice,
+                                 float* y) {
+    if (is_kquant(dtype)) return kq_int8_avx2::matvec_quantized(dtype, payload, rows, cols, slice, y);
+    int8_avx2::tile_matvec_quantized(dtype, payload, rows, cols, slice, y);
+}
+
+void tile_matmat_quantized_int8_avx2(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols,
+                                 const uint8_t* slices, size_t sliceStride, uint32_t tokens, float* y, size_t yStride) {
+    if (is_kquant(dtype)) return kq_int8_avx2::matmat_quantized(dtype, payload, rows, cols, slices, sliceStride, tokens, y, yStride);
+    int8_avx2::tile_matmat_quantized(dtype, payload, rows, cols, slices, sliceStride, tokens, y, yStride);
 }
 
 } // namespace
@@ -53,10 +78,10 @@ const Kernels& avx2int8_table() {
                                     .dot_f16 = &dot_f16_avx2,
                                     .axpy_f16 = &axpy_f16_avx2,
                                     .weighted_row_sum = &weighted_row_sum_avx2,
-                                    .quantize_slice = &int8_avx2::quantize_slice,
-                                    .quantized_dtypes = dtype_bit(DType::Q4_0) | dtype_bit(DType::Q8_0),
-                                    .tile_matvec_quantized = &int8_avx2::tile_matvec_quantized,
-                                    .tile_matmat_quantized = &int8_avx2::tile_matmat_quantized};
+                                    .quantize_slice = &quantize_slice_int8_avx2,
+                                    .quantized_dtypes = dtype_bit(DType::Q4_0) | dtype_bit(DType::Q8_0) | kKQuantInt8DtypeBits,
+                                    .tile_matvec_quantized = &tile_matvec_quantized_int8_avx2,
+                                    .tile_matmat_quantized = &tile_matmat_quantized_int8_avx2};
     return kTable;
 }
 

@@ -1,6 +1,7 @@
 // AVX-VNNI path (VEX vpdpbusd on 256-bit registers: Alder Lake and later, Zen 5): the AVX2
 // int8 kernel with one instruction per four products instead of vpmaddubsw + vpmaddwd.
 #include "kernels/kernels_internal.h"
+#include "kernels/kquant_kernels.h"
 
 #if CFLOW_KERNELS_X86
 #include <immintrin.h>
@@ -20,8 +21,32 @@ void tile_matvec_avxvnni(DType dtype, const uint8_t* payload, uint32_t rows, uin
     switch (dtype) {
     case DType::Q8_0:
     case DType::Q4_0: int8_avxvnni::tile_matvec_q(dtype, payload, rows, cols, x, y); break;
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:  // int8 or f32 activations: kKQuantInt8Activations (kquant_kernels.h)
+        if constexpr (kKQuantInt8Activations) kq_int8_avxvnni::matvec(dtype, payload, rows, cols, x, y);
+        else tile_matvec_avx2(dtype, payload, rows, cols, x, y);
+        break;
     default: tile_matvec_avx2(dtype, payload, rows, cols, x, y); break;
     }
+}
+
+// K-quant tiles read their own (Q8_K-style) slice: quantize_slice(slice_dtype(Q4_K)) writes it.
+void quantize_slice_avxvnni(DType dtype, const float* x, uint32_t cols, void* slice) {
+    if (is_kquant(dtype)) return kq_int8_avxvnni::quantize_slice(x, cols, slice);
+    int8_avxvnni::quantize_slice(dtype, x, cols, slice);
+}
+
+void tile_matvec_quantized_avxvnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const void* slice,
+                                 float* y) {
+    if (is_kquant(dtype)) return kq_int8_avxvnni::matvec_quantized(dtype, payload, rows, cols, slice, y);
+    int8_avxvnni::tile_matvec_quantized(dtype, payload, rows, cols, slice, y);
+}
+
+void tile_matmat_quantized_avxvnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols,
+                                 const uint8_t* slices, size_t sliceStride, uint32_t tokens, float* y, size_t yStride) {
+    if (is_kquant(dtype)) return kq_int8_avxvnni::matmat_quantized(dtype, payload, rows, cols, slices, sliceStride, tokens, y, yStride);
+    int8_avxvnni::tile_matmat_quantized(dtype, payload, rows, cols, slices, sliceStride, tokens, y, yStride);
 }
 
 } // namespace
@@ -34,10 +59,10 @@ const Kernels& avxvnni_table() {
                                     .dot_f16 = &dot_f16_avx2,
                                     .axpy_f16 = &axpy_f16_avx2,
                                     .weighted_row_sum = &weighted_row_sum_avx2,
-                                    .quantize_slice = &int8_avxvnni::quantize_slice,
-                                    .quantized_dtypes = dtype_bit(DType::Q4_0) | dtype_bit(DType::Q8_0),
-                                    .tile_matvec_quantized = &int8_avxvnni::tile_matvec_quantized,
-                                    .tile_matmat_quantized = &int8_avxvnni::tile_matmat_quantized};
+                                    .quantize_slice = &quantize_slice_avxvnni,
+                                    .quantized_dtypes = dtype_bit(DType::Q4_0) | dtype_bit(DType::Q8_0) | kKQuantInt8DtypeBits,
+                                    .tile_matvec_quantized = &tile_matvec_quantized_avxvnni,
+                                    .tile_matmat_quantized = &tile_matmat_quantized_avxvnni};
     return kTable;
 }
 

@@ -31,7 +31,7 @@ std::string_view tensor_class_name(TensorClass c);  // "embeddings", "attention"
 std::optional<TensorClass> parse_tensor_class(std::string_view name);
 
 struct ConvertOptions {
-    DType weight_quant = DType::Q4_0;    // F32, F16, Q8_0 or Q4_0 for the weight tiles
+    DType weight_quant = DType::Q4_0;    // F32, F16, Q8_0, Q4_0, Q4_K, Q5_K or Q6_K for the weight tiles
     std::optional<DType> embedding_quant;  // token embedding, and the LM head unless output_quant; unset = weight_quant
     // Per-class overrides of weight_quant (unset = weight_quant; output: embedding_quant, else weight_quant).
     std::optional<DType> attention_quant;
@@ -75,6 +75,9 @@ struct ConvertReport {
     // "NAME: why" for source tensors left out because the forward never reads them (a stored LM
     // head the config ties to the embeddings); any other unread tensor fails the conversion.
     std::vector<std::string> ignored_tensors;
+    // "V of Qkv: q4_k -> q8_0 (288 inputs are not whole 256-weight super-blocks)", once per
+    // segment: a K-quant target its matrices' input dimension cannot take.
+    std::vector<std::string> kquant_fallbacks;
     // Temp files of this output left by earlier killed conversions (AtomicFileWriter): removed
     // when untouched for an hour, else only listed (another conversion may still be writing).
     std::vector<std::string> removed_stale_temp_files;
