@@ -85,11 +85,13 @@ int run_synth(const std::vector<std::string>& argv) {
     if (!model) return fail("synth", model.error());
     report += printf_line("generated %s: %.3f B weights, %.1f MiB (%s, seed %llu) in %.2f s\n", synth->name.c_str(),
                           static_cast<double>(model->weight_count) * 1e-9, mib(model->weight_bytes),
-                          synth->quant == DType::Q4_0 ? "q4_0" : "q8_0", static_cast<unsigned long long>(synth->seed),
+                          synth->quant == DType::Q4_K ? "q4_k_m" : synth->quant == DType::Q4_0 ? "q4_0" : "q8_0",
+                          static_cast<unsigned long long>(synth->seed),
                           seconds_since(t0));
 
     ConvertOptions options;
     options.weight_quant = synth->quant;  // same type as the blocks: the tiles carry them bit for bit
+    options.keep_source_types = true;     // the Q4_K_M mix: each matrix keeps its own K-quant
     const bool vflow = model_kind_from_name(*out) == ModelPathKind::Vflow;
     options.format = vflow ? ContainerFormat::Vflow : ContainerFormat::Cflow;
     t0 = Clock::now();

@@ -102,7 +102,7 @@ constexpr const char* kUsage =
     "      prints the rendered chat prompt exactly (MODEL's template and BOS/EOS unless overridden)\n"
     "  synth [--preset dense-1b|moe-1b] [--d N] [--d-ff N] [--layers N] [--experts N] [--top-k N]\n"
     "        [--expert-hidden N] [--heads N] [--kv-heads N] [--vocab N] [--dense-delay N] [--expert-delay N]\n"
-    "        [--combine-style N|NAME] [--quant q4_0|q8_0] [--seed S] [--router-skew S] -o OUT.cflow [--gguf OUT.gguf]\n"
+    "        [--combine-style N|NAME] [--quant q4_0|q8_0|q4_k_m] [--seed S] [--router-skew S] -o OUT.cflow [--gguf OUT.gguf]\n"
     "      a seeded random-weight llama model (weights generated as Q4_0/Q8_0 blocks) as .cflow and, with\n"
     "      --gguf, the same tensors as a GGUF that llama.cpp loads: benchmarks on bit-identical weights.\n"
     "      dense-1b: d 2048, 22 layers, ffn 5632, 32/4 heads, vocab 32000; moe-1b: d 2048, 16 layers,\n"

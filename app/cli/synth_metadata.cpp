@@ -8,8 +8,10 @@
 namespace cflow::cli {
 
 std::vector<GgufKeyValue> synth_gguf_metadata(const SynthSpec& s) {
-    const bool q4 = s.quant == DType::Q4_0;
-    const std::string quant = q4 ? "q4_0" : "q8_0";
+    const bool kquant = s.quant == DType::Q4_K;
+    const std::string quant = kquant ? "q4_k_m" : s.quant == DType::Q4_0 ? "q4_0" : "q8_0";
+    // llama.cpp's LLAMA_FTYPE_MOSTLY_Q4_0 / _Q8_0 / _Q4_K_M
+    const uint32_t file_type = kquant ? 15u : s.quant == DType::Q4_0 ? 2u : 7u;
     // Mixtral-style llama GGUFs give the expert width as feed_forward_length.
     const uint32_t ff = s.d_ff > 0 ? s.d_ff : s.expert_d_ff;
     std::vector<GgufKeyValue> kv = {
@@ -17,7 +19,7 @@ std::vector<GgufKeyValue> synth_gguf_metadata(const SynthSpec& s) {
         {"general.name", "cflow-synth-" + s.name},
         {"general.description", "random weights from cflow synth (seed " + std::to_string(s.seed) + ", " + quant +
                                     "): for speed comparisons on identical weights; they model nothing"},
-        {"general.file_type", uint32_t{q4 ? 2u : 7u}},  // MOSTLY_Q4_0 / MOSTLY_Q8_0
+        {"general.file_type", file_type},
         {"general.quantization_version", uint32_t{2}},   // ggml's current block layouts
         {"general.alignment", uint32_t{32}},
         {"llama.vocab_size", s.vocab},

@@ -31,6 +31,9 @@ struct PlannedTensor {
 
 constexpr uint64_t kAlignment = 64;          // each tensor starts cache-line aligned
 constexpr uint64_t kChunkUnits = 1u << 16;   // blocks or floats per generation job (about 1 MiB)
+constexpr uint64_t kKQuantChunkUnits = 1u << 12;  // K-quant super-blocks per job (the scale search costs)
+
+uint64_t chunk_units(const PlannedTensor& t) { return is_kquant(t.dtype) ? kKQuantChunkUnits : kChunkUnits; }
 
 uint64_t elements(const std::vector<uint64_t>& shape) {
     uint64_t n = 1;
@@ -40,12 +43,15 @@ uint64_t elements(const std::vector<uint64_t>& shape) {
 
 class Planner {
 public:
-    explicit Planner(DType quant) : quant_(quant) {}
-
-    void matrix(const std::string& name, std::vector<uint64_t> shape, double std_dev) {
-        PlannedTensor t{name, std::move(shape), quant_, Fill::Blocks, std_dev};
-        t.units = elements(t.shape) / kQuantGroup;
-        t.bytes = t.units * (quant_ == DType::Q4_0 ? 18 : 34);
+    void matrix(const std::string& name, std::vector<uint64_t> shape, double std_dev, DType dtype) {
+        PlannedTensor t{name, std::move(shape), dtype, Fill::Blocks, std_dev};
+        if (is_kquant(dtype)) {
+            t.units = elements(t.shape) / kKQuantBlock;
+            t.bytes = t.units * kquant_block_bytes(dtype);
+        } else {
+            t.units = elements(t.shape) / kQuantGroup;
+            t.bytes = t.units * (dtype == DType::Q4_0 ? 18 : 34);
+        }
         add(std::move(t));
     }
     void norm(const std::string& name, uint64_t n) { vector(name, {n}, Fill::Norm, 0.0); }
@@ -69,43 +75,56 @@ private:
         tensors_.push_back(std::move(t));
     }
 
-    DType quant_;
     std::vector<PlannedTensor> tensors_;
     uint64_t end_ = 0;
 };
 
+// The block type of a matrix: the spec's type, or for the Q4_K_M mix (SynthSpec::quant Q4_K)
+// llama.cpp's recipe: Q6_K LM head, Q6_K attn_v and ffn_down (experts' too) on its "more bits"
+// layers, Q4_K elsewhere (token embedding included).
+enum class MatrixKind : uint8_t { Ordinary, MoreBits, LmHead };
+
+DType matrix_type(const SynthSpec& s, MatrixKind kind, uint32_t layer) {
+    if (s.quant != DType::Q4_K) return s.quant;
+    if (kind == MatrixKind::LmHead) return DType::Q6_K;
+    if (kind == MatrixKind::MoreBits && q4_k_m_more_bits(layer, s.n_layers)) return DType::Q6_K;
+    return DType::Q4_K;
+}
+
 // In llama.cpp's GGUF order; shapes and scales as synth_model.h describes.
 std::vector<PlannedTensor> plan_tensors(const SynthSpec& s, uint64_t* total_bytes) {
-    Planner p(s.quant);
+    Planner p;
     const uint64_t d = s.d_model, q = uint64_t{s.n_heads} * s.head_dim(), kv = uint64_t{s.n_kv_heads} * s.head_dim();
     const auto in = [](uint64_t fan_in) { return 1.0 / std::sqrt(static_cast<double>(fan_in)); };
     const double out_gain = 1.0 / std::sqrt(2.0 * s.n_layers);  // residual-branch outputs
-    p.matrix("token_embd.weight", {s.vocab, d}, 1.0);
+    const DType ordinary = matrix_type(s, MatrixKind::Ordinary, 0);
+    p.matrix("token_embd.weight", {s.vocab, d}, 1.0, ordinary);
     for (uint32_t l = 0; l < s.n_layers; ++l) {
         const std::string b = "blk." + std::to_string(l) + ".";
+        const DType more = matrix_type(s, MatrixKind::MoreBits, l);
         p.norm(b + "attn_norm.weight", d);
-        p.matrix(b + "attn_q.weight", {q, d}, in(d));
-        p.matrix(b + "attn_k.weight", {kv, d}, in(d));
-        p.matrix(b + "attn_v.weight", {kv, d}, in(d));
-        p.matrix(b + "attn_output.weight", {d, q}, in(q) * out_gain);
+        p.matrix(b + "attn_q.weight", {q, d}, in(d), ordinary);
+        p.matrix(b + "attn_k.weight", {kv, d}, in(d), ordinary);
+        p.matrix(b + "attn_v.weight", {kv, d}, in(d), more);
+        p.matrix(b + "attn_output.weight", {d, q}, in(q) * out_gain, ordinary);
         if (s.d_ff > 0) {
             p.norm(b + "ffn_norm.weight", d);
-            p.matrix(b + "ffn_gate.weight", {s.d_ff, d}, in(d));
-            p.matrix(b + "ffn_up.weight", {s.d_ff, d}, in(d));
-            p.matrix(b + "ffn_down.weight", {d, s.d_ff}, in(s.d_ff) * out_gain);
+            p.matrix(b + "ffn_gate.weight", {s.d_ff, d}, in(d), ordinary);
+            p.matrix(b + "ffn_up.weight", {s.d_ff, d}, in(d), ordinary);
+            p.matrix(b + "ffn_down.weight", {d, s.d_ff}, in(s.d_ff) * out_gain, more);
         }
         if (s.n_experts > 0) {
             const uint64_t e = s.n_experts, eff = s.expert_d_ff;
             // Beside a dense FFN (a .cflow-only layout) the MoE branch has its own norm.
             p.norm(b + (s.d_ff > 0 ? "moe_norm.weight" : "ffn_norm.weight"), d);
             p.router(b + "ffn_gate_inp.weight", e, d);
-            p.matrix(b + "ffn_gate_exps.weight", {e, eff, d}, in(d));
-            p.matrix(b + "ffn_up_exps.weight", {e, eff, d}, in(d));
-            p.matrix(b + "ffn_down_exps.weight", {e, d, eff}, in(eff) * out_gain);
+            p.matrix(b + "ffn_gate_exps.weight", {e, eff, d}, in(d), ordinary);
+            p.matrix(b + "ffn_up_exps.weight", {e, eff, d}, in(d), ordinary);
+            p.matrix(b + "ffn_down_exps.weight", {e, d, eff}, in(eff) * out_gain, more);
         }
     }
     p.norm("output_norm.weight", d);
-    p.matrix("output.weight", {s.vocab, d}, in(d));
+    p.matrix("output.weight", {s.vocab, d}, in(d), matrix_type(s, MatrixKind::LmHead, 0));
     *total_bytes = p.total_bytes();
     return p.take();
 }
@@ -117,13 +136,14 @@ struct Job {
 
 void run_job(const Job& job, uint64_t seed, uint8_t* base) {
     const PlannedTensor& t = *job.tensor;
-    const uint64_t first = job.chunk * kChunkUnits;
-    const uint64_t count = std::min(kChunkUnits, t.units - first);
+    const uint64_t first = job.chunk * chunk_units(t);
+    const uint64_t count = std::min(chunk_units(t), t.units - first);
     SynthRng rng(chunk_seed(seed, t.name, job.chunk));
     uint8_t* out = base + t.offset;
     switch (t.fill) {
         case Fill::Blocks:
-            if (t.dtype == DType::Q4_0) fill_q4_0(rng, t.std_dev, count, out + first * 18);
+            if (is_kquant(t.dtype)) fill_kquant(rng, t.dtype, t.std_dev, count, out + first * kquant_block_bytes(t.dtype));
+            else if (t.dtype == DType::Q4_0) fill_q4_0(rng, t.std_dev, count, out + first * 18);
             else fill_q8_0(rng, t.std_dev, count, out + first * 34);
             break;
         case Fill::Norm:  // (65536 + k) / 65536, k in [-4096, 4096): [0.9375, 1.0625)
@@ -141,7 +161,7 @@ Status generate(const std::vector<PlannedTensor>& plan, uint64_t seed, uint8_t* 
                 const CancelToken* cancel) {
     std::vector<Job> jobs;
     for (const PlannedTensor& t : plan)
-        for (uint64_t c = 0; c * kChunkUnits < t.units; ++c) jobs.push_back({&t, c});
+        for (uint64_t c = 0; c * chunk_units(t) < t.units; ++c) jobs.push_back({&t, c});
     std::atomic<size_t> next{0};
     std::atomic<bool> cancelled{false};
     auto worker = [&] {

@@ -81,7 +81,8 @@ Status read_format_options(const Args& args, SynthSpec& s) {
     if (auto q = args.value("--quant")) {
         if (*q == "q4_0" || *q == "Q4_0") s.quant = DType::Q4_0;
         else if (*q == "q8_0" || *q == "Q8_0") s.quant = DType::Q8_0;
-        else return make_error("option --quant: '" + *q + "' is not q4_0 or q8_0 (synth writes ggml blocks only)");
+        else if (*q == "q4_k_m" || *q == "Q4_K_M") s.quant = DType::Q4_K;
+        else return make_error("option --quant: '" + *q + "' is not q4_0, q8_0 or q4_k_m (synth writes ggml blocks only)");
     }
     if (auto text = args.value("--combine-style")) {
         auto style = parse_combine_style(*text);
@@ -131,6 +132,17 @@ Status check_ffn(const Args& args, SynthSpec& s) {
     return {};
 }
 
+// K-quant super-blocks span 256 weights of a row: every matrix's input width must be whole blocks.
+Status check_kquant_widths(const SynthSpec& s) {
+    if (s.quant != DType::Q4_K) return {};
+    constexpr uint32_t kSuperBlock = 256;
+    const std::pair<const char*, uint32_t> widths[] = {{"--d", s.d_model}, {"--d-ff", s.d_ff}, {"--expert-hidden", s.expert_d_ff}};
+    for (const auto& [option, width] : widths)
+        if (width % kSuperBlock != 0)
+            return option_error(option, width, "is not a multiple of 256, as --quant q4_k_m's super-blocks need");
+    return {};
+}
+
 Status check_schedule(const SynthSpec& s) {
     if (s.vocab < kMinVocab)
         return option_error("--vocab", s.vocab, "is below 259 (<unk>, <s>, </s> and the 256 byte tokens)");
@@ -177,7 +189,12 @@ Result<SynthSpec> synth_spec_from_args(const Args& args) {
     if (Status st = check_attention(s); !st) return st.take_error();
     if (Status st = check_ffn(args, s); !st) return st.take_error();
     if (Status st = check_schedule(s); !st) return st.take_error();
+    if (Status st = check_kquant_widths(s); !st) return st.take_error();
     return s;
+}
+
+bool q4_k_m_more_bits(uint32_t layer, uint32_t n_layers) {
+    return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
 }
 
 Status check_gguf_expressible(const SynthSpec& spec) {

@@ -27,7 +27,10 @@ struct SynthSpec {
     uint8_t dense_delay = 0;
     uint8_t expert_delay = 0;
     CombineStyle combine_style = CombineStyle::Sequential;
-    DType quant = DType::Q4_0;     // Q4_0 or Q8_0: every matrix, token embedding and LM head
+    // Q4_0 or Q8_0: every matrix, token embedding and LM head. Q4_K: llama.cpp's Q4_K_M mix
+    // (synth_model.cpp kquant_mix_type): Q4_K matrices, Q6_K LM head and, on llama.cpp's
+    // "more bits" layers, Q6_K attn_v / ffn_down; every matrix width a multiple of 256.
+    DType quant = DType::Q4_0;
     uint64_t seed = 1;
     // Router rows of expert e scaled by 1 + router_skew * (E-1-e)/(E-1): a wider logit spread wins
     // top-k more often (up to about half the tokens for the widest), so routing is skewed toward
@@ -47,6 +50,10 @@ const std::set<std::string>& synth_geometry_options();
 // --preset (dense-1b, moe-1b) or the required geometry flags, then every override, then the
 // cross-checks (multiples of the 32-weight block, heads dividing d, delays below layers, ...).
 Result<SynthSpec> synth_spec_from_args(const Args& args);
+
+// llama.cpp's use_more_bits(layer, n_layers) of the Q4_K_M recipe: the first and last eighth of
+// the layers and every third one between take Q6_K for attn_v and ffn_down.
+bool q4_k_m_more_bits(uint32_t layer, uint32_t n_layers);
 
 // What a llama GGUF can describe: no layer with both a dense FFN and experts.
 Status check_gguf_expressible(const SynthSpec& spec);

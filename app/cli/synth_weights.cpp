@@ -1,8 +1,10 @@
 // Seeded ggml blocks and f32 vectors (synth_weights.h).
 #include "synth_weights.h"
 
+#include <cmath>
 #include <cstring>
 
+#include "cflow/formats/kquant_quantize.h"
 #include "cflow/formats/tile_codec.h"
 
 namespace cflow::cli {
@@ -75,6 +77,21 @@ void fill_q8_0(SynthRng& rng, double std_dev, uint64_t n_blocks, uint8_t* out) {
             if (static_cast<uint32_t>(j) == h.extreme_at) v = h.negative ? -127 : 127;
             out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(v));
         }
+    }
+}
+
+void fill_kquant(SynthRng& rng, DType dtype, double std_dev, uint64_t n_blocks, uint8_t* out) {
+    constexpr int32_t kHalfRange = 1 << 15;
+    const uint32_t block_bytes = kquant_block_bytes(dtype);
+    float x[256];  // [256] one super-block's weights
+    for (uint64_t b = 0; b < n_blocks; ++b, out += block_bytes) {
+        const auto factor = static_cast<float>(768 + ((rng.next() >> 40) & 511)) * 0.0009765625f;  // [0.75, 1.25), exact
+        // uniform in [-a, a) with a = sqrt(3) * std: the wanted standard deviation
+        const auto unit = static_cast<float>(std::sqrt(3.0) * std_dev / kHalfRange) * factor;
+        fill_f32(rng, 0, kHalfRange, unit, 256, x);
+        if (dtype == DType::Q4_K) quantize_block_q4_k(x, out);
+        else if (dtype == DType::Q5_K) quantize_block_q5_k(x, out);
+        else quantize_block_q6_k(x, out);
     }
 }
 

@@ -13,6 +13,8 @@
 #include <random>
 #include <string_view>
 
+#include "cflow/formats/dtype.h"
+
 namespace cflow::cli {
 
 class SynthRng {
@@ -36,6 +38,11 @@ inline constexpr double kQ8_0LevelStd = 73.61215932167728;   // -127..127: sqrt(
 // `std_dev`; each block's scale is std_dev / level std times a factor in [0.75, 1.25).
 void fill_q4_0(SynthRng& rng, double std_dev, uint64_t n_blocks, uint8_t* out);
 void fill_q8_0(SynthRng& rng, double std_dev, uint64_t n_blocks, uint8_t* out);
+
+// n_blocks K-quant super-blocks (dtype Q4_K, Q5_K or Q6_K) of 256 values with standard deviation
+// about `std_dev` (uniform integers times one exact step, the block's spread varied by a factor in
+// [0.75, 1.25)), quantised by the converter's ggml-exact quantisers, as llama-quantize would.
+void fill_kquant(SynthRng& rng, DType dtype, double std_dev, uint64_t n_blocks, uint8_t* out);
 
 // n f32 values (center + k) * unit with k uniform in [-half_range, half_range): integers
 // (|center| + half_range < 2^24, exact in float) times one float, so no fused multiply-add can

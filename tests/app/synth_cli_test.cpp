@@ -93,6 +93,42 @@ TEST(SynthCli, DenseGgufConvertsToTheSameTilesAndGenerates) { check_gguf_round_t
 
 TEST(SynthCli, MoeGgufConvertsToTheSameTilesAndGenerates) { check_gguf_round_trip(kMoe, "q8_0"); }
 
+// --quant q4_k_m: llama.cpp's Q4_K_M recipe per tensor in the GGUF, and `cflow convert` of that GGUF
+// (no --quant: each matrix keeps its type) gives the very tiles synth wrote.
+TEST(SynthCli, Q4KMGgufFollowsTheRecipeAndConvertsToTheSameTiles) {
+    const auto dir = temp_dir("synth-q4km");
+    const std::string x = (dir / "x.cflow").string(), gguf = (dir / "x.gguf").string(), y = (dir / "y.cflow").string();
+    const std::vector<std::string> geometry = {"synth", "--d", "256", "--layers", "4", "--heads", "4", "--kv-heads", "2",
+                                               "--d-ff", "512", "--vocab", "512"};
+    auto r = run_cflow(with_args(geometry, {"--quant", "q4_k_m", "-o", x, "--gguf", gguf}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto g = read_gguf(gguf);
+    ASSERT_TRUE(g.ok()) << g.error();
+    EXPECT_EQ(g->metadata.get_int("general.file_type"), 15);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+    // use_more_bits with 4 layers: n/8 = 0, so layers 2 ((2 - 0) % 3 == 2) and 3 (>= 7 * 4 / 8).
+    auto expected = [](const std::string& name) -> uint32_t {
+        if (name.find("norm") != std::string::npos) return kGgmlF32;
+        if (name == "output.weight") return kGgmlQ6_K;
+        const bool more_bits_tensor = name.find("attn_v") != std::string::npos || name.find("ffn_down") != std::string::npos;
+        const bool more_bits_layer = name.rfind("blk.2.", 0) == 0 || name.rfind("blk.3.", 0) == 0;
+        return more_bits_tensor && more_bits_layer ? kGgmlQ6_K : kGgmlQ4_K;
+    };
+    for (const GgufTensorInfo& t : g->tensors) EXPECT_EQ(t.ggml_type, expected(t.name)) << t.name;
+
+    r = run_cflow({"convert", gguf, "-o", y, "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    expect_same_segments(x, y);
+    auto gx = run_cflow({"generate", x, "-p", "hello", "-n", "8", "--temp", "0"});
+    ASSERT_EQ(gx.exit_code, 0) << gx.err;
+    auto gy = run_cflow({"generate", y, "-p", "hello", "-n", "8", "--temp", "0"});
+    ASSERT_EQ(gy.exit_code, 0) << gy.err;
+    EXPECT_EQ(gx.out, gy.out);
+
+    auto bad = run_cflow({"synth", "--d", "288", "--layers", "2", "--heads", "6", "--d-ff", "768", "--quant", "q4_k_m", "-o", x});
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("option --d: 288 is not a multiple of 256"), std::string::npos) << bad.err;
+}
+
 TEST(SynthCli, SameSeedSameBytesOtherSeedOtherBytes) {
     const auto dir = temp_dir("seeds");
     auto write = [&](const std::string& name, const std::string& seed) {
