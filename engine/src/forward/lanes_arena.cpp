@@ -65,6 +65,15 @@ struct LanesArenaBuilder {
         }
         consider(model.lm_head_);  // not when tied: token_embd rows are decoded from the file layout
 
+        // The copy holds the whole file: worth it only when most of what a token reads is in
+        // the lanes layout. A K-quant model (no lanes layout) would hold its weights twice for nothing.
+        uint64_t lanesBytes = 0;
+        for (const Tile& t : tiles) lanesBytes += tile_payload_bytes(t.dtype, t.rows, t.cols);
+        if (lanesBytes * 2 < f.file().size()) {
+            std::fill(model.lanes_expert_banks_.begin(), model.lanes_expert_banks_.end(), 0);
+            return {};
+        }
+
         // The session reads these matrices from the copy only: let the mapping's pages of them
         // leave the resident set first (validating the file touched them), so that the process
         // holds one copy of the weights at its peak, not two.

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cflow/engine/convert/conversion_preflight.h"
+#include "cflow/engine/forward/load_policy.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
 #include "cflow/engine/generation/generate.h"
@@ -230,6 +231,18 @@ TEST(GgufKQuantModel, KeptTypesConversionIsExactAndMatchesTheReference) {
 
     auto model = Model::load(out.string());
     ASSERT_TRUE(model.ok()) << model.error();
+    // K-quant tiles have no lanes layout: a lanes load keeps no second copy of the file and says
+    // it reads the mapping (it held the weights twice before).
+    {
+        auto lanes = Model::load(out.string(), LoadOptions{.mode = LoadMode::Map, .lanes = true});
+        ASSERT_TRUE(lanes.ok()) << lanes.error();
+        EXPECT_EQ((*lanes)->lanes_base(), nullptr);
+        LoadChoice choice{LoadOptions{.mode = LoadMode::Map, .lanes = true}, "lanes", "asked", true};
+        auto chosen = load_model(out.string(), choice);
+        ASSERT_TRUE(chosen.ok()) << chosen.error();
+        EXPECT_EQ(choice.name, "map");
+        EXPECT_FALSE(choice.options.lanes);
+    }
     // The fused attention segment holds both source types, part by part.
     const SegmentView* qkv = (*model)->layers().front().qkv;
     ASSERT_NE(qkv, nullptr);

@@ -25,8 +25,9 @@ LoadChoice choose_load_options(const std::string& path, bool expertsReadFromFile
 
 // Model::load with `choice`; where the choice was automatic and the lanes copy ran out of memory
 // (MemAvailable can shrink between the check and the copy), loads the file mapping instead and
-// rewrites `choice` to say so. A choice the user named fails as named. `loader` is Model::load
-// except in tests.
+// rewrites `choice` to say so. A choice the user named fails as named. A lanes load that kept no
+// copy (Model::lanes_base() null: under half the file's tile bytes have a lanes layout, as in a
+// K-quant model) is reported as the file mapping it is. `loader` is Model::load except in tests.
 using ModelLoader = std::function<Result<std::shared_ptr<const Model>>(const std::string&, const LoadOptions&)>;
 Result<std::shared_ptr<const Model>> load_model(const std::string& path, LoadChoice& choice,
                                                 const ModelLoader& loader = &Model::load);

@@ -18,7 +18,8 @@ struct LoadOptions {
     // Also read the file into anonymous memory with every Q4_0/Q8_0 matrix whose tiles allow it
     // rearranged into the lanes layout (kernels/lanes_layout.h), which the int8 kernels walk
     // without horizontal sums. Costs the file's size in RAM and a pass over it at load; `mode`
-    // still serves everything else (norms, embeddings, tables), so pair it with Map.
+    // still serves everything else (norms, embeddings, tables), so pair it with Map. No copy is
+    // made when under half the file's tile bytes have a lanes layout (K-quant tiles have none).
     bool lanes = false;
 };
 
