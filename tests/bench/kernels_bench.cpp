@@ -154,6 +154,27 @@ void full_matvec_quantized(const cflow::Kernels& k, TiledMatrix& m, uint8_t* sli
     }
 }
 
+// As the session runs a prefill chunk: every token's slices quantized once, then every tile
+// multiplied with all `tokens` of them (Kernels::tile_matmat_quantized, or its lanes form).
+// slices: [tokens][cols / 256] quantized slices; y: [tokens][rows].
+void full_matmat_quantized(const cflow::Kernels& k, TiledMatrix& m, uint32_t tokens, uint8_t* slices, std::vector<float>& y,
+                           bool fromLanes) {
+    const size_t tokenStride = (m.cols / cflow::kTileCols) * cflow::kQuantizedSliceBytes;
+    std::fill(y.begin(), y.end(), 0.0f);
+    for (uint32_t tok = 0; tok < tokens; ++tok)
+        for (uint32_t c = 0; c < m.cols; c += cflow::kTileCols)
+            k.quantize_slice(cflow::slice_dtype(m.dtype), m.x.data() + c, std::min<uint32_t>(cflow::kTileCols, m.cols - c),
+                             slices + tok * tokenStride + (c / cflow::kTileCols) * cflow::kQuantizedSliceBytes);
+    const uint8_t* base = fromLanes ? m.lanes.data() : m.bytes.data();
+    for (const cflow::PlannedTile& t : m.tiles) {
+        const uint8_t* payload = base + t.offset + sizeof(cflow::TileHeader);
+        const uint8_t* slice = slices + (t.col_offset / cflow::kTileCols) * cflow::kQuantizedSliceBytes;
+        float* out = y.data() + t.row_offset;
+        if (fromLanes) k.tile_matmat_quantized_lanes(m.dtype, payload, t.rows, t.cols, slice, tokenStride, tokens, out, m.rows);
+        else k.tile_matmat_quantized(m.dtype, payload, t.rows, t.cols, slice, tokenStride, tokens, out, m.rows);
+    }
+}
+
 // ---- stream-read baseline: touch every byte once with the widest loads available ----
 
 #if CFLOW_BENCH_X86
@@ -322,6 +343,29 @@ void report_kquant(uint32_t rows, uint32_t cols, double budgetSeconds) {
         if (dtype == DType::Q4_K) q4_kGBs = gb / s;
     }
     if (q4_0GBs > 0.0) std::printf("ratio Q4_K / Q4_0 (GB/s of weight bytes) = %.2f\n", q4_kGBs / q4_0GBs);
+    if (!k.tile_matmat_quantized) return;
+    // Prefill: a chunk of tokens per weight pass, in multiply-accumulates per second (weights x tokens).
+    constexpr uint32_t kTokens = 64;
+    std::printf("prefill report (%s, single thread, %u tokens per weight pass)\n", std::string(cflow::isa_name(isa)).c_str(), kTokens);
+    double q4_0Macs = 0.0, q4_kMacs = 0.0;
+    for (DType dtype : {DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+        TiledMatrix m;
+        if (!(k.quantized_dtypes & cflow::dtype_bit(dtype)) || !build_matrix(dtype, rows, cols, m)) continue;
+        std::vector<uint8_t> sliceBytes(size_t{kTokens} * (m.cols / cflow::kTileCols) * cflow::kQuantizedSliceBytes +
+                                        cflow::kQuantizedSliceAlign);
+        uint8_t* slices = sliceBytes.data() + (cflow::kQuantizedSliceAlign -
+                                               reinterpret_cast<uintptr_t>(sliceBytes.data()) % cflow::kQuantizedSliceAlign) %
+                                                  cflow::kQuantizedSliceAlign;
+        std::vector<float> y(size_t{kTokens} * m.rows);
+        const double macs = double(m.rows) * m.cols * kTokens;
+        const bool lanes = k.tile_matmat_quantized_lanes && !m.lanes.empty();
+        const double s = fastest_pass_seconds([&] { full_matmat_quantized(k, m, kTokens, slices, y, lanes); }, budgetSeconds);
+        std::printf("%-18s %-10s %s %8.1f ms/pass  %6.2f GMAC/s\n", m.label.c_str(), std::string(cflow::isa_name(isa)).c_str(),
+                    lanes ? "lanes" : "tiles", s * 1e3, macs / s / 1e9);
+        if (dtype == DType::Q4_0) q4_0Macs = macs / s;
+        if (dtype == DType::Q4_K) q4_kMacs = macs / s;
+    }
+    if (q4_0Macs > 0.0 && q4_kMacs > 0.0) std::printf("ratio Q4_K / Q4_0 prefill (MAC/s) = %.2f\n", q4_kMacs / q4_0Macs);
 }
 
 bool parse_shape(const std::string& arg, const std::string& flag, uint32_t& rows, uint32_t& cols) {

@@ -5,8 +5,6 @@
 #if CFLOW_KERNELS_X86
 #include <immintrin.h>
 
-#define CFLOW_KQ_VNNI 0
-
 #define CFLOW_KQ_NAMESPACE cflow::kernels::kq_int8_avx2
 #include "kernels/kquant_int8_body.inc"
 

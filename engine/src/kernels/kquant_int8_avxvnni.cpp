@@ -1,12 +1,11 @@
-// K-quant tiles with int8 activations, AVX-VNNI path: VEX vpdpbusd on ymm.
+// K-quant tiles with int8 activations, AVX-VNNI path: vpmaddubsw + VEX vpdpwssd on ymm.
 // The body is kquant_int8_body.inc.
 #include "kernels/kquant_kernels.h"
 
 #if CFLOW_KERNELS_X86
 #include <immintrin.h>
 
-#define CFLOW_KQ_VNNI 1
-#define CFLOW_KQ_DPBUSD(acc, u8, s8) _mm256_dpbusd_avx_epi32(acc, u8, s8)
+#define CFLOW_KQ_DPWSSD(acc, a, b) _mm256_dpwssd_avx_epi32(acc, a, b)
 #define CFLOW_KQ_NAMESPACE cflow::kernels::kq_int8_avxvnni
 #include "kernels/kquant_int8_body.inc"
 

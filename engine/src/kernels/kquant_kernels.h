@@ -42,9 +42,9 @@ void kquant_matvec_f32_avx512(DType dtype, const uint8_t* payload, uint32_t rows
                           size_t sliceStride, uint32_t tokens, float* y, size_t yStride);                             \
     void matvec(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y);         \
     }
-CFLOW_KQ_DECLARE_INT8(kq_int8_avx2)        // vpmaddubsw + vpmaddwd
-CFLOW_KQ_DECLARE_INT8(kq_int8_avxvnni)     // VEX vpdpbusd
-CFLOW_KQ_DECLARE_INT8(kq_int8_avx512vnni)  // EVEX vpdpbusd on ymm
+CFLOW_KQ_DECLARE_INT8(kq_int8_avx2)        // vpmaddubsw + vpmaddwd on ymm
+CFLOW_KQ_DECLARE_INT8(kq_int8_avxvnni)     // vpmaddubsw + VEX vpdpwssd on ymm
+CFLOW_KQ_DECLARE_INT8(kq_int8_avx512vnni)  // vpmaddubsw + EVEX vpdpwssd on zmm
 #undef CFLOW_KQ_DECLARE_INT8
 #endif
 
