@@ -30,9 +30,11 @@ struct BenchPlan {
 };
 
 // The timing recipe lives in the engine (measure_speed), shared with the comparison wizard.
-Result<SpeedMeasurement> measure(const std::string& path, const LoadOptions& load, const BenchPlan& plan) {
+// lanesKept: whether the loaded model holds a lanes copy (a lanes load of a K-quant model does not).
+Result<SpeedMeasurement> measure(const std::string& path, const LoadOptions& load, const BenchPlan& plan, bool& lanesKept) {
     auto model = Model::load(path, load);
     if (!model) return model.take_error();
+    lanesKept = (*model)->lanes_base() != nullptr;
     SpeedPlan speed;
     speed.threads = plan.threads;
     speed.promptTokens = plan.promptTokens;
@@ -79,11 +81,15 @@ int run_bench(const std::vector<std::string>& argv) {
     loads[2].mode = LoadMode::Map;
     loads[2].lanes = true;
     const char* names[kArms] = {"map (page cache)", "read (anonymous memory)", "lanes (rearranged copy)"};
+    bool lanesKept = false;
     for (int m = 0; m < kArms; ++m) {
-        auto r = measure(path, loads[m], plan);
+        auto r = measure(path, loads[m], plan, lanesKept);
         if (!r) return fail("bench", r.error());  // before anything is printed: one line on stderr
         results[m] = *r;
     }
+    if (!lanesKept) names[2] = "lanes (no copy: mapped)";
+    LoadChoice defaultLoad = choose_load_options(path, false);  // what generate/chat/the app load it as
+    if (defaultLoad.options.lanes && !lanesKept) note_no_lanes_copy(defaultLoad);
     const uint64_t peak = peak_rss_bytes();
     if (!json)
         std::printf("kernel path %s%s, %u threads, %s KV cache; measured read bandwidth: %.2f GB/s (%llu MiB buffer)\n",
@@ -107,14 +113,13 @@ int run_bench(const std::vector<std::string>& argv) {
         out["prompt_tokens"] = plan.promptTokens;
         out["decode_tokens"] = plan.decodeTokens;
         out["load"] = "read";
-        out["default_load"] = choose_load_options(path, false).name;  // what generate/chat/the app load it as
+        out["default_load"] = defaultLoad.name;
         out["amx"] = amx_enabled();  // AMX tiles under the batched prefill
         out["mapped"] = speed_json(results[0], probe.bytesPerSecond);
         out["lanes"] = speed_json(results[2], probe.bytesPerSecond);
         std::printf("%s\n", out.dump().c_str());
         return 0;
     }
-    const LoadChoice defaultLoad = choose_load_options(path, false);
     std::printf("ratio read/map decode speed = %.3f; lanes/read = %.3f; peak resident memory %.1f MiB; "
                 "generate/chat/the app load it as %s (%s)\n",
                 results[1].decodeTokPerS / results[0].decodeTokPerS, results[2].decodeTokPerS / results[1].decodeTokPerS,

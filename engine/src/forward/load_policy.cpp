@@ -30,13 +30,16 @@ LoadChoice choose_load_options(const std::string& path, bool expertsReadFromFile
     return lanes;
 }
 
+void note_no_lanes_copy(LoadChoice& choice) {
+    choice.name = "map";
+    choice.reason = "most of its tiles have no lanes layout (K-quant tiles are read in file order)";
+    choice.options.lanes = false;
+}
+
 Result<std::shared_ptr<const Model>> load_model(const std::string& path, LoadChoice& choice, const ModelLoader& loader) {
     auto model = loader(path, choice.options);
     if (model && choice.options.lanes && !(*model)->lanes_base()) {
-        // The loader kept no copy: too few of the file's tiles have a lanes layout (K-quants).
-        choice.name = "map";
-        choice.reason = "most of its tiles have no lanes layout (K-quant tiles are read in file order)";
-        choice.options.lanes = false;
+        note_no_lanes_copy(choice);  // too few of the file's tiles have a lanes layout (K-quants)
         return model;
     }
     if (model || !choice.automatic || !choice.options.lanes || model.kind() != ErrorKind::OutOfMemory) return model;

@@ -28,6 +28,9 @@ LoadChoice choose_load_options(const std::string& path, bool expertsReadFromFile
 // rewrites `choice` to say so. A choice the user named fails as named. A lanes load that kept no
 // copy (Model::lanes_base() null: under half the file's tile bytes have a lanes layout, as in a
 // K-quant model) is reported as the file mapping it is. `loader` is Model::load except in tests.
+// Rewrites a lanes choice whose load kept no lanes copy as the file mapping it is, with the reason.
+void note_no_lanes_copy(LoadChoice& choice);
+
 using ModelLoader = std::function<Result<std::shared_ptr<const Model>>(const std::string&, const LoadOptions&)>;
 Result<std::shared_ptr<const Model>> load_model(const std::string& path, LoadChoice& choice,
                                                 const ModelLoader& loader = &Model::load);
