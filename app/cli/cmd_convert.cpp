@@ -23,7 +23,8 @@ namespace {
 Result<DType> parse_quant_arg(const Args& args, const std::string& option) {
     const auto q = args.value(option);
     auto t = parse_dtype(*q);
-    if (!t || !is_tile_dtype(*t)) return make_error(option + " must be q4_k, q5_k, q6_k, q4_0, q8_0, f16 or f32 (got '" + *q + "')");
+    // Q2_K, Q3_K, IQ4_XS, Q4_1, Q5_0, Q5_1, IQ4_NL tiles exist only as a GGUF's own blocks, kept.
+    if (!t || !is_quantisation_target(*t)) return make_error(option + " must be q4_k, q5_k, q6_k, q4_0, q8_0, f16 or f32 (got '" + *q + "')");
     return *t;
 }
 

@@ -45,7 +45,7 @@ Status check_global_header(const FileContext& ctx) {
         return located(ctx, CFLOW_GH(tile_rows),
                        "tile dims " + std::to_string(h.tile_rows) + "x" + std::to_string(h.tile_cols) + ", expected " +
                            std::to_string(kTileRows) + "x" + std::to_string(kTileCols));
-    if (!is_tile_dtype(static_cast<DType>(h.weight_quant)) || (h.version < 6 && is_kquant(static_cast<DType>(h.weight_quant))))
+    if (!is_tile_dtype(static_cast<DType>(h.weight_quant)) || (h.version < 6 && is_ggml_tile(static_cast<DType>(h.weight_quant))))
         return located(ctx, CFLOW_GH(weight_quant), "unknown dtype " + std::to_string(h.weight_quant));
     auto nonzero = [&](uint64_t value, const char* field, size_t offset) -> Status {
         if (value == 0) return located(ctx, field, offset, "must not be 0");

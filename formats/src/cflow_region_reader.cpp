@@ -110,7 +110,7 @@ Status read_segment(const FileContext& ctx, uint32_t region_index, const RegionE
                                 : fail("reserved1", offsetof(SegmentEntry, reserved1), "must be 0");
     if (const auto at = first_nonzero(e.reserved2, sizeof e.reserved2))
         return fail("reserved2", offsetof(SegmentEntry, reserved2) + *at, "must be 0");
-    if (!is_tile_dtype(static_cast<DType>(e.dtype)) || (ctx.header.version < 6 && is_kquant(static_cast<DType>(e.dtype))))
+    if (!is_tile_dtype(static_cast<DType>(e.dtype)) || (ctx.header.version < 6 && is_ggml_tile(static_cast<DType>(e.dtype))))
         return fail("dtype", offsetof(SegmentEntry, dtype),
                     "unknown dtype " + u(e.dtype) + (ctx.header.version < 6 ? " for a version-5 file" : ""));
     const auto dtype = static_cast<DType>(e.dtype);

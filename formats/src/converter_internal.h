@@ -34,7 +34,8 @@ const GgmlBlockType* source_block_type(const TensorView& tensor);
 uint64_t source_bytes(const TensorView& tensor, uint64_t elements);
 
 // The tile type that holds a source tensor's values unchanged, block for block: F32, F16, Q8_0,
-// Q4_0, or a K-quant of a GGUF tensor (Q4_K, Q5_K, Q6_K); none for BF16 and other ggml types.
+// Q4_0, or the ggml-block tile of a GGUF tensor's type (Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ4_XS,
+// Q4_1, Q5_0, Q5_1, IQ4_NL: is_ggml_tile); none for BF16 and other ggml types (Q8_K).
 std::optional<DType> native_tile_type(const TensorView& tensor);
 
 // A [rows x cols] matrix inside a source tensor (an expert slice of a 3-D bank or a

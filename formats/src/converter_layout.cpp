@@ -236,16 +236,18 @@ private:
         for (size_t p = 0; p < seg.shape.parts.size(); ++p) {
             DType& part = seg.shape.parts[p].dtype;
             part = p < part_dtypes.size() ? part_dtypes[p] : dtype;
-            // A K-quant super-block covers 256 inputs: a matrix whose rows are not whole blocks
-            // takes Q8_0 instead (llama-quantize falls back too), and the report says so.
+            // A K-quant super-block covers 256 inputs (a Q4_1 / Q5_0 / Q5_1 / IQ4_NL block 32): a
+            // matrix whose rows are not whole blocks takes Q8_0 instead (llama-quantize falls back
+            // too), and the report says so. A GGUF's own tensors are always whole blocks.
             const uint32_t cols = seg.shape.storage == Storage::ExpertBank && p == 2 ? segment_shapes::expert_down_cols(seg.shape)
                                                                                      : seg.shape.cols;
-            if (is_kquant(part) && cols % kKQuantBlock != 0) {
+            if (const uint32_t weights = ggml_tile_block_weights(part); weights && cols % weights != 0) {
                 const MatrixId matrix = seg.shape.parts[p].matrix;
                 plan_.kquant_fallbacks.push_back(std::string(segment_shapes::matrix_name(matrix)) + " of " +
                                                  segment_shapes::role_name(role) + ": " + std::string(dtype_name(part)) +
-                                                 " -> q8_0 (" + std::to_string(cols) +
-                                                 " inputs are not whole 256-weight super-blocks)");
+                                                 " -> q8_0 (" + std::to_string(cols) + " inputs are not whole " +
+                                                 std::to_string(weights) +
+                                                 (weights == kKQuantBlock ? "-weight super-blocks)" : "-weight blocks)"));
                 part = DType::Q8_0;
             }
         }
@@ -268,13 +270,13 @@ private:
     DType part_dtype(const TensorView* tensor, DType target) const {
         if (!options_.keep_source_types || !options_.retile_exact || !tensor) return target;
         const std::optional<DType> own = native_tile_type(*tensor);
-        return own && (is_block_quant(*own) || is_kquant(*own)) ? *own : target;
+        return own && (is_block_quant(*own) || is_ggml_tile(*own)) ? *own : target;
     }
 
     bool exact(const TensorView* tensor, DType part) const {
         if (!options_.retile_exact || !tensor) return false;
-        if (is_kquant(part))
-            return tensor->dtype == part || (tensor->dtype == DType::GgmlBlock && tensor->ggml_type == kquant_ggml_type(part));
+        if (is_ggml_tile(part))
+            return tensor->dtype == part || (tensor->dtype == DType::GgmlBlock && tensor->ggml_type == ggml_tile_ggml_type(part));
         return is_block_quant(part) && tensor->dtype == part;
     }
 
@@ -541,14 +543,11 @@ std::optional<DType> native_tile_type(const TensorView& tensor) {
         case DType::F16:
         case DType::Q8_0:
         case DType::Q4_0:
-        case DType::Q4_K:
-        case DType::Q5_K:
-        case DType::Q6_K: return tensor.dtype;
         case DType::GgmlBlock:
-            for (DType k : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
-                if (tensor.ggml_type == kquant_ggml_type(k)) return k;
+            for (DType k : kGgmlTileTypes)
+                if (tensor.ggml_type == ggml_tile_ggml_type(k)) return k;
             return std::nullopt;
-        default: return std::nullopt;
+        default: return is_ggml_tile(tensor.dtype) ? std::optional<DType>(tensor.dtype) : std::nullopt;
     }
 }
 

@@ -65,7 +65,7 @@ Status check_config(const SourceModel& src, const ConvertOptions& options) {
     auto unsupported = [&](const std::string& what) -> Status {
         return config_error(src, what, ErrorKind::Unsupported);
     };
-    auto quantisable = [](DType t) { return is_tile_dtype(t); };
+    auto quantisable = [](DType t) { return is_quantisation_target(t); };
     const std::string targets = " is not a type the converter quantises to (f32, f16, q8_0, q4_0, q4_k, q5_k, q6_k)";
     if (!quantisable(options.weight_quant))
         return unsupported("weight quant " + std::string(dtype_name(options.weight_quant)) + targets);

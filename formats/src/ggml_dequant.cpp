@@ -75,6 +75,12 @@ struct BlockQ6_K {
     int8_t scales[16];     // one per 16 weights
     uint16_t d;
 };
+struct BlockIQ4XS {        // IQ4_NL's codebook with a six-bit scale per 32 weights (ls - 32) times d
+    uint16_t d;
+    uint16_t scales_h;     // bits 2i..2i+1: high 2 bits of sub-block i's scale
+    uint8_t scales_l[4];   // nibble i % 2 of byte i / 2: low 4 bits of sub-block i's scale
+    uint8_t qs[128];       // 16 bytes per 32-weight sub-block, nibbles ordered as IQ4_NL
+};
 struct BlockQ8_K {         // value = d * q; bsums (sums of 16 quants) serve dot products only
     float d;
     int8_t qs[256];
@@ -92,13 +98,14 @@ static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockIQ4XS) == 136);
 static_assert(sizeof(BlockQ8_K) == 292);
 
 // IQ4_NL's fixed non-linear 4-bit codebook (ggml kvalues_iq4nl).
 constexpr std::array<int8_t, 16> kIq4nlValues = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                  1,    13,   25,  38,  53,  69,  89,  113};
 
-constexpr std::array<GgmlBlockType, 15> kTypes = {{
+constexpr std::array<GgmlBlockType, 16> kTypes = {{
     {kGgmlF32, "F32", 1, 4},
     {kGgmlF16, "F16", 1, 2},
     {kGgmlQ4_0, "Q4_0", 32, sizeof(BlockQ4_0)},
@@ -113,6 +120,7 @@ constexpr std::array<GgmlBlockType, 15> kTypes = {{
     {kGgmlQ6_K, "Q6_K", kGgmlSuperBlock, sizeof(BlockQ6_K)},
     {kGgmlQ8_K, "Q8_K", kGgmlSuperBlock, sizeof(BlockQ8_K)},
     {kGgmlIQ4_NL, "IQ4_NL", 32, sizeof(BlockIQ4NL)},
+    {kGgmlIQ4_XS, "IQ4_XS", kGgmlSuperBlock, sizeof(BlockIQ4XS)},
     {kGgmlBF16, "BF16", 1, 2},
 }};
 
@@ -289,6 +297,23 @@ void q6_k(const uint8_t* src, float* y) {
             }
 }
 
+// IQ4_XS (ggml dequantize_row_iq4_xs): sub-block i (weights 32i..32i+32) has the six-bit scale
+// ls = low nibble | high 2 bits << 4 and dl = d * (ls - 32) (exact: 11 + 6 bits); its 16 bytes
+// qs[16i..16i+16) index the IQ4_NL codebook as IQ4_NL does. dl * value adds at most 7 bits: exact.
+void iq4_xs(const uint8_t* src, float* y) {
+    const auto b = load_block<BlockIQ4XS>(src);
+    const float d = f16_to_f32(b.d);
+    for (int i = 0; i < 8; ++i) {
+        const int ls = ((b.scales_l[i / 2] >> (4 * (i % 2))) & 0x0f) | (((b.scales_h >> (2 * i)) & 3) << 4);
+        const float dl = d * f(ls - 32);
+        const uint8_t* qs = b.qs + 16 * i;
+        for (int j = 0; j < 16; ++j) {
+            y[32 * i + j] = dl * f(kIq4nlValues[qs[j] & 0x0f]);
+            y[32 * i + j + 16] = dl * f(kIq4nlValues[qs[j] >> 4]);
+        }
+    }
+}
+
 void q8_k(const uint8_t* src, float* y) {
     const auto b = load_block<BlockQ8_K>(src);
     for (int j = 0; j < 256; ++j) y[j] = b.d * f(b.qs[j]);
@@ -310,6 +335,7 @@ BlockDecoder decoder_of(uint32_t ggml_type) {
         case kGgmlQ6_K: return q6_k;
         case kGgmlQ8_K: return q8_k;
         case kGgmlIQ4_NL: return iq4_nl;
+        case kGgmlIQ4_XS: return iq4_xs;
         default: return nullptr;
     }
 }

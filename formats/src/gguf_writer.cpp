@@ -275,10 +275,10 @@ uint32_t ggml_type_of(DType dtype) {
         case DType::Q8_0: return kGgmlQ8_0;
         case DType::Q4_0: return kGgmlQ4_0;
         case DType::BF16: return kGgmlBF16;
-        case DType::Q4_K: return kGgmlQ4_K;
-        case DType::Q5_K: return kGgmlQ5_K;
-        case DType::Q6_K: return kGgmlQ6_K;
         case DType::GgmlBlock: break;  // no single code: TensorView::ggml_type holds it
+        default:
+            if (is_ggml_tile(dtype)) return ggml_tile_ggml_type(dtype);
+            break;
     }
     return kGgmlNoType;
 }

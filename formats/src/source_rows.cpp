@@ -16,10 +16,8 @@ const GgmlBlockType* source_block_type(const TensorView& tensor) {
         case DType::BF16: return find_ggml_block_type(kGgmlBF16);
         case DType::Q8_0: return find_ggml_block_type(kGgmlQ8_0);
         case DType::Q4_0: return find_ggml_block_type(kGgmlQ4_0);
-        case DType::Q4_K:
-        case DType::Q5_K:
-        case DType::Q6_K: return find_ggml_block_type(kquant_ggml_type(tensor.dtype));
         case DType::GgmlBlock: return find_ggml_block_type(tensor.ggml_type);
+        default: return find_ggml_block_type(ggml_tile_ggml_type(tensor.dtype));  // ggml-block tile types
     }
     return nullptr;
 }

@@ -305,6 +305,12 @@ void encode_tile(DType dtype, const float* src, uint64_t src_stride, uint32_t ro
         }
         case DType::BF16:
         case DType::GgmlBlock: break;  // not tile payload types
+        default:
+            // Q2_K, Q3_K, IQ4_XS, Q4_1, Q5_0, Q5_1, IQ4_NL: no quantiser (not a conversion target,
+            // is_quantisation_target); only a GGUF's own blocks are ever copied into them. Zero
+            // weights rather than bytes a reader would misread.
+            if (is_ggml_tile(dtype)) std::memset(payload, 0, tile_payload_bytes(dtype, rows, cols));
+            break;
     }
 }
 
@@ -337,13 +343,12 @@ void decode_tile_row(DType dtype, const uint8_t* payload, uint32_t rows, uint32_
             }
             return;
         }
-        case DType::Q4_K:
-        case DType::Q5_K:
-        case DType::Q6_K:  // one super-block per tile row (cols == 256)
-            dequantize_ggml_row(kquant_ggml_type(dtype), payload + uint64_t{row} * kquant_block_bytes(dtype), cols, out);
-            return;
         case DType::BF16:
         case DType::GgmlBlock: break;
+        default:  // ggml-block tiles: a tile row is the row's whole ggml blocks (one super-block, or cols / 32 blocks)
+            if (is_ggml_tile(dtype))
+                dequantize_ggml_row(ggml_tile_ggml_type(dtype), payload + uint64_t{row} * tile_payload_bytes(dtype, 1, cols), cols, out);
+            return;
     }
 }
 
@@ -361,10 +366,7 @@ void convert_to_f32(DType src, const uint8_t* data, uint64_t n, float* out) {
             return;
         case DType::Q8_0:
         case DType::Q4_0:
-        case DType::Q4_K:
-        case DType::Q5_K:
-        case DType::Q6_K:
-        case DType::GgmlBlock: break;  // block types: dequantize_ggml_row (ggml_blocks.h)
+        default: break;  // block types (Q8_0, Q4_0, ggml-block tiles, GgmlBlock): dequantize_ggml_row (ggml_blocks.h)
     }
 }
 

@@ -25,7 +25,7 @@ struct SegmentSize {
 uint64_t payload_bytes_per_row(DType dtype, uint32_t cols);
 
 // Fails with a message naming the offending dimension (zero rows/cols, cols too wide,
-// unknown tile dtype, K-quant cols not a multiple of 256, size or tile count overflowing).
+// unknown tile dtype, ggml-block tile cols not whole blocks, size or tile count overflowing).
 Result<SegmentSize> segment_size(const std::vector<TilePart>& parts, uint32_t cols);
 
 } // namespace cflow::tile_geometry

@@ -19,11 +19,13 @@ uint64_t payload_bytes_per_row(DType dtype, uint32_t cols) {
         case DType::F16: return uint64_t{2} * cols;
         case DType::Q8_0: return groups * (2 + 32);  // f16 scale + 32 x i8 per group
         case DType::Q4_0: return groups * (2 + 16);  // f16 scale + 16 nibble bytes per group
-        case DType::Q4_K:
-        case DType::Q5_K:
-        case DType::Q6_K: return (uint64_t{cols} + kKQuantBlock - 1) / kKQuantBlock * kquant_block_bytes(dtype);
         case DType::BF16:
         case DType::GgmlBlock: break;
+        default:
+            // ggml-block tiles: the row's whole blocks (cols is a multiple of the block in a planned tile).
+            if (const uint32_t weights = ggml_tile_block_weights(dtype))
+                return (uint64_t{cols} + weights - 1) / weights * ggml_tile_block_bytes(dtype);
+            break;
     }
     return 0;
 }
@@ -36,10 +38,11 @@ Result<SegmentSize> segment_size(const std::vector<TilePart>& parts, uint32_t co
             return make_error(ErrorKind::Unsupported, "part " + std::to_string(p) + ": tile dtype " +
                                                           std::to_string(static_cast<unsigned>(dtype)) +
                                                           " is not a tile payload type");
-        if (is_kquant(dtype) && cols % kKQuantBlock != 0)
+        // Every tile row (256 columns, the last one cols % 256) must be whole ggml blocks.
+        if (const uint32_t weights = ggml_tile_block_weights(dtype); weights && cols % weights != 0)
             return make_error("part " + std::to_string(p) + ": input dimension (cols) " + std::to_string(cols) +
-                              " is not a multiple of " + std::to_string(kKQuantBlock) + ", as " +
-                              std::string(dtype_name(dtype)) + " super-blocks need");
+                              " is not a multiple of " + std::to_string(weights) + ", as " + std::string(dtype_name(dtype)) +
+                              (weights == kKQuantBlock ? " super-blocks need" : " blocks need"));
     }
     if (cols == 0) return make_error("input dimension (cols) is 0");
     if (cols > kMaxCols)

@@ -43,13 +43,14 @@ void append_units(const std::vector<PlannedTile>& plan, const std::vector<TilePa
     }
 }
 
-// Copies the ggml blocks of one tile into its payload. K-quants: each tile row is the row's one
-// super-block, byte for byte. Q4_0 / Q8_0: scales first, then quants.
+// Copies the ggml blocks of one tile into its payload. ggml-block tiles: each tile row is the
+// row's blocks over the tile's columns (one super-block, or cols / 32 blocks), byte for byte.
+// Q4_0 / Q8_0: scales first, then quants.
 void copy_blocks(DType dtype, const MatrixSource& src, const PlannedTile& t, uint8_t* payload) {
-    if (is_kquant(dtype)) {
-        const uint32_t block_bytes = kquant_block_bytes(dtype);  // t.cols == 256: one block per row (plan_tiles)
+    if (is_ggml_tile(dtype)) {
+        const uint64_t row_bytes = tile_payload_bytes(dtype, 1, t.cols);  // whole blocks (plan_tiles)
         for (uint32_t r = 0; r < t.rows; ++r)
-            std::memcpy(payload + uint64_t{r} * block_bytes, src.row_blocks(t.row_offset + r, t.col_offset), block_bytes);
+            std::memcpy(payload + r * row_bytes, src.row_blocks(t.row_offset + r, t.col_offset), row_bytes);
         return;
     }
     const uint32_t groups = t.cols / kQuantGroup;  // exact re-tiling needs cols % 32 == 0 (checked by the caller)

@@ -177,13 +177,17 @@ std::vector<Corruption> corruptions() {
              b[L.dir0[L.attn_norm] + se_role] = static_cast<uint8_t>(SegmentRole::OutputNorm);
          },
          "segment role OutputNorm does not belong in the layer regions"},
-        {"unknown dtype", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 9; }, "SegmentEntry.dtype at offset"},
+        // 16: the first code past the ggml-block tile types (9..15 were added within version 6).
+        {"unknown dtype", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 16; }, "SegmentEntry.dtype at offset"},
+        {"unknown dtype 255", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 255; }, "unknown dtype 255"},
         // the source-only dtypes (BF16 = 4, GgmlBlock = 5) are no tile payload types either
         {"source-only dtype bf16", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 4; }, "unknown dtype 4"},
         {"source-only dtype ggml", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 5; }, "unknown dtype 5"},
         // Version 6 part dtypes (cflow-format.md section 4, SegmentEntry.part_dtype).
-        {"part dtype unknown", [](auto& b, auto& L) { b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype) + 1] = 9; },
+        {"part dtype unknown", [](auto& b, auto& L) { b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype) + 1] = 16; },
          "(Qkv) SegmentEntry.part_dtype[1] at offset"},
+        {"part dtype 200", [](auto& b, auto& L) { b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype) + 2] = 200; },
+         "(Qkv) SegmentEntry.part_dtype[2] at offset"},
         {"part dtype 0 differs from dtype", [](auto& b, auto& L) {
              uint8_t& first = b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype)];
              first = first == 2 ? 3 : 2;
@@ -198,6 +202,15 @@ std::vector<Corruption> corruptions() {
              b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype) + 2] = static_cast<uint8_t>(DType::Q6_K);
          },
          "is not a multiple of 256, as q6_k super-blocks need"},
+        {"q2_k part with 64 cols", [](auto& b, auto& L) {
+             b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype) + 1] = static_cast<uint8_t>(DType::Q2_K);
+         },
+         "is not a multiple of 256, as q2_k super-blocks need"},
+        // Q5_0 holds 64 columns (two 32-weight blocks per row), so the sizes, not the type, differ.
+        {"q5_0 part resizes the segment", [](auto& b, auto& L) {
+             b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype) + 2] = static_cast<uint8_t>(DType::Q5_0);
+         },
+         "(Qkv) SegmentEntry.bytes at offset"},
         // A version 5 file has no part dtypes: a version 6 file relabelled 5 is refused, not misread.
         {"part dtypes in a version 5 file", [](auto& b, auto&) { put<uint32_t>(b, 8, 5); },
          "SegmentEntry.part_dtype[0] at offset"},
@@ -206,6 +219,11 @@ std::vector<Corruption> corruptions() {
              b[L.dir0[L.qkv] + se_dtype] = static_cast<uint8_t>(DType::Q4_K);
          },
          "unknown dtype 6 for a version-5 file"},
+        {"q5_0 dtype in a version 5 file", [se_dtype](auto& b, auto& L) {
+             put<uint32_t>(b, 8, 5);
+             b[L.dir0[L.qkv] + se_dtype] = static_cast<uint8_t>(DType::Q5_0);
+         },
+         "unknown dtype 13 for a version-5 file"},
         {"raw segment not f32", [se_dtype](auto& b, auto& L) { b[L.dir0[L.attn_norm] + se_dtype] = 1; }, "raw segments must be f32"},
         {"raw segment misaligned", [se_offset](auto& b, auto& L) {
              put<uint64_t>(b, L.dir0[L.attn_norm] + se_offset, get<uint64_t>(b, L.dir0[L.attn_norm] + se_offset) + 2);

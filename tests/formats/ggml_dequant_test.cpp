@@ -43,7 +43,10 @@ TEST(GgmlBlocks, TableMatchesTheGgmlNamesAndSizes) {
     }
     EXPECT_EQ(find_ggml_block_type(9), nullptr);   // Q8_1: an activation type, never in model files
     EXPECT_EQ(find_ggml_block_type(16), nullptr);  // IQ2_XXS
-    EXPECT_EQ(supported_ggml_type_names(), "F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, BF16");
+    EXPECT_EQ(supported_ggml_type_names(), "F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, BF16");
+    ASSERT_NE(find_ggml_block_type(kGgmlIQ4_XS), nullptr);
+    EXPECT_EQ(find_ggml_block_type(kGgmlIQ4_XS)->block_bytes, 136u);  // ggml-common.h block_iq4_xs
+    EXPECT_EQ(find_ggml_block_type(kGgmlIQ4_XS)->block_elements, 256u);
 }
 
 TEST(GgmlBlocks, LegacyTypes) {

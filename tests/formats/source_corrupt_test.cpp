@@ -170,7 +170,7 @@ TEST(SourceCorrupt, GgufMisalignedTensorOffset) {
 TEST(SourceCorrupt, GgufUnsupportedTensorType) {
     expect_failure(gguf_error(valid_gguf(16).bytes()), ErrorKind::Unsupported,
                    {"tensor 'blk.0.attn_q.weight' has type IQ2_XXS, which is not supported",
-                    "supported types: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, BF16"});
+                    "supported types: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, BF16"});
     expect_failure(gguf_error(valid_gguf(99).bytes()), ErrorKind::Unsupported, {"has type type 99, which is not supported"});
 }
 
@@ -184,7 +184,7 @@ TEST(SourceCorrupt, GgufQuantRowNotWholeBlocks) {
 
 // K-quant rows are whole 256-weight super-blocks; 32 | 288 but 256 does not.
 TEST(SourceCorrupt, GgufKQuantRowNotWholeSuperBlocks) {
-    for (uint32_t type : {kGgmlQ2_K, kGgmlQ3_K, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K, kGgmlQ8_K}) {
+    for (uint32_t type : {kGgmlQ2_K, kGgmlQ3_K, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K, kGgmlQ8_K, kGgmlIQ4_XS}) {
         GgufWriter w;
         w.str("general.architecture", "llama");
         w.tensor("blk.0.ffn_down.weight", type, {288, 2}, std::vector<uint8_t>(2 * 2 * 292, 0));

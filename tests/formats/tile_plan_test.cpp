@@ -1,6 +1,7 @@
 // Tile plan: counts, sizes, stripe-interleaved order and rejection of bad geometry.
 #include <gtest/gtest.h>
 
+#include "cflow/formats/ggml_blocks.h"
 #include "cflow/formats/tile_plan.h"
 
 namespace cflow {
@@ -143,6 +144,73 @@ TEST(TilePlan, KQuantNeedsWholeSuperBlocksPerRow) {
               std::string::npos)
         << plan.error();
     EXPECT_TRUE(plan_tiles({{MatrixId::Q, 8, DType::Q4_0}, {MatrixId::V, 8, DType::Q5_K}}, 768).ok());
+}
+
+// The other ggml-block tiles: a tile row's payload is the bytes of 256 weights of the type
+// (ggml-common.h block sizes), cross-checked against the ggml block table the GGUF reader uses.
+TEST(TilePlan, GgmlTileRowIsBytesPer256Weights) {
+    struct Expect {
+        DType dtype;
+        uint32_t per256;  // bytes of one full tile row
+        uint16_t group;   // TileHeader::quant_group: weights per block
+    };
+    const Expect cases[] = {{DType::Q2_K, 84, 256},  {DType::Q3_K, 110, 256}, {DType::IQ4_XS, 136, 256},
+                            {DType::Q4_1, 160, 32},  {DType::Q5_0, 176, 32},  {DType::Q5_1, 192, 32},
+                            {DType::IQ4_NL, 144, 32}};
+    for (const Expect& e : cases) {
+        SCOPED_TRACE(std::string(dtype_name(e.dtype)));
+        EXPECT_TRUE(is_tile_dtype(e.dtype));
+        EXPECT_TRUE(is_ggml_tile(e.dtype));
+        EXPECT_FALSE(is_kquant(e.dtype));              // no int8 kernels, no quantiser
+        EXPECT_FALSE(is_quantisation_target(e.dtype));
+        EXPECT_EQ(ggml_tile_bytes_per_256(e.dtype), e.per256);
+        EXPECT_EQ(tile_payload_bytes(e.dtype, 128, 256), 128u * e.per256);
+        EXPECT_EQ(tile_payload_bytes(e.dtype, 7, 256), 7u * e.per256);
+        EXPECT_EQ(tile_quant_group(e.dtype), e.group);
+        const GgmlBlockType* block = find_ggml_block_type(ggml_tile_ggml_type(e.dtype));
+        ASSERT_NE(block, nullptr);
+        EXPECT_EQ(block->block_elements, ggml_tile_block_weights(e.dtype));
+        EXPECT_EQ(block->block_bytes, ggml_tile_block_bytes(e.dtype));
+        EXPECT_EQ(parse_dtype(dtype_name(e.dtype)), e.dtype);
+    }
+    // The K-quants keep their sizes and stay quantisation targets.
+    for (DType k : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+        EXPECT_EQ(ggml_tile_bytes_per_256(k), kquant_block_bytes(k));
+        EXPECT_EQ(ggml_tile_ggml_type(k), kquant_ggml_type(k));
+        EXPECT_TRUE(is_quantisation_target(k));
+    }
+    EXPECT_FALSE(is_tile_dtype(static_cast<DType>(16)));
+    EXPECT_EQ(ggml_tile_bytes_per_256(DType::Q4_0), 0u);  // Q4_0 tiles have their own split layout
+}
+
+// A 32-weight-block part keeps widths that are not whole 256-column tiles: the edge tile's rows
+// hold (cols % 256) / 32 blocks. Widths that are not whole 32-weight blocks are refused.
+TEST(TilePlan, ThirtyTwoWeightBlockTypesKeepEdgeTiles) {
+    const std::vector<TilePart> parts{{MatrixId::Q, 130, DType::Q5_0}, {MatrixId::V, 8, DType::IQ4_NL}};
+    auto plan = plan_tiles(parts, 288);  // one full column tile, one 32-column edge tile
+    ASSERT_TRUE(plan.ok()) << plan.error();
+    ASSERT_EQ(plan->size(), 2u * (2 + 1));  // stripes 0 and 1 of Q, stripe 0 of V; two column tiles each
+    uint64_t total = 0;
+    for (const PlannedTile& t : *plan) {
+        const uint32_t block_bytes = ggml_tile_block_bytes(parts[t.part].dtype);
+        EXPECT_EQ(t.bytes, 16u + uint64_t{t.rows} * (t.cols / 32) * block_bytes);
+        total += t.bytes;
+    }
+    EXPECT_EQ(total, 6 * 16u + 130u * 9 * 22 + 8u * 9 * 18);  // 9 blocks per 288-weight row
+    EXPECT_EQ(planned_bytes(*plan), total);
+
+    auto odd = plan_tiles({{MatrixId::Q, 8, DType::Q4_1}}, 300);
+    ASSERT_FALSE(odd.ok());
+    EXPECT_NE(odd.error().find("part 0: input dimension (cols) 300 is not a multiple of 32, as q4_1 blocks need"),
+              std::string::npos)
+        << odd.error();
+    for (DType super : {DType::Q2_K, DType::Q3_K, DType::IQ4_XS}) {
+        auto refused = plan_tiles({{MatrixId::Q, 8, super}}, 288);
+        ASSERT_FALSE(refused.ok()) << dtype_name(super);
+        EXPECT_NE(refused.error().find("is not a multiple of 256, as " + std::string(dtype_name(super)) + " super-blocks need"),
+                  std::string::npos)
+            << refused.error();
+    }
 }
 
 TEST(TilePlan, RejectsNonTileDtype) { EXPECT_FALSE(plan_tiles(with_dtype({{MatrixId::Q, 8}}, DType::BF16), 64).ok()); }

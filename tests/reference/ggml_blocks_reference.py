@@ -27,6 +27,7 @@ TYPES = {
     "Q6_K": (14, QK_K, 210),
     "Q8_K": (15, QK_K, 292),
     "IQ4_NL": (20, 32, 18),
+    "IQ4_XS": (23, QK_K, 136),
 }
 
 # Block layouts as numpy structured dtypes (little-endian, packed: numpy adds no padding).
@@ -43,6 +44,7 @@ LAYOUTS = {
     "Q6_K": [("ql", "u1", 128), ("qh", "u1", 64), ("scales", "i1", 16), ("d", "<f2")],
     "Q8_K": [("d", "<f4"), ("qs", "i1", 256), ("bsums", "<i2", 16)],
     "IQ4_NL": [("d", "<f2"), ("qs", "u1", 16)],
+    "IQ4_XS": [("d", "<f2"), ("scales_h", "<u2"), ("scales_l", "u1", 4), ("qs", "u1", 128)],
 }
 
 IQ4_NL_CODEBOOK = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], dtype=np.int64)
@@ -177,6 +179,15 @@ def _q6_k(b):
     return _f64(b["d"]) * _i64(b["scales"])[:, SUB16] * q
 
 
+def _iq4_xs(b):
+    """Sub-block i = SUB32 has the six-bit scale (low nibble i % 2 of scales_l[i // 2], bits 2i..2i+1 of
+    scales_h as bits 4-5) minus 32; weight e takes nibble (e % 32) // 16 of qs[16 i + e % 16]."""
+    ls = ((_i64(b["scales_l"])[:, SUB32 // 2] >> (4 * (SUB32 % 2))) & 0xF) | (
+        ((_i64(b["scales_h"])[:, None] >> (2 * SUB32)) & 3) << 4)
+    nib = (_i64(b["qs"])[:, 16 * SUB32 + LANE % 16] >> (4 * (LANE // 16))) & 0xF
+    return _f64(b["d"]) * (ls - 32) * IQ4_NL_CODEBOOK[nib]
+
+
 def _q8_k(b):
     return _f64(b["d"]) * _i64(b["qs"])
 
@@ -184,6 +195,7 @@ def _q8_k(b):
 DECODERS = {
     "Q4_0": _q4_0, "Q4_1": _q4_1, "Q5_0": _q5_0, "Q5_1": _q5_1, "Q8_0": _q8_0, "IQ4_NL": _iq4_nl,
     "Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k, "Q8_K": _q8_k,
+    "IQ4_XS": _iq4_xs,
 }
 
 

@@ -4,6 +4,7 @@
 // loads, which never fault on masked-out lanes, so nothing past the payload or x[cols - 1] is read.
 // No std:: templates or header inline functions here (see kernels_avx2.cpp for why).
 #include "kernels/kernels_internal.h"
+#include "kernels/ggml_tile_kernels.h"
 #include "kernels/kquant_kernels.h"
 
 #if CFLOW_KERNELS_X86
@@ -144,6 +145,7 @@ void rows_for(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t r0, u
     case DType::Q6_K:  // handled by tile_matvec_avx512 before the row blocks
     case DType::BF16:
     case DType::GgmlBlock: break;  // not tile dtypes; the reader rejects it (see kernels_scalar.cpp)
+    default: break;  // the other ggml-block tiles: handled by tile_matvec_avx512 before the row blocks
     }
 }
 
@@ -151,6 +153,9 @@ void rows_for(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t r0, u
 
 void tile_matvec_avx512(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
     if (is_kquant(dtype)) return kquant_matvec_f32_avx512(dtype, payload, rows, cols, x, y);
+    // Q2_K, Q3_K, IQ4_XS, Q4_1, Q5_0, Q5_1, IQ4_NL: dequantise each row, then FMA (ggml_tile_kernels.h).
+    // The int8 paths reach this too: these types have no int8 kernels (not in quantized_dtypes).
+    if (uses_ggml_tile_f32(dtype)) return ggml_tile_matvec_f32_avx512(dtype, payload, rows, cols, x, y);
     uint32_t r = 0;
     for (; r + kRowBlock <= rows; r += kRowBlock) rows_for<kRowBlock>(dtype, payload, rows, r, cols, x, y);
     for (; r < rows; ++r) rows_for<1>(dtype, payload, rows, r, cols, x, y);

@@ -74,13 +74,19 @@ void matvec_block(const uint8_t* payload, uint32_t rows, uint32_t cols, const fl
     }
 }
 
-// K-quants: each tile row is one super-block (cols == 256). The row's weights are ggml's own
-// dequantised values (dequantize_ggml_row: exact in f32), then the f32 dot in index order.
-void matvec_kquant(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
-    const uint32_t block_bytes = kquant_block_bytes(dtype);
-    float w[kKQuantBlock];  // [256] weights of one row
+// ggml-block tiles (K-quants, Q2_K, Q3_K, IQ4_XS: one super-block per tile row, cols == 256;
+// Q4_1, Q5_0, Q5_1, IQ4_NL: cols / 32 blocks per row). The row's weights are ggml's own
+// dequantised values (dequantize_ggml_row: exact in f32), then the f32 dot in index order: the
+// specification of every SIMD path for these types.
+void matvec_ggml_tile(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
+    const uint32_t block = ggml_tile_block_weights(dtype);
+    if (cols == 0 || cols > kKQuantBlock) return;  // wider than a tile row: outside the tile contract
+    // The row's blocks cover cols rounded up to whole blocks (as tile_payload_bytes sizes them).
+    const uint32_t blocks = (cols + block - 1) / block;
+    const size_t row_bytes = static_cast<size_t>(blocks) * ggml_tile_block_bytes(dtype);
+    float w[kKQuantBlock];  // [256] weights of one row (the first blocks * block used)
     for (uint32_t r = 0; r < rows; ++r) {
-        dequantize_ggml_row(kquant_ggml_type(dtype), payload + static_cast<size_t>(r) * block_bytes, kKQuantBlock, w);
+        dequantize_ggml_row(ggml_tile_ggml_type(dtype), payload + r * row_bytes, uint64_t{blocks} * block, w);
         float acc = 0.0f;
         for (uint32_t c = 0; c < cols; ++c) acc += w[c] * x[c];
         y[r] += acc;
@@ -96,11 +102,11 @@ void tile_matvec_scalar(DType dtype, const uint8_t* payload, uint32_t rows, uint
     case DType::F16: matvec_f16(payload, rows, cols, x, y); break;
     case DType::Q8_0: matvec_block<DType::Q8_0>(payload, rows, cols, x, y); break;
     case DType::Q4_0: matvec_block<DType::Q4_0>(payload, rows, cols, x, y); break;
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K: matvec_kquant(dtype, payload, rows, cols, x, y); break;
     case DType::BF16:
     case DType::GgmlBlock: break;
+    default:
+        if (is_ggml_tile(dtype)) matvec_ggml_tile(dtype, payload, rows, cols, x, y);
+        break;
     }
 }
 

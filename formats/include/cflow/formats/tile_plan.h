@@ -32,9 +32,10 @@ struct PlannedTile {
 // Payload bytes of one tile (without its 16-byte header). Overflow-safe for tile-sized inputs.
 uint64_t tile_payload_bytes(DType dtype, uint32_t rows, uint32_t cols);
 
-// TileHeader::quant_group of a tile of this dtype: 32 (Q4_0, Q8_0), 256 (K-quants), 0 (F32, F16).
+// TileHeader::quant_group of a tile of this dtype: 32 (Q4_0, Q8_0), the ggml block's weights for
+// ggml-block tiles (256 for super-blocks, 32 for Q4_1 / Q5_0 / Q5_1 / IQ4_NL), 0 (F32, F16).
 inline uint16_t tile_quant_group(DType dtype) {
-    return is_block_quant(dtype) ? static_cast<uint16_t>(kQuantGroup) : is_kquant(dtype) ? static_cast<uint16_t>(kKQuantBlock) : 0;
+    return is_block_quant(dtype) ? static_cast<uint16_t>(kQuantGroup) : static_cast<uint16_t>(ggml_tile_block_weights(dtype));
 }
 
 // Groups of 32 per tile row for block-quantized types: ceil(cols / 32).
@@ -45,8 +46,8 @@ inline uint32_t groups_per_row(uint32_t cols) { return (cols + kQuantGroup - 1) 
 // are sized by its dtype.
 // Fails (with a message naming the offending dimension) when a dimension is 0,
 // cols > 65,536 (column tiles start at multiples of 256 and col_offset is a u16, so the
-// last addressable tile starts at 65,280), a part's dtype is not a tile type, a K-quant
-// part's cols is not a multiple of 256, or the total size overflows uint64.
+// last addressable tile starts at 65,280), a part's dtype is not a tile type, a ggml-block
+// part's cols is not a multiple of its block (256 or 32), or the total size overflows uint64.
 Result<std::vector<PlannedTile>> plan_tiles(const std::vector<TilePart>& parts, uint32_t cols);
 
 // Total bytes of a planned segment (sum of tile bytes).
