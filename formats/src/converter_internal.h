@@ -38,6 +38,9 @@ uint64_t source_bytes(const TensorView& tensor, uint64_t elements);
 // Q4_1, Q5_0, Q5_1, IQ4_NL: is_ggml_tile); none for BF16 and other ggml types (Q8_K).
 std::optional<DType> native_tile_type(const TensorView& tensor);
 
+// Whether some 2-D tensor of `source` is block-quantised (a llama-quantize output, not an F16 export).
+bool has_quantised_matrix(const SourceModel& source);
+
 // A [rows x cols] matrix inside a source tensor (an expert slice of a 3-D bank or a
 // whole 2-D tensor), read through an output-row -> source-row map (RoPE permutation).
 struct MatrixSource {

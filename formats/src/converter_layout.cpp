@@ -55,7 +55,8 @@ MatrixSource matrix(const TensorView* t, uint32_t rows, uint32_t cols, std::vect
 
 class LayoutBuilder {
 public:
-    LayoutBuilder(const SourceModel& src, const ConvertOptions& options) : src_(src), c_(src.config), options_(options) {}
+    LayoutBuilder(const SourceModel& src, const ConvertOptions& options)
+        : src_(src), c_(src.config), options_(options), quantised_source_(has_quantised_matrix(src)) {}
 
     Result<FilePlan> build() {
         make_headers();
@@ -267,8 +268,16 @@ private:
     // The tile type of one source matrix: its own quantised type when the options keep source
     // types and the tiles hold it (re-tiled block for block), else the class's target. Unquantised
     // matrices (F32, F16, BF16) take the class's target: quantising them is the user's choice.
+    // In a quantised file (llama-quantize output) its F16 / F32 matrices are the ones the recipe left
+    // unquantised on purpose (widths no block type divides, F16 heads): they keep their type (BF16
+    // as F32, which holds it exactly), as llama.cpp runs them. An unquantised file (every matrix
+    // F16/BF16/F32) takes the class's target: quantising it is the user's choice.
     DType part_dtype(const TensorView* tensor, DType target) const {
         if (!options_.keep_source_types || !options_.retile_exact || !tensor) return target;
+        if (quantised_source_) {
+            if (tensor->dtype == DType::F16 || tensor->dtype == DType::F32) return tensor->dtype;
+            if (tensor->dtype == DType::BF16) return DType::F32;
+        }
         const std::optional<DType> own = native_tile_type(*tensor);
         return own && (is_block_quant(*own) || is_ggml_tile(*own)) ? *own : target;
     }
@@ -513,6 +522,7 @@ private:
     const SourceModel& src_;
     const ModelConfig& c_;
     const ConvertOptions& options_;
+    const bool quantised_source_;  // some weight matrix of the source is block-quantised
     FilePlan plan_;
     bool tied_ = false, has_bias_ = false, has_qk_norm_ = false, has_post_norms_ = false;
 };
@@ -537,12 +547,19 @@ void fill_expert_tables(FilePlan& plan) {
     }
 }
 
+bool has_quantised_matrix(const SourceModel& source) {
+    for (const auto& [name, tensor] : source.tensors)
+        if (tensor.shape.size() >= 2 && (tensor.dtype == DType::GgmlBlock || is_block_quant(tensor.dtype) || is_ggml_tile(tensor.dtype)))
+            return true;
+    return false;
+}
+
 std::optional<DType> native_tile_type(const TensorView& tensor) {
     switch (tensor.dtype) {
         case DType::F32:
         case DType::F16:
         case DType::Q8_0:
-        case DType::Q4_0:
+        case DType::Q4_0: return tensor.dtype;
         case DType::GgmlBlock:
             for (DType k : kGgmlTileTypes)
                 if (tensor.ggml_type == ggml_tile_ggml_type(k)) return k;

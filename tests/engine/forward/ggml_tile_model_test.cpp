@@ -70,8 +70,21 @@ void put_f16(uint8_t* p, float v) {
 // One random valid block of `dtype`: random quant bytes, f16 scales of a magnitude that keeps the
 // weights' RMS near 0.05 (each type's typical |integer| product), with a random sign where the
 // format allows one. Q4_K / Q5_K / Q6_K blocks come from ggml's quantiser instead.
+// Block sizes and ggml type codes of every type a test GGUF holds: the ggml-block tile types and
+// the Q8_0 / Q4_0 blocks that cflow re-tiles into its own tile layout.
+// F16 counts as a "block" of one weight.
+uint32_t block_bytes(DType dtype) {
+    return dtype == DType::F16 ? 2 : dtype == DType::Q8_0 ? 34 : dtype == DType::Q4_0 ? 18 : ggml_tile_block_bytes(dtype);
+}
+uint32_t block_weights(DType dtype) {
+    return dtype == DType::F16 ? 1 : is_block_quant(dtype) ? kQuantGroup : ggml_tile_block_weights(dtype);
+}
+uint32_t ggml_code(DType dtype) {
+    return dtype == DType::F16 ? 1 : dtype == DType::Q8_0 ? 8 : dtype == DType::Q4_0 ? 2 : ggml_tile_ggml_type(dtype);
+}
+
 void random_block(DType dtype, std::mt19937& rng, uint8_t* block) {
-    const uint32_t bytes = ggml_tile_block_bytes(dtype);
+    const uint32_t bytes = block_bytes(dtype);
     for (uint32_t i = 0; i < bytes; ++i) block[i] = static_cast<uint8_t>(rng());
     std::uniform_real_distribution<float> spread(0.7f, 1.4f);
     const float sign = rng() % 2 ? -1.0f : 1.0f;
@@ -84,6 +97,9 @@ void random_block(DType dtype, std::mt19937& rng, uint8_t* block) {
         case DType::Q5_0: put_f16(block, sign * target / 9); break;                                   // d (q - 16)
         case DType::Q5_1: put_f16(block, target / 9), put_f16(block + 2, -15.5f * target / 9); break;
         case DType::IQ4_NL: put_f16(block, sign * target / 65); break;                                // d kvalue
+        case DType::F16: put_f16(block, sign * target * spread(rng)); break;                          // the weight
+        case DType::Q8_0: put_f16(block, sign * target / 74); break;                                  // d q
+        case DType::Q4_0: put_f16(block, sign * target / 4.6f); break;                                // d (q - 8)
         case DType::Q4_K:
         case DType::Q5_K:
         case DType::Q6_K: {
@@ -138,11 +154,11 @@ Gguf write_llama_gguf(const fs::path& path, const std::function<DType(const std:
             continue;
         }
         const DType dtype = type_of(name);
-        const uint64_t blocks = view.shape[0] * view.shape[1] / ggml_tile_block_weights(dtype);
-        std::vector<uint8_t> bytes(blocks * ggml_tile_block_bytes(dtype));  // [rows x cols/block] blocks
-        for (uint64_t b = 0; b < blocks; ++b) random_block(dtype, rng, bytes.data() + b * ggml_tile_block_bytes(dtype));
+        const uint64_t blocks = view.shape[0] * view.shape[1] / block_weights(dtype);
+        std::vector<uint8_t> bytes(blocks * block_bytes(dtype));  // [rows x cols/block] blocks
+        for (uint64_t b = 0; b < blocks; ++b) random_block(dtype, rng, bytes.data() + b * block_bytes(dtype));
         payloads.push_back(std::move(bytes));
-        tensors.push_back({name, ggml_tile_ggml_type(dtype), view.shape, payloads.back().data(), payloads.back().size()});
+        tensors.push_back({name, ggml_code(dtype), view.shape, payloads.back().data(), payloads.back().size()});
         out.matrix_types[name] = dtype;
     }
     const Status s = write_gguf(path.string(), metadata, tensors);
@@ -280,6 +296,53 @@ TEST(GgmlTileModelMix, FusedSegmentMixingQ4KAndQ5_0RunsPerTileOnEveryPath) {
             std::printf("[ggml tile] Q4_K + Q5_0 + Q5_1 mix (%s): %.4f x the GGUF's bytes, logits rel L2 vs float64 max %.2e\n",
                         std::string(isa_name(isa)).c_str(), c.size_ratio, got.max_rel_l2);
     }
+}
+
+// A K-quant file's Q8_0, Q4_0 and F16 matrices (llama-quantize's fallbacks for widths that are
+// not whole super-blocks, its Q8_0 heads, the F16 it leaves where no block type fits) keep their
+// type too, beside K-quant and 32-weight ggml-block parts in the same fused segment: nothing is
+// re-quantised, as llama.cpp runs the file.
+TEST(GgmlTileModelMix, Q8_0Q4_0AndF16MatricesBesideKQuantsAreKept) {
+    const fs::path dir = temp_dir("ggml-tile-mix-q8");
+    const Gguf gguf = write_llama_gguf(dir / "model.gguf", [](const std::string& name) {
+        if (name.find("attn_v") != std::string::npos) return DType::Q8_0;
+        if (name.find("attn_output") != std::string::npos) return DType::Q4_0;
+        if (name.find("ffn_down") != std::string::npos) return DType::F16;
+        if (name.find("output.weight") != std::string::npos) return DType::Q8_0;
+        if (name.find("attn_k") != std::string::npos) return DType::Q5_0;
+        return DType::Q4_K;
+    });
+    Converted c = convert_kept(gguf, dir / "model.cflow");
+    ASSERT_NE(c.model, nullptr);
+    EXPECT_TRUE(c.report.requantised_tensors.empty()) << c.report.requantised_tensors.front();
+    size_t blockMatrices = 0;  // F16 ones are converted value for value, not counted as re-tiled blocks
+    for (const auto& [name, dtype] : gguf.matrix_types) blockMatrices += dtype != DType::F16;
+    EXPECT_EQ(c.report.retiled_exact_tensors, blockMatrices);
+    const SegmentView* qkv = c.model->layers().front().qkv;
+    ASSERT_NE(qkv, nullptr);
+    ASSERT_EQ(qkv->parts.size(), 3u);
+    EXPECT_EQ(qkv->parts[0].dtype, DType::Q4_K);
+    EXPECT_EQ(qkv->parts[1].dtype, DType::Q5_0);
+    EXPECT_EQ(qkv->parts[2].dtype, DType::Q8_0);
+    ASSERT_NE(c.model->layers().front().down, nullptr);
+    for (const TilePart& part : c.model->layers().front().down->parts) EXPECT_EQ(part.dtype, DType::F16);
+    const auto want = reference_logits(c.source, kTokens);
+    const Checked got = check_path(c.model, Isa::Scalar, want, kLogitRelTolerance, "q4_k/q5_0/q8_0/q4_0/f16 mix");
+    EXPECT_TRUE(got.ran);
+    std::printf("[ggml tile] Q4_K + Q5_0 + Q8_0 + Q4_0 + F16 mix (scalar): %zu matrices re-tiled exactly, logits rel L2 vs "
+                "float64 max %.2e\n", size_t(c.report.retiled_exact_tensors), got.max_rel_l2);
+}
+
+// An unquantised GGUF (an F16 export) is not a recipe to keep: its matrices take the class's
+// target as without keep_source_types.
+TEST(GgmlTileModelMix, AnAllF16FileTakesTheClassQuant) {
+    const fs::path dir = temp_dir("ggml-tile-all-f16");
+    const Gguf gguf = write_llama_gguf(dir / "model.gguf", [](const std::string&) { return DType::F16; });
+    Converted c = convert_kept(gguf, dir / "model.cflow");
+    ASSERT_NE(c.model, nullptr);
+    const SegmentView* qkv = c.model->layers().front().qkv;
+    ASSERT_NE(qkv, nullptr);
+    for (const TilePart& part : qkv->parts) EXPECT_EQ(part.dtype, DType::Q4_0);
 }
 
 } // namespace

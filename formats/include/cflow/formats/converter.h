@@ -44,8 +44,10 @@ struct ConvertOptions {
     // Every quantised weight matrix whose source type a tile holds (Q8_0, Q4_0, and a GGUF's Q4_K,
     // Q5_K, Q6_K, Q2_K, Q3_K, IQ4_XS, Q4_1, Q5_0, Q5_1, IQ4_NL) keeps that type, re-tiled
     // bit-exactly: a Q4_K_M or Q3_K_M file stays its own mix. Other quantised types (Q8_K, which
-    // no model file uses) get their class's quant and are listed in ConvertReport::requantised_tensors; unquantised ones (F32, F16, BF16) get their
-    // class's quant as without this option. Front ends set it for GGUF sources unless asked to re-quantise.
+    // no model file uses) get their class's quant and are listed in ConvertReport::requantised_tensors.
+    // Unquantised matrices (F32, F16, BF16) keep F16 / F32 (BF16 as F32) where the source has some
+    // block-quantised matrix (the recipe left them so), and get their class's quant where it has
+    // none (an F16 export). Front ends set it for GGUF sources unless asked to re-quantise.
     bool keep_source_types = false;
     // Container: per-layer regions (.cflow, cflow-format.md) or stage-major groups (.vflow, vflow-format.md).
     ContainerFormat format = ContainerFormat::Cflow;
