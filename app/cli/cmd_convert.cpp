@@ -7,6 +7,7 @@
 #include "cflow/engine/convert/conversion_report.h"
 #include "cflow/engine/convert/conversion_validation.h"
 #include "cflow/engine/forward/load_check.h"
+#include "cflow/engine/kernels/kernels.h"
 #include "cflow/formats/conversion_plan.h"
 #include "cflow/formats/converter.h"
 #include "cflow/formats/whole_file.h"
@@ -69,7 +70,7 @@ int fail(const std::string& command, const std::string& message) {
 int run_convert(const std::vector<std::string>& argv) {
     const ArgSpec spec{{"-o", "--output", "--quant", "--embedding-quant", "--attention-quant", "--ffn-quant",
                         "--expert-quant", "--output-quant", "--tokenizer", "--threads", "--format", "--sample"},
-                       {"--quiet", "--preflight", "--validate", "--json"}};
+                       {"--quiet", "--preflight", "--validate", "--json", "--keep-every-type"}};
     auto args = Args::parse(argv, spec);
     if (!args) return fail("convert", args.error());
     if (args->positionals().size() != 1) return fail("convert", "expected exactly one source (model folder, .gguf or llama2.c .bin)");
@@ -86,6 +87,8 @@ int run_convert(const std::vector<std::string>& argv) {
                                "--output-quant"})
         quant_asked = quant_asked || args->value(option).has_value();
     options.keep_source_types = !quant_asked && sniff_model_path(args->positionals()[0]) == ModelPathKind::Gguf;
+    // Types without fast kernels become the nearest fast type unless every type is asked for.
+    options.keep_dtype_mask = args->flag("--keep-every-type") ? 0u : kNativeSpeedTileDtypes;
     if (args->value("--quant")) {
         auto t = parse_quant_arg(*args, "--quant");
         if (!t) return fail("convert", t.error());

@@ -279,7 +279,16 @@ private:
             if (tensor->dtype == DType::BF16) return DType::F32;
         }
         const std::optional<DType> own = native_tile_type(*tensor);
-        return own && (is_block_quant(*own) || is_ggml_tile(*own)) ? *own : target;
+        if (!own || !(is_block_quant(*own) || is_ggml_tile(*own))) return target;
+        if (kept(*own)) return *own;
+        // A type the front end does not keep (no fast kernels): the nearest kept type that holds
+        // its precision, so the file stays close to what the user chose.
+        const DType nearest = ggml_tile_block_weights(*own) == kKQuantBlock ? DType::Q6_K : DType::Q8_0;
+        return kept(nearest) ? nearest : target;
+    }
+
+    bool kept(DType dtype) const {
+        return options_.keep_dtype_mask == 0 || (options_.keep_dtype_mask & (1u << static_cast<unsigned>(dtype))) != 0;
     }
 
     bool exact(const TensorView* tensor, DType part) const {

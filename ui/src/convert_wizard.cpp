@@ -34,6 +34,7 @@
 #include "cflow/engine/convert/conversion_report.h"
 #include "cflow/engine/convert/conversion_validation.h"
 #include "cflow/engine/forward/load_check.h"
+#include "cflow/engine/kernels/kernels.h"
 #include "cflow/formats/conversion_plan.h"
 #include "cflow/formats/converter.h"
 #include "cflow/formats/model_path_kind.h"
@@ -351,6 +352,7 @@ public:
         for (const auto& [c, combo] : combos_) set_quant_for(o, c, DType(combo->currentData().toInt()));
         o.format = ContainerFormat(container_->currentData().toInt());
         o.keep_source_types = keepTypes_->isVisibleTo(this) && keepTypes_->isChecked();
+        o.keep_dtype_mask = kNativeSpeedTileDtypes;  // types without fast kernels become the nearest fast one
         return o;
     }
 

@@ -202,13 +202,15 @@ struct Converted {
     double size_ratio = 0;
 };
 
-Converted convert_kept(const Gguf& gguf, const fs::path& out) {
+// keepMask: ConvertOptions::keep_dtype_mask (0: keep every tile type).
+Converted convert_kept(const Gguf& gguf, const fs::path& out, uint32_t keepMask = 0) {
     Converted c;
     auto source = open_source_model(gguf.path.string());
     EXPECT_TRUE(source.ok()) << source.error();
     if (!source.ok()) return c;
     ConvertOptions options;
     options.keep_source_types = true;
+    options.keep_dtype_mask = keepMask;
     options.threads = 2;
     auto report = convert_to_cflow(*source, out.string(), options);
     EXPECT_TRUE(report.ok()) << report.error();
@@ -331,6 +333,42 @@ TEST(GgmlTileModelMix, Q8_0Q4_0AndF16MatricesBesideKQuantsAreKept) {
     EXPECT_TRUE(got.ran);
     std::printf("[ggml tile] Q4_K + Q5_0 + Q8_0 + Q4_0 + F16 mix (scalar): %zu matrices re-tiled exactly, logits rel L2 vs "
                 "float64 max %.2e\n", size_t(c.report.retiled_exact_tensors), got.max_rel_l2);
+}
+
+// What the front ends ask for (the engine's kNativeSpeedTileDtypes): Q3_K becomes Q6_K and the
+// 32-weight fallbacks Q8_0, each listed; the kept types stay. Q6_K holds Q3_K's values closely
+// (1.9e-2 relative L2 on these logits; Q4_K would be 0.22, Q5_K 0.13, Q8_0 1.6e-2).
+TEST(GgmlTileModelMix, TypesWithoutFastKernelsBecomeTheNearestFastType) {
+    const fs::path dir = temp_dir("ggml-tile-native-mask");
+    const Gguf gguf = write_llama_gguf(dir / "model.gguf", [](const std::string& name) {
+        if (name.find("attn_v") != std::string::npos) return DType::Q5_0;
+        if (name.find("ffn_down") != std::string::npos) return DType::IQ4_NL;
+        if (name.find("output.weight") != std::string::npos) return DType::Q6_K;
+        return DType::Q3_K;
+    });
+    Converted c = convert_kept(gguf, dir / "model.cflow", kNativeSpeedTileDtypes);
+    ASSERT_NE(c.model, nullptr);
+    size_t slowMatrices = 0;
+    for (const auto& [name, dtype] : gguf.matrix_types) slowMatrices += dtype != DType::Q6_K;
+    EXPECT_EQ(c.report.requantised_tensors.size(), slowMatrices);
+    for (const std::string& line : c.report.requantised_tensors)
+        EXPECT_TRUE(line.find("Q3_K -> q6_k") != std::string::npos || line.find("Q5_0 -> q8_0") != std::string::npos ||
+                    line.find("IQ4_NL -> q8_0") != std::string::npos)
+            << line;
+    EXPECT_EQ(c.report.retiled_exact_tensors, gguf.matrix_types.size() - slowMatrices);
+    const SegmentView* qkv = c.model->layers().front().qkv;
+    ASSERT_NE(qkv, nullptr);
+    ASSERT_EQ(qkv->parts.size(), 3u);
+    EXPECT_EQ(qkv->parts[0].dtype, DType::Q6_K);
+    EXPECT_EQ(qkv->parts[1].dtype, DType::Q6_K);
+    EXPECT_EQ(qkv->parts[2].dtype, DType::Q8_0);
+    for (const TilePart& part : c.model->layers().front().down->parts) EXPECT_EQ(part.dtype, DType::Q8_0);
+    constexpr double kRequantisedTolerance = 5e-2;  // logits rel L2 vs the GGUF's own weights (measured 1.9e-2)
+    const auto want = reference_logits(c.source, kTokens);
+    const Checked got = check_path(c.model, Isa::Scalar, want, kRequantisedTolerance, "q3_k -> q6_k mix");
+    EXPECT_TRUE(got.ran);
+    std::printf("[ggml tile] Q3_K/Q5_0/IQ4_NL kept as Q6_K/Q8_0 (scalar): %zu re-quantised, logits rel L2 vs the GGUF's "
+                "float64 forward max %.2e\n", c.report.requantised_tensors.size(), got.max_rel_l2);
 }
 
 // An unquantised GGUF (an F16 export) is not a recipe to keep: its matrices take the class's

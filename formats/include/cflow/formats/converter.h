@@ -49,6 +49,12 @@ struct ConvertOptions {
     // block-quantised matrix (the recipe left them so), and get their class's quant where it has
     // none (an F16 export). Front ends set it for GGUF sources unless asked to re-quantise.
     bool keep_source_types = false;
+    // Which tile types keep_source_types keeps (bit 1 << DType, as the engine's dtype_bit); 0 keeps
+    // every one above. A quantised source type outside the mask becomes the nearest kept type that
+    // loses nothing of its precision (Q2_K / Q3_K / IQ4_XS -> Q6_K, Q4_1 / Q5_0 / Q5_1 / IQ4_NL -> Q8_0),
+    // else the class's target, and is listed in requantised_tensors. Front ends pass the engine's
+    // kNativeSpeedTileDtypes: the types it has fast kernels for.
+    uint32_t keep_dtype_mask = 0;
     // Container: per-layer regions (.cflow, cflow-format.md) or stage-major groups (.vflow, vflow-format.md).
     ContainerFormat format = ContainerFormat::Cflow;
     // Runs on the finished temporary file before it replaces the output: a front end passes

@@ -40,6 +40,15 @@ inline constexpr uint32_t kMatmatLaneTokens = 12;
 constexpr DType slice_dtype(DType t) { return is_kquant(t) ? DType::Q4_K : t; }
 constexpr uint32_t dtype_bit(DType t) { return 1u << static_cast<unsigned>(t); }
 
+// The tile types every SIMD path multiplies from their packed blocks. The other ggml-block tiles
+// (Q2_K, Q3_K, IQ4_XS, Q4_1, Q5_0, Q5_1, IQ4_NL) decode each row through the scalar ggml decoder
+// before an FMA dot: a Q3_K_M 1.1B model decoded at 0.64 tok/s where llama.cpp ran 5.8 (2 threads,
+// BENCHMARKS.md). Front ends keep only these when converting a GGUF (ConvertOptions::keep_dtype_mask)
+// unless the user asks for every type.
+inline constexpr uint32_t kNativeSpeedTileDtypes = dtype_bit(DType::F32) | dtype_bit(DType::F16) | dtype_bit(DType::Q8_0) |
+                                                   dtype_bit(DType::Q4_0) | dtype_bit(DType::Q4_K) | dtype_bit(DType::Q5_K) |
+                                                   dtype_bit(DType::Q6_K);
+
 struct Kernels {
     Isa isa;
     // y[r] += sum_c W[r][c] * x[c] for r < rows, c < cols, where W is a tile payload of the
