@@ -26,23 +26,8 @@ SmallModel small_model() {
     spec.dtype = DType::Q4_0;
     SmallModel m;
     m.source = test::make_synthetic_model(spec);
-    const std::vector<std::string> vocab = test::synthetic_vocabulary(spec.vocab);
-    m.metadata = {
-        {"general.architecture", std::string("llama")},
-        {"general.name", std::string("gguf-writer-test")},
-        {"llama.context_length", uint32_t{256}},
-        {"llama.embedding_length", spec.d_model},
-        {"llama.block_count", spec.n_layers},
-        {"llama.feed_forward_length", spec.d_ff},
-        {"llama.attention.head_count", spec.n_heads},
-        {"llama.attention.head_count_kv", spec.n_kv_heads},
-        {"llama.attention.layer_norm_rms_epsilon", 1e-5f},
-        {"llama.rope.freq_base", 10000.0f},
-        {"llama.rope.dimension_count", spec.head_dim},
-        {"tokenizer.ggml.model", std::string("llama")},
-        {"tokenizer.ggml.tokens", vocab},
-        {"tokenizer.ggml.scores", std::vector<float>(vocab.size(), -1.5f)},
-        {"tokenizer.ggml.token_type", std::vector<int32_t>(vocab.size(), 1)},
+    m.metadata = test::synthetic_llama_gguf_metadata(spec, "gguf-writer-test");
+    m.metadata.insert(m.metadata.end(), {
         {"tokenizer.ggml.add_bos_token", true},
         {"test.u8", uint8_t{200}},
         {"test.i8", int8_t{-100}},
@@ -52,7 +37,7 @@ SmallModel small_model() {
         {"test.u64", uint64_t{1} << 40},
         {"test.i64", int64_t{-(int64_t{1} << 50)}},
         {"test.f64", 0.125},
-    };
+    });
     for (const auto& [name, view] : m.source.tensors) m.tensors.push_back(gguf_tensor(view));
     return m;
 }

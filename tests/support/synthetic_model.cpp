@@ -362,4 +362,25 @@ std::string write_synthetic_cflow(const SyntheticSpec& spec, const std::filesyst
     return path.string();
 }
 
+std::vector<GgufKeyValue> synthetic_llama_gguf_metadata(const SyntheticSpec& spec, const std::string& name) {
+    const std::vector<std::string> vocab = synthetic_vocabulary(spec.vocab);
+    return {
+        {"general.architecture", std::string("llama")},
+        {"general.name", name},
+        {"llama.context_length", uint32_t{256}},
+        {"llama.embedding_length", spec.d_model},
+        {"llama.block_count", spec.n_layers},
+        {"llama.feed_forward_length", spec.d_ff},
+        {"llama.attention.head_count", spec.n_heads},
+        {"llama.attention.head_count_kv", spec.n_kv_heads},
+        {"llama.attention.layer_norm_rms_epsilon", 1e-5f},
+        {"llama.rope.freq_base", 10000.0f},
+        {"llama.rope.dimension_count", spec.head_dim},
+        {"tokenizer.ggml.model", std::string("llama")},
+        {"tokenizer.ggml.tokens", vocab},
+        {"tokenizer.ggml.scores", std::vector<float>(vocab.size(), -1.5f)},
+        {"tokenizer.ggml.token_type", std::vector<int32_t>(vocab.size(), 1)},
+    };
+}
+
 } // namespace cflow::test

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cflow/formats/gguf_writer.h"
 #include "cflow/formats/source_model.h"
 
 namespace cflow::test {
@@ -72,5 +73,9 @@ std::string write_synthetic_cflow(const SyntheticSpec& spec, const std::filesyst
 
 // The token strings make_synthetic_model puts in tokenizer.ggml.tokens for `vocab`.
 std::vector<std::string> synthetic_vocabulary(uint32_t vocab);
+
+// The general.*, llama.* and tokenizer.ggml.* keys llama.cpp's converter writes for a llama model
+// of `spec` (context 256, rms eps 1e-5, rope base 10000, the synthetic vocabulary).
+std::vector<GgufKeyValue> synthetic_llama_gguf_metadata(const SyntheticSpec& spec, const std::string& name);
 
 } // namespace cflow::test

@@ -29,10 +29,6 @@
 namespace cflow::kernels::kq_int8_avx512vnni {
 namespace {  // the body's anonymous namespace, reopened
 
-// The unpack and dot helpers must inline into the row loops: called out of line, every unpacked
-// row goes through memory and the matvec runs at about half its speed.
-#define CFLOW_KQ_INLINE inline __attribute__((always_inline))
-
 constexpr uint32_t kZmmRows = 4;  // rows per pass
 constexpr int kZmmPairs = 4;      // zmm chunk pairs per super-block
 

@@ -26,6 +26,7 @@
 #include "cflow/formats/ggml_blocks.h"
 #include "cflow/formats/gguf_writer.h"
 #include "cflow/formats/kquant_quantize.h"
+#include "cflow/formats/tile_codec.h"
 #include "reference_forward.h"
 #include "synthetic_model.h"
 #include "test_support.h"
@@ -53,17 +54,8 @@ SyntheticSpec llama_spec() {
     return spec;
 }
 
-uint16_t to_f16(float v) {
-    const float a = std::fabs(v);  // normal f16 magnitudes only: round to 10 mantissa bits by hand
-    int e = 0;
-    const float m = std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1)
-    const auto mant = static_cast<uint32_t>(std::lround((m * 2 - 1) * 1024));  // 0..1024
-    uint32_t exp = static_cast<uint32_t>(e - 1 + 15) + (mant >> 10);
-    return static_cast<uint16_t>((v < 0 ? 0x8000u : 0u) | (exp << 10) | (mant & 0x3FFu));
-}
-
 void put_f16(uint8_t* p, float v) {
-    const uint16_t h = to_f16(v);
+    const uint16_t h = f32_to_f16(v);
     std::memcpy(p, &h, 2);
 }
 
@@ -125,24 +117,7 @@ struct Gguf {
 Gguf write_llama_gguf(const fs::path& path, const std::function<DType(const std::string&)>& type_of) {
     const SyntheticSpec spec = llama_spec();
     const SourceModel source = make_synthetic_model(spec);
-    const std::vector<std::string> vocab = synthetic_vocabulary(spec.vocab);
-    const std::vector<GgufKeyValue> metadata = {
-        {"general.architecture", std::string("llama")},
-        {"general.name", std::string("ggml-tile-test")},
-        {"llama.context_length", uint32_t{256}},
-        {"llama.embedding_length", spec.d_model},
-        {"llama.block_count", spec.n_layers},
-        {"llama.feed_forward_length", spec.d_ff},
-        {"llama.attention.head_count", spec.n_heads},
-        {"llama.attention.head_count_kv", spec.n_kv_heads},
-        {"llama.attention.layer_norm_rms_epsilon", 1e-5f},
-        {"llama.rope.freq_base", 10000.0f},
-        {"llama.rope.dimension_count", spec.head_dim},
-        {"tokenizer.ggml.model", std::string("llama")},
-        {"tokenizer.ggml.tokens", vocab},
-        {"tokenizer.ggml.scores", std::vector<float>(vocab.size(), -1.5f)},
-        {"tokenizer.ggml.token_type", std::vector<int32_t>(vocab.size(), 1)},
-    };
+    const std::vector<GgufKeyValue> metadata = synthetic_llama_gguf_metadata(spec, "ggml-tile-test");
     Gguf out{path, {}};
     std::mt19937 rng(1234);
     std::vector<std::vector<uint8_t>> payloads;  // alive until write_gguf returns
