@@ -166,7 +166,7 @@ Status check_model_params(const FileContext& ctx) {
     if (!std::isfinite(p.rope_theta) || p.rope_theta <= 0.0f) return located(ctx, CFLOW_MP(rope_theta), "must be > 0");
     if (!(p.rope_fraction > 0.0f && p.rope_fraction <= 1.0f))
         return located(ctx, CFLOW_MP(rope_fraction), "must be in (0, 1]");
-    if (p.ffn_activation > static_cast<uint8_t>(FfnActivation::GeGLUTanh))
+    if (p.ffn_activation > static_cast<uint8_t>(FfnActivation::ClampedSwiGLU))
         return located(ctx, CFLOW_MP(ffn_activation), "unknown activation " + std::to_string(p.ffn_activation));
     if (p.router_mode > static_cast<uint8_t>(RouterMode::SoftmaxAllNoRenorm))
         return located(ctx, CFLOW_MP(router_mode), "unknown router mode " + std::to_string(p.router_mode));
@@ -185,7 +185,8 @@ Status check_model_params(const FileContext& ctx) {
     // The kFeatureExtended tail: all 0 without the flag (the bytes were reserved before it).
     const bool extended = (h.feature_flags & kFeatureExtended) != 0;
     if (!extended && (p.extended_features != 0 || p.query_scale != 0.0f || p.rope_local_theta != 0.0f ||
-                      p.rope_original_context != 0 || p.rope_attn_factor != 0.0f))
+                      p.rope_original_context != 0 || p.rope_attn_factor != 0.0f || p.ffn_alpha != 0.0f ||
+                      p.ffn_limit != 0.0f))
         return located(ctx, CFLOW_MP(extended_features),
                        "extended parameters are set but GlobalHeader.feature_flags lacks the extended bit (128)");
     if ((p.extended_features & ~kKnownExtendedFeatures) != 0)
@@ -208,6 +209,15 @@ Status check_model_params(const FileContext& ctx) {
                            (long_rope ? ": LongRoPE needs the original context length" : ": must be 0 without LongRoPE"));
     if (long_rope && (h.feature_flags & kFeatureRopeFreqFactors) == 0)
         return located(ctx, CFLOW_MP(extended_features), "LongRoPE needs the short factors (feature_flags bit 32)");
+    const bool clamped = p.ffn_activation == static_cast<uint8_t>(FfnActivation::ClampedSwiGLU);
+    if (clamped ? !(std::isfinite(p.ffn_alpha) && p.ffn_alpha > 0.0f && std::isfinite(p.ffn_limit) && p.ffn_limit > 0.0f)
+                : (p.ffn_alpha != 0.0f || p.ffn_limit != 0.0f))
+        return located(ctx, CFLOW_MP(ffn_alpha),
+                       "is " + std::to_string(p.ffn_alpha) + " (limit " + std::to_string(p.ffn_limit) + ")" +
+                           (clamped ? ": the clamped SwiGLU needs a finite alpha and limit > 0"
+                                    : ": must be 0 unless the activation is the clamped SwiGLU"));
+    if ((p.extended_features & kExtMoeBiases) != 0 && h.n_experts == 0)
+        return located(ctx, CFLOW_MP(extended_features), "MoE biases are named but the model has no experts");
     if ((p.extended_features & (kExtSlidingLayers | kExtLocalRope)) != 0 && h.sliding_window == 0)
         return located(ctx, CFLOW_GH(sliding_window), "is 0 but the extended features name sliding-window layers");
     if (const auto at = reader_detail::first_nonzero(p.reserved1, sizeof p.reserved1))

@@ -241,7 +241,15 @@ Status check_required(const FileContext& ctx, uint32_t index, const RegionView& 
         const std::string pn = post_norms ? "extended feature PostNorms" : "no extended feature PostNorms";
         const std::string d_ff = dense ? "d_ff > 0" : "d_ff is 0", e = moe ? "n_experts > 0" : "n_experts is 0";
         const std::string s = shared ? "shared_expert_d_ff > 0" : "shared_expert_d_ff is 0";
-        checks = {need(SegmentRole::AttnNorm, true, "always required"), need(SegmentRole::Qkv, true, "always required"),
+        const bool sinks = (ctx.params.extended_features & kExtAttnSinks) != 0;
+        const bool out_bias = (ctx.params.extended_features & kExtAttnOutBias) != 0;
+        const bool moe_biases = moe && (ctx.params.extended_features & kExtMoeBiases) != 0;
+        const std::string mb = moe_biases ? "extended feature MoeBiases" : "no extended feature MoeBiases with experts";
+        checks = {need(SegmentRole::AttnSinks, sinks, sinks ? "extended feature AttnSinks" : "no extended feature AttnSinks"),
+                  need(SegmentRole::AttnOutBias, out_bias,
+                       out_bias ? "extended feature AttnOutBias" : "no extended feature AttnOutBias"),
+                  need(SegmentRole::RouterBias, moe_biases, mb), need(SegmentRole::ExpertBias, moe_biases, mb),
+                  need(SegmentRole::AttnNorm, true, "always required"), need(SegmentRole::Qkv, true, "always required"),
                   need(SegmentRole::AttnOut, true, "always required"),
                   need(SegmentRole::QNorm, qk_norm, "feature flag QkNorm"), need(SegmentRole::KNorm, qk_norm, "feature flag QkNorm"),
                   need(SegmentRole::QkvBias, bias, "feature flag QkvBias"), need(SegmentRole::FfnNorm, dense, d_ff),

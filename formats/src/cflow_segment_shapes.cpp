@@ -13,7 +13,8 @@ const char* role_name(SegmentRole role) {
     static constexpr std::array<const char*, static_cast<size_t>(SegmentRole::Count_)> kNames = {
         "AttnNorm", "QNorm",    "KNorm",       "Qkv",        "QkvBias",      "AttnOut",    "FfnNorm",
         "GateUp",   "Down",     "MoeNorm",     "Router",     "ExpertTable",  "ExpertBank", "SharedGateUp",
-        "SharedDown", "SharedGate", "OutputNorm", "LmHead", "TokenEmbd", "AttnPostNorm", "FfnPostNorm"};
+        "SharedDown", "SharedGate", "OutputNorm", "LmHead", "TokenEmbd", "AttnPostNorm", "FfnPostNorm",
+        "AttnSinks", "AttnOutBias", "RouterBias", "ExpertBias"};
     const auto i = static_cast<size_t>(role);
     return i < kNames.size() ? kNames[i] : "unknown";
 }
@@ -73,7 +74,15 @@ Result<SegmentShape> segment_shape(const GlobalHeader& h, const ModelParams& p, 
         case SegmentRole::FfnNorm:
         case SegmentRole::MoeNorm:
         case SegmentRole::SharedGate:
+        case SegmentRole::AttnOutBias:
         case SegmentRole::OutputNorm: return raw(1, d);
+        case SegmentRole::AttnSinks: return raw(1, h.n_heads);
+        case SegmentRole::RouterBias: return raw(1, h.n_experts);
+        case SegmentRole::ExpertBias: {
+            const uint64_t per_expert = 2 * uint64_t{h.expert_d_ff} + d;
+            if (per_expert > std::numeric_limits<uint32_t>::max()) return make_error("expert bias length exceeds 32 bits");
+            return raw(h.n_experts, static_cast<uint32_t>(per_expert));
+        }
         case SegmentRole::QNorm:
         case SegmentRole::KNorm: return raw(1, h.head_dim);
         case SegmentRole::Qkv:

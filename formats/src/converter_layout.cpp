@@ -140,6 +140,9 @@ private:
         const bool skips_rope = std::find(c_.rope_skip_layers.begin(), c_.rope_skip_layers.end(), 1) != c_.rope_skip_layers.end();
         if (skips_rope) flags |= kFeatureRopeSkipLayers;
         has_post_norms_ = t("blk.0.post_attention_norm.weight") != nullptr;
+        has_sinks_ = t("blk.0.attn_sinks.weight") != nullptr;
+        has_out_bias_ = t("blk.0.attn_output.bias") != nullptr;
+        has_moe_biases_ = c_.n_experts > 0 && t("blk.0.ffn_gate_inp.bias") != nullptr;
         // Per-layer windows only when some layer attends globally; a window on every layer is the
         // plain (version 5) sliding_window.
         const bool sliding_per_layer = c_.sliding_window > 0 && !c_.sliding_layers.empty() &&
@@ -151,6 +154,9 @@ private:
         if (has_post_norms_) extended |= kExtPostNorms;
         if (sliding_per_layer) extended |= kExtSlidingLayers;
         if (local_rope) extended |= kExtLocalRope;
+        if (has_sinks_) extended |= kExtAttnSinks;
+        if (has_out_bias_) extended |= kExtAttnOutBias;
+        if (has_moe_biases_) extended |= kExtMoeBiases;
         flags = static_cast<uint8_t>(flags & ~kFeatureExtended);  // set below from what the tail holds
 
         plan_.format = options_.format;
@@ -198,12 +204,17 @@ private:
         p.attn_logit_softcap = c_.attn_logit_softcap;
         p.embedding_scale = c_.embedding_scale;
         p.shared_expert_d_ff = c_.shared_expert_d_ff;
-        p.extended_features = h.sliding_window > 0 ? extended : (extended & (kExtPostNorms | kExtLongRope));
+        p.extended_features = h.sliding_window > 0 ? extended : (extended & ~(kExtSlidingLayers | kExtLocalRope));
         p.query_scale = c_.query_scale;
         p.rope_local_theta = (p.extended_features & kExtLocalRope) ? c_.rope_local_theta : 0.0f;
         p.rope_original_context = long_rope ? c_.rope_original_context : 0;
         p.rope_attn_factor = c_.rope_attn_factor == 1.0f ? 0.0f : c_.rope_attn_factor;
-        if (p.extended_features != 0 || p.query_scale != 0.0f || p.rope_attn_factor != 0.0f) h.feature_flags |= kFeatureExtended;
+        if (c_.ffn_activation == FfnActivation::ClampedSwiGLU) {
+            p.ffn_alpha = c_.ffn_alpha;
+            p.ffn_limit = c_.ffn_limit;
+        }
+        if (p.extended_features != 0 || p.query_scale != 0.0f || p.rope_attn_factor != 0.0f || p.ffn_alpha != 0.0f)
+            h.feature_flags |= kFeatureExtended;
 
         Metadata meta = src_.metadata;
         meta.erase(kRopeFreqFactorsKey);  // only what this config says reaches the file
@@ -385,6 +396,20 @@ private:
         return bank;
     }
 
+    // Per expert: its gate bias row, up bias row and down bias row of the stacked bias tensors.
+    Result<SegmentPlan> expert_biases(const std::string& p) {
+        const uint32_t d = c_.d_model, eff = c_.expert_d_ff;
+        const std::string gate = p + "ffn_gate_exps.bias", up = p + "ffn_up_exps.bias", down = p + "ffn_down_exps.bias";
+        auto seg = segment(SegmentRole::ExpertBias, DType::F32, {gate, up, down});
+        if (!seg) return seg;
+        for (uint32_t e = 0; e < c_.n_experts; ++e) {
+            seg->raw.push_back({matrix(t(gate), 1, eff, {}, e), {}});
+            seg->raw.push_back({matrix(t(up), 1, eff, {}, e), {}});
+            seg->raw.push_back({matrix(t(down), 1, d, {}, e), {}});
+        }
+        return seg;
+    }
+
     Result<RegionPlan> layer_region(uint32_t l) {
         const std::string p = "blk." + std::to_string(l) + ".";
         const DType attention_quant = quant_for(options_, TensorClass::Attention);
@@ -431,7 +456,9 @@ private:
             }
             steps.push_back(add(std::move(seg)));
         }
+        if (has_sinks_) steps.push_back(add(vector_segment(SegmentRole::AttnSinks, p + "attn_sinks.weight")));
         steps.push_back(add(tiled_segment(SegmentRole::AttnOut, attention_quant, {p + "attn_output.weight"})));
+        if (has_out_bias_) steps.push_back(add(vector_segment(SegmentRole::AttnOutBias, p + "attn_output.bias")));
         if (has_post_norms_) steps.push_back(add(vector_segment(SegmentRole::AttnPostNorm, p + "post_attention_norm.weight")));
         if (c_.d_ff > 0) {
             steps.push_back(add(vector_segment(SegmentRole::FfnNorm, p + "ffn_norm.weight")));
@@ -448,6 +475,10 @@ private:
             auto router = segment(SegmentRole::Router, DType::F32, {p + "ffn_gate_inp.weight"});
             if (router) router->raw.push_back({matrix(t(p + "ffn_gate_inp.weight"), c_.n_experts, d), {}});
             steps.push_back(add(std::move(router)));
+            if (has_moe_biases_) {
+                steps.push_back(add(vector_segment(SegmentRole::RouterBias, p + "ffn_gate_inp.bias")));
+                steps.push_back(add(expert_biases(p)));
+            }
             steps.push_back(add(segment(SegmentRole::ExpertTable, DType::F32, {})));  // contents set by assign_offsets
             steps.push_back(add(expert_bank(p)));
             if (c_.shared_expert_d_ff > 0) {
@@ -533,7 +564,8 @@ private:
     const ConvertOptions& options_;
     const bool quantised_source_;  // some weight matrix of the source is block-quantised
     FilePlan plan_;
-    bool tied_ = false, has_bias_ = false, has_qk_norm_ = false, has_post_norms_ = false;
+    bool tied_ = false, has_bias_ = false, has_qk_norm_ = false, has_post_norms_ = false, has_sinks_ = false, has_out_bias_ = false,
+         has_moe_biases_ = false;
 };
 
 } // namespace

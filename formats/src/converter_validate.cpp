@@ -118,8 +118,12 @@ Status check_config(const SourceModel& src, const ConvertOptions& options) {
                         std::to_string(c.n_layers) + " (one stored layer per unique block)");
         if (c.n_iter == 0) return fail("FixedPoint n_iter must be >= 1");
     }
-    if (static_cast<uint8_t>(c.ffn_activation) > static_cast<uint8_t>(FfnActivation::GeGLUTanh))
+    if (static_cast<uint8_t>(c.ffn_activation) > static_cast<uint8_t>(FfnActivation::ClampedSwiGLU))
         return fail("unknown ffn_activation " + std::to_string(static_cast<unsigned>(c.ffn_activation)));
+    if (c.ffn_activation == FfnActivation::ClampedSwiGLU &&
+        !(std::isfinite(c.ffn_alpha) && c.ffn_alpha > 0.0f && std::isfinite(c.ffn_limit) && c.ffn_limit > 0.0f))
+        return fail("the clamped SwiGLU needs alpha and limit finite and > 0, got " + std::to_string(c.ffn_alpha) + " and " +
+                    std::to_string(c.ffn_limit));
     if (static_cast<uint8_t>(c.router_mode) > static_cast<uint8_t>(RouterMode::SoftmaxAllNoRenorm))
         return fail("unknown router_mode " + std::to_string(static_cast<unsigned>(c.router_mode)));
     if ((c.feature_flags & ~kKnownFeatureFlags) != 0) return fail("unknown feature_flags bits " + std::to_string(c.feature_flags));
@@ -211,9 +215,23 @@ Status validate_source(const SourceModel& src, const ConvertOptions& options) {
         any_post_norm = any_post_norm || src.find(p + "post_attention_norm.weight") || src.find(p + "post_ffw_norm.weight");
     }
 
+    // gpt-oss's sinks and biases: in every layer or in none (layer 0 decides, as the layout does).
+    const bool sinks = src.find("blk.0.attn_sinks.weight") != nullptr;
+    const bool out_bias = src.find("blk.0.attn_output.bias") != nullptr;
+    const bool moe_biases = c.n_experts > 0 && src.find("blk.0.ffn_gate_inp.bias") != nullptr;
     for (uint32_t l = 0; l < c.n_layers && first_failure; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
         need(p + "attn_norm.weight", {d}, "d_model");
+        if (sinks) need(p + "attn_sinks.weight", {c.n_heads}, "n_heads; layer 0 has attention sinks, so every layer needs them");
+        if (out_bias) need(p + "attn_output.bias", {d}, "d_model; layer 0 has an output bias, so every layer needs one");
+        if (moe_biases) {
+            const uint64_t e = c.n_experts, eff = c.expert_d_ff;
+            const std::string why = "; layer 0 has MoE biases, so every layer needs them";
+            need(p + "ffn_gate_inp.bias", {e}, "n_experts" + why);
+            need(p + "ffn_gate_exps.bias", {e, eff}, "n_experts x expert_d_ff" + why);
+            need(p + "ffn_up_exps.bias", {e, eff}, "n_experts x expert_d_ff" + why);
+            need(p + "ffn_down_exps.bias", {e, d}, "n_experts x d_model" + why);
+        }
         if (src.find(p + "attn_qkv.weight")) {  // fused (Phi-3)
             need(p + "attn_qkv.weight", {q_rows + 2 * kv_rows, d}, "(n_heads + 2 n_kv_heads) * head_dim x d_model (fused Q, K, V)");
         } else {

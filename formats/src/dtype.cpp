@@ -8,8 +8,8 @@
 namespace cflow {
 
 namespace {
-constexpr std::array<std::string_view, 16> kNames = {"f32",  "f16",  "q8_0", "q4_0",   "bf16", "ggml", "q4_k", "q5_k",
-                                                    "q6_k", "q2_k", "q3_k", "iq4_xs", "q4_1", "q5_0", "q5_1", "iq4_nl"};
+constexpr std::array<std::string_view, 17> kNames = {"f32",  "f16",  "q8_0", "q4_0",   "bf16", "ggml", "q4_k", "q5_k",
+                                                    "q6_k", "q2_k", "q3_k", "iq4_xs", "q4_1", "q5_0", "q5_1", "iq4_nl", "mxfp4"};
 }
 
 std::string_view dtype_name(DType t) {

@@ -45,6 +45,10 @@ struct BlockIQ4NL {        // value = d * kIq4nlValues[nibble], nibbles ordered 
     uint16_t d;
     uint8_t qs[16];
 };
+struct BlockMXFP4 {        // value = 2^(e - 128) * kMxfp4Values[nibble] (twice the E2M1 value), nibbles as Q4_0
+    uint8_t e;             // E8M0 exponent
+    uint8_t qs[16];
+};
 // K-quants: 256 weights in sub-blocks of 16 (Q2_K, Q3_K, Q6_K) or 32 (Q4_K, Q5_K), each
 // with its own small integer scale (and min) times the super-block's f16 d (and dmin).
 struct BlockQ2_K {         // scales[i]: low nibble = scale, high nibble = min of sub-block i
@@ -93,6 +97,7 @@ static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockIQ4NL) == 18);
+static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(sizeof(BlockQ2_K) == 84);
 static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144);
@@ -105,7 +110,10 @@ static_assert(sizeof(BlockQ8_K) == 292);
 constexpr std::array<int8_t, 16> kIq4nlValues = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                  1,    13,   25,  38,  53,  69,  89,  113};
 
-constexpr std::array<GgmlBlockType, 16> kTypes = {{
+// MXFP4's E2M1 values doubled (ggml kvalues_mxfp4), so the scale is half the E8M0 power.
+constexpr std::array<int8_t, 16> kMxfp4Values = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+constexpr std::array<GgmlBlockType, 17> kTypes = {{
     {kGgmlF32, "F32", 1, 4},
     {kGgmlF16, "F16", 1, 2},
     {kGgmlQ4_0, "Q4_0", 32, sizeof(BlockQ4_0)},
@@ -122,6 +130,7 @@ constexpr std::array<GgmlBlockType, 16> kTypes = {{
     {kGgmlIQ4_NL, "IQ4_NL", 32, sizeof(BlockIQ4NL)},
     {kGgmlIQ4_XS, "IQ4_XS", kGgmlSuperBlock, sizeof(BlockIQ4XS)},
     {kGgmlBF16, "BF16", 1, 2},
+    {kGgmlMXFP4, "MXFP4", 32, sizeof(BlockMXFP4)},
 }};
 
 template <class Block>
@@ -191,6 +200,24 @@ void iq4_nl(const uint8_t* src, float* y) {
     for (int j = 0; j < 16; ++j) {
         y[j] = d * f(kIq4nlValues[b.qs[j] & 0x0f]);
         y[j + 16] = d * f(kIq4nlValues[b.qs[j] >> 4]);
+    }
+}
+
+// 2^(e - 128) as ggml_e8m0_to_fp32_half builds it (denormal for e < 2).
+float e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : uint32_t(e - 1) << 23;
+    float out;
+    std::memcpy(&out, &bits, sizeof out);
+    return out;
+}
+
+// A power of two times a value of at most 4 significant bits: exact in f32.
+void mxfp4(const uint8_t* src, float* y) {
+    const auto b = load_block<BlockMXFP4>(src);
+    const float d = e8m0_half(b.e);
+    for (int j = 0; j < 16; ++j) {
+        y[j] = d * f(kMxfp4Values[b.qs[j] & 0x0f]);
+        y[j + 16] = d * f(kMxfp4Values[b.qs[j] >> 4]);
     }
 }
 
@@ -336,6 +363,7 @@ BlockDecoder decoder_of(uint32_t ggml_type) {
         case kGgmlQ8_K: return q8_k;
         case kGgmlIQ4_NL: return iq4_nl;
         case kGgmlIQ4_XS: return iq4_xs;
+        case kGgmlMXFP4: return mxfp4;
         default: return nullptr;
     }
 }

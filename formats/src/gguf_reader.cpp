@@ -15,6 +15,7 @@
 #include "cflow/formats/gguf.h"
 #include "cflow/formats/source_model.h"
 #include "gguf_format.h"
+#include "yarn_rope.h"
 
 namespace cflow {
 
@@ -399,12 +400,12 @@ public:
         if (!arch) return make_error(g_.path + ": metadata key 'general.architecture' is missing");
         arch_ = *arch;
         static const std::set<std::string> kSupported = {"llama", "qwen2",   "qwen2moe", "qwen3", "qwen3moe", "olmoe",
-                                                          "smollm3", "gemma", "gemma2", "gemma3", "phi3"};
+                                                          "smollm3", "gemma", "gemma2", "gemma3", "phi3", "gpt-oss"};
         if (!kSupported.count(arch_))
             return make_error(ErrorKind::Unsupported, g_.path + ": unsupported architecture '" + arch_ +
                                                           "' (general.architecture); supported: llama (also "
                                                           "Mistral/Mixtral), qwen2, qwen2moe, qwen3, qwen3moe, olmoe, "
-                                                          "smollm3, gemma, gemma2, gemma3, phi3");
+                                                          "smollm3, gemma, gemma2, gemma3, phi3, gpt-oss");
 
         for (const auto& t : g_.tensors) {
             auto dtype = dtype_of(t.ggml_type);
@@ -472,7 +473,7 @@ private:
     Status read_config(SourceModel& model) {
         ModelConfig& c = model.config;
         c.architecture = arch_;
-        const bool moe_arch = arch_ == "qwen2moe" || arch_ == "qwen3moe" || arch_ == "olmoe";
+        const bool moe_arch = arch_ == "qwen2moe" || arch_ == "qwen3moe" || arch_ == "olmoe" || arch_ == "gpt-oss";
         auto need = [&](const char* suffix, std::optional<uint32_t> fallback, uint32_t& dst) -> Status {
             auto r = get_u32(suffix, fallback);
             if (!r) return r.take_error();
@@ -506,6 +507,7 @@ private:
         if (!std::isfinite(c.rope_theta) || !(c.rope_theta > 0.0f))
             return make_error(entry(key("rope.freq_base")) + " is " + std::to_string(*theta) + ", must be finite and > 0");
         float linear_factor = 1.0f;
+        std::optional<yarn::Params> yarn_scaling;
         if (g_.metadata.contains(key("rope.scaling.type"))) {
             auto scaling = g_.metadata.get_string(key("rope.scaling.type"));
             if (!scaling) return make_error(entry(key("rope.scaling.type")) + " is not a string");
@@ -516,9 +518,13 @@ private:
                 if (!std::isfinite(*factor) || !(*factor > 0.0))
                     return make_error(entry(key("rope.scaling.factor")) + " is " + std::to_string(*factor) + ", must be finite and > 0");
                 linear_factor = static_cast<float>(*factor);
+            } else if (type == "yarn") {
+                auto p = read_yarn(c);
+                if (!p) return p.take_error();
+                yarn_scaling = *p;
             } else if (type != "none") {
                 return make_error(ErrorKind::Unsupported, g_.path + ": RoPE scaling '" + type + "' (" +
-                                                              key("rope.scaling.type") + ") is not supported (none, linear)");
+                                                              key("rope.scaling.type") + ") is not supported (none, linear, yarn)");
             }
         }
         for (const char* cap : {"attn_logit_softcapping", "final_logit_softcapping"}) {
@@ -588,6 +594,16 @@ private:
                                       std::to_string(c.rope_freq_factors[i]) + ", must be finite and > 0");
             model.config_tensors.insert("rope_freqs.weight");
         }
+        if (yarn_scaling) {
+            if (!c.rope_freq_factors.empty())
+                return make_error(ErrorKind::Unsupported, g_.path + ": YaRN scaling together with rope_freqs.weight is not supported");
+            c.rope_freq_factors = yarn::freq_divisors(*yarn_scaling);
+            auto attn = get_float(key("rope.scaling.attn_factor"), 1.0);
+            if (!attn) return attn.take_error();
+            if (!std::isfinite(*attn) || !(*attn > 0.0))
+                return make_error(entry(key("rope.scaling.attn_factor")) + " is " + std::to_string(*attn) + ", must be finite and > 0");
+            c.rope_attn_factor = yarn::attention_factor(yarn_scaling->factor) * static_cast<float>(*attn);
+        }
         if (linear_factor != 1.0f) {
             // Linear scaling (position interpolation) divides every frequency by the factor, on
             // top of any per-frequency divisors.
@@ -607,6 +623,79 @@ private:
         c.combine_style = CombineStyle::Sequential;
         if (arch_ == "gemma" || arch_ == "gemma2" || arch_ == "gemma3") return read_gemma(c);
         if (arch_ == "phi3") return read_phi3(model);
+        if (arch_ == "gpt-oss") return read_gpt_oss(model);
+        return Status::success();
+    }
+
+    // YaRN as llama.cpp reads it: rope.scaling.factor, .original_context_length (context_length
+    // when absent), .yarn_beta_fast / .yarn_beta_slow (32 / 1), and ggml's correction range rounded
+    // outward (ggml_rope_yarn_corr_dims). The attention factor llama.cpp ends with is
+    // 0.1 ln(factor) + 1 times rope.scaling.attn_factor, when the file has one.
+    Result<yarn::Params> read_yarn(const ModelConfig& c) const {
+        yarn::Params p;
+        p.rotary_dims = rotary_dim_count(c.head_dim, c.rope_fraction);
+        p.base = c.rope_theta;
+        auto factor = get_float(key("rope.scaling.factor"), 1.0);
+        if (!factor) return factor.take_error();
+        if (!std::isfinite(*factor) || !(*factor >= 1.0))
+            return make_error(entry(key("rope.scaling.factor")) + " is " + std::to_string(*factor) + ", YaRN needs a finite factor >= 1");
+        p.factor = static_cast<float>(*factor);
+        auto original = get_u32("rope.scaling.original_context_length", c.max_seq_len);
+        if (!original) return original.take_error();
+        if (*original == 0)
+            return make_error(g_.path + ": " + key("rope.scaling.original_context_length") + " (or context_length) must be > 0 for YaRN");
+        p.original_context = *original;
+        for (auto [suffix, dst] : {std::pair{"rope.scaling.yarn_beta_fast", &p.beta_fast}, std::pair{"rope.scaling.yarn_beta_slow", &p.beta_slow}}) {
+            auto v = get_float(key(suffix), *dst);
+            if (!v) return v.take_error();
+            if (!std::isfinite(*v) || !(*v > 0.0)) return make_error(entry(key(suffix)) + " is " + std::to_string(*v) + ", must be finite and > 0");
+            *dst = static_cast<float>(*v);
+        }
+        // Variants llama.cpp special-cases (DeepSeek's log multiplier, a partial ramp): refused
+        // unless they hold the plain YaRN value.
+        for (auto [suffix, plain] : {std::pair{"rope.scaling.yarn_ext_factor", 1.0}, std::pair{"rope.scaling.yarn_log_multiplier", 0.0}}) {
+            auto v = get_float(key(suffix), plain);
+            if (!v) return v.take_error();
+            if (*v != plain)
+                return make_error(ErrorKind::Unsupported, entry(key(suffix)) + " is " + std::to_string(*v) +
+                                                              ": only plain YaRN (" + std::to_string(plain) + ") is supported");
+        }
+        p.truncate = true;
+        return p;
+    }
+
+    // gpt-oss as llama.cpp's converter writes it and llama.cpp runs it (models/openai-moe.cpp):
+    // q/k/v/o biases, a sink logit per head, every other layer sliding (period 2 unless
+    // attention.sliding_window_pattern says otherwise; layer 0 slides), NEOX RoPE with YaRN, the
+    // pre-MoE norm stored as post_attention_norm, a biased router whose top-k logits are
+    // softmaxed, experts with biases and the clamped SwiGLU (llama.cpp's constants alpha 1.702,
+    // limit 7).
+    Status read_gpt_oss(SourceModel& model) {
+        ModelConfig& c = model.config;
+        c.router_mode = RouterMode::SoftmaxTopK;
+        c.ffn_activation = FfnActivation::ClampedSwiGLU;
+        c.ffn_alpha = 1.702f;
+        c.ffn_limit = 7.0f;
+        for (uint32_t l = 0; l < c.n_layers; ++l) {
+            const std::string p = "blk." + std::to_string(l) + ".";
+            auto it = model.tensors.find(p + "post_attention_norm.weight");
+            if (it == model.tensors.end()) continue;  // validate_source names the missing norm
+            TensorView norm = std::move(it->second);
+            model.tensors.erase(it);
+            norm.name = p + "ffn_norm.weight";
+            model.tensors.emplace(norm.name, std::move(norm));
+        }
+        if (c.sliding_window > 0) {
+            uint32_t period = 2;
+            if (g_.metadata.contains(key("attention.sliding_window_pattern"))) {
+                auto p = get_u32("attention.sliding_window_pattern", std::nullopt);
+                if (!p) return p.take_error();
+                period = *p;
+            }
+            if (period == 0) return make_error(entry(key("attention.sliding_window_pattern")) + " is 0");
+            c.sliding_layers.assign(c.n_layers, 0);
+            for (uint32_t l = 0; l < c.n_layers; ++l) c.sliding_layers[l] = l % period < period - 1 ? 1 : 0;
+        }
         return Status::success();
     }
 

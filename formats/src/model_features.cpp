@@ -56,7 +56,7 @@ std::vector<ModelFeature> describe_features(const CflowFile& file) {
         const std::string where = (p.extended_features & kExtLocalRope) ? " on the full-attention layers" : "";
         out.push_back({"rope scaling", linear ? "linear: every rotary frequency divided by " + number(*lo) + where
                                               : "per-frequency divisors from " + number(*lo) + " to " + number(*hi) +
-                                                    " (Llama 3)" + where});
+                                                    " (Llama 3 or YaRN)" + where});
     }
     if (p.rope_attn_factor > 0.0f)
         out.push_back({"rope attention factor", "cos and sin of every rotation multiplied by " + number(p.rope_attn_factor)});
@@ -75,6 +75,14 @@ std::vector<ModelFeature> describe_features(const CflowFile& file) {
         out.push_back({"sandwich norms", "attention and FFN outputs RMS-normalised before they join the residual"});
     if (p.ffn_activation == static_cast<uint8_t>(FfnActivation::GeGLUTanh))
         out.push_back({"GELU gate", "gated FFN with the tanh-approximate GELU (GeGLU)"});
+    if (p.ffn_activation == static_cast<uint8_t>(FfnActivation::ClampedSwiGLU))
+        out.push_back({"clamped SwiGLU", "gate clamped above at " + number(p.ffn_limit) + ", up to +/-" + number(p.ffn_limit) +
+                                             ", out = (up + 1) * gate * sigmoid(" + number(p.ffn_alpha) + " * gate)"});
+    if (p.extended_features & kExtAttnSinks)
+        out.push_back({"attention sinks", "a learned logit per head joins each softmax's denominator"});
+    if (p.extended_features & kExtAttnOutBias) out.push_back({"output bias", "a bias added after the attention output projection"});
+    if (p.extended_features & kExtMoeBiases)
+        out.push_back({"MoE biases", "biases on the router logits and on every expert's gate, up and down projections"});
     if (h.n_experts > 0) {
         std::string detail = std::to_string(h.n_experts) + " experts, " + std::to_string(h.top_k) + " per token, weights " +
                              (p.router_mode == static_cast<uint8_t>(RouterMode::SoftmaxTopK) ? "renormalised over the selected"

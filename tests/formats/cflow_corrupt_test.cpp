@@ -178,13 +178,13 @@ std::vector<Corruption> corruptions() {
          },
          "segment role OutputNorm does not belong in the layer regions"},
         // 16: the first code past the ggml-block tile types (9..15 were added within version 6).
-        {"unknown dtype", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 16; }, "SegmentEntry.dtype at offset"},
+        {"unknown dtype", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 17; }, "SegmentEntry.dtype at offset"},
         {"unknown dtype 255", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 255; }, "unknown dtype 255"},
         // the source-only dtypes (BF16 = 4, GgmlBlock = 5) are no tile payload types either
         {"source-only dtype bf16", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 4; }, "unknown dtype 4"},
         {"source-only dtype ggml", [se_dtype](auto& b, auto& L) { b[L.dir0[L.qkv] + se_dtype] = 5; }, "unknown dtype 5"},
         // Version 6 part dtypes (cflow-format.md section 4, SegmentEntry.part_dtype).
-        {"part dtype unknown", [](auto& b, auto& L) { b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype) + 1] = 16; },
+        {"part dtype unknown", [](auto& b, auto& L) { b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype) + 1] = 17; },
          "(Qkv) SegmentEntry.part_dtype[1] at offset"},
         {"part dtype 200", [](auto& b, auto& L) { b[L.dir0[L.qkv] + offsetof(SegmentEntry, part_dtype) + 2] = 200; },
          "(Qkv) SegmentEntry.part_dtype[2] at offset"},

@@ -3,6 +3,7 @@
 // table. The exhaustive comparison with an independent decoder is
 // tests/parity/ggml/ggml_dequant_parity_test.cpp; these run without Python.
 #include <cstring>
+#include <cmath>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -43,10 +44,35 @@ TEST(GgmlBlocks, TableMatchesTheGgmlNamesAndSizes) {
     }
     EXPECT_EQ(find_ggml_block_type(9), nullptr);   // Q8_1: an activation type, never in model files
     EXPECT_EQ(find_ggml_block_type(16), nullptr);  // IQ2_XXS
-    EXPECT_EQ(supported_ggml_type_names(), "F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, BF16");
+    EXPECT_EQ(supported_ggml_type_names(), "F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, BF16, MXFP4");
+    ASSERT_NE(find_ggml_block_type(kGgmlMXFP4), nullptr);
+    EXPECT_EQ(find_ggml_block_type(kGgmlMXFP4)->block_bytes, 17u);  // ggml-common.h block_mxfp4
+    EXPECT_EQ(find_ggml_block_type(kGgmlMXFP4)->block_elements, 32u);
     ASSERT_NE(find_ggml_block_type(kGgmlIQ4_XS), nullptr);
     EXPECT_EQ(find_ggml_block_type(kGgmlIQ4_XS)->block_bytes, 136u);  // ggml-common.h block_iq4_xs
     EXPECT_EQ(find_ggml_block_type(kGgmlIQ4_XS)->block_elements, 256u);
+}
+
+// MXFP4 (ggml dequantize_row_mxfp4): 2^(e - 128) times kvalues_mxfp4 (twice E2M1), low nibbles
+// weights 0..15, high nibbles 16..31; e < 2 gives ggml's denormal halves.
+TEST(GgmlBlocks, Mxfp4) {
+    std::vector<uint8_t> block(17, 0);
+    block[0] = 130;   // 2^(130 - 128) = 4
+    block[1] = 0x7F;  // weight 0: nibble 15 = -12, weight 16: nibble 7 = 12
+    block[2] = 0x95;  // weight 1: nibble 5 = 6, weight 17: nibble 9 = -1
+    auto y = decode(kGgmlMXFP4, block);
+    EXPECT_EQ(y[0], -48.0f);
+    EXPECT_EQ(y[16], 48.0f);
+    EXPECT_EQ(y[1], 24.0f);
+    EXPECT_EQ(y[17], -4.0f);
+    EXPECT_EQ(y[2], 0.0f);
+    block[0] = 1;  // 2^-127, a denormal
+    block[1] = 0x01;
+    y = decode(kGgmlMXFP4, block);
+    EXPECT_EQ(y[0], std::ldexp(1.0f, -127));
+    block[0] = 0;
+    y = decode(kGgmlMXFP4, block);
+    EXPECT_EQ(y[0], std::ldexp(1.0f, -128));
 }
 
 TEST(GgmlBlocks, LegacyTypes) {

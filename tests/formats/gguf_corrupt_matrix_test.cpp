@@ -463,8 +463,8 @@ std::vector<GgufCase> gguf_cases() {
                                 off(v["kv:llama.attention.layer_norm_rms_epsilon"]) + ") is not a number")));
     c.push_back(edit("rope base an array", [](Gguf& g) { g.kv("llama.rope.freq_base") = {"llama.rope.freq_base", kArray, arrayv(kF32, 1, f32v(1e4f))}; },
                      gguf_open_error("metadata key 'llama.rope.freq_base' (entry at offset " + off(v["kv:llama.rope.freq_base"]) + ") is not a number")));
-    c.push_back(edit("rope scaling yarn", [](Gguf& g) { g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.rope.scaling.type", kString, strv("yarn")}); },
-                     gguf_open_error("RoPE scaling 'yarn' (llama.rope.scaling.type) is not supported", ErrorKind::Unsupported)));
+    c.push_back(edit("rope scaling longrope", [](Gguf& g) { g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.rope.scaling.type", kString, strv("longrope")}); },
+                     gguf_open_error("RoPE scaling 'longrope' (llama.rope.scaling.type) is not supported", ErrorKind::Unsupported)));
     c.push_back(edit("expert_used_count above expert_count", [](Gguf& g) {
                          g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.expert_count", kU32, u32v(2)});
                          g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.expert_used_count", kU32, u32v(3)});

@@ -179,7 +179,7 @@ TEST(TilePlan, GgmlTileRowIsBytesPer256Weights) {
         EXPECT_EQ(ggml_tile_ggml_type(k), kquant_ggml_type(k));
         EXPECT_TRUE(is_quantisation_target(k));
     }
-    EXPECT_FALSE(is_tile_dtype(static_cast<DType>(16)));
+    EXPECT_FALSE(is_tile_dtype(static_cast<DType>(17)));
     EXPECT_EQ(ggml_tile_bytes_per_256(DType::Q4_0), 0u);  // Q4_0 tiles have their own split layout
 }
 

@@ -42,7 +42,8 @@ bool is_dense(SegmentRole r) {
     return r == SegmentRole::FfnNorm || r == SegmentRole::GateUp || r == SegmentRole::Down || r == SegmentRole::FfnPostNorm;
 }
 bool is_attention(SegmentRole r) {
-    return static_cast<uint8_t>(r) <= static_cast<uint8_t>(SegmentRole::AttnOut) || r == SegmentRole::AttnPostNorm;
+    return static_cast<uint8_t>(r) <= static_cast<uint8_t>(SegmentRole::AttnOut) || r == SegmentRole::AttnPostNorm ||
+           r == SegmentRole::AttnSinks || r == SegmentRole::AttnOutBias;
 }
 bool is_moe(SegmentRole r) { return !is_dense(r) && !is_attention(r); }
 
@@ -85,6 +86,7 @@ TEST(DelayedCflowOrder, RegionsAreWrittenInReadOrder) {
         spec.qkv_bias = true;
         spec.qk_norm = true;
         spec.post_norms = true;
+        spec.gpt_oss = true;  // sinks, output bias, router and expert biases: every layer role present
         spec.combine_style = c.style;
         spec.dense_delay = c.dense_delay;
         if (c.style == CombineStyle::DelayedSum || c.style == CombineStyle::AsyncExperts) spec.expert_delay = 1;

@@ -6,6 +6,7 @@ of every block at once with index arrays, in float64, where all the products are
 C++ decoder computes in float32; rounding these values to float32 must give its results.
 
     decode(type_name, raw_bytes) -> np.ndarray[float64] of n_blocks * block_elements values
+    quantize_mxfp4(float32 values) -> MXFP4 block bytes, as ggml's quantize_row_mxfp4_ref
 
 Only numpy is needed.
 """
@@ -28,6 +29,7 @@ TYPES = {
     "Q8_K": (15, QK_K, 292),
     "IQ4_NL": (20, 32, 18),
     "IQ4_XS": (23, QK_K, 136),
+    "MXFP4": (39, 32, 17),
 }
 
 # Block layouts as numpy structured dtypes (little-endian, packed: numpy adds no padding).
@@ -45,9 +47,13 @@ LAYOUTS = {
     "Q8_K": [("d", "<f4"), ("qs", "i1", 256), ("bsums", "<i2", 16)],
     "IQ4_NL": [("d", "<f2"), ("qs", "u1", 16)],
     "IQ4_XS": [("d", "<f2"), ("scales_h", "<u2"), ("scales_l", "u1", 4), ("qs", "u1", 128)],
+    "MXFP4": [("e", "u1"), ("qs", "u1", 16)],
 }
 
 IQ4_NL_CODEBOOK = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], dtype=np.int64)
+# ggml-common.h kvalues_mxfp4 (= kvalues_fp4): the E2M1 values doubled, nibble order of the OCP MX spec
+# (bit 3 the sign, so nibble 8 is -0); ggml pairs them with half the E8M0 scale.
+MXFP4_KVALUES = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], dtype=np.int64)
 
 for _name, (_code, _elems, _nbytes) in TYPES.items():
     assert np.dtype(LAYOUTS[_name]).itemsize == _nbytes, _name
@@ -103,6 +109,18 @@ def _q8_0(b):
 
 def _iq4_nl(b):
     return _f64(b["d"]) * IQ4_NL_CODEBOOK[_nibbles32(b["qs"])]
+
+
+def e8m0_half(e):
+    """ggml_e8m0_to_fp32_half: half the E8M0 scale 2^(e - 127), i.e. 2^(e - 128), for every byte e
+    (e < 2 gives the f32 subnormals 2^-128 and 2^-127; 255 is not treated as NaN)."""
+    return np.ldexp(1.0, _i64(e) - 128)
+
+
+def _mxfp4(b):
+    """dequantize_row_mxfp4: kvalues_mxfp4[nibble] * 2^(e - 128); byte j holds element j (low nibble)
+    and element j + 16 (high nibble), as Q4_0."""
+    return e8m0_half(b["e"])[:, None] * MXFP4_KVALUES[_nibbles32(b["qs"])]
 
 
 # -- K-quants (256 weights). Index maps per weight e = 0..255.
@@ -195,10 +213,36 @@ def _q8_k(b):
 DECODERS = {
     "Q4_0": _q4_0, "Q4_1": _q4_1, "Q5_0": _q5_0, "Q5_1": _q5_1, "Q8_0": _q8_0, "IQ4_NL": _iq4_nl,
     "Q2_K": _q2_k, "Q3_K": _q3_k, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k, "Q8_K": _q8_k,
-    "IQ4_XS": _iq4_xs,
+    "IQ4_XS": _iq4_xs, "MXFP4": _mxfp4,
 }
 
 
 def decode(type_name, raw):
     """All values of the blocks in raw, float64, in storage order."""
     return DECODERS[type_name](blocks_of(type_name, raw)).reshape(-1)
+
+
+def quantize_mxfp4(values):
+    """ggml-quants.c quantize_row_mxfp4_ref on float32 values (a multiple of 32) -> block bytes.
+
+    Per block of 32: amax = max |x|; e = floor(log2f(amax)) - 2 + 127 (0 when amax is 0), so the
+    largest magnitude lands in [8, 16) times d = 2^(e - 128), the half scale; each element takes the
+    first index i of kvalues_mxfp4 minimising fabsf(kvalues[i] * d - x) in float32 (ties to the lower
+    index: +0 before -0, and between two neighbours the smaller code), element j < 16 in the low nibble
+    of byte j, element j + 16 in its high nibble. log2f is taken as the float64 log2 rounded to float32
+    (a correctly rounded log2f; it only matters for amax within an ulp or two below a power of two,
+    where log2f rounds up to the integer). amax must be at least 2^-125 (e >= 0, as the C cast needs)."""
+    x = np.asarray(values, dtype=np.float32).reshape(-1, 32)
+    amax = np.max(np.abs(x), axis=1)
+    lg = np.log2(np.where(amax > 0, amax, 1).astype(np.float64)).astype(np.float32)
+    e = np.where(amax > 0, np.floor(lg).astype(np.int64) - 2 + 127, 0)
+    if np.any((e < 0) | (e > 255)):
+        raise ValueError("MXFP4: a block's largest magnitude is outside the E8M0 range")
+    d = np.ldexp(np.float32(1.0), (e - 128).astype(np.int32)).astype(np.float32)  # exact, subnormals included
+    candidates = MXFP4_KVALUES.astype(np.float32)[None, None, :] * d[:, None, None]  # exact products
+    err = np.abs(candidates - x[:, :, None])  # float32: fabsf(kvalues[i] * d - x), rounded as in C
+    idx = np.argmin(err, axis=2).astype(np.uint8)  # the first minimum, as the strict < of best_index_mxfp4
+    out = np.zeros(len(x), dtype=np.dtype(LAYOUTS["MXFP4"]))
+    out["e"] = e.astype(np.uint8)
+    out["qs"] = idx[:, :16] | (idx[:, 16:] << 4)
+    return out.tobytes()

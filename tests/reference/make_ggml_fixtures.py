@@ -57,6 +57,19 @@ modeling_phi3.py / modeling_rope_utils.py) at every position of a 48-token seque
 a 96-token one (tokens_long / logits_long, long factors), a 32-token greedy continuation of the first 16
 tokens (short factors), and how far an engine that breaks one Phi rule would be (*_rel_l2, each > 1e-2).
 
+OUT_DIR/gpt_oss/: an OpenAI gpt-oss-shaped GptOssForCausalLM (d 160, 4 layers alternating sliding window 8 /
+full, 4 query / 2 KV heads of head_dim 64 != d / heads, q/k/v/o biases, per-head attention sinks, YaRN factor 4
+over original_max_position_embeddings 32 (truncate false) with context 128, 8 experts top-2 of intermediate 96
+with biases, interleaved gate_up and the clamped SwiGLU, untied head). Every expert matrix is MXFP4-exact (random,
+quantised with ggml's quantize_row_mxfp4_ref, dequantised). model.gguf as llama.cpp's converter writes it
+(architecture gpt-oss, experts MXFP4 split into ffn_gate_exps / ffn_up_exps / ffn_down_exps, other tensors F32),
+model_f32.gguf the same with F32 experts, hf/ the Hugging Face folder (plain F32 expert parameters), hf_mxfp4/
+the published checkpoints' layout (experts as *_blocks / *_scales); reference.json holds the float64 numpy
+logits of hf_gpt_oss_reference.py (written from transformers' modeling_gpt_oss.py) at every position of a
+48-token sequence, a 32-token greedy continuation of its first 16 tokens, the same two under llama.cpp's YaRN
+rule (the correction range floored / ceiled, *_truncated_yarn), and how far an engine that breaks one gpt-oss
+rule would be (*_rel_l2, each asserted > 1e-2). See README.md, "gpt-oss".
+
 OUT_DIR/chat_llama3/, chat_qwen3/, chat_smollm3/, chat_gemma3/, chat_phi4mini/: a conversation end to end
 with each chat family (Llama 3.1, Qwen3, SmolLM3, Gemma 3, Phi-4-mini). model.gguf: a tiny F32 model of the
 family's architecture (the shapes and writers above, 2 layers, SmolLM3 4, context 512) whose vocabulary is
@@ -116,6 +129,21 @@ def _fix_bsums(type_name, b):
         b["bsums"] = b["qs"].astype(np.int64).reshape(len(b), 16, 16).sum(axis=2)
 
 
+MXFP4_MAX_E = 252  # 12 * 2^(252 - 128) = 1.5 * 2^127: the largest E8M0 byte whose every value is a finite f32
+
+
+def _fix_mxfp4(case, b):
+    """MXFP4's E8M0 byte: random bytes above MXFP4_MAX_E would overflow f32 (ggml does not guard them)
+    and are clipped to it; max_scale takes MXFP4_MAX_E, min_scale 0 and 1 (the half scales 2^-128 and
+    2^-127, f32 subnormals)."""
+    if case == "max_scale":
+        b["e"] = MXFP4_MAX_E
+    elif case == "min_scale":
+        b["e"] = np.array([0, 1], dtype=np.uint8)
+    else:
+        b["e"] = np.minimum(b["e"], MXFP4_MAX_E)
+
+
 def _quant_fields(b):
     return [n for n in b.dtype.names if b[n].dtype.kind != "f" and n != "bsums"]
 
@@ -165,8 +193,10 @@ def block_cases(type_name, rng):
         ext[n] = vals if ext[n].ndim > 1 else vals[:, 0]
     cases.append(("nibble_extremes", 2, 2, ext))
 
-    for _, _, _, b in cases:
+    for case, _, _, b in cases:
         _fix_bsums(type_name, b)
+        if type_name == "MXFP4":
+            _fix_mxfp4(case, b)
     return cases
 
 
@@ -1049,6 +1079,351 @@ def write_phi3(out_dir, name):
     write_family_fixture(out_dir, name, metadata, gguf_tensors, config, hf_f32, out)
     return out
 
+# ----------------------------------------------------------------------------- gpt-oss (MXFP4 experts)
+
+GPT_OSS = dict(hidden_size=160, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+               intermediate_size=96, num_local_experts=8, num_experts_per_tok=2)
+GPT_OSS_SLIDING_WINDOW = 8
+GPT_OSS_ROPE_SCALING = {"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+                        "original_max_position_embeddings": 32}
+GPT_OSS_MAX_POSITIONS = 128
+GPT_OSS_TOKENS = 48  # past original_max_position_embeddings 32 and six windows of 8
+GPT_OSS_GREEDY_PROMPT = 16
+GPT_OSS_GREEDY_STEPS = 32
+GPT_OSS_MIN_DISTINCT_GREEDY = 6
+GPT_OSS_MAX_GREEDY_RUN = 4
+GPT_OSS_MIN_SANITY = 1e-2
+# Weight scales (see README "gpt-oss"): the expert gate_up N(0, (3/sqrt(d))^2) puts the gate / up
+# pre-activations at std ~3 so the clamp at 7 is hit; large per-head sinks (N(1, 1.5^2)) take a visible
+# share of the softmax; biases large enough that dropping any group moves the logits.
+GPT_OSS_STD = {"gate_up": 3.0, "down": 0.5, "attn_bias": 0.3, "sinks": 1.5, "sinks_mean": 1.0, "router_bias": 0.5,
+               "gate_up_bias": 0.5, "down_bias": 0.3}
+GGML_MXFP4 = blocks.TYPES["MXFP4"][0]
+
+
+def gpt_oss_config(vocab):
+    """config.json of the tiny gpt-oss (the keys of openai/gpt-oss-20b's, without quantization_config:
+    the experts are plain F32 parameters here)."""
+    n = GPT_OSS["num_hidden_layers"]
+    return {
+        "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "torch_dtype": "float32",
+        "vocab_size": len(vocab), "bos_token_id": vocab["<s>"], "eos_token_id": vocab["</s>"],
+        "max_position_embeddings": GPT_OSS_MAX_POSITIONS, "rms_norm_eps": 1e-5, "rope_theta": 150000.0,
+        "rope_scaling": dict(GPT_OSS_ROPE_SCALING), "sliding_window": GPT_OSS_SLIDING_WINDOW,
+        "layer_types": ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)],
+        "attention_bias": True, "attention_dropout": 0.0, "hidden_act": "silu", "initializer_range": 0.02,
+        "swiglu_limit": 7.0, "tie_word_embeddings": False, "output_router_logits": False,
+        "router_aux_loss_coef": 0.9, "use_cache": True, **GPT_OSS,
+    }
+
+
+def gpt_oss_weights(rng, c):
+    """Random weights: HF tensors (float32, HF layout) and the expert matrices as GGUF stores them
+    ({layer: {"gate" / "up": [E, ff, d], "down": [E, d, ff]}}, float32) with their MXFP4 blocks. Every
+    expert matrix is quantised to MXFP4 (quantize_row_mxfp4_ref, blocks of 32 along the input dimension)
+    and dequantised first, so the F32 values are exactly the MXFP4 ones."""
+    d, hq, hkv, dk = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    ff, e, v = c["intermediate_size"], c["num_local_experts"], c["vocab_size"]
+    s = GPT_OSS_STD
+    f32 = lambda a: np.asarray(a, dtype=np.float32)  # noqa: E731
+    hf = {"model.embed_tokens.weight": f32(init_weight(rng, [v, d], "embed"))}
+    experts = {}
+    for l in range(c["num_hidden_layers"]):
+        p = "model.layers.%d." % l
+        hf[p + "input_layernorm.weight"] = f32(init_weight(rng, [d], "norm"))
+        for name, rows in (("q_proj", hq * dk), ("k_proj", hkv * dk), ("v_proj", hkv * dk)):
+            hf[p + "self_attn.%s.weight" % name] = f32(init_weight(rng, [rows, d], "linear"))
+            hf[p + "self_attn.%s.bias" % name] = f32(s["attn_bias"] * rng.standard_normal(rows))
+        hf[p + "self_attn.o_proj.weight"] = f32(init_weight(rng, [d, hq * dk], "linear"))
+        hf[p + "self_attn.o_proj.bias"] = f32(s["attn_bias"] * rng.standard_normal(d))
+        hf[p + "self_attn.sinks"] = f32(s["sinks_mean"] + s["sinks"] * rng.standard_normal(hq))
+        hf[p + "post_attention_layernorm.weight"] = f32(init_weight(rng, [d], "norm"))
+        hf[p + "mlp.router.weight"] = f32(init_weight(rng, [e, d], "linear"))
+        hf[p + "mlp.router.bias"] = f32(s["router_bias"] * rng.standard_normal(e))
+        mats, packed = {}, {}
+        for name, rows, cols, std in (("gate", ff, d, s["gate_up"]), ("up", ff, d, s["gate_up"]),
+                                      ("down", d, ff, s["down"])):
+            w = f32(std / np.sqrt(cols) * rng.standard_normal((e, rows, cols)))
+            packed[name] = blocks.quantize_mxfp4(w)
+            mats[name] = f32(blocks.decode("MXFP4", packed[name]).reshape(e, rows, cols))
+        experts[l] = (mats, packed)
+        gate_up = np.empty((e, d, 2 * ff), dtype=np.float32)  # HF: [E, hidden, 2 ff], gate / up interleaved
+        gate_up[:, :, 0::2] = mats["gate"].transpose(0, 2, 1)
+        gate_up[:, :, 1::2] = mats["up"].transpose(0, 2, 1)
+        hf[p + "mlp.experts.gate_up_proj"] = gate_up
+        hf[p + "mlp.experts.gate_up_proj_bias"] = f32(s["gate_up_bias"] * rng.standard_normal((e, 2 * ff)))
+        hf[p + "mlp.experts.down_proj"] = np.ascontiguousarray(mats["down"].transpose(0, 2, 1))  # [E, ff, hidden]
+        hf[p + "mlp.experts.down_proj_bias"] = f32(s["down_bias"] * rng.standard_normal((e, d)))
+    hf["model.norm.weight"] = f32(init_weight(rng, [d], "norm"))
+    hf["lm_head.weight"] = f32(init_weight(rng, [v, d], "output"))
+    return hf, experts
+
+
+def gpt_oss_gguf_tensors(hf, experts, mxfp4):
+    """The tensors llama.cpp's convert_hf_to_gguf.py (GptOssModel) writes, in its order: with MXFP4
+    experts (converted from *_blocks / *_scales) generate_extra_tensors writes every layer's
+    ffn_down_exps, ffn_gate_exps, ffn_up_exps first; then the checkpoint's tensors in name order, where
+    gate_up_proj (F32 path only) is transposed and split into ffn_gate_exps = rows ::2 and ffn_up_exps =
+    rows 1::2, gate_up_proj_bias into ffn_gate_exps.bias = [..., ::2] and ffn_up_exps.bias = [..., 1::2],
+    down_proj transposed to ffn_down_exps, sinks named attn_sinks.weight. [(name, type, ne, bytes)]."""
+    def f32(name, a):
+        a = np.ascontiguousarray(a, dtype="<f4")
+        return (name, GGML_F32, list(reversed(a.shape)), a.tobytes())
+
+    def exps(name, w, packed):
+        if mxfp4:
+            return (name, GGML_MXFP4, list(reversed(w.shape)), packed)
+        return f32(name, w)
+
+    simple = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+              "lm_head.weight": "output.weight"}
+    per_layer = {"input_layernorm.weight": "attn_norm.weight",
+                 "post_attention_layernorm.weight": "post_attention_norm.weight",
+                 "self_attn.sinks": "attn_sinks.weight", "mlp.router.weight": "ffn_gate_inp.weight",
+                 "mlp.router.bias": "ffn_gate_inp.bias"}
+    for proj, short in (("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v"), ("o_proj", "attn_output")):
+        per_layer["self_attn.%s.weight" % proj] = short + ".weight"
+        per_layer["self_attn.%s.bias" % proj] = short + ".bias"
+    out = []
+    if mxfp4:
+        for l in sorted(experts):
+            mats, packed = experts[l]
+            g = "blk.%d." % l
+            out += [exps(g + "ffn_down_exps.weight", mats["down"], packed["down"]),
+                    exps(g + "ffn_gate_exps.weight", mats["gate"], packed["gate"]),
+                    exps(g + "ffn_up_exps.weight", mats["up"], packed["up"])]
+    for name in sorted(hf):
+        if name in simple:
+            out.append(f32(simple[name], hf[name]))
+            continue
+        l = int(name.split(".")[2])
+        g, rest = "blk.%d." % l, name.split(".", 3)[3]
+        mats, packed = experts[l]
+        if rest in per_layer:
+            out.append(f32(g + per_layer[rest], hf[name]))
+        elif rest == "mlp.experts.gate_up_proj":
+            if not mxfp4:
+                t = hf[name].transpose(0, 2, 1)  # [E, 2 ff, hidden]
+                out += [exps(g + "ffn_gate_exps.weight", t[:, 0::2, :], None),
+                        exps(g + "ffn_up_exps.weight", t[:, 1::2, :], None)]
+        elif rest == "mlp.experts.gate_up_proj_bias":
+            out += [f32(g + "ffn_gate_exps.bias", hf[name][..., 0::2]),
+                    f32(g + "ffn_up_exps.bias", hf[name][..., 1::2])]
+        elif rest == "mlp.experts.down_proj":
+            if not mxfp4:
+                out.append(exps(g + "ffn_down_exps.weight", hf[name].transpose(0, 2, 1), None))
+        elif rest == "mlp.experts.down_proj_bias":
+            out.append(f32(g + "ffn_down_exps.bias", hf[name]))
+        else:
+            raise AssertionError("no GGUF name for " + name)
+    return out
+
+
+def gpt_oss_gguf_header(model_name, c):
+    """The general.* and gpt-oss.* keys of llama.cpp's convert_hf_to_gguf.py (TextModel.set_gguf_parameters
+    in its order, then GptOssModel's sliding_window and expert_feed_forward_length): rope.scaling.* from
+    rope_scaling (type yarn: factor, original_context_length, yarn_beta_fast, yarn_beta_slow; truncate has no
+    key), key_length / value_length from head_dim; no rope.dimension_count (llama.cpp takes key_length), no
+    sliding_window_pattern (llama.cpp fixes the period at 2: layers 0, 2, ... sliding)."""
+    arch = "gpt-oss"
+    rs = c["rope_scaling"]
+    return [
+        ("general.architecture", GGUF_STRING, arch),
+        ("general.name", GGUF_STRING, model_name),
+        ("general.file_type", GGUF_U32, 0),  # LLAMA_FTYPE_ALL_F32 (--outtype f32; MXFP4 experts are copied as is)
+        (arch + ".block_count", GGUF_U32, c["num_hidden_layers"]),
+        (arch + ".context_length", GGUF_U32, c["max_position_embeddings"]),
+        (arch + ".embedding_length", GGUF_U32, c["hidden_size"]),
+        (arch + ".feed_forward_length", GGUF_U32, c["intermediate_size"]),
+        (arch + ".attention.head_count", GGUF_U32, c["num_attention_heads"]),
+        (arch + ".attention.head_count_kv", GGUF_U32, c["num_key_value_heads"]),
+        (arch + ".rope.scaling.type", GGUF_STRING, "yarn"),
+        (arch + ".rope.scaling.factor", GGUF_F32, rs["factor"]),
+        (arch + ".rope.scaling.original_context_length", GGUF_U32, rs["original_max_position_embeddings"]),
+        (arch + ".rope.scaling.yarn_beta_fast", GGUF_F32, rs["beta_fast"]),
+        (arch + ".rope.scaling.yarn_beta_slow", GGUF_F32, rs["beta_slow"]),
+        (arch + ".rope.freq_base", GGUF_F32, c["rope_theta"]),
+        (arch + ".attention.layer_norm_rms_epsilon", GGUF_F32, c["rms_norm_eps"]),
+        (arch + ".expert_count", GGUF_U32, c["num_local_experts"]),
+        (arch + ".expert_used_count", GGUF_U32, c["num_experts_per_tok"]),
+        (arch + ".attention.key_length", GGUF_U32, c["head_dim"]),
+        (arch + ".attention.value_length", GGUF_U32, c["head_dim"]),
+        (arch + ".attention.sliding_window", GGUF_U32, c["sliding_window"]),
+        (arch + ".expert_feed_forward_length", GGUF_U32, c["intermediate_size"]),
+    ]
+
+
+def hf_mxfp4_blocks(mats, packed):
+    """A real gpt-oss checkpoint's expert layout (transformers' integrations/mxfp4.py reads it): *_blocks
+    uint8 [E, rows, cols / 32, 16] with element 2i in the low nibble of byte i and 2i + 1 in the high one
+    (nibble = index into FP4_VALUES = kvalues_mxfp4 / 2), *_scales uint8 [E, rows, cols / 32] = the E8M0
+    byte (value = FP4 * 2^(scale - 127)); rows are the output features (gate_up: 2 ff rows, gate / up
+    interleaved; down: hidden rows)."""
+    def split(name):
+        b = np.frombuffer(packed[name], dtype=np.dtype(blocks.LAYOUTS["MXFP4"]))
+        e_count, rows = mats[name].shape[:2]
+        q = b["qs"].astype(np.uint8)
+        codes = np.concatenate([q & 0xF, q >> 4], axis=1)  # [blocks x 32]: ggml order (j, j + 16)
+        pairs = codes[:, 0::2] | (codes[:, 1::2] << 4)  # HF order: 2i low, 2i + 1 high
+        return pairs.reshape(e_count, rows, -1, 16), b["e"].astype(np.uint8).reshape(e_count, rows, -1)
+
+    gb, gs = split("gate")
+    ub, us = split("up")
+    db, ds = split("down")
+    gate_up_blocks = np.empty((gb.shape[0], 2 * gb.shape[1]) + gb.shape[2:], dtype=np.uint8)
+    gate_up_blocks[:, 0::2], gate_up_blocks[:, 1::2] = gb, ub
+    gate_up_scales = np.empty((gs.shape[0], 2 * gs.shape[1], gs.shape[2]), dtype=np.uint8)
+    gate_up_scales[:, 0::2], gate_up_scales[:, 1::2] = gs, us
+    return gate_up_blocks, gate_up_scales, db, ds
+
+
+def hf_mxfp4_dequantize(blocks_u8, scales_u8):
+    """transformers' convert_moe_packed_tensors, in float64: FP4_VALUES[nibble] * 2^(scale - 127), then
+    [E, rows, cols] transposed to the parameter's [E, cols, rows]."""
+    fp4 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+    lo, hi = fp4[blocks_u8 & 0xF], fp4[blocks_u8 >> 4]
+    vals = np.stack([lo, hi], axis=-1).reshape(blocks_u8.shape[:-1] + (32,))
+    vals = vals * np.ldexp(1.0, scales_u8.astype(np.int64) - 127)[..., None]
+    return vals.reshape(vals.shape[0], vals.shape[1], -1).transpose(0, 2, 1)
+
+
+def safetensors_mixed_bytes(tensors):
+    """safetensors of numpy arrays (F32 or U8), names sorted, as make_reference_models.safetensors_bytes."""
+    header = {"__metadata__": {"format": "pt"}}
+    blobs, offset = [], 0
+    for name in sorted(tensors):
+        a = tensors[name]
+        dtype = {np.dtype(np.float32): "F32", np.dtype(np.uint8): "U8"}[a.dtype]
+        data = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
+def write_gpt_oss(out_dir):
+    """OUT_DIR/gpt_oss/: model.gguf (MXFP4 experts), model_f32.gguf (F32 experts), hf/ (F32 experts),
+    hf_mxfp4/ (experts as *_blocks / *_scales, the published checkpoints' layout), reference.json."""
+    import torch  # safetensors_bytes takes torch tensors
+    import hf_gpt_oss_reference as hg
+    import make_reference_models as mrm
+
+    vocab = mrm.build_vocab()
+    merges = mrm.build_merges(vocab)
+    config = gpt_oss_config(vocab)
+    prompt_len, steps = GPT_OSS_GREEDY_PROMPT, GPT_OSS_GREEDY_STEPS
+    assert prompt_len + steps <= GPT_OSS_MAX_POSITIONS and GPT_OSS_TOKENS <= GPT_OSS_MAX_POSITIONS
+    assert GPT_OSS_TOKENS > config["rope_scaling"]["original_max_position_embeddings"]
+    first = SEED + 71
+    for seed in range(first, first + 64):
+        rng = np.random.default_rng(seed)
+        hf32, experts = gpt_oss_weights(rng, config)
+        hf64 = {k: v.astype(np.float64) for k, v in hf32.items()}
+        tokens = [vocab["<s>"]] + [int(x) for x in rng.integers(3, len(vocab), GPT_OSS_TOKENS - 1)]
+        model = hg.HfGptOss(config, hf64)
+        if model.router_margin(tokens) < 1e-4:
+            continue
+        greedy, margins = model.greedy(tokens[:prompt_len], steps)
+        longest_run = max(len(list(run)) for _, run in itertools.groupby(greedy))
+        if (min(margins) < 1e-3 or len(set(greedy)) < GPT_OSS_MIN_DISTINCT_GREEDY
+                or longest_run > GPT_OSS_MAX_GREEDY_RUN):
+            continue
+        if model.router_margin(tokens[:prompt_len] + greedy) < 1e-4:
+            continue
+        # The same for llama.cpp's YaRN rule (truncated correction range), which the reference also holds.
+        trunc_model = hg.HfGptOss(config, hf64, truncate=True)
+        if trunc_model.router_margin(tokens) < 1e-4:
+            continue
+        greedy_trunc, margins_trunc = trunc_model.greedy(tokens[:prompt_len], steps)
+        if min(margins_trunc) < 1e-3 or trunc_model.router_margin(tokens[:prompt_len] + greedy_trunc) < 1e-4:
+            continue
+        break
+    else:
+        raise AssertionError("gpt_oss: every seed tried has a near tie or a repetitive greedy continuation")
+    logits = model.logits(tokens)
+    router_margin = min(model.router_margin(tokens), model.router_margin(tokens[:prompt_len] + greedy))
+    routing = model.routing(tokens)
+    expert_sets = {tuple(sorted(r[l])) for r in routing for l in range(len(r))}
+
+    # What an engine that gets one gpt-oss rule wrong would give: each must be far outside the 1e-4
+    # tolerance, or the fixture proves nothing.
+    def rel(**flags):
+        cfg = flags.pop("config", config)
+        return _rel_l2(hg.HfGptOss(cfg, hf64, **flags).logits(tokens), logits)
+
+    no_bias = dict(attn_bias=False, router_bias=False, expert_bias=False)
+    sanity = {
+        "no_sinks_rel_l2": rel(sinks=False),
+        "no_sliding_rel_l2": rel(sliding=False),
+        "window_plus_one_rel_l2": rel(window=GPT_OSS_SLIDING_WINDOW + 1),
+        "window_minus_one_rel_l2": rel(window=GPT_OSS_SLIDING_WINDOW - 1),
+        "sliding_on_odd_layers_rel_l2": rel(sliding_layers="odd"),
+        "plain_rope_rel_l2": rel(yarn=False),
+        "no_yarn_attention_factor_rel_l2": rel(attention_factor=1.0),
+        "no_clamp_rel_l2": rel(limit=np.inf),
+        "plain_swiglu_rel_l2": rel(swiglu="plain"),
+        "gate_up_halves_rel_l2": rel(gate_up="halves"),
+        "no_biases_rel_l2": rel(**no_bias),
+        "no_attn_bias_rel_l2": rel(attn_bias=False),
+        "no_router_bias_rel_l2": rel(router_bias=False),
+        "no_expert_bias_rel_l2": rel(expert_bias=False),
+        "softmax_all_experts_rel_l2": rel(router="softmax_all"),
+    }
+    for key, value in sanity.items():
+        assert value > GPT_OSS_MIN_SANITY, "gpt_oss: %s = %g, the fixture proves nothing" % (key, value)
+    # llama.cpp has no key for rope_scaling.truncate: ggml_rope_yarn_corr_dims always floors / ceils the
+    # correction range (truncate true). Informational, with the logits and greedy run of that rule.
+    logits_trunc = trunc_model.logits(tokens)
+    truncated_yarn_rel_l2 = _rel_l2(logits_trunc, logits)
+    router_margin_trunc = min(trunc_model.router_margin(tokens),
+                              trunc_model.router_margin(tokens[:prompt_len] + greedy_trunc))
+    # Activations the clamp changes (share of the selected experts' gate / up entries past the limit).
+    clamp_hits = model.clamped_share(tokens)
+
+    # The MXFP4 repacking agrees with the published layout: the HF *_blocks / *_scales dequantise (as
+    # transformers does) to the very F32 parameters of hf/.
+    hf_mx = {k: v for k, v in hf32.items() if not k.endswith(("experts.gate_up_proj", "experts.down_proj"))}
+    for l, (mats, packed) in experts.items():
+        p = "model.layers.%d.mlp.experts." % l
+        gub, gus, db, ds = hf_mxfp4_blocks(mats, packed)
+        assert np.array_equal(hf_mxfp4_dequantize(gub, gus), hf64[p + "gate_up_proj"])
+        assert np.array_equal(hf_mxfp4_dequantize(db, ds), hf64[p + "down_proj"])
+        hf_mx.update({p + "gate_up_proj_blocks": gub, p + "gate_up_proj_scales": gus,
+                      p + "down_proj_blocks": db, p + "down_proj_scales": ds})
+
+    metadata = gpt_oss_gguf_header("cflow tiny gpt-oss (test fixture)", config) + tokenizer_metadata(vocab, merges)
+    inv_freq, attention_factor, (low, high) = hg.yarn_params(config)
+    out = {"tokens": tokens, "logits": logits.tolist(), "greedy_prompt": tokens[:prompt_len], "greedy": greedy,
+           "min_greedy_margin": min(margins), "min_router_margin": router_margin, "seed": seed,
+           "layer_types": hg.layer_types(config), "sliding_window": GPT_OSS_SLIDING_WINDOW,
+           "experts": routing, "distinct_expert_sets": len(expert_sets), "clamped_share": clamp_hits,
+           "yarn": {"inv_freq": inv_freq.tolist(), "attention_factor": attention_factor, "low": low, "high": high,
+                    "truncate": False},
+           "logits_truncated_yarn": logits_trunc.tolist(), "greedy_truncated_yarn": greedy_trunc,
+           "min_greedy_margin_truncated_yarn": min(margins_trunc),
+           "min_router_margin_truncated_yarn": router_margin_trunc,
+           "truncated_yarn_rel_l2": truncated_yarn_rel_l2,
+           **sanity}
+    hf_torch = {k: torch.from_numpy(v.copy()) for k, v in hf32.items()}
+    write_family_fixture(out_dir, "gpt_oss", metadata, gpt_oss_gguf_tensors(hf32, experts, mxfp4=True), config,
+                         hf_torch, out)
+    d = os.path.join(out_dir, "gpt_oss")
+    with open(os.path.join(d, "model_f32.gguf"), "wb") as f:
+        f.write(gguf_bytes(metadata, gpt_oss_gguf_tensors(hf32, experts, mxfp4=False)))
+    mx_dir = os.path.join(d, "hf_mxfp4")
+    os.makedirs(mx_dir, exist_ok=True)
+    mx_config = dict(config, quantization_config={"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]})
+    mrm.dump_json(mx_config, os.path.join(mx_dir, "config.json"), indent=2)
+    with open(os.path.join(mx_dir, "model.safetensors"), "wb") as f:
+        f.write(safetensors_mixed_bytes(hf_mx))
+    mrm.dump_json(mrm.tokenizer_json(vocab, merges), os.path.join(mx_dir, "tokenizer.json"), indent=2)
+    mrm.dump_json(mrm.TOKENIZER_CONFIG, os.path.join(mx_dir, "tokenizer_config.json"), indent=2)
+    return out
+
+
 # ----------------------------------------------------------------------------- family chat fixtures
 
 # OUT_DIR/chat_<family>/: a conversation end to end. Each family's tiny random-weight model with the
@@ -1491,6 +1866,11 @@ def main(argv=None):
         print("%s: %d + %d tokens, rotary dims %d, attention factor %.6f, greedy margin %.3g (seed %d); "
               "wrong-rule rel L2: %s" % (name, len(p["tokens"]), len(p["tokens_long"]), p["rotary_dim"],
                                          p["attention_factor"], p["min_greedy_margin"], p["seed"], checks))
+    g = write_gpt_oss(out_dir)
+    checks = ", ".join("%s %.3g" % (k[:-len("_rel_l2")], v) for k, v in sorted(g.items()) if k.endswith("_rel_l2"))
+    print("gpt_oss: %d tokens, greedy margin %.3g, router margin %.3g, clamped %.2g%% (seed %d); "
+          "wrong-rule rel L2: %s" % (len(g["tokens"]), g["min_greedy_margin"], g["min_router_margin"],
+                                     100 * g["clamped_share"], g["seed"], checks))
     shared = shared_dir()
     if not os.path.isdir(os.path.join(shared, "assets")):
         print("chat_*: %s/assets not found, the family chat fixtures are not written (their tests skip)" % shared)

@@ -243,6 +243,11 @@ SourceModel make_synthetic_model(const SyntheticSpec& spec) {
     if (spec.tied) c.feature_flags |= kFeatureTiedEmbeddings;
     if (spec.qkv_bias) c.feature_flags |= kFeatureQkvBias;
     if (spec.qk_norm) c.feature_flags |= kFeatureQkNorm;
+    if (spec.gpt_oss) {
+        c.ffn_activation = FfnActivation::ClampedSwiGLU;
+        c.ffn_alpha = 1.702f;
+        c.ffn_limit = 7.0f;
+    }
     model.source_label = "synthetic-model";
     model.metadata = synthetic_metadata(spec);
 
@@ -266,6 +271,10 @@ SourceModel make_synthetic_model(const SyntheticSpec& spec) {
             b.vector(p + "attn_k.bias", kv, 0.0f, 0.1f);
             b.vector(p + "attn_v.bias", kv, 0.0f, 0.1f);
         }
+        if (spec.gpt_oss) {
+            b.vector(p + "attn_sinks.weight", spec.n_heads, 0.0f, 1.0f);
+            b.vector(p + "attn_output.bias", d, 0.0f, 0.1f);
+        }
         if (spec.qk_norm) {
             b.vector(p + "attn_q_norm.weight", spec.head_dim, 1.0f, 0.1f);
             b.vector(p + "attn_k_norm.weight", spec.head_dim, 1.0f, 0.1f);
@@ -287,6 +296,12 @@ SourceModel make_synthetic_model(const SyntheticSpec& spec) {
             b.matrix(p + "ffn_gate_exps.weight", {e, eff, d}, m);
             b.matrix(p + "ffn_up_exps.weight", {e, eff, d}, m);
             b.matrix(p + "ffn_down_exps.weight", {e, d, eff}, m);
+            if (spec.gpt_oss) {
+                b.vector(p + "ffn_gate_inp.bias", e, 0.0f, 0.1f);
+                b.matrix(p + "ffn_gate_exps.bias", {e, eff}, DType::F32);
+                b.matrix(p + "ffn_up_exps.bias", {e, eff}, DType::F32);
+                b.matrix(p + "ffn_down_exps.bias", {e, d}, DType::F32);
+            }
             if (spec.shared_expert_d_ff > 0) {
                 const uint64_t sff = spec.shared_expert_d_ff;
                 b.matrix(p + "ffn_gate_shexp.weight", {sff, d}, m);

@@ -40,6 +40,8 @@ struct SyntheticSpec {
     bool qkv_bias = false;             // attn_q/k/v.bias (Qwen2)
     bool qk_norm = false;              // attn_q_norm / attn_k_norm (Qwen3)
     bool post_norms = false;           // post_attention_norm / post_ffw_norm (Gemma 2/3's sandwich norms)
+    // gpt-oss: attention sinks, attn_output.bias, router and expert biases (with experts), the clamped SwiGLU
+    bool gpt_oss = false;
     bool moe_norm = true;              // MoE layers carry blk.N.moe_norm.weight (else ffn_norm is the fallback)
     bool tied = false;                 // no output.weight; kFeatureTiedEmbeddings set
     bool rope_interleaved = false;     // Q/K rows in adjacent-pair RoPE order (llama2.c)

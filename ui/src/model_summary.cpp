@@ -56,6 +56,7 @@ QString activation_name(uint8_t activation) {
     switch (static_cast<FfnActivation>(activation)) {
     case FfnActivation::SwiGLU: return QStringLiteral("swiglu");
     case FfnActivation::GeGLUTanh: return QStringLiteral("geglu_tanh");
+    case FfnActivation::ClampedSwiGLU: return QStringLiteral("clamped_swiglu");
     }
     return QStringLiteral("unknown (%1)").arg(activation);
 }

@@ -265,9 +265,11 @@ Result<CriticalPathReport> analyze_file(const CflowFile& file) {
 
             LayerStreams a;
             a.attn_bytes = double(segment_bytes(region, {SegmentRole::AttnNorm, SegmentRole::QNorm, SegmentRole::KNorm,
-                                                         SegmentRole::Qkv, SegmentRole::QkvBias, SegmentRole::AttnOut}));
+                                                         SegmentRole::Qkv, SegmentRole::QkvBias, SegmentRole::AttnSinks,
+                                                         SegmentRole::AttnOut, SegmentRole::AttnOutBias}));
             a.dense_bytes = double(segment_bytes(region, {SegmentRole::FfnNorm, SegmentRole::GateUp, SegmentRole::Down}));
-            a.router_bytes = double(segment_bytes(region, {SegmentRole::MoeNorm, SegmentRole::Router, SegmentRole::ExpertTable}));
+            a.router_bytes = double(segment_bytes(region, {SegmentRole::MoeNorm, SegmentRole::Router, SegmentRole::RouterBias,
+                                                           SegmentRole::ExpertTable}));
             if (contents.experts) {
                 std::vector<uint64_t> expert_bytes;  // [n_experts] bytes of each expert's tiles
                 expert_bytes.reserve(g.n_experts);

@@ -49,8 +49,8 @@ bool KvCache::holds_from(uint32_t first, uint32_t written) const {
 }
 
 void KvCache::attend(const Kernels& kernels, uint32_t slot, uint32_t kv_head, uint32_t dk, const float* q, uint32_t group,
-                     uint32_t first, uint32_t n_pos, float scale, float softcap, float* scores, size_t scores_stride,
-                     float* out) const {
+                     uint32_t first, uint32_t n_pos, float scale, float softcap, const float* sinks, float* scores,
+                     size_t scores_stride, float* out) const {
     const bool half = type_ == KvCacheType::F16;
     const DType dtype = half ? DType::F16 : DType::F32;
     const size_t valueBytes = value_bytes(type_);
@@ -88,7 +88,8 @@ void KvCache::attend(const Kernels& kernels, uint32_t slot, uint32_t kv_head, ui
             if (softcap > 0.0f) v = softcap * std::tanh(v / softcap);
             s[i] = v;
         }
-        ops::softmax(s, n_pos - first);
+        if (sinks) ops::softmax_with_sink(s, n_pos - first, sinks[g]);
+        else ops::softmax(s, n_pos - first);
         std::fill(out + size_t(g) * dk, out + size_t(g + 1) * dk, 0.0f);
     }
     for (uint32_t b = first; b < n_pos; b += block_rows(b)) {

@@ -36,13 +36,14 @@ public:
 
     // The `group` query heads q [group x dk] that share KV head `kv_head` of `slot` (1 without
     // GQA) over positions [first, n_pos): for each head g, scores[g * scores_stride + s] =
-    // softmax(softcap(q_g . k_s * scale)) for s in [first, n_pos), and out [g * dk ..] =
+    // softmax(softcap(q_g . k_s * scale)) for s in [first, n_pos) (with sinks [group], head g's
+    // sink logit joins that softmax and takes its share without a value), and out [g * dk ..] =
     // sum_s scores * v_s. Keys and values are walked in blocks of kPositionBlock positions, each
     // block used by every head of the group while it is in cache: per head the same operations
     // in the same order whatever the group size, so grouping never changes a result.
     void attend(const Kernels& kernels, uint32_t slot, uint32_t kv_head, uint32_t dk, const float* q, uint32_t group,
-                uint32_t first, uint32_t n_pos, float scale, float softcap, float* scores, size_t scores_stride,
-                float* out) const;
+                uint32_t first, uint32_t n_pos, float scale, float softcap, const float* sinks, float* scores,
+                size_t scores_stride, float* out) const;
     static constexpr uint32_t kPositionBlock = 256;
 
     // Whether every ring slot still stores position `first` (and so every later one), given that

@@ -158,14 +158,17 @@ void Session::attention(uint32_t layer, uint32_t kv_slot, const float* x, float*
     const float softcap = p.attn_logit_softcap;
     const Kernels& kern = *kernels_;
     const uint32_t group = attention_group();
+    const float* sinks = w.attn_sinks ? w.attn_sinks->raw_f32() : nullptr;  // [H]
     pool_.parallel_for(n_heads / group, [&](size_t begin, size_t end) {
         for (size_t i = begin; i < end; ++i) {
             const size_t hd = i * group;  // the item's first query head
             b.kv.attend(kern, kv_slot, uint32_t(hd * n_kv / n_heads), dk, b.q.data() + hd * dk, group, first, n_pos, scale,
-                        softcap, b.scores.data() + hd * context_length_, context_length_, b.attn.data() + hd * dk);
+                        softcap, sinks ? sinks + hd : nullptr, b.scores.data() + hd * context_length_, context_length_,
+                        b.attn.data() + hd * dk);
         }
     });
     matvec(*w.attn_out, {out}, b.attn.data());
+    if (w.attn_out_bias) ops::add(out, w.attn_out_bias->raw_f32(), h.d_model);
     if (w.attn_post_norm) ops::rmsnorm(out, w.attn_post_norm->raw_f32(), out, h.d_model, p.norm_eps);
     rec.bytesRead[stream_index(Stream::Attention)] += layer::attention_bytes(w);
 }
@@ -181,7 +184,7 @@ void Session::dense_ffn(uint32_t layer, const float* x, float* out, LayerRecord&
     Buffers& b = *buf_;
     ops::rmsnorm(x, w.ffn_norm->raw_f32(), b.xn.data(), h.d_model, p.norm_eps);
     matvec(*w.gate_up, {b.gate.data(), b.up.data()}, b.xn.data());
-    ops::glu(static_cast<FfnActivation>(p.ffn_activation), b.gate.data(), b.up.data(), h.d_ff);
+    ops::glu(p, b.gate.data(), b.up.data(), h.d_ff);
     matvec(*w.down, {out}, b.gate.data());
     if (w.ffn_post_norm) ops::rmsnorm(out, w.ffn_post_norm->raw_f32(), out, h.d_model, p.norm_eps);
     rec.bytesRead[stream_index(Stream::Dense)] += layer::dense_bytes(w);
@@ -197,6 +200,7 @@ void Session::route(uint32_t layer, const SegmentView& norm, const float* x, Rou
     ops::rmsnorm(x, norm.raw_f32(), routing.input.data(), d, p.norm_eps);
     const float* wr = w.router->raw_f32();  // [E x d]
     for (uint32_t e = 0; e < E; ++e) b.router_logits[e] = kernels_->dot(wr + size_t(e) * d, routing.input.data(), d);
+    if (w.router_bias) ops::add(b.router_logits.data(), w.router_bias->raw_f32(), E);
 
     // Top-k by logit, ties toward the lower expert index.
     std::array<uint16_t, 256> order{};
@@ -244,7 +248,8 @@ void Session::route(uint32_t layer, const SegmentView& norm, const float* x, Rou
     rec.nSelected = uint8_t(k);
     rec.experts = routing.experts;
     rec.expertWeights = routing.weights;
-    rec.bytesRead[stream_index(Stream::Router)] += norm.bytes + segment_bytes(w.router) + uint64_t(k) * sizeof(ExpertEntry);
+    rec.bytesRead[stream_index(Stream::Router)] +=
+        norm.bytes + segment_bytes(w.router) + segment_bytes(w.router_bias) + uint64_t(k) * sizeof(ExpertEntry);
 }
 
 Status Session::run_experts(const Routing& routing, float* out, LayerRecord& rec) {
@@ -253,7 +258,6 @@ Status Session::run_experts(const Routing& routing, float* out, LayerRecord& rec
     const LayerWeights& w = model_->layers()[routing.layer];
     Buffers& b = *buf_;
     const uint32_t d = h.d_model, eff = h.expert_d_ff;
-    const auto activation = static_cast<FfnActivation>(p.ffn_activation);
     for (uint32_t i = 0; i < routing.n; ++i) {
         auto view = model_->expert(routing.layer, routing.experts[i]);
         if (!view) return view.take_error();
@@ -277,16 +281,23 @@ Status Session::run_experts(const Routing& routing, float* out, LayerRecord& rec
         // Staged reads bring the file's layout; experts read from memory use the lanes copy if any.
         const bool lanes = routing.tickets[i] < 0 && model_->expert_bank_in_lanes(routing.layer);
         matvec_tiles(*gate_up, ev.gate_up_stripes, {b.gate.data(), b.up.data()}, routing.input.data(), lanes);
-        ops::glu(activation, b.gate.data(), b.up.data(), eff);
+        const float* bias = w.expert_bias ? w.expert_bias->raw_f32() + size_t(routing.experts[i]) * (2 * eff + d) : nullptr;
+        if (bias) {  // [gate eff | up eff | down d] of this expert
+            ops::add(b.gate.data(), bias, eff);
+            ops::add(b.up.data(), bias + eff, eff);
+        }
+        ops::glu(p, b.gate.data(), b.up.data(), eff);
         matvec_tiles(*down, ev.down_stripes, {b.tmp.data()}, b.gate.data(), lanes);
+        if (bias) ops::add(b.tmp.data(), bias + 2 * eff, d);
         if (routing.tickets[i] >= 0) fetcher_->release(uint32_t(routing.tickets[i]));
         kernels_->axpy(routing.weights[i], b.tmp.data(), out, d);
         rec.bytesRead[stream_index(Stream::Expert)] += ev.bytes;
     }
+    if (w.expert_bias) rec.bytesRead[stream_index(Stream::Expert)] += uint64_t(routing.n) * (2 * eff + d) * sizeof(float);
     if (w.shared_gate_up) {
         const uint32_t sff = p.shared_expert_d_ff;
         matvec(*w.shared_gate_up, {b.gate.data(), b.up.data()}, routing.input.data());
-        ops::glu(activation, b.gate.data(), b.up.data(), sff);
+        ops::glu(p, b.gate.data(), b.up.data(), sff);
         matvec(*w.shared_down, {b.tmp.data()}, b.gate.data());
         const float g = w.shared_gate ? sigmoid(kernels_->dot(w.shared_gate->raw_f32(), routing.input.data(), d)) : 1.0f;
         kernels_->axpy(g, b.tmp.data(), out, d);

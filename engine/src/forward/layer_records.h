@@ -25,7 +25,8 @@ inline float norm2(const float* v, size_t n) {
 // Weight bytes the attention block and the dense FFN of layer w read (once per step or chunk).
 inline uint64_t attention_bytes(const LayerWeights& w) {
     return segment_bytes(w.attn_norm) + segment_bytes(w.q_norm) + segment_bytes(w.k_norm) + segment_bytes(w.qkv) +
-           segment_bytes(w.qkv_bias) + segment_bytes(w.attn_out) + segment_bytes(w.attn_post_norm);
+           segment_bytes(w.qkv_bias) + segment_bytes(w.attn_sinks) + segment_bytes(w.attn_out) +
+           segment_bytes(w.attn_out_bias) + segment_bytes(w.attn_post_norm);
 }
 inline uint64_t dense_bytes(const LayerWeights& w) {
     return segment_bytes(w.ffn_norm) + segment_bytes(w.gate_up) + segment_bytes(w.down) + segment_bytes(w.ffn_post_norm);

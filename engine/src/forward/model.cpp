@@ -105,7 +105,9 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
             w.k_norm = r.find(SegmentRole::KNorm);
             w.qkv = r.find(SegmentRole::Qkv);
             w.qkv_bias = r.find(SegmentRole::QkvBias);
+            w.attn_sinks = r.find(SegmentRole::AttnSinks);
             w.attn_out = r.find(SegmentRole::AttnOut);
+            w.attn_out_bias = r.find(SegmentRole::AttnOutBias);
             w.attn_post_norm = r.find(SegmentRole::AttnPostNorm);
             w.ffn_norm = r.find(SegmentRole::FfnNorm);
             w.gate_up = r.find(SegmentRole::GateUp);
@@ -113,6 +115,8 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
             w.ffn_post_norm = r.find(SegmentRole::FfnPostNorm);
             w.moe_norm = r.find(SegmentRole::MoeNorm);
             w.router = r.find(SegmentRole::Router);
+            w.router_bias = r.find(SegmentRole::RouterBias);
+            w.expert_bias = r.find(SegmentRole::ExpertBias);
             w.expert_table = r.find(SegmentRole::ExpertTable);
             w.expert_bank = r.find(SegmentRole::ExpertBank);
             w.shared_gate_up = r.find(SegmentRole::SharedGateUp);

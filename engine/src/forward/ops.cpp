@@ -28,7 +28,28 @@ void softmax(float* x, size_t n) {
     for (size_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-void glu(FfnActivation activation, float* gate, const float* up, size_t n) {
+void softmax_with_sink(float* x, size_t n, float sink) {
+    const float m = n == 0 ? sink : std::max(sink, *std::max_element(x, x + n));
+    float sum = std::exp(sink - m);
+    for (size_t i = 0; i < n; ++i) {
+        x[i] = std::exp(x[i] - m);
+        sum += x[i];
+    }
+    const float inv = 1.0f / sum;
+    for (size_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void glu(const ModelParams& p, float* gate, const float* up, size_t n) {
+    const auto activation = static_cast<FfnActivation>(p.ffn_activation);
+    if (activation == FfnActivation::ClampedSwiGLU) {
+        const float alpha = p.ffn_alpha, limit = p.ffn_limit;
+        for (size_t i = 0; i < n; ++i) {
+            const float g = std::min(gate[i], limit);
+            const float u = std::clamp(up[i], -limit, limit);
+            gate[i] = g / (1.0f + std::exp(-alpha * g)) * (u + 1.0f);
+        }
+        return;
+    }
     if (activation == FfnActivation::GeGLUTanh) {
         constexpr float kSqrt2OverPi = 0.7978845608028654f;
         for (size_t i = 0; i < n; ++i) {

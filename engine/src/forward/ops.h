@@ -12,8 +12,12 @@ namespace cflow::ops {
 void rmsnorm(const float* x, const float* weight, float* out, size_t n, float eps);
 void add(float* y, const float* x, size_t n);          // y += x
 void softmax(float* x, size_t n);                      // in place, max-subtracted
-// gate[i] = act(gate[i]) * up[i]; gate, up: [n]
-void glu(FfnActivation activation, float* gate, const float* up, size_t n);
+// softmax over x [n] and one more logit, `sink`, whose probability is dropped: the x sum to
+// less than 1 by the sink's share (gpt-oss's attention sinks).
+void softmax_with_sink(float* x, size_t n, float sink);
+// gate[i] = act(gate[i]) * up[i] with the model's FFN activation (p.ffn_activation, and
+// ffn_alpha / ffn_limit for the clamped SwiGLU); gate, up: [n]
+void glu(const ModelParams& p, float* gate, const float* up, size_t n);
 // Rotated dimensions of a head: dk * fraction rounded down to an even number.
 uint32_t rotary_dims(uint32_t head_dim, float fraction);
 // cos/sin of pos * theta^(-2i/n_rot) / divisors[i] for i < n_rot/2 (divisors: [n_rot/2], the

@@ -285,6 +285,7 @@ void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
     const uint32_t p0 = position_;
     const uint32_t window = model_->attention_window(layer);
     const uint32_t group = attention_group();
+    const float* sinks = w.attn_sinks ? w.attn_sinks->raw_f32() : nullptr;  // [H]
     pool_.parallel_for(n_heads / group, [&](size_t begin, size_t end) {
         for (size_t i = begin; i < end; ++i) {
             const size_t hd = i * group;                         // the item's first query head
@@ -293,11 +294,14 @@ void Session::attention_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
                 const uint32_t n_pos = p0 + t + 1;
                 const uint32_t first = (window > 0 && n_pos > window) ? n_pos - window : 0;
                 b.kv.attend(kern, layer, uint32_t(hd * n_kv / n_heads), dk, bt.q.data() + t * qdim + hd * dk, group, first,
-                            n_pos, scale, softcap, sc, context_length_, bt.attn.data() + t * qdim + hd * dk);
+                            n_pos, scale, softcap, sinks ? sinks + hd : nullptr, sc, context_length_,
+                            bt.attn.data() + t * qdim + hd * dk);
             }
         }
     });
     matmat(*w.attn_out, {{bt.attn_out.data()}, {d}}, bt.attn.data(), qdim, n);
+    if (w.attn_out_bias)
+        for_tokens(pool_, n, [&](uint32_t t) { ops::add(bt.attn_out.data() + t * d, w.attn_out_bias->raw_f32(), d); });
     if (w.attn_post_norm)
         for_tokens(pool_, n, [&](uint32_t t) {
             ops::rmsnorm(bt.attn_out.data() + t * d, w.attn_post_norm->raw_f32(), bt.attn_out.data() + t * d, d, p.norm_eps);
@@ -314,7 +318,7 @@ void Session::dense_ffn_batch(uint32_t layer, uint32_t n, LayerRecord& rec) {
     for_tokens(pool_, n, [&](uint32_t t) { ops::rmsnorm(bt.x.data() + t * d, w.ffn_norm->raw_f32(), bt.xn.data() + t * d, d, p.norm_eps); });
     matmat(*w.gate_up, {{bt.gate.data(), bt.up.data()}, {hidden, hidden}}, bt.xn.data(), d, n);
     for_tokens(pool_, n, [&](uint32_t t) {
-        ops::glu(static_cast<FfnActivation>(p.ffn_activation), bt.gate.data() + t * hidden, bt.up.data() + t * hidden, h.d_ff);
+        ops::glu(p, bt.gate.data() + t * hidden, bt.up.data() + t * hidden, h.d_ff);
     });
     matmat(*w.down, {{bt.dense_out.data()}, {d}}, bt.gate.data(), hidden, n);
     if (w.ffn_post_norm)
@@ -331,7 +335,6 @@ Status Session::moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, L
     Batch& bt = *batch_;
     const size_t d = h.d_model, hidden = bt.hidden;
     const uint32_t E = h.n_experts, k = h.top_k, eff = h.expert_d_ff;
-    const auto activation = static_cast<FfnActivation>(p.ffn_activation);
     for (uint32_t t = 0; t < n; ++t) route(layer, norm, bt.x.data() + t * d, bt.routing[t], rec);
 
     // Each selected expert runs once for all the tokens that chose it; its output for token t
@@ -352,12 +355,24 @@ Status Session::moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, L
         const bool lanes = model_->expert_bank_in_lanes(layer);
         matmat_tiles(ev.gate_up, ev.gate_up_stripes, {{bt.gate.data(), bt.up.data()}, {hidden, hidden}},
                      bt.expert_in.data(), d, m, lanes);
-        for_tokens(pool_, m, [&](uint32_t j) { ops::glu(activation, bt.gate.data() + j * hidden, bt.up.data() + j * hidden, eff); });
+        // [gate eff | up eff | down d] biases of expert e, if the model has them
+        const float* bias = w.expert_bias ? w.expert_bias->raw_f32() + size_t(e) * (2 * eff + d) : nullptr;
+        for_tokens(pool_, m, [&](uint32_t j) {
+            float* gate = bt.gate.data() + j * hidden;
+            float* up = bt.up.data() + j * hidden;
+            if (bias) {
+                ops::add(gate, bias, eff);
+                ops::add(up, bias + eff, eff);
+            }
+            ops::glu(p, gate, up, eff);
+        });
         matmat_tiles(ev.down, ev.down_stripes, {{bt.expert_tmp.data()}, {d}}, bt.gate.data(), hidden, m,
                      lanes);
+        if (bias)
+            for_tokens(pool_, m, [&](uint32_t j) { ops::add(bt.expert_tmp.data() + j * d, bias + 2 * eff, d); });
         for (uint32_t j = 0; j < m; ++j)
             std::copy_n(bt.expert_tmp.data() + j * d, d, bt.expert_out.data() + size_t(bt.served[j]) * d);
-        expertBytes += ev.bytes;
+        expertBytes += ev.bytes + (bias ? uint64_t(2 * eff + d) * sizeof(float) : 0);
     }
     for (uint32_t t = 0; t < n; ++t) {
         float* out = bt.moe_out.data() + t * d;
@@ -369,7 +384,7 @@ Status Session::moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, L
         const uint32_t sff = p.shared_expert_d_ff;
         for (uint32_t t = 0; t < n; ++t) std::copy_n(bt.routing[t].input.data(), d, bt.expert_in.data() + t * d);
         matmat(*w.shared_gate_up, {{bt.gate.data(), bt.up.data()}, {hidden, hidden}}, bt.expert_in.data(), d, n);
-        for_tokens(pool_, n, [&](uint32_t t) { ops::glu(activation, bt.gate.data() + t * hidden, bt.up.data() + t * hidden, sff); });
+        for_tokens(pool_, n, [&](uint32_t t) { ops::glu(p, bt.gate.data() + t * hidden, bt.up.data() + t * hidden, sff); });
         matmat(*w.shared_down, {{bt.expert_tmp.data()}, {d}}, bt.gate.data(), hidden, n);
         for (uint32_t t = 0; t < n; ++t) {
             const float g = w.shared_gate ? sigmoid(kernels_->dot(w.shared_gate->raw_f32(), bt.routing[t].input.data(), d)) : 1.0f;
@@ -378,7 +393,8 @@ Status Session::moe_batch(uint32_t layer, const SegmentView& norm, uint32_t n, L
         expertBytes += w.shared_gate_up->bytes + w.shared_down->bytes + segment_bytes(w.shared_gate);
     }
     // route() added each token's router bytes; the chunk reads the router once.
-    rec.bytesRead[stream_index(Stream::Router)] = norm.bytes + segment_bytes(w.router) + uint64_t(k) * sizeof(ExpertEntry);
+    rec.bytesRead[stream_index(Stream::Router)] =
+        norm.bytes + segment_bytes(w.router) + segment_bytes(w.router_bias) + uint64_t(k) * sizeof(ExpertEntry);
     rec.bytesRead[stream_index(Stream::Expert)] += expertBytes;
     rec.routing_layer = uint16_t(layer);
     rec.injectionLayer = int16_t(layer);

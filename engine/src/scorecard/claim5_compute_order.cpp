@@ -21,7 +21,9 @@ constexpr const char* kClaim5Title = "Compute-order file layout";
 const char* role_label(SegmentRole r) {
     static const char* names[] = {"attn_norm", "q_norm", "k_norm", "qkv", "qkv_bias", "attn_out", "ffn_norm",
                                   "gate_up", "down", "moe_norm", "router", "expert_table", "expert_bank",
-                                  "shared_gate_up", "shared_down", "shared_gate", "output_norm", "lm_head", "token_embd"};
+                                  "shared_gate_up", "shared_down", "shared_gate", "output_norm", "lm_head", "token_embd",
+                                  "attn_post_norm", "ffn_post_norm", "attn_sinks", "attn_out_bias", "router_bias",
+                                  "expert_bias"};
     const auto i = size_t(r);
     return i < std::size(names) ? names[i] : "?";
 }
@@ -54,10 +56,12 @@ struct OrderBuilder {
 
 // Within attention (layer_ops.cpp): the norm, the fused QKV tiles, their bias, the per-head
 // Q/K norms applied to the projections, the output projection.
-constexpr std::initializer_list<SegmentRole> kAttention = {SegmentRole::AttnNorm, SegmentRole::Qkv, SegmentRole::QkvBias,
-                                                           SegmentRole::QNorm, SegmentRole::KNorm, SegmentRole::AttnOut};
+constexpr std::initializer_list<SegmentRole> kAttention = {SegmentRole::AttnNorm, SegmentRole::Qkv,     SegmentRole::QkvBias,
+                                                           SegmentRole::QNorm,    SegmentRole::KNorm,   SegmentRole::AttnSinks,
+                                                           SegmentRole::AttnOut,  SegmentRole::AttnOutBias};
 constexpr std::initializer_list<SegmentRole> kDense = {SegmentRole::FfnNorm, SegmentRole::GateUp, SegmentRole::Down};
-constexpr std::initializer_list<SegmentRole> kRoute = {SegmentRole::MoeNorm, SegmentRole::Router};
+constexpr std::initializer_list<SegmentRole> kRoute = {SegmentRole::MoeNorm, SegmentRole::Router, SegmentRole::RouterBias,
+                                                       SegmentRole::ExpertBias};
 // run_experts: the routed experts (random access, left out) and then the shared expert.
 constexpr std::initializer_list<SegmentRole> kShared = {SegmentRole::SharedGateUp, SegmentRole::SharedDown,
                                                         SegmentRole::SharedGate};

@@ -39,6 +39,12 @@ constexpr const char* kLlama3Regex =
 constexpr const char* kQwen2Regex =
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+// o200k (GPT-4o, gpt-oss): tokenizer.json's own regex. llama.cpp rewrites its \p{Lu}/\p{Ll}
+// classes as ASCII-case lookaheads for its own regex engine; PCRE2 takes the original.
+constexpr const char* kGpt4oRegex =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 struct PreTokenizer {
     std::vector<const char*> regexes;
@@ -93,6 +99,8 @@ bool pre_tokenizer_for(const std::string& pre, PreTokenizer& out) {
         out.regexes = {kLlama3Regex};
     } else if (is_any({"qwen2", "deepseek-r1-qwen", "stablelm2", "hunyuan", "megrez"})) {
         out.regexes = {kQwen2Regex};
+    } else if (is_any({"gpt-4o", "llama4", "kanana2"})) {
+        out.regexes = {kGpt4oRegex};
     } else {
         return false;
     }

@@ -89,6 +89,7 @@ void random_block(DType dtype, std::mt19937& rng, uint8_t* block) {
         case DType::Q5_0: put_f16(block, sign * target / 9); break;                                   // d (q - 16)
         case DType::Q5_1: put_f16(block, target / 9), put_f16(block + 2, -15.5f * target / 9); break;
         case DType::IQ4_NL: put_f16(block, sign * target / 65); break;                                // d kvalue
+        case DType::MXFP4: block[0] = static_cast<uint8_t>(120 + rng() % 3); break;                  // 2^(e-128) kvalue, RMS ~6
         case DType::F16: put_f16(block, sign * target * spread(rng)); break;                          // the weight
         case DType::Q8_0: put_f16(block, sign * target / 74); break;                                  // d q
         case DType::Q4_0: put_f16(block, sign * target / 4.6f); break;                                // d (q - 8)
@@ -235,7 +236,7 @@ TEST_P(GgmlTileModel, KeptTypesAreExactAndEveryPathMatchesTheFloat64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(Types, GgmlTileModel,
                          ::testing::Values(DType::Q2_K, DType::Q3_K, DType::IQ4_XS, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                                           DType::IQ4_NL),
+                                           DType::IQ4_NL, DType::MXFP4),
                          [](const auto& type) { return std::string(dtype_name(type.param)); });
 
 // llama.cpp's K-quant mixes: Q4_K matrices beside 32-weight-block fallbacks. The fused QKV

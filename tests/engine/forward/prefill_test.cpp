@@ -179,6 +179,14 @@ std::vector<PrefillCase> prefill_cases() {
     qwen.spec.qkv_bias = true;
     qwen.spec.qk_norm = true;
     out.push_back(qwen);
+    // gpt-oss: sinks in every softmax, output / router / expert biases, the clamped SwiGLU.
+    PrefillCase gpt_oss{"gpt_oss_moe_q8", base_spec(DType::Q8_0)};
+    gpt_oss.spec.gpt_oss = true;
+    gpt_oss.spec.d_ff = 0;
+    gpt_oss.spec.n_experts = 4;
+    gpt_oss.spec.top_k = 2;
+    gpt_oss.spec.expert_d_ff = 256;
+    out.push_back(gpt_oss);
     PrefillCase delayed{"delayed_sum_falls_back", base_spec(DType::Q4_0)};
     delayed.spec.combine_style = CombineStyle::DelayedSum;
     delayed.spec.n_experts = 4;

@@ -1,4 +1,4 @@
-// Q2_K / Q3_K / IQ4_XS / Q4_1 / Q5_0 / Q5_1 / IQ4_NL tiles on every SIMD path against the scalar
+// Q2_K / Q3_K / IQ4_XS / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 tiles on every SIMD path against the scalar
 // kernel (matvec_ggml_tile, kernels_scalar.cpp: ggml's dequantised f32 weights, then an
 // index-order f32 dot), on random valid blocks (random bytes, every f16 field a finite value).
 //
@@ -34,7 +34,8 @@ constexpr double kUnitRoundoff = 0x1p-24;
 double gamma_k(double k) { return k * kUnitRoundoff / (1.0 - k * kUnitRoundoff); }
 double reassoc_rel_tol(uint32_t n) { return gamma_k(n + 1.0) + gamma_k(n + 8.0); }
 
-constexpr DType kTypes[] = {DType::Q2_K, DType::Q3_K, DType::IQ4_XS, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL};
+constexpr DType kTypes[] = {DType::Q2_K, DType::Q3_K,   DType::IQ4_XS, DType::Q4_1,
+                            DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::MXFP4};
 constexpr Isa kSimdPaths[] = {Isa::Avx2, Isa::Avx512, Isa::Avx2Int8, Isa::AvxVnni, Isa::Avx512Vnni};
 constexpr uint32_t kRowCounts[] = {1, 7, 128};
 
@@ -46,6 +47,7 @@ std::vector<uint32_t> f16_offsets(DType dtype) {
         case DType::Q3_K: return {108};
         case DType::Q4_1:
         case DType::Q5_1: return {0, 2};
+        case DType::MXFP4: return {};  // an E8M0 exponent byte instead, set by random_tile
         default: return {0};  // IQ4_XS, Q5_0, IQ4_NL
     }
 }
@@ -63,11 +65,14 @@ std::vector<uint8_t> random_tile(DType dtype, uint32_t rows, uint32_t cols, std:
     const uint32_t blockBytes = ggml_tile_block_bytes(dtype);
     std::vector<uint8_t> tile(size_t{blocks} * blockBytes);  // [rows x cols/block] blocks
     for (uint8_t& b : tile) b = static_cast<uint8_t>(rng());
-    for (uint32_t b = 0; b < blocks; ++b)
+    for (uint32_t b = 0; b < blocks; ++b) {
+        if (dtype == DType::MXFP4)  // 2^-16 .. 2^0: finite products with any x here
+            tile[size_t{b} * blockBytes] = static_cast<uint8_t>(std::uniform_int_distribution<int>(112, 128)(rng));
         for (uint32_t at : f16_offsets(dtype)) {
             const uint16_t h = random_f16(rng);
             std::memcpy(tile.data() + size_t{b} * blockBytes + at, &h, 2);
         }
+    }
     return tile;
 }
 

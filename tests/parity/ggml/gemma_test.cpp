@@ -255,8 +255,8 @@ TEST(GemmaHostile, DamagedExtendedFieldsAreRefusedAtOpen) {
     };
     const Case cases[] = {
         {"unknown extended bit",
-         [](std::vector<char>& b, size_t at) { b[at + offsetof(ModelParams, extended_features)] |= char(0x40); },
-         "unknown extended feature bits 64"},
+         [](std::vector<char>& b, size_t at) { b[at + offsetof(ModelParams, extended_features)] |= char(0x80); },
+         "unknown extended feature bits 128"},
         {"feature bit 7 cleared",
          [](std::vector<char>& b, size_t) { b[offsetof(GlobalHeader, feature_flags)] &= char(0x7F); },
          "lacks the extended bit (128)"},

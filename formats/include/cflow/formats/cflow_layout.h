@@ -62,8 +62,16 @@ enum ExtendedFeature : uint32_t {
     // kRopeLongFactorsKey the long ones, which a session uses when its context length exceeds
     // ModelParams.rope_original_context (llama.cpp's rule).
     kExtLongRope = 1u << 3,
+    // ATTN_SINKS segment in every layer: one learned logit per query head that joins each softmax
+    // of its scores and takes its share of the probability mass without a value (gpt-oss).
+    kExtAttnSinks = 1u << 4,
+    // ATTN_OUT_BIAS segment in every layer: a bias added to the attention output projection (gpt-oss).
+    kExtAttnOutBias = 1u << 5,
+    // ROUTER_BIAS and EXPERT_BIAS segments in every MoE layer: the router's logits and each
+    // expert's gate, up and down projections carry biases (gpt-oss).
+    kExtMoeBiases = 1u << 6,
 };
-inline constexpr uint32_t kKnownExtendedFeatures = (1u << 4) - 1;
+inline constexpr uint32_t kKnownExtendedFeatures = (1u << 7) - 1;
 // FloatArray [rotary_dim_count(head_dim, rope_fraction) / 2], each finite and > 0.
 inline constexpr const char* kRopeFreqFactorsKey = "cflow.rope.freq_factors";
 // IntArray [n_layers] of 0 / 1: 1 = that layer's queries and keys are not rotated.
@@ -90,7 +98,9 @@ enum class CombineStyle : uint8_t {
     FixedPoint = 6,
 };
 
-enum class FfnActivation : uint8_t { SwiGLU = 0, GeGLUTanh = 1 };
+// ClampedSwiGLU (gpt-oss): g = min(gate, limit), u = clamp(up, -limit, limit),
+// h = g * sigmoid(alpha * g) * (u + 1), with ModelParams.ffn_alpha / ffn_limit.
+enum class FfnActivation : uint8_t { SwiGLU = 0, GeGLUTanh = 1, ClampedSwiGLU = 2 };
 
 // Router weighting: 0 = softmax over the k selected logits (Mixtral);
 // 1 = softmax over all E, take top-k, no renormalisation (OLMoE, Qwen-MoE norm_topk_prob=false).
@@ -149,11 +159,14 @@ struct ModelParams {
     float query_scale;           // 0 = 1 / sqrt(head_dim); else scores = q.k * query_scale (Gemma's query_pre_attn_scalar^-0.5)
     float rope_local_theta;      // RoPE base of the sliding-window layers (kExtLocalRope), else 0
     uint32_t rope_original_context;  // kExtLongRope: contexts above it use the long factors, else 0
-    float rope_attn_factor;      // 0 = 1; else cos and sin of every rotation are multiplied by it (LongRoPE's attention factor)
-    uint8_t reserved[56];        // zero
+    float rope_attn_factor;      // 0 = 1; else cos and sin of every rotation are multiplied by it (LongRoPE's / YaRN's attention factor)
+    float ffn_alpha;             // ClampedSwiGLU's sigmoid slope (gpt-oss 1.702), else 0
+    float ffn_limit;             // ClampedSwiGLU's clamp (gpt-oss 7.0), else 0
+    uint8_t reserved[48];        // zero
 };
 static_assert(sizeof(ModelParams) == 128, "ModelParams must be 128 bytes");
 static_assert(offsetof(ModelParams, extended_features) == 52, "the kFeatureExtended tail starts at byte 52");
+static_assert(offsetof(ModelParams, ffn_alpha) == 72, "ffn_alpha follows rope_attn_factor");
 
 struct RegionEntry {
     uint64_t offset;  // absolute byte offset of the region's RegionHeader
@@ -195,7 +208,11 @@ enum class SegmentRole : uint8_t {
     TokenEmbd = 18,     // tiles: part [vocab x d]   (vocabulary region)
     AttnPostNorm = 19,  // raw f32 [d]: RMSNorm of the attention output (kExtPostNorms)
     FfnPostNorm = 20,   // raw f32 [d]: RMSNorm of the dense FFN output (kExtPostNorms)
-    Count_ = 21,
+    AttnSinks = 21,     // raw f32 [H]: each query head's sink logit (kExtAttnSinks)
+    AttnOutBias = 22,   // raw f32 [d]: bias of the attention output projection (kExtAttnOutBias)
+    RouterBias = 23,    // raw f32 [E]: bias of the router logits (kExtMoeBiases)
+    ExpertBias = 24,    // raw f32 [E x (2 eff + d)]: per expert, gate bias [eff], up bias [eff], down bias [d] (kExtMoeBiases)
+    Count_ = 25,
 };
 
 // matrix_id values of TileHeader

@@ -42,7 +42,7 @@ struct ConvertOptions {
     // Block-quantized source tensors whose type equals the target are re-tiled block by block (bit-exact).
     bool retile_exact = true;
     // Every quantised weight matrix whose source type a tile holds (Q8_0, Q4_0, and a GGUF's Q4_K,
-    // Q5_K, Q6_K, Q2_K, Q3_K, IQ4_XS, Q4_1, Q5_0, Q5_1, IQ4_NL) keeps that type, re-tiled
+    // Q5_K, Q6_K, Q2_K, Q3_K, IQ4_XS, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) keeps that type, re-tiled
     // bit-exactly: a Q4_K_M or Q3_K_M file stays its own mix. Other quantised types (Q8_K, which
     // no model file uses) get their class's quant and are listed in ConvertReport::requantised_tensors.
     // Unquantised matrices (F32, F16, BF16) keep F16 / F32 (BF16 as F32) where the source has some
@@ -51,7 +51,7 @@ struct ConvertOptions {
     bool keep_source_types = false;
     // Which tile types keep_source_types keeps (bit 1 << DType, as the engine's dtype_bit); 0 keeps
     // every one above. A quantised source type outside the mask becomes the nearest kept type that
-    // loses nothing of its precision (Q2_K / Q3_K / IQ4_XS -> Q6_K, Q4_1 / Q5_0 / Q5_1 / IQ4_NL -> Q8_0),
+    // loses nothing of its precision (Q2_K / Q3_K / IQ4_XS -> Q6_K, Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 -> Q8_0),
     // else the class's target, and is listed in requantised_tensors. Front ends pass the engine's
     // kNativeSpeedTileDtypes: the types it has fast kernels for.
     uint32_t keep_dtype_mask = 0;

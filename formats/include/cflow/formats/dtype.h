@@ -6,7 +6,7 @@
 
 namespace cflow {
 
-// Values 0..3 and 6..15 are the on-disk tile payload types of .cflow (SegmentEntry::dtype and
+// Values 0..3 and 6..16 are the on-disk tile payload types of .cflow (SegmentEntry::dtype and
 // SegmentEntry::part_dtype). BF16 and GgmlBlock exist only in source checkpoints and are
 // converted by the converter.
 enum class DType : uint8_t {
@@ -36,6 +36,7 @@ enum class DType : uint8_t {
     Q5_0 = 13,    // block_q5_0, 22 B
     Q5_1 = 14,    // block_q5_1, 24 B
     IQ4_NL = 15,  // block_iq4_nl, 18 B
+    MXFP4 = 16,   // block_mxfp4, 17 B: E8M0 exponent + 16 bytes of E2M1 nibbles (gpt-oss's experts)
 };
 
 constexpr uint32_t kQuantGroup = 32;  // weights per Q8_0 / Q4_0 block
@@ -45,9 +46,9 @@ constexpr uint32_t kKQuantBlock = 256;  // weights per K-quant super-block (ggml
 // Q4_K / Q5_K / Q6_K: the ggml-block tiles with a quantiser (kquant_quantize.h) and the int8
 // kernels of the int8 paths (they share one Q8_K-style activation slice).
 constexpr bool is_kquant(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
-// Tiles whose rows are a GGUF's own ggml blocks, byte for byte (Q4_K .. IQ4_NL): dequantised by
+// Tiles whose rows are a GGUF's own ggml blocks, byte for byte (Q4_K .. MXFP4): dequantised by
 // dequantize_ggml_row, only ever copied from a source of the same type except the K-quants.
-constexpr bool is_ggml_tile(DType t) { return static_cast<uint8_t>(t) >= 6 && static_cast<uint8_t>(t) <= 15; }
+constexpr bool is_ggml_tile(DType t) { return static_cast<uint8_t>(t) >= 6 && static_cast<uint8_t>(t) <= 16; }
 constexpr bool is_tile_dtype(DType t) { return static_cast<uint8_t>(t) <= 3 || is_ggml_tile(t); }
 constexpr bool is_block_quant(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
 // Tile types the converter can quantise to (the other ggml-block tiles have no quantiser: only a
@@ -61,12 +62,12 @@ constexpr uint32_t kquant_block_bytes(DType t) {
 constexpr uint32_t kquant_ggml_type(DType t) { return t == DType::Q4_K ? 12 : t == DType::Q5_K ? 13 : t == DType::Q6_K ? 14 : 0; }
 
 // Weights per ggml block of a ggml-block tile type: 256 (super-blocks), 32 (Q4_1, Q5_0, Q5_1,
-// IQ4_NL); 0 for other types. Tiles of these types have cols a multiple of it.
+// IQ4_NL, MXFP4); 0 for other types. Tiles of these types have cols a multiple of it.
 constexpr uint32_t ggml_tile_block_weights(DType t) {
     switch (t) {
         case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
         case DType::Q2_K: case DType::Q3_K: case DType::IQ4_XS: return kKQuantBlock;
-        case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::IQ4_NL: return kQuantGroup;
+        case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::IQ4_NL: case DType::MXFP4: return kQuantGroup;
         default: return 0;
     }
 }
@@ -83,6 +84,7 @@ constexpr uint32_t ggml_tile_block_bytes(DType t) {
         case DType::Q5_0: return 22;
         case DType::Q5_1: return 24;
         case DType::IQ4_NL: return 18;
+        case DType::MXFP4: return 17;
         default: return 0;
     }
 }
@@ -103,15 +105,17 @@ constexpr uint32_t ggml_tile_ggml_type(DType t) {
         case DType::Q5_0: return 6;
         case DType::Q5_1: return 7;
         case DType::IQ4_NL: return 20;
+        case DType::MXFP4: return 39;
         default: return 0;
     }
 }
 // Every ggml-block tile type, in DType order.
 inline constexpr DType kGgmlTileTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q2_K, DType::Q3_K,
-                                           DType::IQ4_XS, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL};
+                                           DType::IQ4_XS, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL,
+                                           DType::MXFP4};
 
 // "f32", "f16", "q8_0", "q4_0", "bf16", "ggml", "q4_k", "q5_k", "q6_k", "q2_k", "q3_k", "iq4_xs", "q4_1",
-// "q5_0", "q5_1", "iq4_nl"
+// "q5_0", "q5_1", "iq4_nl", "mxfp4"
 std::string_view dtype_name(DType t);
 std::optional<DType> parse_dtype(std::string_view name);    // inverse of dtype_name, case-insensitive
 

@@ -30,6 +30,7 @@ enum GgmlType : uint32_t {
     kGgmlIQ4_NL = 20,
     kGgmlIQ4_XS = 23,
     kGgmlBF16 = 30,
+    kGgmlMXFP4 = 39,
 };
 
 constexpr uint32_t kGgmlSuperBlock = 256;  // QK_K: weights per K-quant super-block
@@ -37,7 +38,7 @@ constexpr uint32_t kGgmlSuperBlock = 256;  // QK_K: weights per K-quant super-bl
 struct GgmlBlockType {
     uint32_t ggml_type = 0;       // GgmlType code
     std::string_view name;        // "Q4_K", as ggml_type_name (gguf.h) spells it
-    uint32_t block_elements = 0;  // weights per block: 1 (F32, F16, BF16), 32 (legacy, IQ4_NL), 256 (K-quants, IQ4_XS)
+    uint32_t block_elements = 0;  // weights per block: 1 (F32, F16, BF16), 32 (legacy, IQ4_NL, MXFP4), 256 (K-quants, IQ4_XS)
     uint32_t block_bytes = 0;     // bytes per block on disk
 };
 

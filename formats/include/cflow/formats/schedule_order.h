@@ -28,20 +28,22 @@ constexpr bool dense_before_attention(CombineStyle style, uint8_t dense_delay) {
     }
 }
 
-// The 18 layer-region roles (SegmentRole 0..15, AttnPostNorm, FfnPostNorm) in read order for a
+// The 22 layer-region roles (SegmentRole 0..15, AttnPostNorm .. ExpertBias) in read order for a
 // layer of this schedule: the attention block and the dense FFN (each ending with its post-norm)
 // in the order dense_before_attention() says, then the MoE block (MoeNorm, Router, ExpertTable,
 // ExpertBank) and the shared expert, which read the router input after both. A layer region
 // holds the subset its header implies, in this order.
-inline constexpr size_t kLayerRoleCount = 18;
+inline constexpr size_t kLayerRoleCount = 22;
 
 constexpr std::array<SegmentRole, kLayerRoleCount> layer_read_order(CombineStyle style, uint8_t dense_delay) {
-    constexpr std::array<SegmentRole, 7> attention = {SegmentRole::AttnNorm, SegmentRole::QNorm,   SegmentRole::KNorm,
-                                                      SegmentRole::Qkv,      SegmentRole::QkvBias, SegmentRole::AttnOut,
+    constexpr std::array<SegmentRole, 9> attention = {SegmentRole::AttnNorm,    SegmentRole::QNorm,   SegmentRole::KNorm,
+                                                      SegmentRole::Qkv,         SegmentRole::QkvBias, SegmentRole::AttnSinks,
+                                                      SegmentRole::AttnOut,     SegmentRole::AttnOutBias,
                                                       SegmentRole::AttnPostNorm};
     constexpr std::array<SegmentRole, 4> dense = {SegmentRole::FfnNorm, SegmentRole::GateUp, SegmentRole::Down,
                                                   SegmentRole::FfnPostNorm};
-    constexpr std::array<SegmentRole, 7> moe = {SegmentRole::MoeNorm,      SegmentRole::Router,     SegmentRole::ExpertTable,
+    constexpr std::array<SegmentRole, 9> moe = {SegmentRole::MoeNorm,      SegmentRole::Router,     SegmentRole::RouterBias,
+                                                SegmentRole::ExpertBias,   SegmentRole::ExpertTable,
                                                 SegmentRole::ExpertBank,   SegmentRole::SharedGateUp,
                                                 SegmentRole::SharedDown,   SegmentRole::SharedGate};
     std::array<SegmentRole, kLayerRoleCount> order{};

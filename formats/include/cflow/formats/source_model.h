@@ -15,6 +15,8 @@
 //   MoE: blk.N.ffn_gate_inp.weight [E x d] (router), blk.N.ffn_gate_exps.weight / ffn_up_exps [E x eff x d],
 //        blk.N.ffn_down_exps.weight [E x d x eff], blk.N.moe_norm.weight [d],
 //        blk.N.ffn_gate_shexp / ffn_up_shexp [sff x d], ffn_down_shexp [d x sff], ffn_gate_inp_shexp [d]
+//   gpt-oss: blk.N.attn_sinks.weight [H], blk.N.attn_output.bias [d], blk.N.ffn_gate_inp.bias [E],
+//        blk.N.ffn_gate_exps.bias / ffn_up_exps.bias [E x eff], ffn_down_exps.bias [E x d]
 //   MoE from per-expert HF tensors: blk.N.ffn_gate.E.weight / ffn_up.E [eff x d], ffn_down.E [d x eff] (instead of *_exps)
 #include <cstdint>
 #include <map>
@@ -81,8 +83,11 @@ struct ModelConfig {
     // ones, used when the context exceeds rope_original_context. Empty / 0 = no LongRoPE.
     std::vector<float> rope_freq_factors_long;
     uint32_t rope_original_context = 0;
-    // cos and sin of every rotation multiplied by it (LongRoPE's attention factor); 0 = 1.
+    // cos and sin of every rotation multiplied by it (LongRoPE's / YaRN's attention factor); 0 = 1.
     float rope_attn_factor = 0.0f;
+    // FfnActivation::ClampedSwiGLU's sigmoid slope and clamp (gpt-oss: 1.702, 7.0); 0 otherwise.
+    float ffn_alpha = 0.0f;
+    float ffn_limit = 0.0f;
 };
 
 struct TensorView {

@@ -54,9 +54,9 @@ struct GroupDescriptor {
     uint16_t reserved0;     // 0
     uint64_t offset;        // absolute start of the group's sequential data (== attn_offset)
     uint64_t bytes;         // through the end of its dense stage (== dense_offset + dense_bytes - offset)
-    uint64_t attn_offset;   // attention stage: AttnNorm, QNorm, KNorm, Qkv, QkvBias, AttnOut, AttnPostNorm of every layer
+    uint64_t attn_offset;   // attention stage: AttnNorm, QNorm, KNorm, Qkv, QkvBias, AttnSinks, AttnOut, AttnOutBias, AttnPostNorm of every layer
     uint64_t attn_bytes;
-    uint64_t dense_offset;  // dense stage: FfnNorm, GateUp, Down, FfnPostNorm, MoeNorm, Router, Shared* of every layer
+    uint64_t dense_offset;  // dense stage: FfnNorm, GateUp, Down, FfnPostNorm, MoeNorm, Router, RouterBias, ExpertBias, Shared* of every layer
     uint64_t dense_bytes;
 };
 static_assert(sizeof(GroupDescriptor) == 64, "GroupDescriptor must be 64 bytes");
@@ -72,7 +72,9 @@ constexpr VflowStage vflow_stage(SegmentRole role) {
         case SegmentRole::KNorm:
         case SegmentRole::Qkv:
         case SegmentRole::QkvBias:
+        case SegmentRole::AttnSinks:
         case SegmentRole::AttnOut:
+        case SegmentRole::AttnOutBias:
         case SegmentRole::AttnPostNorm: return VflowStage::Attention;
         case SegmentRole::ExpertTable:
         case SegmentRole::ExpertBank: return VflowStage::Bank;

@@ -30,7 +30,9 @@ struct LayerWeights {
     const SegmentView* k_norm = nullptr;     // [dk] f32, optional
     const SegmentView* qkv = nullptr;        // tiles: Q [H*dk x d], K, V [Hkv*dk x d]
     const SegmentView* qkv_bias = nullptr;   // [(H + 2 Hkv) * dk] f32, optional
+    const SegmentView* attn_sinks = nullptr;  // [H] f32: each query head's sink logit, optional (gpt-oss)
     const SegmentView* attn_out = nullptr;   // tiles: [d x H*dk]
+    const SegmentView* attn_out_bias = nullptr;  // [d] f32, optional (gpt-oss)
     const SegmentView* attn_post_norm = nullptr;  // [d] f32: RMSNorm of the attention output, optional (Gemma 2/3)
     const SegmentView* ffn_norm = nullptr;   // [d] f32, when dense FFN
     const SegmentView* gate_up = nullptr;    // tiles: gate, up [d_ff x d]
@@ -38,6 +40,8 @@ struct LayerWeights {
     const SegmentView* ffn_post_norm = nullptr;   // [d] f32: RMSNorm of the dense FFN output, optional (Gemma 2/3)
     const SegmentView* moe_norm = nullptr;   // [d] f32, MoE layers
     const SegmentView* router = nullptr;     // [E x d] f32
+    const SegmentView* router_bias = nullptr;  // [E] f32, optional (gpt-oss)
+    const SegmentView* expert_bias = nullptr;  // [E x (2 eff + d)] f32: gate, up, down biases per expert, optional
     const SegmentView* expert_table = nullptr;
     const SegmentView* expert_bank = nullptr;
     const SegmentView* shared_gate_up = nullptr;  // tiles: shared expert gate, up [sff x d], optional
