@@ -88,7 +88,7 @@ json describe(const CflowFile& f) {
         const auto [lo, hi] = std::minmax_element(divisors.begin(), divisors.end());
         const char* kind = (p.extended_features & kExtLongRope) ? "longrope (short factors; long ones beyond rope_original_context)"
                            : *lo == *hi                       ? "linear"
-                                                              : "per-frequency divisors (Llama 3)";
+                                                              : "per-frequency divisors (Llama 3 or YaRN)";
         j["semantics"]["rope_scaling"] = {{"kind", kind},
                                           {"count", divisors.size()}, {"min", *lo}, {"max", *hi}};
     }

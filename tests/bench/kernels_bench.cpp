@@ -102,6 +102,17 @@ bool build_matrix(DType dtype, uint32_t rows, uint32_t cols, TiledMatrix& m) {
                     std::memcpy(block + at, &h, 2);
                 }
             }
+        } else if (dtype == DType::MXFP4 || dtype == DType::IQ4_NL) {
+            // Each 32-weight block's scale: E8M0 exponent 120..131 (MXFP4), f16 d in [2^-10, 2) (IQ4_NL).
+            const size_t blockBytes = dtype == DType::MXFP4 ? 17 : 18;
+            for (size_t k = 0; k < size_t{t.rows} * (t.cols / 32); ++k) {
+                if (dtype == DType::MXFP4) {
+                    payload[k * blockBytes] = static_cast<uint8_t>(120 + splitmix(seed) % 12);
+                } else {
+                    const uint16_t h = cflow::f32_to_f16(static_cast<float>(1 + splitmix(seed) % 2048) / 1024.0f);
+                    std::memcpy(payload + k * blockBytes, &h, 2);
+                }
+            }
         } else if (cflow::is_block_quant(dtype)) {
             const size_t scales = size_t{t.rows} * cflow::groups_per_row(t.cols);
             for (size_t k = 0; k < scales; ++k) {
@@ -368,6 +379,28 @@ void report_kquant(uint32_t rows, uint32_t cols, double budgetSeconds) {
     if (q4_0Macs > 0.0 && q4_kMacs > 0.0) std::printf("ratio Q4_K / Q4_0 prefill (MAC/s) = %.2f\n", q4_kMacs / q4_0Macs);
 }
 
+// gpt-oss's MXFP4 experts and IQ4_NL (codebook types, f32 path with in-register decode) against
+// Q8_0, what the default conversion makes of them, and Q4_0: time per matvec of one shape on the
+// selected ISA, x quantized once per slice where the type has int8 kernels.
+void report_codebook(uint32_t rows, uint32_t cols, double budgetSeconds) {
+    const Isa isa = cflow::selected_isa();
+    const cflow::Kernels& k = cflow::kernels_for(isa);
+    std::printf("\nCodebook report (%s, single thread)\n", std::string(cflow::isa_name(isa)).c_str());
+    double q8Seconds = 0.0, mxfp4Seconds = 0.0;
+    for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::IQ4_NL, DType::MXFP4}) {
+        TiledMatrix m;
+        if (!build_matrix(dtype, rows, cols, m)) continue;
+        const double gb = static_cast<double>(m.bytes.size()) / 1e9;
+        const double s = session_matvec_seconds(k, m, budgetSeconds);
+        std::printf("%-18s %-10s %7.2f MB  %8.1f us/matvec  %6.2f GB/s\n", m.label.c_str(),
+                    std::string(cflow::isa_name(isa)).c_str(), gb * 1e3, s * 1e6, gb / s);
+        if (dtype == DType::Q8_0) q8Seconds = s;
+        if (dtype == DType::MXFP4) mxfp4Seconds = s;
+    }
+    if (q8Seconds > 0.0 && mxfp4Seconds > 0.0)
+        std::printf("ratio MXFP4 kept / converted to Q8_0 (time per matvec) = %.2f\n", mxfp4Seconds / q8Seconds);
+}
+
 bool parse_shape(const std::string& arg, const std::string& flag, uint32_t& rows, uint32_t& cols) {
     if (arg.rfind(flag, 0) != 0) return false;
     unsigned r = 0, c = 0;
@@ -425,5 +458,6 @@ int main(int argc, char** argv) {
 
     report_ratios(matrices, seconds);
     report_kquant(kqRows, kqCols, seconds);
+    report_codebook(kqRows, kqCols, seconds);
     return 0;
 }

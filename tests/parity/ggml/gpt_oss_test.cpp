@@ -129,7 +129,7 @@ TEST(GptOss, Mxfp4ExpertsKeptBlockForBlockMatchTheReference) {
     auto source = read_gpt_oss_fixture(kGptOssGguf);
     ASSERT_TRUE(source.ok()) << source.error();
     ConvertOptions options;
-    options.keep_source_types = true;  // keep_dtype_mask 0: every tile type, MXFP4 included (--keep-every-type)
+    options.keep_source_types = true;  // keep_dtype_mask 0: every tile type (--keep-every-type)
     options.threads = 2;
     const fs::path out = test::temp_dir("gpt-oss-mxfp4-kept") / "m.cflow";
     auto report = convert_to_cflow(*source, out.string(), options);
@@ -142,12 +142,14 @@ TEST(GptOss, Mxfp4ExpertsKeptBlockForBlockMatchTheReference) {
     test::expect_family_reference(*model, ref, "gpt-oss MXFP4 tiles");
     test::expect_family_reference(*model, ref, "gpt-oss MXFP4 tiles, staged experts", ExpertFetch::Staged);
 
-    // The front ends' default (kNativeSpeedTileDtypes) turns MXFP4 into Q8_0 and says so.
+    // The front ends' default (kNativeSpeedTileDtypes) keeps MXFP4 too: Q8_0 would double the bytes.
     options.keep_dtype_mask = kNativeSpeedTileDtypes;
     const fs::path fast = test::temp_dir("gpt-oss-mxfp4-default") / "m.cflow";
     auto fast_report = convert_to_cflow(*source, fast.string(), options);
     ASSERT_TRUE(fast_report.ok()) << fast_report.error();
-    EXPECT_EQ(fast_report->requantised_tensors.size(), 3u * 4u);
+    EXPECT_TRUE(fast_report->requantised_tensors.empty()) << fast_report->requantised_tensors.front();
+    EXPECT_EQ(fast_report->retiled_exact_tensors, 3u * 4u);
+    EXPECT_LE(fs::file_size(fast), fs::file_size(out));
 }
 
 // Prefill (batched, chunked, with the sinks, biases and clamp in the batched path) equals decoding

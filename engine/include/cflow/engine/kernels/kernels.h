@@ -40,14 +40,17 @@ inline constexpr uint32_t kMatmatLaneTokens = 12;
 constexpr DType slice_dtype(DType t) { return is_kquant(t) ? DType::Q4_K : t; }
 constexpr uint32_t dtype_bit(DType t) { return 1u << static_cast<unsigned>(t); }
 
-// The tile types every SIMD path multiplies from their packed blocks. The other ggml-block tiles
-// (Q2_K, Q3_K, IQ4_XS, Q4_1, Q5_0, Q5_1, IQ4_NL) decode each row through the scalar ggml decoder
-// before an FMA dot: a Q3_K_M 1.1B model decoded at 0.64 tok/s where llama.cpp ran 5.8 (2 threads,
-// BENCHMARKS.md). Front ends keep only these when converting a GGUF (ConvertOptions::keep_dtype_mask)
-// unless the user asks for every type.
+// The tile types every SIMD path multiplies from their packed blocks, and MXFP4 (gpt-oss's
+// experts), decoded in registers on the f32 path: 1.2x Q8_0's time per 16384x16384 matvec on one
+// thread while reading half its bytes (BENCHMARKS.md), and converting it to Q8_0 would double the
+// expert bytes of a model chosen to fit. The other ggml-block tiles (Q2_K, Q3_K, IQ4_XS, Q4_1,
+// Q5_0, Q5_1) decode each row through the scalar ggml decoder before an FMA dot: a Q3_K_M 1.1B
+// model decoded at 0.64 tok/s where llama.cpp ran 5.8 (2 threads); IQ4_NL decodes in registers
+// like MXFP4 but has a lossless Q8_0 fallback. Front ends keep only these when converting a GGUF
+// (ConvertOptions::keep_dtype_mask) unless the user asks for every type.
 inline constexpr uint32_t kNativeSpeedTileDtypes = dtype_bit(DType::F32) | dtype_bit(DType::F16) | dtype_bit(DType::Q8_0) |
                                                    dtype_bit(DType::Q4_0) | dtype_bit(DType::Q4_K) | dtype_bit(DType::Q5_K) |
-                                                   dtype_bit(DType::Q6_K);
+                                                   dtype_bit(DType::Q6_K) | dtype_bit(DType::MXFP4);
 
 struct Kernels {
     Isa isa;
