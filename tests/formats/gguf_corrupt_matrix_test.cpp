@@ -465,6 +465,24 @@ std::vector<GgufCase> gguf_cases() {
                      gguf_open_error("metadata key 'llama.rope.freq_base' (entry at offset " + off(v["kv:llama.rope.freq_base"]) + ") is not a number")));
     c.push_back(edit("rope scaling longrope", [](Gguf& g) { g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.rope.scaling.type", kString, strv("longrope")}); },
                      gguf_open_error("RoPE scaling 'longrope' (llama.rope.scaling.type) is not supported", ErrorKind::Unsupported)));
+    // YaRN (gpt-oss): a factor below 1 shrinks no context; the variants llama.cpp special-cases are refused.
+    c.push_back(edit("yarn factor below 1", [](Gguf& g) {
+                         g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.rope.scaling.type", kString, strv("yarn")});
+                         g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.rope.scaling.factor", kF32, f32v(0.5f)});
+                     },
+                     gguf_open_error("is 0.500000, YaRN needs a finite factor >= 1")));
+    c.push_back(edit("yarn beta_fast negative", [](Gguf& g) {
+                         g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.rope.scaling.type", kString, strv("yarn")});
+                         g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.rope.scaling.yarn_beta_fast", kF32, f32v(-32.0f)});
+                         g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.rope.scaling.original_context_length", kU32, u32v(32)});
+                     },
+                     gguf_open_error("'llama.rope.scaling.yarn_beta_fast' (entry at offset")));
+    c.push_back(edit("yarn log multiplier (DeepSeek)", [](Gguf& g) {
+                         g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.rope.scaling.type", kString, strv("yarn")});
+                         g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.rope.scaling.yarn_log_multiplier", kF32, f32v(0.1f)});
+                         g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.rope.scaling.original_context_length", kU32, u32v(32)});
+                     },
+                     gguf_open_error("only plain YaRN (0.000000) is supported", ErrorKind::Unsupported)));
     c.push_back(edit("expert_used_count above expert_count", [](Gguf& g) {
                          g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.expert_count", kU32, u32v(2)});
                          g.kvs.insert(g.kvs.begin() + 6, Kv{"llama.expert_used_count", kU32, u32v(3)});
