@@ -54,6 +54,25 @@ TEST(ChatViewThinking, TheReasoningIsFoldedAwayAndOpensOnClick) {
     EXPECT_EQ(card->browser()->toPlainText(), QStringLiteral("Just an answer."));
 }
 
+// gpt-oss writes harmony channels: the analysis folds away like a think block, the final
+// channel's text is the answer, and no channel tag reaches the card.
+TEST(ChatViewThinking, AHarmonyReplyShowsItsFinalChannel) {
+    ChatView view;
+    view.addMessage(QStringLiteral("assistant"),
+                    QStringLiteral("<|channel|>analysis<|message|>Two and two.<|start|>assistant<|channel|>final<|message|>It is **4**."));
+    view.resize(600, 400);
+    view.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&view));
+    ChatMessageCard* card = view.card(0);
+    ASSERT_TRUE(toggle(card));
+    EXPECT_EQ(card->browser()->toPlainText(), QStringLiteral("It is 4."));
+    EXPECT_EQ(card->thinking(), QStringLiteral("Two and two."));
+    EXPECT_TRUE(toggle(card)->isVisibleTo(card));
+    view.setMessageText(0, QStringLiteral("<|channel|>final<|message|>Hi there."));
+    EXPECT_FALSE(toggle(card)->isVisibleTo(card));
+    EXPECT_EQ(card->browser()->toPlainText(), QStringLiteral("Hi there."));
+}
+
 TEST(ChatViewThinking, StreamingSaysThinkingUntilTheBlockCloses) {
     ChatView view;
     view.addMessage(QStringLiteral("assistant"), QString());

@@ -157,7 +157,7 @@ void ChatMessageCard::render() {
     const auto chars = [&](size_t byte) {
         return static_cast<int>(QString::fromUtf8(bytes.constData(), static_cast<qsizetype>(byte)).size());
     };
-    answerOffset_ = split.has_reasoning ? chars(split.answer_begin) : 0;
+    answerOffset_ = chars(split.answer_begin);  // 0 without tags; past a harmony final channel's header
     thinkingClosed_ = split.closed;
     thinking_ = split.has_reasoning ? text_.mid(chars(split.reasoning_begin), chars(split.reasoning_end) - chars(split.reasoning_begin)).trimmed()
                                     : QString();

@@ -5,7 +5,10 @@
 #include <new>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "cflow/engine/chat/builtin_templates.h"
+#include "cflow/engine/chat/reasoning_split.h"
 
 namespace cflow {
 namespace {
@@ -25,6 +28,27 @@ bool ends_generation(std::string_view piece) {
                                                   "<end_of_turn>",   "<|endoftext|>", "<|end|>", "<|return|>",
                                                   "<|call|>"};
     return std::find(std::begin(kNames), std::end(kNames), piece) != std::end(kNames);
+}
+
+// Earlier gpt-oss replies as its template takes them back: the final channel's text as content,
+// the analysis as `thinking` (the template refuses channel tags in content). Others unchanged.
+std::vector<ChatMessage> harmony_history(const std::vector<ChatMessage>& messages) {
+    std::vector<ChatMessage> out = messages;
+    for (ChatMessage& m : out) {
+        if (m.role != "assistant" || !m.extra_json.empty()) continue;
+        const ReasoningSplit split = split_reasoning(m.content);
+        if (!split.harmony) continue;
+        std::string thinking = split.has_reasoning ? m.content.substr(split.reasoning_begin, split.reasoning_end - split.reasoning_begin)
+                                                   : std::string();
+        m.content = m.content.substr(split.answer_begin);
+        if (!thinking.empty()) m.extra_json = nlohmann::json{{"thinking", std::move(thinking)}}.dump();
+    }
+    return out;
+}
+
+bool has_control_piece(const Tokenizer& tokenizer, std::string_view piece) {
+    const std::vector<int32_t> ids = tokenizer.encode(std::string(piece), /*add_special=*/false, /*parse_special=*/true);
+    return ids.size() == 1 && tokenizer.is_control(ids.front()) && tokenizer.piece(ids.front()) == piece;
 }
 
 bool is_end_candidate(const Tokenizer& tokenizer, int32_t id) {
@@ -48,6 +72,10 @@ const std::vector<std::vector<ChatMessage>>& probe_conversations() {
 std::vector<int32_t> end_of_turn_tokens(const Tokenizer& tokenizer, const ChatTemplate* chat_template) {
     std::vector<int32_t> ids;
     if (!chat_template) return ids;
+    // Harmony (gpt-oss): <|end|> closes the analysis message and the reply goes on with the final
+    // one; the turn ends at <|return|> or <|call|>. llama.cpp's rule: a vocabulary with both of
+    // those does not stop at <|end|>.
+    const bool harmony = has_control_piece(tokenizer, "<|return|>") && has_control_piece(tokenizer, "<|call|>");
     const std::string& source = chat_template->source();
     const auto vocab = static_cast<int32_t>(tokenizer.vocab_size());
     for (int32_t id = 0; id < vocab; ++id)
@@ -63,6 +91,7 @@ std::vector<int32_t> end_of_turn_tokens(const Tokenizer& tokenizer, const ChatTe
         for (int32_t id : tokenizer.encode(*rendered, /*add_special=*/false, /*parse_special=*/true))
             if (is_end_candidate(tokenizer, id)) ids.push_back(id);
     }
+    if (harmony) std::erase_if(ids, [&](int32_t id) { return tokenizer.piece(id) == "<|end|>"; });
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     return ids;
@@ -151,7 +180,7 @@ std::optional<std::string> ChatSession::render_with_template(const std::vector<C
     }
     TemplateOptions options = template_options_;
     options.add_generation_prompt = add_generation_prompt;
-    auto rendered = template_->render(messages, options);
+    auto rendered = template_->render(harmony_history(messages), options);
     if (rendered) return std::move(rendered).value();
     note = "the chat template failed: " + rendered.error();
     return std::nullopt;

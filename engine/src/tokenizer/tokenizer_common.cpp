@@ -117,6 +117,14 @@ Result<Vocab> load_vocab(const Metadata& metadata, const VocabDefaults& defaults
 
         vocab.piece_to_id.reserve(n);
         for (size_t i = 0; i < n; ++i) vocab.piece_to_id[vocab.pieces[i]] = static_cast<int32_t>(i);
+        // gpt-oss's harmony format frames each message with these control tokens inside the
+        // assistant's reply; llama.cpp renders them (as user-defined tokens) so the reply's channels
+        // can be told apart, and so do we: they print, and they are not end-of-turn candidates.
+        for (const char* framing : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}) {
+            const int32_t id = vocab.find(framing);
+            if (id >= 0 && vocab.types[static_cast<size_t>(id)] == TokenType::Control)
+                vocab.types[static_cast<size_t>(id)] = TokenType::UserDefined;
+        }
 
         int32_t* const ids[] = {&vocab.bos, &vocab.eos, &vocab.unk};
         const char* const keys[] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",

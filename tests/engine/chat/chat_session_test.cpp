@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cflow/engine/chat/builtin_templates.h"
 #include "cflow/engine/chat/chat_session.h"
+#include "cflow/engine/tokenizer/tokenizer.h"
 #include "cflow/formats/converter.h"
 #include "synthetic_model.h"
 #include "test_support.h"
@@ -103,6 +106,41 @@ TEST(ChatSession, EndOfTurnTokensComeFromTheTemplateLiteralOrBuilt) {
     auto plain = model_with("eot_plain", "");
     ASSERT_TRUE(plain);
     EXPECT_TRUE(chat_for(plain).end_of_turn_tokens().empty());
+}
+
+// gpt-oss's harmony format, with its real template: the reply frames its analysis and final
+// messages with <|channel|> / <|message|> / <|start|>, which print and never end the turn; the turn
+// ends at <|return|> or <|call|>, not at the <|end|> that closes the analysis (llama.cpp's rule).
+// An earlier harmony reply goes back to the template as content (final) and thinking (analysis):
+// the template refuses channel tags in content.
+TEST(ChatSession, HarmonyRepliesRunPastTheirFramingAndComeBackSplit) {
+    CFLOW_REQUIRE_ASSET(template_path, "assets/chat-templates/llama.cpp-models-templates/openai-gpt-oss-120b.jinja");
+    std::ifstream in(template_path, std::ios::binary);
+    const std::string harmony_template((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::vector<std::string> harmony = {"<|start|>", "<|end|>", "<|message|>", "<|channel|>",
+                                              "<|return|>", "<|call|>", "<|constrain|>"};
+    auto model = model_with("harmony", harmony_template, 2048, harmony);
+    ASSERT_TRUE(model);
+    ChatSession chat = chat_for(model);
+    EXPECT_EQ(chat.end_of_turn_tokens(), (std::vector<int32_t>{id_of("<|return|>", harmony), id_of("<|call|>", harmony)}));
+    const Tokenizer& tokenizer = model->tokenizer();
+    EXPECT_FALSE(tokenizer.is_control(id_of("<|channel|>", harmony)));
+    EXPECT_TRUE(tokenizer.is_control(id_of("<|end|>", harmony)));
+    StreamingDecoder decoder(tokenizer);
+    std::string streamed;
+    for (const char* token : {"<|channel|>", "<|message|>", "<|end|>", "<|start|>"})
+        streamed += decoder.push(id_of(token, harmony));
+    EXPECT_EQ(streamed, "<|channel|><|message|><|start|>") << "framing prints, <|end|> does not";
+
+    const std::vector<ChatMessage> messages = {
+        {"user", "What is 2+2?", ""},
+        {"assistant", "<|channel|>analysis<|message|>Simple sum.<|start|>assistant<|channel|>final<|message|>It is 4.", ""},
+        {"user", "And 3+3?", ""}};
+    auto turn = chat.prepare(messages);
+    ASSERT_TRUE(turn.ok()) << turn.error();
+    EXPECT_EQ(turn->source, PromptSource::ModelTemplate) << turn->note;
+    EXPECT_NE(turn->text.find("<|start|>assistant<|channel|>final<|message|>It is 4.<|end|>"), std::string::npos) << turn->text;
+    EXPECT_EQ(turn->text.find("<|channel|>final<|message|>It is 4.<|start|>"), std::string::npos) << turn->text;
 }
 
 // Qwen3's switch as its template reads it: enable_thinking false writes an empty think block
