@@ -149,6 +149,7 @@ void declare_bench(CLI::App& root, BenchArgs& a, BenchExpertsArgs& e) {
         ->type_name("f16|f32")
         ->default_str("f16");
     add_flag(*c, "--json", a.json, "one JSON object on one line");
+    c->require_subcommand(0, 1);
 
     CLI::App* x = add_command(
         *c, "experts", "the expert-fetch arms mapped, sync and staged alternated on a MoE model",
@@ -402,6 +403,9 @@ CommandLine::CommandLine(std::string version) : version_(std::move(version)), ap
     root.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     root.get_formatter()->column_width(32);
     root.add_flag("--version", version_flag_, "print the version and exit");  // handled before parsing (parse())
+    // One command per run: a later word that names another command is an argument (a file called
+    // "chat"), not a second command.
+    root.require_subcommand(0, 1);
     declare_convert(root, args_.convert);
     declare_generate(root, args_.generate);
     declare_perplexity(root, args_.perplexity);
