@@ -231,7 +231,6 @@ void declare_scorecard(CLI::App& root, ScorecardArgs& a) {
         "Figures, method and verdict (proven, refuted, inconclusive, not measurable here) per claim, then\n"
         "Table 4.1 from DIR/training/RESULTS.md (DIR: the folder with default-model.cflow and models/; default:\n"
         "the bundled model's); synthetic models are generated in a temporary folder.");
-    c->add_option("ARGS", a.positionals)->group("");  // none allowed: refused with a message naming it
     add_flag(*c, "--json", a.json, "one JSON array of the claim objects");
     add_flag(*c, "--quick", a.quick, "smaller synthetic models, fewer tokens");
     add_integer(*c, "--claim", a.claim, 0, 8, "measure only claim N (0: all)");
@@ -320,7 +319,6 @@ void declare_synth(CLI::App& root, SynthArgs& a) {
         "(with --top-k, --expert-hidden) are required. --router-skew S scales expert e's router row by\n"
         "1 + S*(E-1-e)/(E-1), so low-numbered experts win top-k more often (a skewed routing, as trained\n"
         "routers have, for expert-cache benchmarks).");
-    c->add_option("ARGS", a.positionals)->group("");  // none allowed: refused with a message naming it
     c->add_option("-o,--output", a.output, "the .cflow (or .vflow) to write")->type_name("OUT.cflow");
     c->add_option("--gguf", a.gguf, "also write the model as a GGUF")->type_name("OUT.gguf");
     c->add_option("--preset", a.preset, "a geometry to start from")
@@ -364,8 +362,9 @@ std::string usage_error_text(const CLI::ParseError& e) {
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {  // "The following argument(s) was/were not expected: A B"
         const auto colon = text.find(": ");
         const std::string extras = colon == std::string::npos ? text : text.substr(colon + 2);
-        if (!extras.empty() && extras[0] == '-' && extras.find(' ') == std::string::npos) return "unknown option " + extras;
-        return "unexpected argument(s) " + extras;
+        if (extras.find(' ') == std::string::npos)
+            return extras[0] == '-' ? "unknown option " + extras : "unexpected argument '" + extras + "'";
+        return "unexpected arguments " + extras;
     }
     const auto colon = text.find(": ");
     if (colon != std::string::npos && colon > 0 && text[0] == '-') {

@@ -134,7 +134,6 @@ nlohmann::json claim_json(const ClaimResult& r) {
 } // namespace
 
 int run_scorecard(const ScorecardArgs& args) {
-    if (!args.positionals.empty()) return fail("scorecard", "unexpected argument '" + args.positionals[0] + "'");
     const bool json = args.json, quick = args.quick;
 
     ScorecardOptions options;

@@ -53,8 +53,6 @@ Status write_gguf_file(const SynthModel& m, const std::string& path, const Cance
 } // namespace
 
 int run_synth(const SynthArgs& args) {
-    if (!args.positionals.empty())
-        return fail("synth", "unexpected argument '" + args.positionals[0] + "' (synth takes only options)");
     const auto& out = args.output;
     if (!out) return fail("synth", "missing -o OUT.cflow");
     const auto& gguf = args.gguf;

@@ -87,7 +87,6 @@ struct BenchExpertsArgs {
 };
 
 struct ScorecardArgs {
-    std::vector<std::string> positionals;  // none allowed
     unsigned threads = 0;
     std::optional<std::string> resources;
     int claim = 0;
@@ -128,7 +127,6 @@ struct TemplateArgs {
 
 // synth's options: a preset's geometry, overridden by the ones given.
 struct SynthArgs {
-    std::vector<std::string> positionals;  // none allowed
     std::optional<std::string> output, gguf, preset, quant, combine_style;
     std::optional<long long> d, d_ff, layers, experts, top_k, expert_hidden, heads, kv_heads, vocab, dense_delay,
         expert_delay;

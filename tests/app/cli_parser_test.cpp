@@ -288,6 +288,8 @@ TEST(CliParser, UnknownOptionsAndMissingValuesAreUsageErrors) {
     expect_usage_error("chat -p", "unknown option -p");
     expect_usage_error("logits -p", "option --prompt needs a value");
     expect_usage_error("synth --d", "option --d needs a value");
+    expect_usage_error("synth extra -o x.cflow", "unexpected argument 'extra'");  // synth and scorecard take no positionals
+    expect_usage_error("scorecard 5", "unexpected argument '5'");
 }
 
 TEST(CliParser, MalformedAndOutOfRangeValuesNameTheOption) {
