@@ -140,14 +140,10 @@ void declare_bench(CLI::App& root, BenchArgs& a, BenchExpertsArgs& e) {
         "memory and from the lanes layout, vs the read bandwidth measured in the same run.\n"
         "`cflow bench experts MODEL` compares the expert-fetch arms (cflow bench experts --help).");
     c->add_option("MODEL", a.positionals, "the .cflow/.vflow model")->type_name("FILE");
-    add_threads_option(*c, a.threads);
+    add_session_options(*c, a.session, kSessionKvCache);
     add_integer(*c, "--prompt-tokens", a.prompt_tokens, 1, 100000, "prompt length P for the prefill");
     add_integer(*c, "--tokens", a.tokens, 1, 100000, "decode tokens timed");
     add_integer(*c, "--warmup", a.warmup, 0, 100000, "decode tokens before timing");
-    c->add_option("--kv-cache", a.kv_cache, "KV cache storage: f16 halves its memory, f32 keeps it exact")
-        ->transform(enum_choice<KvCacheType>(parse_kv_cache_type, "", "--kv-cache must be 'f32' or 'f16'"))
-        ->type_name("f16|f32")
-        ->default_str("f16");
     add_flag(*c, "--json", a.json, "one JSON object on one line");
     c->require_subcommand(0, 1);
 

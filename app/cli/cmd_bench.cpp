@@ -56,9 +56,9 @@ int run_bench(const BenchArgs& args) {
     const std::string path = args.positionals[0];
     const bool json = args.json;
 
-    ThreadPool pool{args.threads};
+    ThreadPool pool{args.session.threads};
     const BandwidthProbeResult probe = probe_read_bandwidth(pool);
-    const BenchPlan plan{pool.size(), args.prompt_tokens, args.warmup, args.tokens, args.kv_cache};
+    const BenchPlan plan{pool.size(), args.prompt_tokens, args.warmup, args.tokens, args.session.kv_cache};
     const std::string isa(isa_name(selected_isa()));
     constexpr int kArms = 3;
     SpeedMeasurement results[kArms];

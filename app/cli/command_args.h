@@ -73,9 +73,8 @@ struct PerplexityArgs {
 
 struct BenchArgs {
     std::vector<std::string> positionals;  // MODEL
-    unsigned threads = 0;
     int tokens = 64, warmup = 8, prompt_tokens = 64;
-    KvCacheType kv_cache = KvCacheType::F16;
+    SessionArgs session;  // --threads, --kv-cache
     bool json = false;
 };
 

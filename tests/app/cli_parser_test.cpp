@@ -203,7 +203,7 @@ TEST(CliParser, DefaultsAreTheOnesTheCommandsHad) {
     EXPECT_EQ(b.tokens, 64);
     EXPECT_EQ(b.warmup, 8);
     EXPECT_EQ(b.prompt_tokens, 64);
-    EXPECT_EQ(b.kv_cache, KvCacheType::F16);
+    EXPECT_EQ(b.session.kv_cache, KvCacheType::F16);
     const Parsed x = parse("bench experts m");
     EXPECT_EQ(x.outcome.command, "bench experts");
     EXPECT_EQ(x.args().bench_experts.tokens, 32);
