@@ -9,7 +9,6 @@
 #include "cflow/formats/dtype.h"
 #include "cli_options.h"
 #include "combine_style_arg.h"
-#include "load_args.h"
 
 namespace cflow::cli {
 namespace {

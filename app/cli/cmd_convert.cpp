@@ -64,7 +64,7 @@ int fail(const std::string& command, const std::string& message) {
 int run_convert(const ConvertArgs& args) {
     if (args.positionals.size() != 1) return fail("convert", "expected exactly one source (model folder, .gguf or llama2.c .bin)");
     if (!args.output && !args.preflight) return fail("convert", "missing -o OUT.cflow (or OUT.vflow)");
-    const std::optional<std::string> out = args.output.value_or(std::string());
+    const std::string out = args.output.value_or(std::string());  // empty: --preflight without -o
 
     ConvertOptions options;
     // A GGUF keeps each tensor's own type (Q4_K_M stays its mix, bit for bit) unless a quant
@@ -82,14 +82,14 @@ int run_convert(const ConvertArgs& args) {
     for (const auto& [option, tensor_class] : class_options)
         if (*option) set_quant_for(options, tensor_class, quant_type(**option));
     // Container: --format wins; otherwise the output's extension decides (.vflow -> vflow, else cflow).
-    const bool vflow_name = model_kind_from_name(*out) == ModelPathKind::Vflow;
+    const bool vflow_name = model_kind_from_name(out) == ModelPathKind::Vflow;
     options.format = vflow_name ? ContainerFormat::Vflow : ContainerFormat::Cflow;
     if (args.format) options.format = *args.format == "vflow" ? ContainerFormat::Vflow : ContainerFormat::Cflow;
     options.threads = args.threads;
 
     const std::string source_path = args.positionals[0];
     const std::string& tokenizer_path = args.tokenizer;
-    if (args.preflight) return run_preflight_only(source_path, tokenizer_path, *out, options, options.threads, args.json);
+    if (args.preflight) return run_preflight_only(source_path, tokenizer_path, out, options, options.threads, args.json);
     if (args.json) return fail("convert", "--json goes with --preflight");
     std::string sample;
     if (args.sample) {
@@ -103,18 +103,18 @@ int run_convert(const ConvertArgs& args) {
     if (!source) return fail("convert", source.error());
     auto plan = plan_conversion(*source, options);
     if (!plan) return fail("convert", plan.error());
-    if (Status s = check_free_space(*out, plan->file_bytes); !s) return fail("convert", s.error());
+    if (Status s = check_free_space(out, plan->file_bytes); !s) return fail("convert", s.error());
 
     // The written file must load as `generate` would load it before it replaces the output:
     // the converter's own checks missed files the engine refused (no FFN, vocabulary sizes).
-    options.verify_output = [out = *out](const std::string& written) { return check_model_loads(written, out); };
+    options.verify_output = [out](const std::string& written) { return check_model_loads(written, out); };
 
     const bool quiet = args.quiet;
     CancelToken cancel;
     InterruptGuard guard(cancel, InterruptSignals::InterruptAndTermination);
     const auto t0 = std::chrono::steady_clock::now();
     auto report = convert_to_cflow(
-        *source, *out, options,
+        *source, out, options,
         [quiet](const ConvertProgress& p) {
             if (!quiet)
                 std::fprintf(stderr, "\r[%llu/%llu] %-48.48s", (unsigned long long)p.tensors_done,
@@ -147,14 +147,14 @@ int run_convert(const ConvertArgs& args) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "wrote %s: %llu bytes, %llu tensors, %llu tiles (%llu tensors re-tiled bit-exactly) in %.2f s\n",
-                 out->c_str(), (unsigned long long)report->file_bytes, (unsigned long long)report->tensors,
+                 out.c_str(), (unsigned long long)report->file_bytes, (unsigned long long)report->tensors,
                  (unsigned long long)report->tiles, (unsigned long long)report->retiled_exact_tensors, seconds);
     if (!args.validate) return 0;
 
     ValidationRequest validation;
     validation.source_path = source_path;
     validation.tokenizer_path = tokenizer_path;
-    validation.converted_path = *out;
+    validation.converted_path = out;
     validation.sample_text = sample;
     validation.threads = options.threads;
     auto checked = validate_conversion(validation, [quiet](const ValidationStage& stage) {
@@ -164,7 +164,7 @@ int run_convert(const ConvertArgs& args) {
     if (!checked) return fail("convert", "validation: " + checked.error());
     ConversionRecord record;
     record.source_path = source_path;
-    record.output_path = *out;
+    record.output_path = out;
     record.options_text = convert_options_text(options);
     record.convert_seconds = seconds;
     record.file_bytes = report->file_bytes;
@@ -172,7 +172,7 @@ int run_convert(const ConvertArgs& args) {
     if (Status s = write_conversion_report(record); !s) return fail("convert", "the report: " + s.error());
     const std::string text = validation_text(*checked);
     std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fprintf(stderr, "report: %s\n", conversion_report_paths(*out).markdown.c_str());
+    std::fprintf(stderr, "report: %s\n", conversion_report_paths(out).markdown.c_str());
     return checked->verdict == "fail" ? 3 : 0;
 }
 
