@@ -17,18 +17,23 @@ set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 
-# nlohmann/json is header-only and Debian installs it only for the host, in /usr/include.
-# Putting all of /usr/include on the Windows compiler's path would shadow mingw's own C
-# headers (stdint.h -> glibc's bits/...), so expose just the nlohmann/ folder through a
-# link in the build tree and pre-seed the top-level find_path with it.
-if(NOT DEFINED CACHE{NLOHMANN_JSON_INCLUDE_DIR} AND EXISTS /usr/include/nlohmann/json.hpp)
-  set(_cflow_host_headers "${CMAKE_BINARY_DIR}/host-header-only")
-  file(MAKE_DIRECTORY "${_cflow_host_headers}")
-  if(NOT EXISTS "${_cflow_host_headers}/nlohmann/json.hpp")
-    file(CREATE_LINK /usr/include/nlohmann "${_cflow_host_headers}/nlohmann" SYMBOLIC COPY_ON_ERROR)
+# nlohmann/json and CLI11 are header-only and Debian installs them only for the host, in
+# /usr/include. Putting all of /usr/include on the Windows compiler's path would shadow mingw's
+# own C headers (stdint.h -> glibc's bits/...), so expose just the nlohmann/ and CLI/ folders
+# through links in the build tree and pre-seed the top-level find_path calls with it.
+set(_cflow_host_headers "${CMAKE_BINARY_DIR}/host-header-only")
+foreach(_cflow_header_lib IN ITEMS "NLOHMANN_JSON;nlohmann;json.hpp" "CLI11;CLI;CLI.hpp")
+  list(GET _cflow_header_lib 0 _cflow_var)
+  list(GET _cflow_header_lib 1 _cflow_folder)
+  list(GET _cflow_header_lib 2 _cflow_header)
+  if(NOT DEFINED CACHE{${_cflow_var}_INCLUDE_DIR} AND EXISTS /usr/include/${_cflow_folder}/${_cflow_header})
+    file(MAKE_DIRECTORY "${_cflow_host_headers}")
+    if(NOT EXISTS "${_cflow_host_headers}/${_cflow_folder}/${_cflow_header}")
+      file(CREATE_LINK /usr/include/${_cflow_folder} "${_cflow_host_headers}/${_cflow_folder}" SYMBOLIC COPY_ON_ERROR)
+    endif()
+    set(${_cflow_var}_INCLUDE_DIR "${_cflow_host_headers}" CACHE PATH "${_cflow_folder}/ headers (host copy, header-only)")
   endif()
-  set(NLOHMANN_JSON_INCLUDE_DIR "${_cflow_host_headers}" CACHE PATH "nlohmann/json headers (host copy, header-only)")
-endif()
+endforeach()
 
 # The Windows dependencies packaging/windows/build-deps.sh cross-builds into the CI cache (PCRE2, Qt,
 # QCoro, spdlog/fmt), named by the mingw-deps.cmake it writes there. Found only through this file,

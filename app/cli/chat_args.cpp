@@ -2,11 +2,48 @@
 
 #include "cflow/engine/chat/builtin_templates.h"
 #include "cflow/formats/whole_file.h"
+#include "cli_options.h"
 
 namespace cflow::cli {
 
-Result<TemplateChoice> parse_template_arg(const Args& args) {
-    const auto value = args.value(kTemplateOption);
+void add_chat_options(CLI::App& app, ChatArgs& args, bool with_thinking) {
+    std::string names = "model";
+    for (const BuiltinTemplate& t : builtin_chat_templates()) names += "|" + std::string(t.name);
+    app.add_option(kTemplateOption, args.template_name,
+                   "the chat template: the model's own, a built-in one or a Jinja file")
+        ->type_name(names + "|FILE.jinja")
+        ->default_str("model");
+    app.add_option(kContextPolicyOption, args.context_policy,
+                   "what a conversation too long for the context loses (stop: the message is refused; drop-oldest: "
+                   "the oldest turns; sliding-window: the oldest tokens)")
+        ->transform(CLI::Validator(
+            [](std::string& value) -> std::string {
+                ContextPolicy policy;
+                if (value == "stop") policy = ContextPolicy::Stop;
+                else if (value == "drop-oldest") policy = ContextPolicy::DropOldest;
+                else if (value == "sliding-window") policy = ContextPolicy::SlidingWindow;
+                else return std::string(kContextPolicyOption) + " '" + value + "': expected stop, drop-oldest or sliding-window";
+                value = std::to_string(int(policy));
+                return {};
+            },
+            ""))
+        ->type_name("stop|drop-oldest|sliding-window")
+        ->default_str("stop");
+    if (with_thinking)
+        app.add_option(kThinkingOption, args.thinking,
+                       "enable_thinking for templates that read it (Qwen3, SmolLM3: off answers without reasoning)")
+            ->transform(CLI::Validator(
+                [](std::string& value) -> std::string {
+                    if (value != "on" && value != "off")
+                        return std::string(kThinkingOption) + " '" + value + "': expected on or off";
+                    value = value == "on" ? "1" : "0";
+                    return {};
+                },
+                ""))
+            ->type_name("on|off");
+}
+
+Result<TemplateChoice> parse_template_arg(const std::optional<std::string>& value) {
     if (!value || *value == "model") return TemplateChoice{};
     if (find_builtin_template(*value)) return TemplateChoice{TemplateChoice::Kind::Builtin, *value};
     auto source = read_whole_file(*value, kMaxChatTemplateBytes, "chat template");
@@ -18,24 +55,6 @@ Result<TemplateChoice> parse_template_arg(const Args& args) {
                                                        source.error());
     }
     return TemplateChoice{TemplateChoice::Kind::Custom, std::move(source).value()};
-}
-
-Result<ContextPolicy> parse_context_policy_arg(const Args& args, ContextPolicy fallback) {
-    const auto value = args.value(kContextPolicyOption);
-    if (!value) return fallback;
-    if (*value == "stop") return ContextPolicy::Stop;
-    if (*value == "drop-oldest") return ContextPolicy::DropOldest;
-    if (*value == "sliding-window") return ContextPolicy::SlidingWindow;
-    return make_error(ErrorKind::InvalidInput, std::string(kContextPolicyOption) + " '" + *value +
-                                                   "': expected stop, drop-oldest or sliding-window");
-}
-
-Result<std::optional<bool>> parse_thinking_arg(const Args& args) {
-    const auto value = args.value(kThinkingOption);
-    if (!value) return std::optional<bool>{};
-    if (*value == "on") return std::optional<bool>{true};
-    if (*value == "off") return std::optional<bool>{false};
-    return make_error(ErrorKind::InvalidInput, std::string(kThinkingOption) + " '" + *value + "': expected on or off");
 }
 
 } // namespace cflow::cli

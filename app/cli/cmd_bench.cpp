@@ -13,9 +13,7 @@
 #include "cflow/engine/forward/session.h"
 #include "cflow/engine/io/bandwidth_probe.h"
 #include "cflow/engine/kernels/kernels.h"
-#include "cli_args.h"
 #include "commands.h"
-#include "kv_cache_args.h"
 #include "peak_rss.h"
 
 namespace cflow::cli {
@@ -53,25 +51,14 @@ nlohmann::json speed_json(const SpeedMeasurement& m, double bandwidth) {
 
 } // namespace
 
-int run_bench(const std::vector<std::string>& argv) {
-    if (!argv.empty() && argv[0] == "experts") return run_bench_experts({argv.begin() + 1, argv.end()});
-    auto args = Args::parse(argv, ArgSpec{{"--threads", "--tokens", "--warmup", "--prompt-tokens", "--kv-cache"}, {"--json"}});
-    if (!args) return fail("bench", args.error());
-    if (args->positionals().size() != 1) return fail("bench", "expected exactly one MODEL.cflow");
-    auto threads = args->integer("--threads", 0, 0, 1024);
-    auto tokens = args->integer("--tokens", 64, 1, 100000);
-    auto warmup = args->integer("--warmup", 8, 0, 100000);
-    auto prompt = args->integer("--prompt-tokens", 64, 1, 100000);
-    for (const auto* r : {&threads, &tokens, &warmup, &prompt})
-        if (!*r) return fail("bench", r->error());
-    const std::string path = args->positionals()[0];
-    const bool json = args->flag("--json");
+int run_bench(const BenchArgs& args) {
+    if (args.positionals.size() != 1) return fail("bench", "expected exactly one MODEL.cflow");
+    const std::string path = args.positionals[0];
+    const bool json = args.json;
 
-    ThreadPool pool{unsigned(*threads)};
+    ThreadPool pool{args.session.threads};
     const BandwidthProbeResult probe = probe_read_bandwidth(pool);
-    auto kv_cache = parse_kv_cache_arg(*args, KvCacheType::F16);
-    if (!kv_cache) return fail("bench", kv_cache.error());
-    const BenchPlan plan{pool.size(), int(*prompt), int(*warmup), int(*tokens), *kv_cache};
+    const BenchPlan plan{pool.size(), args.prompt_tokens, args.warmup, args.tokens, args.session.kv_cache};
     const std::string isa(isa_name(selected_isa()));
     constexpr int kArms = 3;
     SpeedMeasurement results[kArms];

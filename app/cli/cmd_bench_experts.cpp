@@ -22,7 +22,6 @@
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
 #include "cflow/engine/kernels/kernels.h"
-#include "cli_args.h"
 #include "commands.h"
 #include "expert_fetch_args.h"
 
@@ -81,40 +80,29 @@ Status run_tokens(ArmTotals& arm, int count, bool timed) {
 
 } // namespace
 
-int run_bench_experts(const std::vector<std::string>& argv) {
-    auto args = Args::parse(argv, ArgSpec{{"--threads", "--tokens", "--warmup", "--rounds", "--fetch-threads", "--cache-mib", "--io-backend"}, {"--json"}});
-    if (!args) return fail("bench experts", args.error());
-    if (args->positionals().size() != 1) return fail("bench experts", "expected exactly one MODEL.cflow");
-    auto threads = args->integer("--threads", 0, 0, 1024);
-    auto tokens = args->integer("--tokens", 32, 1, 100000);
-    auto warmup = args->integer("--warmup", 4, 0, 100000);
-    auto rounds = args->integer("--rounds", 4, 1, 1000);
-    auto fetch_threads = args->integer("--fetch-threads", 2, 1, 64);
-    for (const auto* r : {&threads, &tokens, &warmup, &rounds, &fetch_threads})
-        if (!*r) return fail("bench experts", r->error());
-    auto cache_mib = parse_cache_mib_arg(*args);
-    if (!cache_mib) return fail("bench experts", cache_mib.error());
-    auto io_backend = parse_io_backend_arg(*args);
-    if (!io_backend) return fail("bench experts", io_backend.error());
-    const std::string path = args->positionals()[0];
+int run_bench_experts(const BenchExpertsArgs& args) {
+    if (args.positionals.size() != 1) return fail("bench experts", "expected exactly one MODEL.cflow");
+    const int tokens = args.tokens, warmup = args.warmup, rounds = args.rounds;
+    const std::optional<CacheSizeArg>& cache_mib = args.session.cache_mib;
+    const std::string path = args.positionals[0];
     auto model = Model::load(path);
     if (!model) return fail("bench experts", model.error());
     if ((*model)->header().n_experts == 0) return fail("bench experts", path + " has no experts (a dense model)");
 
     // The arms alternate, so sync's and staged's caches are held at once: 'fit' splits what it
     // finds between them rather than giving each half of the free memory (all of it together).
-    uint64_t cache_bytes = *cache_mib ? resolve_cache_bytes(**cache_mib, **model) : 0;
-    if (*cache_mib && (*cache_mib)->fit) cache_bytes /= 2;
-    const int per_round = std::max(1, int(*tokens / *rounds));
-    const auto ctx = uint32_t(*warmup + per_round * *rounds + 2);
+    uint64_t cache_bytes = cache_mib ? resolve_cache_bytes(*cache_mib, **model) : 0;
+    if (cache_mib && cache_mib->fit) cache_bytes /= 2;
+    const int per_round = std::max(1, tokens / rounds);
+    const auto ctx = uint32_t(warmup + per_round * rounds + 2);
     std::vector<ArmTotals> arms(3);
     const ExpertFetch order[3] = {ExpertFetch::Mapped, ExpertFetch::Sync, ExpertFetch::Staged};
     bool direct = true;
     for (size_t a = 0; a < 3; ++a) {
-        SessionOptions options{unsigned(*threads), ctx};
+        SessionOptions options{args.session.threads, ctx};
         options.expert_fetch = order[a];
-        options.fetch_threads = unsigned(*fetch_threads);
-        options.io_backend = *io_backend;
+        options.fetch_threads = unsigned(args.fetch_threads);
+        options.io_backend = args.session.io_backend;
         if (order[a] != ExpertFetch::Mapped) options.expert_cache_bytes = cache_bytes;
         auto session = Session::create(model.value(), options);
         if (!session) return fail("bench experts", std::string(expert_fetch_name(order[a])) + ": " + session.error());
@@ -122,9 +110,9 @@ int run_bench_experts(const std::vector<std::string>& argv) {
         arms[a].session = std::move(session).value();
         arms[a].next = 1;  // every arm starts from the same token
         if (order[a] != ExpertFetch::Mapped) direct = direct && arms[a].session->staged_direct_io();
-        if (Status s = run_tokens(arms[a], int(*warmup), false); !s) return fail("bench experts", s.error());
+        if (Status s = run_tokens(arms[a], warmup, false); !s) return fail("bench experts", s.error());
     }
-    for (int round = 0; round < *rounds; ++round)
+    for (int round = 0; round < rounds; ++round)
         for (ArmTotals& arm : arms)
             if (Status s = run_tokens(arm, per_round, true); !s)
                 return fail("bench experts", std::string(expert_fetch_name(arm.arm)) + ": " + s.error());
@@ -191,7 +179,7 @@ int run_bench_experts(const std::vector<std::string>& argv) {
             line["predicted_speedup_with_interference"] = predicted_taxed;
             line["measured_over_predicted_with_interference"] = predicted_taxed > 0 ? measured / predicted_taxed : 0.0;
         }
-        if (args->flag("--json")) {
+        if (args.json) {
             std::printf("%s\n", line.dump().c_str());
         } else {
             std::printf("%-7s %8.2f tok/s  %8.2f ms/token  compute %7.2f ms  stall %7.2f ms  experts %7.2f MiB/token",
@@ -205,7 +193,7 @@ int run_bench_experts(const std::vector<std::string>& argv) {
             std::printf("\n");
         }
     }
-    if (!args->flag("--json"))
+    if (!args.json)
         std::printf("C %.2f ms/token (mapped), IO %.2f ms/token (sync stall); staged over sync: predicted (C+IO)/max(C,IO) "
                     "= %.3f, measured %.3f (%.3f of the prediction); with the interference tax tau = %.3f (staged "
                     "compute over mapped) (C+IO)/max((1+tau)C,IO) = %.3f (%.3f of it); staged hides %.1f%% of the sync "

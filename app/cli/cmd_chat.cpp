@@ -13,15 +13,10 @@
 #include "cflow/engine/forward/session.h"
 #include "cflow/formats/whole_file.h"
 #include "chat_args.h"
-#include "cli_args.h"
 #include "commands.h"
 #include "default_model.h"
 #include "console.h"
 #include "interrupt.h"
-#include "expert_fetch_args.h"
-#include "kv_cache_args.h"
-#include "load_args.h"
-#include "sampling_args.h"
 
 namespace cflow::cli {
 namespace {
@@ -166,67 +161,30 @@ private:
 
 } // namespace
 
-int run_chat(const std::vector<std::string>& argv) {
-    ArgSpec spec{{"--system", "--threads", "--ctx", "--load", "--kv-cache", "--expert-fetch", "--cache-mib", "--io-backend", kTemplateOption, kContextPolicyOption,
-                  kThinkingOption},
-                 {"--show-prompt"}};
-    for (const auto& name : sampling_option_names()) spec.valued.insert(name);
-    auto args = Args::parse(argv, spec);
-    if (!args) return fail("chat", args.error());
-    auto model_path = model_argument_or_default(args->positionals());
+int run_chat(const ChatCommandArgs& args) {
+    auto model_path = model_argument_or_default(args.positionals);
     if (!model_path) return fail("chat", model_path.error());
-    auto sampling = parse_sampling_args(*args, 512);
-    if (!sampling) return fail("chat", sampling.error());
-    SessionOptions session_options;
-    auto threads = args->integer("--threads", 0, 0, 1024);
-    if (!threads) return fail("chat", threads.error());
-    auto ctx = args->integer("--ctx", 0, 0, 1 << 24);
-    if (!ctx) return fail("chat", ctx.error());
-    session_options.threads = unsigned(*threads);
-    session_options.context_length = uint32_t(*ctx);
-    auto kv_cache = parse_kv_cache_arg(*args, KvCacheType::F16);
-    if (!kv_cache) return fail("chat", kv_cache.error());
-    session_options.kv_cache = *kv_cache;
-    auto fetch = parse_expert_fetch_arg(*args);
-    if (!fetch) return fail("chat", fetch.error());
-    session_options.expert_fetch = *fetch;
-    auto io_backend = parse_io_backend_arg(*args);
-    if (!io_backend) return fail("chat", io_backend.error());
-    if (Status st = check_io_backend_for(*io_backend, *fetch); !st) return fail("chat", st.error());
-    session_options.io_backend = *io_backend;
-    auto cache_mib = parse_cache_mib_arg(*args);
-    if (!cache_mib) return fail("chat", cache_mib.error());
-    auto load = parse_load_args(*args, *model_path, *fetch != ExpertFetch::Mapped);
-    if (!load) return fail("chat", load.error());
-    auto chosen_template = parse_template_arg(*args);
+    const SamplingArgs sampling = args.sampling.resolved();
+    auto chosen_template = parse_template_arg(args.chat.template_name);
     if (!chosen_template) return fail("chat", chosen_template.error());
-    auto policy = parse_context_policy_arg(*args, ContextPolicy::Stop);
-    if (!policy) return fail("chat", policy.error());
-    auto thinking = parse_thinking_arg(*args);
-    if (!thinking) return fail("chat", thinking.error());
 
-    auto model = load_model(*model_path, *load);
-    if (!model) return fail("chat", model.error());
-    if (*cache_mib) {
-        auto bytes = expert_cache_bytes_for(**cache_mib, session_options.expert_fetch, **model);
-        if (!bytes) return fail("chat", bytes.error());
-        session_options.expert_cache_bytes = *bytes;
-    }
-    auto session = Session::create(model.value(), session_options);
+    auto loaded = load_for_session(args.session, *model_path);
+    if (!loaded) return fail("chat", loaded.error());
+    auto session = Session::create(loaded->model, loaded->options);
     if (!session) return fail("chat", session.error());
-    ChatSession chat(model.value(), std::move(session.value()));
+    ChatSession chat(loaded->model, std::move(session.value()));
     if (Status chosen = chat.set_template(*chosen_template); !chosen) return fail("chat", chosen.error());
     if (!chat.has_model_template())
         std::fprintf(stderr, "cflow chat: %s; using the plain 'role: content' fallback\n",
                      one_line(chat.template_note()).c_str());
-    if (thinking->has_value() && !chat.template_reads_thinking())
+    if (args.chat.thinking.has_value() && !chat.template_reads_thinking())
         std::fprintf(stderr, "cflow chat: %s: the chat template does not read enable_thinking; the switch changes nothing\n",
                      kThinkingOption);
-    chat.set_thinking(*thinking);
+    chat.set_thinking(args.chat.thinking);
 
-    ChatLoop loop(std::move(chat), *sampling, args->flag("--show-prompt"));
-    if (auto system = args->value("--system")) loop.set_system_prompt(*system);
-    loop.set_context_policy(*policy);
+    ChatLoop loop(std::move(chat), sampling, args.show_prompt);
+    if (args.system) loop.set_system_prompt(*args.system);
+    loop.set_context_policy(args.chat.context_policy);
     return loop.run();
 }
 

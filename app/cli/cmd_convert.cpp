@@ -13,7 +13,6 @@
 #include "cflow/formats/whole_file.h"
 #include "cflow/formats/model_path_kind.h"
 #include "cflow/formats/source_model.h"
-#include "cli_args.h"
 #include "commands.h"
 #include "console.h"
 #include "interrupt.h"
@@ -21,13 +20,8 @@
 namespace cflow::cli {
 namespace {
 
-Result<DType> parse_quant_arg(const Args& args, const std::string& option) {
-    const auto q = args.value(option);
-    auto t = parse_dtype(*q);
-    // Q2_K, Q3_K, IQ4_XS, Q4_1, Q5_0, Q5_1, IQ4_NL tiles exist only as a GGUF's own blocks, kept.
-    if (!t || !is_quantisation_target(*t)) return make_error(option + " must be q4_k, q5_k, q6_k, q4_0, q8_0, f16 or f32 (got '" + *q + "')");
-    return *t;
-}
+// A --*quant value the parser has checked (is_quantisation_target).
+DType quant_type(const std::string& value) { return *parse_dtype(value); }
 
 // The output's folder must hold the whole new file while the old one (if any) still exists.
 Status check_free_space(const std::string& out_path, uint64_t file_bytes) {
@@ -67,64 +61,40 @@ int fail(const std::string& command, const std::string& message) {
     return 1;
 }
 
-int run_convert(const std::vector<std::string>& argv) {
-    const ArgSpec spec{{"-o", "--output", "--quant", "--embedding-quant", "--attention-quant", "--ffn-quant",
-                        "--expert-quant", "--output-quant", "--tokenizer", "--threads", "--format", "--sample"},
-                       {"--quiet", "--preflight", "--validate", "--json", "--keep-every-type"}};
-    auto args = Args::parse(argv, spec);
-    if (!args) return fail("convert", args.error());
-    if (args->positionals().size() != 1) return fail("convert", "expected exactly one source (model folder, .gguf or llama2.c .bin)");
-    auto out = args->value("-o");
-    if (!out) out = args->value("--output");
-    if (!out && !args->flag("--preflight")) return fail("convert", "missing -o OUT.cflow (or OUT.vflow)");
-    if (!out) out = std::string();
+int run_convert(const ConvertArgs& args) {
+    if (args.positionals.size() != 1) return fail("convert", "expected exactly one source (model folder, .gguf or llama2.c .bin)");
+    if (!args.output && !args.preflight) return fail("convert", "missing -o OUT.cflow (or OUT.vflow)");
+    const std::string out = args.output.value_or(std::string());  // empty: --preflight without -o
 
     ConvertOptions options;
     // A GGUF keeps each tensor's own type (Q4_K_M stays its mix, bit for bit) unless a quant
     // option asks for re-quantising: then every weight gets the asked types.
-    bool quant_asked = false;
-    for (const char* option : {"--quant", "--embedding-quant", "--attention-quant", "--ffn-quant", "--expert-quant",
-                               "--output-quant"})
-        quant_asked = quant_asked || args->value(option).has_value();
-    options.keep_source_types = !quant_asked && sniff_model_path(args->positionals()[0]) == ModelPathKind::Gguf;
+    const std::pair<const std::optional<std::string>*, TensorClass> class_options[] = {
+        {&args.embedding_quant, TensorClass::Embeddings}, {&args.attention_quant, TensorClass::Attention},
+        {&args.ffn_quant, TensorClass::DenseFfn}, {&args.expert_quant, TensorClass::Experts},
+        {&args.output_quant, TensorClass::Output}};
+    bool quant_asked = args.quant.has_value();
+    for (const auto& [option, tensor_class] : class_options) quant_asked = quant_asked || option->has_value();
+    options.keep_source_types = !quant_asked && sniff_model_path(args.positionals[0]) == ModelPathKind::Gguf;
     // Types without fast kernels become the nearest fast type unless every type is asked for.
-    options.keep_dtype_mask = args->flag("--keep-every-type") ? 0u : kNativeSpeedTileDtypes;
-    if (args->value("--quant")) {
-        auto t = parse_quant_arg(*args, "--quant");
-        if (!t) return fail("convert", t.error());
-        options.weight_quant = *t;
-    }
-    const std::pair<const char*, TensorClass> class_options[] = {
-        {"--embedding-quant", TensorClass::Embeddings}, {"--attention-quant", TensorClass::Attention},
-        {"--ffn-quant", TensorClass::DenseFfn}, {"--expert-quant", TensorClass::Experts},
-        {"--output-quant", TensorClass::Output}};
-    for (const auto& [option, tensor_class] : class_options) {
-        if (!args->value(option)) continue;
-        auto t = parse_quant_arg(*args, option);
-        if (!t) return fail("convert", t.error());
-        set_quant_for(options, tensor_class, *t);
-    }
+    options.keep_dtype_mask = args.keep_every_type ? 0u : kNativeSpeedTileDtypes;
+    if (args.quant) options.weight_quant = quant_type(*args.quant);
+    for (const auto& [option, tensor_class] : class_options)
+        if (*option) set_quant_for(options, tensor_class, quant_type(**option));
     // Container: --format wins; otherwise the output's extension decides (.vflow -> vflow, else cflow).
-    const bool vflow_name = model_kind_from_name(*out) == ModelPathKind::Vflow;
+    const bool vflow_name = model_kind_from_name(out) == ModelPathKind::Vflow;
     options.format = vflow_name ? ContainerFormat::Vflow : ContainerFormat::Cflow;
-    if (auto f = args->value("--format")) {
-        if (*f == "cflow") options.format = ContainerFormat::Cflow;
-        else if (*f == "vflow") options.format = ContainerFormat::Vflow;
-        else return fail("convert", "--format must be cflow or vflow (got '" + *f + "')");
-    }
-    auto threads = args->integer("--threads", 0, 0, 1024);
-    if (!threads) return fail("convert", threads.error());
-    options.threads = unsigned(*threads);
+    if (args.format) options.format = *args.format == "vflow" ? ContainerFormat::Vflow : ContainerFormat::Cflow;
+    options.threads = args.threads;
 
-    const std::string source_path = args->positionals()[0];
-    const std::string tokenizer_path = args->value("--tokenizer").value_or("");
-    if (args->flag("--preflight"))
-        return run_preflight_only(source_path, tokenizer_path, *out, options, options.threads, args->flag("--json"));
-    if (args->flag("--json")) return fail("convert", "--json goes with --preflight");
+    const std::string source_path = args.positionals[0];
+    const std::string& tokenizer_path = args.tokenizer;
+    if (args.preflight) return run_preflight_only(source_path, tokenizer_path, out, options, options.threads, args.json);
+    if (args.json) return fail("convert", "--json goes with --preflight");
     std::string sample;
-    if (auto sample_path = args->value("--sample")) {
-        if (!args->flag("--validate")) return fail("convert", "--sample goes with --validate");
-        auto text = read_whole_file(*sample_path, kMaxTextInputBytes, "a validation sample");
+    if (args.sample) {
+        if (!args.validate) return fail("convert", "--sample goes with --validate");
+        auto text = read_whole_file(*args.sample, kMaxTextInputBytes, "a validation sample");
         if (!text) return fail("convert", text.error());
         sample = std::move(text).value();
     }
@@ -133,18 +103,18 @@ int run_convert(const std::vector<std::string>& argv) {
     if (!source) return fail("convert", source.error());
     auto plan = plan_conversion(*source, options);
     if (!plan) return fail("convert", plan.error());
-    if (Status s = check_free_space(*out, plan->file_bytes); !s) return fail("convert", s.error());
+    if (Status s = check_free_space(out, plan->file_bytes); !s) return fail("convert", s.error());
 
     // The written file must load as `generate` would load it before it replaces the output:
     // the converter's own checks missed files the engine refused (no FFN, vocabulary sizes).
-    options.verify_output = [out = *out](const std::string& written) { return check_model_loads(written, out); };
+    options.verify_output = [out](const std::string& written) { return check_model_loads(written, out); };
 
-    const bool quiet = args->flag("--quiet");
+    const bool quiet = args.quiet;
     CancelToken cancel;
     InterruptGuard guard(cancel, InterruptSignals::InterruptAndTermination);
     const auto t0 = std::chrono::steady_clock::now();
     auto report = convert_to_cflow(
-        *source, *out, options,
+        *source, out, options,
         [quiet](const ConvertProgress& p) {
             if (!quiet)
                 std::fprintf(stderr, "\r[%llu/%llu] %-48.48s", (unsigned long long)p.tensors_done,
@@ -177,14 +147,14 @@ int run_convert(const std::vector<std::string>& argv) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "wrote %s: %llu bytes, %llu tensors, %llu tiles (%llu tensors re-tiled bit-exactly) in %.2f s\n",
-                 out->c_str(), (unsigned long long)report->file_bytes, (unsigned long long)report->tensors,
+                 out.c_str(), (unsigned long long)report->file_bytes, (unsigned long long)report->tensors,
                  (unsigned long long)report->tiles, (unsigned long long)report->retiled_exact_tensors, seconds);
-    if (!args->flag("--validate")) return 0;
+    if (!args.validate) return 0;
 
     ValidationRequest validation;
     validation.source_path = source_path;
     validation.tokenizer_path = tokenizer_path;
-    validation.converted_path = *out;
+    validation.converted_path = out;
     validation.sample_text = sample;
     validation.threads = options.threads;
     auto checked = validate_conversion(validation, [quiet](const ValidationStage& stage) {
@@ -194,7 +164,7 @@ int run_convert(const std::vector<std::string>& argv) {
     if (!checked) return fail("convert", "validation: " + checked.error());
     ConversionRecord record;
     record.source_path = source_path;
-    record.output_path = *out;
+    record.output_path = out;
     record.options_text = convert_options_text(options);
     record.convert_seconds = seconds;
     record.file_bytes = report->file_bytes;
@@ -202,7 +172,7 @@ int run_convert(const std::vector<std::string>& argv) {
     if (Status s = write_conversion_report(record); !s) return fail("convert", "the report: " + s.error());
     const std::string text = validation_text(*checked);
     std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fprintf(stderr, "report: %s\n", conversion_report_paths(*out).markdown.c_str());
+    std::fprintf(stderr, "report: %s\n", conversion_report_paths(out).markdown.c_str());
     return checked->verdict == "fail" ? 3 : 0;
 }
 

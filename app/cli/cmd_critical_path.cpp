@@ -3,13 +3,11 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "cflow/engine/forward/critical_path.h"
 #include "cflow/formats/cflow_reader.h"
-#include "cli_args.h"
 #include "combine_style_arg.h"
 #include "commands.h"
 
@@ -18,74 +16,53 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-constexpr long long kMaxGeometryDim = 1LL << 24;  // far above any real geometry; keeps products exact in double
-
-// Built on first use, not at static initialisation: an allocation that fails before main()
-// aborts with bad_alloc where no handler can turn it into a one-line error (ulimit -v sweep).
-const std::set<std::string>& geometry_options() {
-    static const std::set<std::string> options = {
-        "--d", "--d-ff", "--layers", "--experts", "--top-k", "--expert-hidden", "--heads", "--kv-heads",
-        "--head-dim", "--dense-delay", "--expert-delay", "--shared-expert-hidden", "--combine-style", "--blocks", "--iters"};
-    return options;
+uint32_t value_or(const std::optional<long long>& value, long long fallback) {
+    return static_cast<uint32_t>(value.value_or(fallback));
 }
 
-// Reads one integer option into `out`; returns false (with `error` set) on a bad value.
-bool read_u32(const Args& args, const std::string& name, long long fallback, long long min, long long max,
-              uint32_t& out, std::string& error) {
-    auto v = args.integer(name, fallback, min, max);
-    if (!v) {
-        error = v.error();
-        return false;
-    }
-    out = static_cast<uint32_t>(*v);
-    return true;
-}
-
-Result<CriticalPathGeometry> geometry_from_args(const Args& args) {
-    for (const char* required : {"--d", "--heads"})
-        if (!args.value(required)) return make_error(std::string("option ") + required + " is required without MODEL.cflow");
-    const bool fixed_point = args.value("--blocks") || args.value("--iters");
-    if (fixed_point && !(args.value("--blocks") && args.value("--iters")))
-        return make_error("options --blocks and --iters go together (FixedPoint)");
-    if (!fixed_point && !args.value("--layers")) return make_error("option --layers is required without MODEL.cflow");
+// The geometry from the options (their ranges checked by the parser) and the fallbacks that
+// depend on other options.
+Result<CriticalPathGeometry> geometry_from_args(const CriticalPathArgs& a) {
+    if (!a.d) return make_error("option --d is required without MODEL.cflow");
+    if (!a.heads) return make_error("option --heads is required without MODEL.cflow");
+    const bool fixed_point = a.blocks || a.iters;
+    if (fixed_point && !(a.blocks && a.iters)) return make_error("options --blocks and --iters go together (FixedPoint)");
+    if (!fixed_point && !a.layers) return make_error("option --layers is required without MODEL.cflow");
 
     CriticalPathGeometry g;
-    std::string error;
-    if (!read_u32(args, "--d", 0, 1, kMaxGeometryDim, g.d_model, error) ||
-        !read_u32(args, "--d-ff", 0, 0, kMaxGeometryDim, g.d_ff, error) ||
-        !read_u32(args, "--experts", 0, 0, 65535, g.n_experts, error) ||
-        !read_u32(args, "--top-k", 0, 0, 65535, g.top_k, error) ||
-        !read_u32(args, "--expert-hidden", 0, 0, kMaxGeometryDim, g.expert_d_ff, error) ||
-        !read_u32(args, "--heads", 0, 1, 65535, g.n_heads, error) ||
-        !read_u32(args, "--kv-heads", g.n_heads, 1, 65535, g.n_kv_heads, error) ||
-        !read_u32(args, "--shared-expert-hidden", 0, 0, kMaxGeometryDim, g.shared_expert_d_ff, error) ||
-        !read_u32(args, "--dense-delay", 0, 0, 255, g.dense_delay, error) ||
-        !read_u32(args, "--expert-delay", 0, 0, 255, g.expert_delay, error))
-        return make_error(error);
-    if (!args.value("--head-dim") && g.d_model % g.n_heads != 0)
+    g.d_model = value_or(a.d, 0);
+    g.d_ff = value_or(a.d_ff, 0);
+    g.n_experts = value_or(a.experts, 0);
+    g.top_k = value_or(a.top_k, 0);
+    g.expert_d_ff = value_or(a.expert_hidden, 0);
+    g.n_heads = value_or(a.heads, 0);
+    g.n_kv_heads = value_or(a.kv_heads, g.n_heads);
+    g.shared_expert_d_ff = value_or(a.shared_expert_hidden, 0);
+    g.dense_delay = value_or(a.dense_delay, 0);
+    g.expert_delay = value_or(a.expert_delay, 0);
+    if (!a.head_dim && g.d_model % g.n_heads != 0)
         return make_error("option --head-dim is required: --d " + std::to_string(g.d_model) +
                           " is not a multiple of --heads " + std::to_string(g.n_heads));
-    if (!read_u32(args, "--head-dim", g.d_model / g.n_heads, 1, 65535, g.head_dim, error)) return make_error(error);
+    g.head_dim = value_or(a.head_dim, g.d_model / g.n_heads);
 
     g.combine_style = fixed_point ? CombineStyle::FixedPoint : CombineStyle::DelayedSum;
-    if (auto text = args.value("--combine-style")) {
-        auto style = parse_combine_style(*text);
+    if (a.combine_style) {
+        auto style = parse_combine_style(*a.combine_style);
         if (!style) return style.take_error();
         if (fixed_point && *style != CombineStyle::FixedPoint)
-            return make_error("options --blocks/--iters need --combine-style FixedPoint (6), got " + *text);
+            return make_error("options --blocks/--iters need --combine-style FixedPoint (6), got " + *a.combine_style);
         g.combine_style = *style;
     }
     if (fixed_point) {
-        if (!read_u32(args, "--blocks", 0, 1, 255, g.n_blocks, error) ||
-            !read_u32(args, "--iters", 0, 1, 255, g.n_iter, error))
-            return make_error(error);
+        g.n_blocks = value_or(a.blocks, 0);
+        g.n_iter = value_or(a.iters, 0);
         // FixedPoint stores its unique blocks as its layers (cflow_layout.h).
-        if (!read_u32(args, "--layers", g.n_blocks, 1, kMaxGeometryDim, g.n_layers, error)) return make_error(error);
+        g.n_layers = value_or(a.layers, g.n_blocks);
         if (g.n_layers != g.n_blocks)
             return make_error("option --layers " + std::to_string(g.n_layers) + " must equal --blocks " +
                               std::to_string(g.n_blocks) + " for FixedPoint (or be omitted)");
-    } else if (!read_u32(args, "--layers", 0, 1, kMaxGeometryDim, g.n_layers, error)) {
-        return make_error(error);
+    } else {
+        g.n_layers = value_or(a.layers, 0);
     }
     return g;
 }
@@ -169,28 +146,27 @@ void print_report_text(const CriticalPathReport& r, const std::string& source) {
 
 } // namespace
 
-int run_critical_path(const std::vector<std::string>& argv) {
-    auto args = Args::parse(argv, ArgSpec{geometry_options(), {"--json"}});
-    if (!args) return fail("critical-path", args.error());
-    if (args->positionals().size() > 1) return fail("critical-path", "expected at most one MODEL.cflow");
+int run_critical_path(const CriticalPathArgs& args) {
+    if (args.positionals.size() > 1) return fail("critical-path", "expected at most one MODEL.cflow");
 
     std::optional<Result<CriticalPathReport>> report;
     std::string source;
-    if (args->positionals().size() == 1) {
-        for (const std::string& option : geometry_options())
-            if (args->value(option)) return fail("critical-path", "option " + option + " is not allowed with MODEL.cflow (the header gives the geometry)");
-        source = args->positionals()[0];
+    if (args.positionals.size() == 1) {
+        if (!args.given_geometry.empty())
+            return fail("critical-path", "option " + args.given_geometry.front() +
+                                             " is not allowed with MODEL.cflow (the header gives the geometry)");
+        source = args.positionals[0];
         auto file = CflowFile::open(source);
         if (!file) return fail("critical-path", file.error());
         report.emplace(analyze_file(**file));
     } else {
-        auto geometry = geometry_from_args(*args);
+        auto geometry = geometry_from_args(args);
         if (!geometry) return fail("critical-path", geometry.error());
         source = "the given geometry";
         report.emplace(analyze_geometry(*geometry));
     }
     if (!*report) return fail("critical-path", report->error());
-    if (args->flag("--json"))
+    if (args.json)
         std::printf("%s\n", report_json(report->value(), source).dump(2, ' ', false, json::error_handler_t::replace).c_str());
     else
         print_report_text(report->value(), source);

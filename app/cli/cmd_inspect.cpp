@@ -7,7 +7,6 @@
 
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/model_features.h"
-#include "cli_args.h"
 #include "console.h"
 #include "commands.h"
 
@@ -175,14 +174,12 @@ void print_inspection_text(const json& j) {
 
 } // namespace
 
-int run_inspect(const std::vector<std::string>& argv) {
-    auto args = Args::parse(argv, ArgSpec{{}, {"--json"}});
-    if (!args) return fail("inspect", args.error());
-    if (args->positionals().size() != 1) return fail("inspect", "expected exactly one MODEL.cflow");
-    auto file = CflowFile::open(args->positionals()[0]);
+int run_inspect(const InspectArgs& args) {
+    if (args.positionals.size() != 1) return fail("inspect", "expected exactly one MODEL.cflow");
+    auto file = CflowFile::open(args.positionals[0]);
     if (!file) return fail("inspect", file.error());
     const json j = describe(**file);
-    if (args->flag("--json")) std::printf("%s\n", j.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+    if (args.json) std::printf("%s\n", j.dump(2, ' ', false, json::error_handler_t::replace).c_str());
     else print_inspection_text(j);
     return 0;
 }

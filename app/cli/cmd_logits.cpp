@@ -14,11 +14,9 @@
 #include "cflow/engine/tokenizer/tokenizer.h"
 #include "cflow/formats/mapped_file.h"
 #include "cflow/formats/whole_file.h"
-#include "cli_args.h"
 #include "commands.h"
 #include "console.h"
 #include "default_model.h"
-#include "kv_cache_args.h"
 #include "load_args.h"
 
 namespace cflow::cli {
@@ -75,51 +73,31 @@ Result<std::vector<int32_t>> parse_token_ids(const std::string& text, size_t voc
 
 } // namespace
 
-int run_logits(const std::vector<std::string>& argv) {
-    const ArgSpec spec{{"-p", "--prompt", "--prompt-file", "--ids", "--top", "--out", "--isa", "--threads", "--ctx", "--load",
-                        "--kv-cache"},
-                       {"--json"}};
-    auto args = Args::parse(argv, spec);
-    if (!args) return fail("logits", args.error());
-    auto model_path = model_argument_or_default(args->positionals());
+int run_logits(const LogitsArgs& args) {
+    auto model_path = model_argument_or_default(args.positionals);
     if (!model_path) return fail("logits", model_path.error());
-    std::string prompt = args->value("-p").value_or(args->value("--prompt").value_or(""));
-    if (auto file = args->value("--prompt-file")) {
-        if (args->value("-p") || args->value("--prompt")) return fail("logits", "-p and --prompt-file exclude each other");
-        auto text = read_whole_file(*file, kMaxTextInputBytes, "a prompt");
+    std::string prompt = args.prompt.value_or("");
+    if (args.prompt_file) {
+        if (args.prompt) return fail("logits", "-p and --prompt-file exclude each other");
+        auto text = read_whole_file(*args.prompt_file, kMaxTextInputBytes, "a prompt");
         if (!text) return fail("logits", text.error());
         prompt = std::move(text).value();
     }
-    auto top = args->integer("--top", 10, 0, 1 << 24);
-    if (!top) return fail("logits", top.error());
-    auto threads = args->integer("--threads", 0, 0, 1024);
-    if (!threads) return fail("logits", threads.error());
-    auto ctx = args->integer("--ctx", 0, 0, 1 << 24);
-    if (!ctx) return fail("logits", ctx.error());
-    auto kv_cache = parse_kv_cache_arg(*args, KvCacheType::F32);
-    if (!kv_cache) return fail("logits", kv_cache.error());
-    // The reference tool: the file layout unless asked (lanes differ from it by f32 reassociation).
-    auto load = parse_load_args(*args, *model_path, false, "map");
+    auto load = parse_load_arg(args.session.load, *model_path, false);
     if (!load) return fail("logits", load.error());
-    SessionOptions session_options;
-    session_options.threads = unsigned(*threads);
-    session_options.context_length = uint32_t(*ctx);
-    session_options.kv_cache = *kv_cache;
-    if (auto isa_text = args->value("--isa")) {
-        const auto isa = parse_isa(*isa_text);
-        if (!isa)
-            return fail("logits", "--isa must be one of scalar, avx2, avx512, avx512vnni, avx2int8, avxvnni (got '" +
-                                      *isa_text + "')");
+    SessionOptions session_options = session_options_from(args.session);
+    if (args.isa) {
+        const auto isa = parse_isa(*args.isa);  // a name the parser has checked
         if (!isa_supported(*isa))
-            return fail("logits", "--isa " + *isa_text + ": this CPU (or its operating system) lacks that instruction set");
+            return fail("logits", "--isa " + *args.isa + ": this CPU (or its operating system) lacks that instruction set");
         session_options.isa = *isa;
     }
 
     auto model = load_model(*model_path, *load);
     if (!model) return fail("logits", model.error());
     std::vector<int32_t> ids;
-    if (auto id_text = args->value("--ids")) {
-        if (args->value("-p") || args->value("--prompt") || args->value("--prompt-file"))
+    if (const auto& id_text = args.ids) {
+        if (args.prompt || args.prompt_file)
             return fail("logits", "--ids and a prompt text exclude each other");
         auto parsed = parse_token_ids(*id_text, (*model)->tokenizer().vocab_size(), "--ids");
         if (!parsed) return fail("logits", parsed.error());
@@ -143,15 +121,15 @@ int run_logits(const std::vector<std::string>& argv) {
         if (!std::isfinite(vector[i]))
             return fail("logits", "the logit of token " + std::to_string(i) + " is not finite (" +
                                       std::to_string(vector[i]) + "): the model's weights or the prompt overflow");
-    if (auto out = args->value("--out")) {
+    if (const auto& out = args.out) {
         if (Status s = write_raw_f32(*out, vector); !s) return fail("logits", s.error());
     }
 
     const double lse = log_sum_exp(vector);
-    const auto best = top_ids(vector, size_t(*top));
+    const auto best = top_ids(vector, size_t(args.top));
     const Tokenizer& tokenizer = (*model)->tokenizer();
     std::string text;
-    if (args->flag("--json")) {
+    if (args.json) {
         nlohmann::json top_json = nlohmann::json::array();
         for (int32_t id : best)
             top_json.push_back({{"id", id},

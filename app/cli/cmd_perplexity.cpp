@@ -8,48 +8,31 @@
 #include "cflow/engine/forward/session.h"
 #include "cflow/engine/tokenizer/tokenizer.h"
 #include "cflow/formats/whole_file.h"
-#include "cli_args.h"
 #include "commands.h"
 #include "interrupt.h"
-#include "kv_cache_args.h"
 #include "load_args.h"
 
 namespace cflow::cli {
 
-int run_perplexity(const std::vector<std::string>& argv) {
-    const ArgSpec spec{{"-f", "--file", "--ctx", "--stride", "--max-tokens", "--threads", "--load", "--kv-cache"}, {"--json", "--progress"}};
-    auto args = Args::parse(argv, spec);
-    if (!args) return fail("perplexity", args.error());
-    if (args->positionals().size() != 1) return fail("perplexity", "expected exactly one MODEL.cflow (and -f TEXT)");
-    const auto text_path = args->value("-f") ? args->value("-f") : args->value("--file");
+int run_perplexity(const PerplexityArgs& args) {
+    if (args.positionals.size() != 1) return fail("perplexity", "expected exactly one MODEL.cflow (and -f TEXT)");
+    const auto& text_path = args.file;
     if (!text_path) return fail("perplexity", "missing -f TEXT (the text file to score)");
-    auto ctx = args->integer("--ctx", 0, 0, 1 << 24);
-    if (!ctx) return fail("perplexity", ctx.error());
-    auto stride = args->integer("--stride", 0, 0, 1 << 24);
-    if (!stride) return fail("perplexity", stride.error());
-    auto max_tokens = args->integer("--max-tokens", 0, 0, 1LL << 40);
-    if (!max_tokens) return fail("perplexity", max_tokens.error());
-    auto threads = args->integer("--threads", 0, 0, 1024);
-    if (!threads) return fail("perplexity", threads.error());
-    auto kv_cache = parse_kv_cache_arg(*args, KvCacheType::F32);
-    if (!kv_cache) return fail("perplexity", kv_cache.error());
-    auto load = parse_load_args(*args, args->positionals()[0], false);
+    auto load = parse_load_arg(args.session.load, args.positionals[0], false);
     if (!load) return fail("perplexity", load.error());
 
     auto read = read_whole_file(*text_path, kMaxTextInputBytes, "a text to score");
     if (!read) return fail("perplexity", read.error());
     const std::string text = std::move(read).value();
 
-    auto model = load_model(args->positionals()[0], *load);
+    auto model = load_model(args.positionals[0], *load);
     if (!model) return fail("perplexity", model.error());
     const uint32_t trained = (*model)->header().max_seq_len;
-    if (trained > 0 && uint64_t(*ctx) > trained)
-        return fail("perplexity", "--ctx " + std::to_string(*ctx) + " exceeds the model's trained context of " +
+    const uint32_t ctx = args.session.ctx;
+    if (trained > 0 && uint64_t(ctx) > trained)
+        return fail("perplexity", "--ctx " + std::to_string(ctx) + " exceeds the model's trained context of " +
                                       std::to_string(trained) + " positions");
-    SessionOptions session_options;
-    session_options.threads = unsigned(*threads);
-    session_options.context_length = uint32_t(*ctx);  // 0 = the model's
-    session_options.kv_cache = *kv_cache;
+    const SessionOptions session_options = session_options_from(args.session);  // --ctx 0 = the model's
     auto session = Session::create(model.value(), session_options);
     if (!session) return fail("perplexity", session.error());
 
@@ -58,10 +41,10 @@ int run_perplexity(const std::vector<std::string>& argv) {
     const auto ids = tokenize_documents((*model)->tokenizer(), documents);
 
     PerplexityOptions options;
-    options.context_tokens = uint32_t(*ctx);
-    options.stride_tokens = uint32_t(*stride);
-    options.max_scored_tokens = uint64_t(*max_tokens);
-    const bool show_progress = args->flag("--progress");
+    options.context_tokens = ctx;
+    options.stride_tokens = args.stride;
+    options.max_scored_tokens = uint64_t(args.max_tokens);
+    const bool show_progress = args.progress;
     CancelToken cancel;
     InterruptGuard guard(cancel);
     auto stats = perplexity(**session, ids, options, [&](uint64_t done, uint64_t total) {
@@ -73,8 +56,8 @@ int run_perplexity(const std::vector<std::string>& argv) {
 
     const uint32_t window = stats->context_tokens, step = stats->stride_tokens;
     const double tok_per_s = stats->elapsed_ms > 0 ? stats->evaluated_tokens * 1000.0 / stats->elapsed_ms : 0;
-    if (args->flag("--json")) {
-        nlohmann::json j{{"model", args->positionals()[0]}, {"text", *text_path}, {"documents", documents.size()},
+    if (args.json) {
+        nlohmann::json j{{"model", args.positionals[0]}, {"text", *text_path}, {"documents", documents.size()},
                          {"stream_tokens", ids.size()}, {"scored_tokens", stats->scored_tokens},
                          {"evaluated_tokens", stats->evaluated_tokens}, {"windows", stats->windows}, {"ctx", window},
                          {"stride", step}, {"mean_nll", stats->mean_nll()}, {"perplexity", stats->perplexity()},

@@ -29,7 +29,6 @@
 #include "cflow/engine/kernels/kernels.h"
 #include "cflow/engine/scorecard/scorecard.h"
 #include "cflow/formats/converter.h"
-#include "cli_args.h"
 #include "commands.h"
 #include "interrupt.h"
 #include "synth_model.h"
@@ -94,8 +93,8 @@ Status write_synth(const SynthSpec& spec, const std::vector<std::pair<std::strin
 
 // The folder holding default-model.cflow, models/ and training/: --resources, else the default
 // model's folder.
-std::string resources_dir(const Args& args) {
-    if (auto dir = args.value("--resources")) return *dir;
+std::string resources_dir(const ScorecardArgs& args) {
+    if (args.resources) return *args.resources;
     if (auto model = default_model_path()) return fs::path(*model).parent_path().string();
     return "";
 }
@@ -134,22 +133,15 @@ nlohmann::json claim_json(const ClaimResult& r) {
 
 } // namespace
 
-int run_scorecard(const std::vector<std::string>& argv) {
-    auto args = Args::parse(argv, ArgSpec{{"--threads", "--resources", "--claim"}, {"--json", "--quick"}});
-    if (!args) return fail("scorecard", args.error());
-    if (!args->positionals().empty()) return fail("scorecard", "unexpected argument '" + args->positionals()[0] + "'");
-    auto threads = args->integer("--threads", 0, 0, 1024);
-    if (!threads) return fail("scorecard", threads.error());
-    auto claim = args->integer("--claim", 0, 0, 8);
-    if (!claim) return fail("scorecard", claim.error());
-    const bool json = args->flag("--json"), quick = args->flag("--quick");
+int run_scorecard(const ScorecardArgs& args) {
+    const bool json = args.json, quick = args.quick;
 
     ScorecardOptions options;
-    options.threads = unsigned(*threads);
+    options.threads = args.threads;
     options.quick = quick;
-    if (*claim) options.claims = {int(*claim)};
+    if (args.claim) options.claims = {args.claim};
     ScorecardInputs inputs;
-    const std::string resources = resources_dir(*args);
+    const std::string resources = resources_dir(args);
     if (!resources.empty() && fs::exists(fs::path(resources) / kDefaultModelFileName))
         inputs.trained_model = (fs::path(resources) / kDefaultModelFileName).string();
     if (!inputs.trained_model.empty()) inputs.layout_models.push_back(inputs.trained_model);

@@ -7,7 +7,6 @@
 #include "cflow/formats/converter.h"
 #include "cflow/formats/gguf_writer.h"
 #include "cflow/formats/model_path_kind.h"
-#include "cli_args.h"
 #include "commands.h"
 #include "interrupt.h"
 #include "synth_model.h"
@@ -53,19 +52,12 @@ Status write_gguf_file(const SynthModel& m, const std::string& path, const Cance
 
 } // namespace
 
-int run_synth(const std::vector<std::string>& argv) {
-    ArgSpec spec{synth_geometry_options(), {}};
-    spec.valued.insert({"-o", "--output", "--gguf"});
-    auto args = Args::parse(argv, spec);
-    if (!args) return fail("synth", args.error());
-    if (!args->positionals().empty())
-        return fail("synth", "unexpected argument '" + args->positionals()[0] + "' (synth takes only options)");
-    auto out = args->value("-o");
-    if (!out) out = args->value("--output");
+int run_synth(const SynthArgs& args) {
+    const auto& out = args.output;
     if (!out) return fail("synth", "missing -o OUT.cflow");
-    const auto gguf = args->value("--gguf");
+    const auto& gguf = args.gguf;
 
-    auto synth = synth_spec_from_args(*args);
+    auto synth = synth_spec_from_args(args);
     if (!synth) return fail("synth", synth.error());
     if (gguf) {
         if (Status s = check_gguf_expressible(*synth); !s) return fail("synth", s.error());

@@ -9,7 +9,6 @@
 #include "cflow/formats/json_depth.h"
 #include "cflow/formats/whole_file.h"
 #include "cflow/engine/chat/chat_template.h"
-#include "cli_args.h"
 #include "commands.h"
 #include "console.h"
 #include "vocab_source.h"
@@ -51,19 +50,16 @@ Result<std::vector<ChatMessage>> to_chat_messages(const nlohmann::ordered_json& 
 
 } // namespace
 
-int run_template(const std::vector<std::string>& argv) {
-    const ArgSpec spec{{"--template", "--messages", "--bos", "--eos", "--kwargs", "--tools"}, {"--no-generation-prompt"}};
-    auto args = Args::parse(argv, spec);
-    if (!args) return fail("template", args.error());
-    const auto template_path = args->value("--template");
-    if (args->positionals().size() > 1 || (args->positionals().empty() == !template_path))
+int run_template(const TemplateArgs& args) {
+    const auto& template_path = args.template_file;
+    if (args.positionals.size() > 1 || (args.positionals.empty() == !template_path))
         return fail("template", "expected either MODEL or --template FILE.jinja (exactly one)");
-    const auto messages_path = args->value("--messages");
+    const auto& messages_path = args.messages;
     if (!messages_path) return fail("template", "missing --messages MESSAGES.json");
     set_binary_stdio();
 
     TemplateOptions options;
-    options.add_generation_prompt = !args->flag("--no-generation-prompt");
+    options.add_generation_prompt = !args.no_generation_prompt;
     std::string source, source_label;
     bool has_template = true;
     if (template_path) {
@@ -72,7 +68,7 @@ int run_template(const std::vector<std::string>& argv) {
         source = std::move(text.value());
         source_label = *template_path;
     } else {
-        source_label = args->positionals()[0];
+        source_label = args.positionals[0];
         auto vocab = load_vocab_source(source_label);
         if (!vocab) return fail("template", vocab.error());
         const Tokenizer& tokenizer = *vocab->tokenizer;
@@ -82,9 +78,9 @@ int run_template(const std::vector<std::string>& argv) {
         has_template = model_template && !model_template->empty();
         if (has_template) source = std::move(*model_template);
     }
-    if (auto bos = args->value("--bos")) options.bos_token = *bos;
-    if (auto eos = args->value("--eos")) options.eos_token = *eos;
-    if (auto kwargs = args->value("--kwargs")) {
+    if (args.bos) options.bos_token = *args.bos;
+    if (args.eos) options.eos_token = *args.eos;
+    if (const auto& kwargs = args.kwargs) {
         if (Status depth = check_json_depth(*kwargs, "--kwargs"); !depth) return fail("template", depth.error());
         try {
             if (!nlohmann::json::parse(*kwargs).is_object()) return fail("template", "--kwargs must be a JSON object");
@@ -93,7 +89,7 @@ int run_template(const std::vector<std::string>& argv) {
         }
         options.extra_kwargs_json = *kwargs;
     }
-    if (auto tools_path = args->value("--tools")) {
+    if (const auto& tools_path = args.tools) {
         auto tools = read_json_file(*tools_path, true, "tools");
         if (!tools) return fail("template", tools.error());
         options.tools_json = tools->dump();

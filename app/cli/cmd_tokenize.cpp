@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "cflow/formats/whole_file.h"
-#include "cli_args.h"
 #include "commands.h"
 #include "console.h"
 #include "vocab_source.h"
@@ -38,37 +37,32 @@ Result<std::vector<int32_t>> parse_ids(const std::string& text, size_t vocab_siz
 
 } // namespace
 
-int run_tokenize(const std::vector<std::string>& argv) {
-    const ArgSpec spec{{}, {"--ids", "--pieces", "--parse-special", "--add-special"}};
-    auto args = Args::parse(argv, spec);
-    if (!args) return fail("tokenize", args.error());
-    if (args->positionals().size() != 1)
+int run_tokenize(const TokenizeArgs& args) {
+    if (args.positionals.size() != 1)
         return fail("tokenize", "expected exactly one MODEL_OR_VOCAB (.cflow, .vflow, .gguf or tokenizer.json)");
-    if (args->flag("--ids") && args->flag("--pieces")) return fail("tokenize", "--ids and --pieces exclude each other");
+    if (args.ids && args.pieces) return fail("tokenize", "--ids and --pieces exclude each other");
     set_binary_stdio();
-    auto vocab = load_vocab_source(args->positionals()[0]);
+    auto vocab = load_vocab_source(args.positionals[0]);
     if (!vocab) return fail("tokenize", vocab.error());
     auto text = read_all_stdin(kMaxTextInputBytes);
     if (!text) return fail("tokenize", text.error());
 
-    const auto ids = vocab->tokenizer->encode(*text, args->flag("--add-special"), args->flag("--parse-special"));
+    const auto ids = vocab->tokenizer->encode(*text, args.add_special, args.parse_special);
     std::string line;
     for (size_t i = 0; i < ids.size(); ++i) {
         if (i) line += ' ';
-        line += args->flag("--pieces") ? vocab->tokenizer->piece(ids[i]) : std::to_string(ids[i]);
+        line += args.pieces ? vocab->tokenizer->piece(ids[i]) : std::to_string(ids[i]);
     }
     line += '\n';
     if (!write_stdout(line)) return fail("tokenize", "cannot write stdout");
     return 0;
 }
 
-int run_detokenize(const std::vector<std::string>& argv) {
-    auto args = Args::parse(argv, ArgSpec{});
-    if (!args) return fail("detokenize", args.error());
-    if (args->positionals().size() != 1)
+int run_detokenize(const DetokenizeArgs& args) {
+    if (args.positionals.size() != 1)
         return fail("detokenize", "expected exactly one MODEL_OR_VOCAB (.cflow, .vflow, .gguf or tokenizer.json)");
     set_binary_stdio();
-    auto vocab = load_vocab_source(args->positionals()[0]);
+    auto vocab = load_vocab_source(args.positionals[0]);
     if (!vocab) return fail("detokenize", vocab.error());
     auto text = read_all_stdin(kMaxTextInputBytes);
     if (!text) return fail("detokenize", text.error());

@@ -12,32 +12,16 @@ namespace {
 constexpr uint64_t kMaxCacheMib = uint64_t(1) << 24;  // 16 TiB: past any RAM, and no overflow in bytes
 }
 
-Result<std::optional<CacheSizeArg>> parse_cache_mib_arg(const Args& args) {
-    const auto value = args.value("--cache-mib");
-    if (!value) return std::optional<CacheSizeArg>{};
-    if (*value == "fit") return std::optional<CacheSizeArg>{CacheSizeArg{true, 0}};
+Result<CacheSizeArg> parse_cache_mib(const std::string& value) {
+    if (value == "fit") return CacheSizeArg{true, 0};
     uint64_t mib = 0;
-    const char* first = value->data();
-    const char* last = first + value->size();
+    const char* first = value.data();
+    const char* last = first + value.size();
     const auto [end, ec] = std::from_chars(first, last, mib);
-    if (value->empty() || ec != std::errc{} || end != last || mib > kMaxCacheMib)
+    if (value.empty() || ec != std::errc{} || end != last || mib > kMaxCacheMib)
         return make_error("--cache-mib must be a whole number of MiB from 0 (off) to " + std::to_string(kMaxCacheMib) +
-                          ", or 'fit' (got '" + *value + "')");
-    return std::optional<CacheSizeArg>{CacheSizeArg{false, mib}};
-}
-
-Result<ExpertFetch> parse_expert_fetch_arg(const Args& args) {
-    const auto value = args.value("--expert-fetch");
-    if (!value) return ExpertFetch::Mapped;
-    if (auto parsed = parse_expert_fetch(*value)) return *parsed;
-    return make_error("--expert-fetch must be 'mapped', 'sync' or 'staged' (got '" + *value + "')");
-}
-
-Result<IoBackend> parse_io_backend_arg(const Args& args) {
-    const auto value = args.value("--io-backend");
-    if (!value) return IoBackend::Auto;
-    if (auto parsed = parse_io_backend(*value)) return *parsed;
-    return make_error("--io-backend must be 'auto', 'uring', 'overlapped' or 'threads' (got '" + *value + "')");
+                          ", or 'fit' (got '" + value + "')");
+    return CacheSizeArg{false, mib};
 }
 
 Status check_io_backend_for(IoBackend backend, ExpertFetch fetch) {

@@ -8,13 +8,14 @@
 //                                       how sync/staged reads reach the OS (IoBackend): auto = io_uring
 //                                       on Linux, overlapped I/O on Windows, the reader pool where that
 //                                       cannot start; an explicit one that cannot run here is an error
-// Parsed before the model loads (bad values fail fast), resolved against the model after.
+// Checked while parsing (session_args.cpp: bad values fail before anything loads), resolved
+// against the model after.
 #include <cstdint>
 #include <optional>
 
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
-#include "cli_args.h"
+#include <string>
 
 namespace cflow::cli {
 
@@ -23,13 +24,10 @@ struct CacheSizeArg {
     uint64_t mib = 0;  // when !fit; 0 = off
 };
 
-// Absent: no cache. Anything but a non-negative integer or 'fit' is an error naming the option.
-Result<std::optional<CacheSizeArg>> parse_cache_mib_arg(const Args& args);
-// Absent: mapped.
-Result<ExpertFetch> parse_expert_fetch_arg(const Args& args);
+// --cache-mib's value: a whole number of MiB (0 = off) or 'fit'; anything else is an error
+// naming the option.
+Result<CacheSizeArg> parse_cache_mib(const std::string& value);
 
-// Absent: auto. Anything but a backend name is an error naming the option.
-Result<IoBackend> parse_io_backend_arg(const Args& args);
 // An explicit --io-backend with the mapped arm is an error (mapped experts are not read by it).
 Status check_io_backend_for(IoBackend backend, ExpertFetch fetch);
 

@@ -1,25 +1,27 @@
 #pragma once
-// The sampling options shared by the text-generating commands, with generate's names and
-// defaults: -n/--n-predict, --temp, --top-k, --top-p, --min-p, --repeat-penalty,
-// --repeat-last-n, --seed (-1 = random).
+// The sampling options shared by the text-generating commands (generate, chat), declared once:
+// -n/--n-predict, --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n,
+// --seed (-1 = random).
 #include <cstdint>
-#include <set>
-#include <string>
 
 #include "cflow/engine/generation/sampler.h"
-#include "cli_args.h"
+
+namespace CLI {
+class App;
+} // namespace CLI
 
 namespace cflow::cli {
 
-// The option names, to merge into an ArgSpec's valued set.
-std::set<std::string> sampling_option_names();
-
 struct SamplingArgs {
-    SamplingParams sampling;
-    int32_t max_tokens = 0;
+    SamplingParams sampling;  // its defaults are the options' defaults
+    int32_t max_tokens = 128;
+    long long seed = -1;      // -1: a random seed, drawn by resolved()
+
+    // The sampling parameters with the seed drawn when --seed was -1.
+    SamplingArgs resolved() const;
 };
 
-// The first bad option wins; its message names the option and the value.
-Result<SamplingArgs> parse_sampling_args(const Args& args, int32_t default_max_tokens);
+// Adds the options bound to `args`; its current max_tokens is -n's default.
+void add_sampling_options(CLI::App& app, SamplingArgs& args);
 
 } // namespace cflow::cli

@@ -1,7 +1,6 @@
 // SynthSpec from the command line: preset, overrides, cross-checks (synth_spec.h).
 #include "synth_spec.h"
 
-#include <limits>
 #include <optional>
 
 #include "combine_style_arg.h"
@@ -9,10 +8,7 @@
 namespace cflow::cli {
 namespace {
 
-constexpr long long kMaxDim = 65536;      // widest input a .cflow tile can address (tile_geometry.h)
-constexpr long long kMaxExperts = 254;    // TileHeader.expert_id is 8-bit, 255 means "no expert"
 constexpr long long kMinVocab = 259;      // <unk>, <s>, </s> and the 256 byte tokens
-constexpr long long kMaxVocab = 1 << 20;
 constexpr uint32_t kBlock = 32;           // weights per Q4_0 / Q8_0 block
 
 std::optional<SynthSpec> preset(const std::string& name) {
@@ -37,64 +33,45 @@ std::optional<SynthSpec> preset(const std::string& name) {
     return std::nullopt;
 }
 
-// Reads an integer option into `out` when it is given.
-Status read_option(const Args& args, const std::string& name, long long min, long long max, uint32_t& out) {
-    if (!args.value(name)) return {};
-    auto v = args.integer(name, 0, min, max);
-    if (!v) return v.take_error();
-    out = static_cast<uint32_t>(*v);
-    return {};
-}
-
-Status read_delay(const Args& args, const std::string& name, uint8_t& out) {
-    uint32_t v = out;
-    if (Status s = read_option(args, name, 0, 255, v); !s) return s;
-    out = static_cast<uint8_t>(v);
-    return {};
+// An option's value into `out` when it is given.
+template <class T>
+void take(const std::optional<long long>& value, T& out) {
+    if (value) out = static_cast<T>(*value);
 }
 
 Error option_error(const std::string& name, uint32_t value, const std::string& why) {
     return make_error("option " + name + ": " + std::to_string(value) + " " + why);
 }
 
-Status read_geometry(const Args& args, SynthSpec& s) {
-    const bool heads_given = args.value("--heads").has_value();
-    Status st;
-    if (!(st = read_option(args, "--d", kBlock, kMaxDim, s.d_model)) ||
-        !(st = read_option(args, "--layers", 1, 65535, s.n_layers)) ||
-        !(st = read_option(args, "--heads", 1, 65535, s.n_heads)))
-        return st;
-    if (heads_given && !args.value("--kv-heads") && s.name == "custom") s.n_kv_heads = s.n_heads;  // no GQA by default
-    if (!(st = read_option(args, "--kv-heads", 1, 65535, s.n_kv_heads)) ||
-        !(st = read_option(args, "--d-ff", 0, kMaxDim, s.d_ff)) ||
-        !(st = read_option(args, "--experts", 0, kMaxExperts, s.n_experts)) ||
-        !(st = read_option(args, "--top-k", 0, kMaxExperts, s.top_k)) ||
-        !(st = read_option(args, "--expert-hidden", 0, kMaxDim, s.expert_d_ff)) ||
-        !(st = read_option(args, "--vocab", 1, kMaxVocab, s.vocab)) ||
-        !(st = read_delay(args, "--dense-delay", s.dense_delay)) ||
-        !(st = read_delay(args, "--expert-delay", s.expert_delay)))
-        return st;
-    return {};
+void read_geometry(const SynthArgs& a, SynthSpec& s) {
+    take(a.d, s.d_model);
+    take(a.layers, s.n_layers);
+    take(a.heads, s.n_heads);
+    if (a.heads && !a.kv_heads && s.name == "custom") s.n_kv_heads = s.n_heads;  // no GQA by default
+    take(a.kv_heads, s.n_kv_heads);
+    take(a.d_ff, s.d_ff);
+    take(a.experts, s.n_experts);
+    take(a.top_k, s.top_k);
+    take(a.expert_hidden, s.expert_d_ff);
+    take(a.vocab, s.vocab);
+    take(a.dense_delay, s.dense_delay);
+    take(a.expert_delay, s.expert_delay);
 }
 
-Status read_format_options(const Args& args, SynthSpec& s) {
-    if (auto q = args.value("--quant")) {
+Status read_format_options(const SynthArgs& a, SynthSpec& s) {
+    if (const auto& q = a.quant) {
         if (*q == "q4_0" || *q == "Q4_0") s.quant = DType::Q4_0;
         else if (*q == "q8_0" || *q == "Q8_0") s.quant = DType::Q8_0;
         else if (*q == "q4_k_m" || *q == "Q4_K_M") s.quant = DType::Q4_K;
         else return make_error("option --quant: '" + *q + "' is not q4_0, q8_0 or q4_k_m (synth writes ggml blocks only)");
     }
-    if (auto text = args.value("--combine-style")) {
-        auto style = parse_combine_style(*text);
+    if (a.combine_style) {
+        auto style = parse_combine_style(*a.combine_style);
         if (!style) return style.take_error();
         s.combine_style = *style;
     }
-    auto seed = args.integer("--seed", 1, 0, std::numeric_limits<long long>::max());
-    if (!seed) return seed.take_error();
-    s.seed = static_cast<uint64_t>(*seed);
-    auto skew = args.number("--router-skew", 0.0, 0.0, 64.0);
-    if (!skew) return skew.take_error();
-    s.router_skew = *skew;
+    s.seed = static_cast<uint64_t>(a.seed);
+    s.router_skew = a.router_skew;
     return {};
 }
 
@@ -111,12 +88,12 @@ Status check_attention(const SynthSpec& s) {
     return {};
 }
 
-Status check_ffn(const Args& args, SynthSpec& s) {
+Status check_ffn(const SynthArgs& args, SynthSpec& s) {
     if (s.d_ff % kBlock != 0) return option_error("--d-ff", s.d_ff, "is not a multiple of 32 (the Q4_0/Q8_0 block)");
     if (s.n_experts == 0) {
         // A preset's expert settings lapse with --experts 0; given explicitly they are a mistake.
-        for (const char* name : {"--top-k", "--expert-hidden"})
-            if (args.value(name)) return make_error(std::string("option ") + name + " needs --experts N (N > 0)");
+        if (args.top_k) return make_error("option --top-k needs --experts N (N > 0)");
+        if (args.expert_hidden) return make_error("option --expert-hidden needs --experts N (N > 0)");
         s.top_k = 0;
         s.expert_d_ff = 0;
     } else {
@@ -164,27 +141,20 @@ Status check_schedule(const SynthSpec& s) {
 
 } // namespace
 
-const std::set<std::string>& synth_geometry_options() {
-    static const std::set<std::string> kOptions = {
-        "--preset", "--d", "--d-ff", "--layers", "--experts", "--top-k", "--expert-hidden", "--heads", "--kv-heads",
-        "--vocab", "--dense-delay", "--expert-delay", "--combine-style", "--quant", "--seed", "--router-skew"};
-    return kOptions;
-}
-
-Result<SynthSpec> synth_spec_from_args(const Args& args) {
+Result<SynthSpec> synth_spec_from_args(const SynthArgs& args) {
     SynthSpec s;
-    if (auto name = args.value("--preset")) {
+    if (const auto& name = args.preset) {
         auto p = preset(*name);
         if (!p) return make_error("option --preset: '" + *name + "' is not dense-1b or moe-1b");
         s = *p;
     } else {
-        for (const char* required : {"--d", "--layers", "--heads"})
-            if (!args.value(required))
-                return make_error(std::string("option ") + required + " is required without --preset (dense-1b, moe-1b)");
-        if (!args.value("--d-ff") && !args.value("--experts"))
+        if (!args.d) return make_error("option --d is required without --preset (dense-1b, moe-1b)");
+        if (!args.layers) return make_error("option --layers is required without --preset (dense-1b, moe-1b)");
+        if (!args.heads) return make_error("option --heads is required without --preset (dense-1b, moe-1b)");
+        if (!args.d_ff && !args.experts)
             return make_error("option --d-ff or --experts is required without --preset (dense-1b, moe-1b)");
     }
-    if (Status st = read_geometry(args, s); !st) return st.take_error();
+    read_geometry(args, s);
     if (Status st = read_format_options(args, s); !st) return st.take_error();
     if (Status st = check_attention(s); !st) return st.take_error();
     if (Status st = check_ffn(args, s); !st) return st.take_error();

@@ -2,13 +2,12 @@
 // What `cflow synth` generates: a preset's geometry with the command line's overrides, checked
 // so every problem is reported as one line naming the option and why.
 #include <cstdint>
-#include <set>
 #include <string>
 
 #include "cflow/base/result.h"
 #include "cflow/formats/cflow_layout.h"
 #include "cflow/formats/dtype.h"
-#include "cli_args.h"
+#include "command_args.h"
 
 namespace cflow::cli {
 
@@ -44,12 +43,10 @@ struct SynthSpec {
     }
 };
 
-// The options synth reads besides -o/--output and --gguf.
-const std::set<std::string>& synth_geometry_options();
-
 // --preset (dense-1b, moe-1b) or the required geometry flags, then every override, then the
 // cross-checks (multiples of the 32-weight block, heads dividing d, delays below layers, ...).
-Result<SynthSpec> synth_spec_from_args(const Args& args);
+// Each option's own range is checked by the parser (cli_parser.cpp).
+Result<SynthSpec> synth_spec_from_args(const SynthArgs& args);
 
 // llama.cpp's use_more_bits(layer, n_layers) of the Q4_K_M recipe: the first and last eighth of
 // the layers and every third one between take Q6_K for attn_v and ffn_down.

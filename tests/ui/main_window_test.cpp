@@ -154,7 +154,7 @@ TEST(MainWindowTest, OpensConvertedModelAndShowsItsHeader) {
     EXPECT_EQ(view.shownValue(header, QStringLiteral("weight_quant")), QStringLiteral("q8_0"));
     EXPECT_EQ(view.shownValue(header, QStringLiteral("tile")), QStringLiteral("128 x 256"));
     EXPECT_EQ(view.shownValue(header, QStringLiteral("combine_style")), QStringLiteral("sequential"));
-    EXPECT_EQ(view.shownValue(header, QStringLiteral("version")), QString::number(kCflowVersion));
+    EXPECT_EQ(view.shownValue(header, QStringLiteral("version")), QString::number(cflow::kCflowVersion));
     EXPECT_EQ(view.shownValue(QStringLiteral("Model parameters"), QStringLiteral("params_bytes")),
               QStringLiteral("128"));
 

@@ -1,0 +1,155 @@
+#pragma once
+// What each cflow command's options parse into: the parser (cli_parser.cpp) declares every option
+// bound to one of these fields, with its default (the field's initial value), help text and
+// validation; the commands (cmd_*.cpp) read only these structs. std::optional fields are options
+// whose absence matters (a fallback that depends on other options, or "given" vs "not given").
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chat_args.h"
+#include "sampling_args.h"
+#include "session_args.h"
+
+namespace cflow::cli {
+
+struct ConvertArgs {
+    std::vector<std::string> positionals;  // SRC
+    std::optional<std::string> output;     // -o/--output
+    std::optional<std::string> quant, embedding_quant, attention_quant, ffn_quant, expert_quant, output_quant;
+    std::string tokenizer;
+    unsigned threads = 0;
+    std::optional<std::string> format;     // cflow|vflow; absent: from the output's extension
+    std::optional<std::string> sample;     // --sample FILE for --validate
+    bool quiet = false, preflight = false, validate = false, json = false, keep_every_type = false;
+};
+
+struct GenerateArgs {
+    std::vector<std::string> positionals;  // [MODEL]
+    std::string prompt;
+    SamplingArgs sampling;
+    SessionArgs session;
+    std::string telemetry_file;
+    bool stats = false, trace_experts = false, no_stats = false;
+};
+
+struct ChatCommandArgs {
+    std::vector<std::string> positionals;  // [MODEL]
+    std::optional<std::string> system;
+    SamplingArgs sampling;
+    SessionArgs session;
+    ChatArgs chat;
+    bool show_prompt = false;
+};
+
+struct ServeArgs {
+    std::vector<std::string> positionals;  // [MODEL]
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    std::string api_key;
+    unsigned parallel = 1;
+    unsigned queue = 32;
+    unsigned max_body_mib = 8;
+    SessionArgs session;
+    ChatArgs chat;
+};
+
+struct LogitsArgs {
+    std::vector<std::string> positionals;  // [MODEL]
+    std::optional<std::string> prompt, prompt_file, ids, out, isa;
+    int top = 10;
+    SessionArgs session;  // --threads, --ctx, --load (default map), --kv-cache (default f32)
+    bool json = false;
+};
+
+struct PerplexityArgs {
+    std::vector<std::string> positionals;  // MODEL
+    std::optional<std::string> file;       // -f/--file
+    uint32_t stride = 0;
+    long long max_tokens = 0;
+    SessionArgs session;  // --threads, --ctx, --load, --kv-cache (default f32)
+    bool json = false, progress = false;
+};
+
+struct BenchArgs {
+    std::vector<std::string> positionals;  // MODEL
+    int tokens = 64, warmup = 8, prompt_tokens = 64;
+    SessionArgs session;  // --threads, --kv-cache
+    bool json = false;
+};
+
+struct BenchExpertsArgs {
+    std::vector<std::string> positionals;  // MODEL
+    int tokens = 32, warmup = 4, rounds = 4, fetch_threads = 2;
+    SessionArgs session;  // --threads, --cache-mib, --io-backend
+    bool json = false;
+};
+
+struct ScorecardArgs {
+    unsigned threads = 0;
+    std::optional<std::string> resources;
+    int claim = 0;
+    bool json = false, quick = false;
+};
+
+struct InspectArgs {
+    std::vector<std::string> positionals;  // MODEL
+    bool json = false;
+};
+
+// critical-path's geometry options; absent ones take fallbacks that depend on the others.
+struct CriticalPathArgs {
+    std::vector<std::string> positionals;  // [MODEL]
+    std::optional<long long> d, d_ff, layers, experts, top_k, expert_hidden, heads, kv_heads, head_dim, dense_delay,
+        expert_delay, shared_expert_hidden, blocks, iters;
+    std::optional<std::string> combine_style;
+    bool json = false;
+    // The geometry options given, by name, filled by the parser (refused with MODEL: the header
+    // gives the geometry).
+    std::vector<std::string> given_geometry;
+};
+
+struct TokenizeArgs {
+    std::vector<std::string> positionals;  // MODEL_OR_VOCAB
+    bool ids = false, pieces = false, parse_special = false, add_special = false;
+};
+
+struct DetokenizeArgs {
+    std::vector<std::string> positionals;  // MODEL_OR_VOCAB
+};
+
+struct TemplateArgs {
+    std::vector<std::string> positionals;  // [MODEL]
+    std::optional<std::string> template_file, messages, bos, eos, kwargs, tools;
+    bool no_generation_prompt = false;
+};
+
+// synth's options: a preset's geometry, overridden by the ones given.
+struct SynthArgs {
+    std::optional<std::string> output, gguf, preset, quant, combine_style;
+    std::optional<long long> d, d_ff, layers, experts, top_k, expert_hidden, heads, kv_heads, vocab, dense_delay,
+        expert_delay;
+    long long seed = 1;
+    double router_skew = 0.0;
+};
+
+// Every command's arguments; the parser fills the one the command line names.
+struct CommandArgs {
+    ConvertArgs convert;
+    GenerateArgs generate;
+    ChatCommandArgs chat;
+    ServeArgs serve;
+    LogitsArgs logits;
+    PerplexityArgs perplexity;
+    BenchArgs bench;
+    BenchExpertsArgs bench_experts;
+    ScorecardArgs scorecard;
+    InspectArgs inspect;
+    CriticalPathArgs critical_path;
+    TokenizeArgs tokenize;
+    DetokenizeArgs detokenize;
+    TemplateArgs template_;
+    SynthArgs synth;
+};
+
+} // namespace cflow::cli
