@@ -64,16 +64,16 @@ void declare_convert(CLI::App& root, ConvertArgs& a) {
     CLI::App* c = add_command(
         root, "convert", "convert a checkpoint (Hugging Face folder, GGUF, llama2.c) to .cflow or .vflow",
         "SRC: a Hugging Face model folder, a .gguf file (F32/F16/BF16, Q4_0/Q4_1/Q5_0/Q5_1/Q8_0, Q2_K..Q8_K,\n"
-        "IQ4_NL), or a llama2.c .bin (with --tokenizer tokenizer.bin).\n"
+        "IQ4_NL, IQ4_XS, MXFP4), or a llama2.c .bin (with --tokenizer tokenizer.bin).\n"
         "--preflight only reports (architecture, parameters, tokenizer, output size per quantisation, disk,\n"
         "memory, decode speed here; exit 2 when it cannot be converted); --validate checks the result against\n"
         "the source in F32 (tokenizer, template, smoke generation, top-1 agreement, KL) and saves\n"
         "OUT.report.json / OUT.report.md beside it (exit 3 on a failed verdict).\n"
-        "A GGUF keeps its quantised matrices' own types (Q8_0/Q4_0/Q4_K/Q5_K/Q6_K re-tiled bit for bit, and the\n"
+        "A GGUF keeps its quantised matrices' own types (Q8_0/Q4_0/Q4_K/Q5_K/Q6_K/MXFP4 re-tiled bit for bit, and the\n"
         "F16/F32 matrices a quantised file leaves unquantised stay so; an unquantised file's matrices get\n"
         "--quant, default q4_0) unless a --*quant option asks to re-quantise everything. Q2_K/Q3_K/IQ4_XS become\n"
-        "Q6_K and Q4_1/Q5_0/Q5_1/IQ4_NL Q8_0 (listed): they have no fast kernels yet; --keep-every-type keeps\n"
-        "their blocks too (exact, but those matrices run on a slow path).");
+        "Q6_K and Q4_1/Q5_0/Q5_1/IQ4_NL Q8_0 (listed): they have no int8 kernels yet; --keep-every-type keeps\n"
+        "their blocks too (exact; IQ4_NL within 1.2x of Q8_0's time, the others on a slow path).");
     c->add_option("SRC", a.positionals, "the checkpoint to convert")->type_name("PATH");
     c->add_option("-o,--output", a.output, "the output file (.vflow: the vflow container unless --format says otherwise)")
         ->type_name("OUT.cflow|OUT.vflow");
