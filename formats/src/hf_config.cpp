@@ -1,5 +1,6 @@
 // config.json interpretation and HF -> canonical tensor-name mapping.
 #include "hf_config.h"
+#include "yarn_rope.h"
 #include "cflow/formats/whole_file.h"
 #include "cflow/formats/json_depth.h"
 
@@ -107,19 +108,19 @@ Result<Family> detect_family(const ConfigReader& r) {
         {"Qwen3ForCausalLM", Family::Qwen3},       {"Qwen3MoeForCausalLM", Family::Qwen3Moe},
         {"SmolLM3ForCausalLM", Family::SmolLM3},   {"GemmaForCausalLM", Family::Gemma},
         {"Gemma2ForCausalLM", Family::Gemma2},     {"Gemma3ForCausalLM", Family::Gemma3},
-        {"Phi3ForCausalLM", Family::Phi3},
+        {"Phi3ForCausalLM", Family::Phi3},         {"GptOssForCausalLM", Family::GptOss},
         {"CflowForCausalLM", Family::Cflow}};
     static const std::map<std::string, Family> kByType = {
         {"llama", Family::Llama},     {"mistral", Family::Mistral},    {"qwen2", Family::Qwen2},
         {"mixtral", Family::Mixtral}, {"qwen2_moe", Family::Qwen2Moe}, {"olmoe", Family::Olmoe},
         {"qwen3", Family::Qwen3},     {"qwen3_moe", Family::Qwen3Moe}, {"smollm3", Family::SmolLM3},
         {"gemma", Family::Gemma},     {"gemma2", Family::Gemma2},      {"gemma3_text", Family::Gemma3},
-        {"phi3", Family::Phi3},
+        {"phi3", Family::Phi3},       {"gpt_oss", Family::GptOss},
         {"cflow", Family::Cflow}};
     const char* kSupported = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, "
                              "Qwen2MoeForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, SmolLM3ForCausalLM, "
                              "OlmoeForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM (Phi-3, Phi-3.5, Phi-4-mini), "
-                             "CflowForCausalLM";
+                             "GptOssForCausalLM, CflowForCausalLM";
     if (r.has("architectures")) {
         const json& a = r.at("architectures");
         if (!a.is_array() || a.empty() || !a.front().is_string())
@@ -316,9 +317,10 @@ Status read_smollm3_nope_layers(const ConfigReader& r, ModelConfig& c) {
 }
 
 // Which layers slide: a `layer_types` list ("sliding_attention" / "full_attention") when the
-// config has one, else the family's rule (Gemma 2: every even layer; Gemma 3: all but every
-// sliding_window_pattern-th, default 6), as modeling_gemma2.py / modeling_gemma3.py decide.
-Status read_gemma_sliding_layers(const ConfigReader& r, Family family, ModelConfig& c) {
+// config has one, else the family's rule (Gemma 2 and gpt-oss: every even layer; Gemma 3: all
+// but every sliding_window_pattern-th, default 6), as modeling_gemma2.py / modeling_gemma3.py /
+// configuration_gpt_oss.py decide.
+Status read_sliding_layers(const ConfigReader& r, Family family, ModelConfig& c) {
     c.sliding_layers.assign(c.n_layers, 0);
     if (r.has("layer_types")) {
         const json& list = r.at("layer_types");
@@ -333,7 +335,7 @@ Status read_gemma_sliding_layers(const ConfigReader& r, Family family, ModelConf
         }
         return Status::success();
     }
-    uint32_t period = family == Family::Gemma2 ? 2 : 6;
+    uint32_t period = family == Family::Gemma3 ? 6 : 2;
     if (family == Family::Gemma3) CFLOW_TRY_ASSIGN(period, r.u32("sliding_window_pattern", 6));
     if (period == 0) return r.bad("sliding_window_pattern", "must be >= 1");
     for (uint32_t l = 0; l < c.n_layers; ++l) c.sliding_layers[l] = (l + 1) % period != 0 ? 1 : 0;
@@ -368,11 +370,71 @@ Status read_gemma_fields(const ConfigReader& r, Family family, ModelConfig& c) {
     if (family == Family::Gemma) return Status::success();
     CFLOW_TRY_ASSIGN(c.sliding_window, r.u32("sliding_window", std::nullopt));
     if (c.sliding_window == 0) return r.bad("sliding_window", "must be >= 1");
-    if (Status s = read_gemma_sliding_layers(r, family, c); !s) return s;
+    if (Status s = read_sliding_layers(r, family, c); !s) return s;
     if (family == Family::Gemma3) {
         CFLOW_TRY_ASSIGN(c.rope_local_theta, r.f32("rope_local_base_freq", 10000.0f));
         if (!std::isfinite(c.rope_local_theta) || !(c.rope_local_theta > 0.0f))
             return r.bad("rope_local_base_freq", "must be a finite number > 0");
+    }
+    return Status::success();
+}
+
+// YaRN as transformers computes it (modeling_rope_utils.py, _compute_yarn_parameters): factor,
+// original_max_position_embeddings (else max_position_embeddings), beta_fast / beta_slow (32 / 1),
+// the correction range rounded outward unless truncate is false (gpt-oss says false), and
+// cos/sin times attention_factor, else mscale / mscale_all_dim's ratio, else 0.1 ln(factor) + 1.
+Status read_yarn(const ConfigReader& r, ModelConfig& c) {
+    const ConfigReader rs(r.at("rope_scaling"), r.label() + ": rope_scaling");
+    yarn::Params p;
+    p.rotary_dims = rotary_dim_count(c.head_dim, c.rope_fraction);
+    p.base = c.rope_theta;
+    CFLOW_TRY_ASSIGN(p.factor, rs.f32("factor", 0.0f));
+    if (!std::isfinite(p.factor) || !(p.factor >= 1.0f)) return rs.bad("factor", "must be a finite number >= 1 for YaRN");
+    CFLOW_TRY_ASSIGN(p.original_context, rs.u32("original_max_position_embeddings", c.max_seq_len));
+    if (p.original_context == 0)
+        return rs.bad("original_max_position_embeddings", "(or max_position_embeddings) must be > 0 for YaRN");
+    CFLOW_TRY_ASSIGN(p.beta_fast, rs.f32("beta_fast", 32.0f));
+    CFLOW_TRY_ASSIGN(p.beta_slow, rs.f32("beta_slow", 1.0f));
+    for (auto [field, v] : {std::pair{"beta_fast", p.beta_fast}, std::pair{"beta_slow", p.beta_slow}})
+        if (!std::isfinite(v) || !(v > 0.0f)) return rs.bad(field, "must be a finite number > 0");
+    CFLOW_TRY_ASSIGN(p.truncate, rs.boolean("truncate", true));
+    float attention = yarn::attention_factor(p.factor);
+    if (rs.has("attention_factor")) {
+        CFLOW_TRY_ASSIGN(attention, rs.f32("attention_factor", 1.0f));
+    } else if (rs.has("mscale") && rs.has("mscale_all_dim")) {
+        float mscale = 0.0f, mscale_all = 0.0f;
+        CFLOW_TRY_ASSIGN(mscale, rs.f32("mscale", 0.0f));
+        CFLOW_TRY_ASSIGN(mscale_all, rs.f32("mscale_all_dim", 0.0f));
+        if (mscale != 0.0f && mscale_all != 0.0f) {
+            const auto get = [&](float m) { return p.factor <= 1.0f ? 1.0 : 0.1 * m * std::log(double(p.factor)) + 1.0; };
+            attention = float(get(mscale) / get(mscale_all));
+        }
+    }
+    if (!std::isfinite(attention) || !(attention > 0.0f)) return rs.bad("attention_factor", "must be a finite number > 0");
+    c.rope_freq_factors = yarn::freq_divisors(p);
+    c.rope_attn_factor = attention;
+    return Status::success();
+}
+
+// gpt-oss (modeling_gpt_oss.py): a biased router whose top-k logits are softmaxed, experts with
+// biases and the clamped SwiGLU (alpha 1.702 fixed in GptOssExperts, limit swiglu_limit), a sink
+// logit per head, every other layer sliding (layer_types). Experts stored as MXFP4 blocks are the
+// only quantization the checkpoints use; any other quant_method changes what the bytes mean.
+Status read_gpt_oss_fields(const ConfigReader& r, ModelConfig& c) {
+    c.router_mode = RouterMode::SoftmaxTopK;
+    c.ffn_activation = FfnActivation::ClampedSwiGLU;
+    c.ffn_alpha = 1.702f;
+    CFLOW_TRY_ASSIGN(c.ffn_limit, r.f32("swiglu_limit", 7.0f));
+    if (!std::isfinite(c.ffn_limit) || !(c.ffn_limit > 0.0f)) return r.bad("swiglu_limit", "must be a finite number > 0");
+    CFLOW_TRY_ASSIGN(c.sliding_window, r.u32("sliding_window", 128));
+    if (c.sliding_window == 0) return r.bad("sliding_window", "must be >= 1");
+    if (Status s = read_sliding_layers(r, Family::GptOss, c); !s) return s;
+    if (r.has("quantization_config")) {
+        const json& q = r.at("quantization_config");
+        const std::string method = q.is_object() && q.contains("quant_method") && q.at("quant_method").is_string()
+                                       ? q.at("quant_method").get<std::string>() : std::string();
+        if (method != "mxfp4")
+            return r.unsupported("quantization_config", "has quant_method '" + method + "': only mxfp4 (the released gpt-oss experts) is supported");
     }
     return Status::success();
 }
@@ -386,7 +448,7 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         {Family::Mixtral, "mixtral"}, {Family::Qwen2Moe, "qwen2moe"}, {Family::Olmoe, "olmoe"},
         {Family::Qwen3, "qwen3"},     {Family::Qwen3Moe, "qwen3moe"}, {Family::SmolLM3, "smollm3"},
         {Family::Gemma, "gemma"},     {Family::Gemma2, "gemma2"},     {Family::Gemma3, "gemma3"},
-        {Family::Phi3, "phi3"},
+        {Family::Phi3, "phi3"},       {Family::GptOss, "gpt-oss"},
         {Family::Cflow, "cflow"}};
     c.architecture = kArch.at(out.family);
 
@@ -400,9 +462,9 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         }
         if (rope_scaling_type == "su") rope_scaling_type = "longrope";  // the early Phi-3 configs' name
         if (rope_scaling_type != "default" && rope_scaling_type != "llama3" && rope_scaling_type != "linear" &&
-            rope_scaling_type != "longrope")
+            rope_scaling_type != "longrope" && rope_scaling_type != "yarn")
             return r.unsupported("rope_scaling",
-                                 "of type '" + rope_scaling_type + "' is not supported (default, linear, llama3, longrope)");
+                                 "of type '" + rope_scaling_type + "' is not supported (default, linear, llama3, longrope, yarn)");
     }
 
     CFLOW_TRY_ASSIGN(c.d_model, r.u32("hidden_size", std::nullopt));
@@ -428,6 +490,8 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         c.rope_freq_factors = std::move(*factors);
     } else if (rope_scaling_type == "longrope") {
         if (Status s = read_longrope(r, c); !s) return s.take_error();
+    } else if (rope_scaling_type == "yarn") {
+        if (Status s = read_yarn(r, c); !s) return s.take_error();
     } else if (rope_scaling_type == "linear") {
         // Position interpolation: every frequency divided by the factor (inv_freq / factor).
         float factor = 0.0f;
@@ -489,6 +553,10 @@ Result<HfConfig> interpret(const ConfigReader& r) {
             c.router_mode = norm_topk ? RouterMode::SoftmaxTopK : RouterMode::SoftmaxAllNoRenorm;
             break;
         }
+        case Family::GptOss:
+            CFLOW_TRY_ASSIGN(c.n_experts, r.u32("num_local_experts", std::nullopt));
+            CFLOW_TRY_ASSIGN(c.expert_d_ff, r.u32("intermediate_size", std::nullopt));
+            break;
         case Family::Olmoe:
             CFLOW_TRY_ASSIGN(c.n_experts, r.u32("num_experts", std::nullopt));
             CFLOW_TRY_ASSIGN(c.expert_d_ff, r.u32("intermediate_size", std::nullopt));
@@ -515,6 +583,8 @@ Result<HfConfig> interpret(const ConfigReader& r) {
         CFLOW_TRY_ASSIGN(tied, r.boolean("tie_word_embeddings", true));
         out.tie_word_embeddings = tied;
     }
+    if (out.family == Family::GptOss)
+        if (Status s = read_gpt_oss_fields(r, c); !s) return s.take_error();
     if (out.family == Family::Cflow && c.combine_style == CombineStyle::FixedPoint && c.n_blocks != c.n_layers)
         return r.bad("n_blocks", std::to_string(c.n_blocks) + " must equal num_hidden_layers " + std::to_string(c.n_layers) +
                                      " for FixedPoint (one stored layer per unique block)");
@@ -574,6 +644,14 @@ NameMapping map_tensor_name(const std::string& hf, Family family) {
         {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"}};
     if (family == Family::Gemma2 || family == Family::Gemma3)
         if (auto it = kGemmaLayer.find(rest); it != kGemmaLayer.end()) return tensor(blk + it->second);
+    if (family == Family::GptOss) {
+        static const std::map<std::string, std::string> kGptOssLayer = {
+            {"self_attn.sinks", "attn_sinks.weight"},    {"self_attn.o_proj.bias", "attn_output.bias"},
+            {"mlp.router.weight", "ffn_gate_inp.weight"}, {"mlp.router.bias", "ffn_gate_inp.bias"}};
+        if (auto it = kGptOssLayer.find(rest); it != kGptOssLayer.end()) return tensor(blk + it->second);
+        const std::string experts = "mlp.experts.";
+        if (rest.rfind(experts, 0) == 0) return {NameMapping::Kind::GptOssExperts, rest.substr(experts.size()), layer};
+    }
     static const std::map<std::string, std::string> kLayer = {
         {"input_layernorm.weight", "attn_norm.weight"},
         {"post_attention_layernorm.weight", "ffn_norm.weight"},

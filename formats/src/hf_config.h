@@ -11,7 +11,7 @@ namespace cflow::hf {
 
 // Cflow = this project's own pipeline-native checkpoints (CflowForCausalLM, model_type "cflow";
 // tests/reference/README.md, "What the C++ side must read").
-enum class Family { Llama, Mistral, Qwen2, Mixtral, Qwen2Moe, Qwen3, Qwen3Moe, SmolLM3, Olmoe, Gemma, Gemma2, Gemma3, Phi3, Cflow };
+enum class Family { Llama, Mistral, Qwen2, Mixtral, Qwen2Moe, Qwen3, Qwen3Moe, SmolLM3, Olmoe, Gemma, Gemma2, Gemma3, Phi3, GptOss, Cflow };
 
 // Gemma's RMSNorm multiplies by (1 + weight): its checkpoints store weight - 1 (what llama.cpp's
 // converter undoes when it writes the GGUF).
@@ -28,8 +28,9 @@ Result<HfConfig> load_config(const std::string& config_path);
 
 // What an HF tensor name becomes.
 struct NameMapping {
-    enum class Kind { Tensor, Ignore, Unknown } kind = Kind::Unknown;
-    std::string canonical;  // for Kind::Tensor
+    enum class Kind { Tensor, Ignore, GptOssExperts, Unknown } kind = Kind::Unknown;
+    std::string canonical;  // for Kind::Tensor; the part after mlp.experts. for Kind::GptOssExperts
+    uint32_t layer = 0;     // for Kind::GptOssExperts
 };
 // model.layers.N.self_attn.q_proj.weight -> blk.N.attn_q.weight, per-expert HF tensors
 // (block_sparse_moe.experts.E.w1, mlp.experts.E.gate_proj, moe.experts.E.gate_proj)
@@ -39,6 +40,9 @@ struct NameMapping {
 // Gemma 2/3 name their four norms differently: post_attention_layernorm normalises the
 // attention output (-> post_attention_norm), pre_feedforward_layernorm is the FFN's input norm
 // (-> ffn_norm) and post_feedforward_layernorm its output norm (-> post_ffw_norm).
+// gpt-oss: self_attn.sinks -> attn_sinks.weight, self_attn.o_proj.bias -> attn_output.bias,
+// mlp.router.{weight,bias} -> ffn_gate_inp.{weight,bias}; its stacked mlp.experts.* tensors are
+// Kind::GptOssExperts (hf_gpt_oss_experts.h repacks them).
 NameMapping map_tensor_name(const std::string& hf_name, Family family = Family::Llama);
 
 } // namespace cflow::hf

@@ -19,6 +19,7 @@
 #include "cflow/formats/source_model.h"
 #include "cflow/formats/tile_codec.h"
 #include "hf_config.h"
+#include "hf_gpt_oss_experts.h"
 #include "hf_tokenizer.h"
 
 namespace cflow {
@@ -218,9 +219,14 @@ Result<SourceModel> assemble(const fs::path& dir, const std::vector<std::string>
             for (const auto& [name, entry] : shard.entries) located.push_back({&shard, name});
     }
 
+    hf::GptOssExpertParts gpt_oss_experts;
     for (const auto& loc : located) {
         hf::NameMapping m = hf::map_tensor_name(loc.hf_name, cfg->family);
         if (m.kind == hf::NameMapping::Kind::Ignore) continue;
+        if (m.kind == hf::NameMapping::Kind::GptOssExperts) {
+            gpt_oss_experts[m.layer][m.canonical] = loc.file;
+            continue;
+        }
         if (m.kind == hf::NameMapping::Kind::Unknown)
             return make_error(ErrorKind::Unsupported, loc.file->path + ": tensor '" + loc.hf_name +
                                                           "' has no canonical name (unrecognised for " +
@@ -236,6 +242,8 @@ Result<SourceModel> assemble(const fs::path& dir, const std::vector<std::string>
             return make_error(loc.file->path + ": tensor '" + loc.hf_name + "' maps to '" + m.canonical + "', which another tensor already provides");
     }
 
+    if (cfg->family == hf::Family::GptOss)
+        if (Status s = hf::add_gpt_oss_experts(gpt_oss_experts, model.config, model); !s) return s.take_error();
     if (hf::stores_norm_minus_one(cfg->family))
         if (Status s = shift_norm_weights(model); !s) return s.take_error();
     ModelConfig& c = model.config;

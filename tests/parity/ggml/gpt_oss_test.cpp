@@ -14,7 +14,10 @@
 // kernels, and hostile variants. The fixture script checks that dropping any one feature (sinks,
 // biases, clamp, YaRN, sliding layers) moves the logits by more than 1e-2.
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,6 +40,8 @@ namespace fs = std::filesystem;
 constexpr const char* kGptOssGguf = "gpt_oss/model.gguf";        // experts MXFP4, the rest F32
 constexpr const char* kGptOssGgufF32 = "gpt_oss/model_f32.gguf";  // every tensor F32 (the MXFP4 values)
 constexpr const char* kGptOssReference = "gpt_oss/reference.json";
+constexpr const char* kGptOssHf = "gpt_oss/hf";              // HF folder, experts as F32 parameters
+constexpr const char* kGptOssHfMxfp4 = "gpt_oss/hf_mxfp4";   // HF folder, experts as *_blocks / *_scales
 
 // The reference under llama.cpp's YaRN rule, the one a GGUF is run with.
 test::FamilyReference llama_cpp_reference() {
@@ -189,6 +194,109 @@ TEST(GptOss, FeaturesDescribeWhatTheEngineDoes) {
     EXPECT_NE(features["clamped SwiGLU"].find("1.702"), std::string::npos) << features["clamped SwiGLU"];
     EXPECT_NE(features["sliding window"].find("8 positions on 2 of 4 layers"), std::string::npos) << features["sliding window"];
     EXPECT_NE(features["rope scaling"].find("YaRN"), std::string::npos) << features["rope scaling"];
+}
+
+// A Hugging Face folder runs as transformers runs it: YaRN's correction range kept fractional
+// (the config's truncate: false), the reference's own logits.
+TEST(GptOssHf, FoldersMatchTheFloat64Reference) {
+    CFLOW_REQUIRE_GGML_FIXTURE(kGptOssHf);
+    CFLOW_REQUIRE_GGML_FIXTURE(kGptOssHfMxfp4);
+    CFLOW_REQUIRE_GGML_FIXTURE(kGptOssReference);
+    const test::FamilyReference ref = test::load_family_reference(kGptOssReference);
+    for (const char* folder : {kGptOssHf, kGptOssHfMxfp4}) {
+        auto source = open_source_model((test::ggml_fixtures_dir() / folder).string());
+        ASSERT_TRUE(source.ok()) << folder << ": " << source.error();
+        EXPECT_EQ(source->config.architecture, "gpt-oss") << folder;
+        EXPECT_NE(source->find("blk.2.ffn_norm.weight"), nullptr) << folder << ": post_attention_layernorm is the pre-MoE norm";
+        auto model = test::convert_f32_and_load(*source, test::temp_dir("gpt-oss-hf-f32") / "m.cflow");
+        ASSERT_TRUE(model.ok()) << folder << ": " << model.error();
+        expect_gpt_oss_layout(**model, folder);
+        test::expect_family_reference(*model, ref, std::string("gpt-oss HF ") + folder);
+    }
+}
+
+// The released layout's nibble order, scale bytes and gate/up interleave, repacked: the same ggml
+// MXFP4 blocks llama.cpp's converter writes into the GGUF, kept block for block in MXFP4 tiles.
+TEST(GptOssHf, Mxfp4BlocksRepackToTheGgufBytes) {
+    CFLOW_REQUIRE_GGML_FIXTURE(kGptOssHfMxfp4);
+    CFLOW_REQUIRE_GGML_FIXTURE(kGptOssGguf);
+    CFLOW_REQUIRE_GGML_FIXTURE(kGptOssReference);
+    auto hf = open_source_model((test::ggml_fixtures_dir() / kGptOssHfMxfp4).string());
+    ASSERT_TRUE(hf.ok()) << hf.error();
+    auto gguf = read_gpt_oss_fixture(kGptOssGguf);
+    ASSERT_TRUE(gguf.ok()) << gguf.error();
+    for (uint32_t l = 0; l < 4; ++l) {
+        for (const char* part : {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight", "ffn_gate_exps.bias",
+                                 "ffn_up_exps.bias", "ffn_down_exps.bias"}) {
+            const std::string name = "blk." + std::to_string(l) + "." + part;
+            const TensorView* a = hf->find(name);
+            const TensorView* b = gguf->find(name);
+            ASSERT_NE(a, nullptr) << name;
+            ASSERT_NE(b, nullptr) << name;
+            EXPECT_EQ(a->shape, b->shape) << name;
+            EXPECT_EQ(a->ggml_type, b->ggml_type) << name;
+            ASSERT_EQ(a->bytes, b->bytes) << name;
+            EXPECT_EQ(std::memcmp(a->data, b->data, a->bytes), 0) << name << " differs from the GGUF's";
+        }
+    }
+    ConvertOptions options;
+    options.keep_dtype_mask = kNativeSpeedTileDtypes;
+    options.keep_source_types = true;
+    options.threads = 2;
+    const fs::path out = test::temp_dir("gpt-oss-hf-mxfp4-kept") / "m.cflow";
+    auto report = convert_to_cflow(*hf, out.string(), options);
+    ASSERT_TRUE(report.ok()) << report.error();
+    EXPECT_EQ(report->retiled_exact_tensors, 3u * 4u) << "gate, up and down expert banks of 4 layers";
+    auto model = Model::load(out.string());
+    ASSERT_TRUE(model.ok()) << model.error();
+    test::expect_family_reference(*model, test::load_family_reference(kGptOssReference), "gpt-oss HF MXFP4 tiles");
+}
+
+// A copy of the MXFP4 folder with config.json edited or one header byte of the weights changed.
+fs::path hostile_gpt_oss_folder(const std::string& name, const std::string& config_from, const std::string& config_to,
+                                const std::string& tensor_from = "", const std::string& tensor_to = "") {
+    const fs::path src = test::ggml_fixtures_dir() / kGptOssHfMxfp4;
+    const fs::path dir = test::temp_dir(name);
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}) {
+        std::ifstream in(src / f, std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const std::string& from = std::string(f) == "config.json" ? config_from : std::string(f) == "model.safetensors" ? tensor_from : std::string();
+        const std::string& to = std::string(f) == "config.json" ? config_to : tensor_to;
+        if (!from.empty()) {
+            const size_t at = bytes.find(from);
+            EXPECT_NE(at, std::string::npos) << f << " has no '" << from << "'";
+            if (at != std::string::npos) bytes.replace(at, from.size(), to);
+        }
+        std::ofstream(dir / f, std::ios::binary) << bytes;
+    }
+    return dir;
+}
+
+TEST(GptOssHfHostile, WhatTheReaderCannotHonourIsRefusedByName) {
+    CFLOW_REQUIRE_GGML_FIXTURE(kGptOssHfMxfp4);
+    struct Case {
+        const char* what;
+        std::string config_from, config_to, tensor_from, tensor_to;
+        const char* expected;
+    };
+    const Case cases[] = {
+        {"another quantization", "\"quant_method\": \"mxfp4\"", "\"quant_method\": \"gptq\"", "", "", "quant_method 'gptq'"},
+        {"expert count off", "\"num_local_experts\": 8", "\"num_local_experts\": 7", "", "", "expected [7"},
+        {"zero clamp", "\"swiglu_limit\": 7.0", "\"swiglu_limit\": 0.0", "", "", "swiglu_limit"},
+        {"YaRN factor below 1", "\"factor\": 4.0", "\"factor\": 0.5", "", "", "factor"},
+        {"unknown expert tensor", "", "", "layers.1.mlp.experts.down_proj_scales", "layers.1.mlp.experts.down_proj_scalez",
+         "down_proj_scalez' is not a gpt-oss expert tensor"},
+        {"a layer past the config", "", "", "layers.3.mlp.experts.down_proj_bias", "layers.7.mlp.experts.down_proj_bias",
+         "past num_hidden_layers"},
+    };
+    int n = 0;
+    for (const Case& c : cases) {
+        const fs::path dir = hostile_gpt_oss_folder("gpt-oss-hf-hostile-" + std::to_string(n++), c.config_from, c.config_to,
+                                                    c.tensor_from, c.tensor_to);
+        auto r = open_source_model(dir.string());
+        ASSERT_FALSE(r.ok()) << c.what;
+        EXPECT_NE(r.error().find(c.expected), std::string::npos) << c.what << ": " << r.error();
+    }
 }
 
 // Hostile variants: each a clear error naming what is wrong, never a crash or a silent model.
