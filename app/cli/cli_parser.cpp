@@ -9,6 +9,7 @@
 #include "cflow/formats/dtype.h"
 #include "cli_options.h"
 #include "combine_style_arg.h"
+#include "synth_spec.h"
 
 namespace cflow::cli {
 namespace {
@@ -310,16 +311,19 @@ void declare_synth(CLI::App& root, SynthArgs& a) {
         "Weights are generated as Q4_0/Q8_0 blocks (or llama.cpp's Q4_K_M mix); with --gguf the same tensors\n"
         "as a GGUF that llama.cpp loads: benchmarks on bit-identical weights.\n"
         "dense-1b: d 2048, 22 layers, ffn 5632, 32/4 heads, vocab 32000; moe-1b: d 2048, 16 layers, 8 experts\n"
-        "of 1408, top-2; flags override a preset, without one --d, --layers, --heads and --d-ff or --experts\n"
+        "of 1408, top-2; llama3.2-1b: Llama 3.2 1B's shape (16 layers, ffn 8192, 32/8 heads, tied head, vocab\n"
+        "128256, rope scaling); qwen3-moe: Qwen3-30B-A3B's (architecture qwen3moe, 48 layers of 128 experts of\n"
+        "768, top-8, 32/4 heads of 128 with Q/K norms, vocab 151936; --layers 8 keeps it small).\n"
+        "Flags override a preset, without one --d, --layers, --heads and --d-ff or --experts\n"
         "(with --top-k, --expert-hidden) are required. --router-skew S scales expert e's router row by\n"
         "1 + S*(E-1-e)/(E-1), so low-numbered experts win top-k more often (a skewed routing, as trained\n"
         "routers have, for expert-cache benchmarks).");
     c->add_option("-o,--output", a.output, "the .cflow (or .vflow) to write")->type_name("OUT.cflow");
     c->add_option("--gguf", a.gguf, "also write the model as a GGUF")->type_name("OUT.gguf");
     c->add_option("--preset", a.preset, "a geometry to start from")
-        ->check(text_check([](const std::string& v) { return v == "dense-1b" || v == "moe-1b"; },
-                           [](const std::string& v) { return "option --preset: '" + v + "' is not dense-1b or moe-1b"; }))
-        ->type_name("dense-1b|moe-1b");
+        ->check(text_check([](const std::string& v) { return is_synth_preset(v); },
+                           [](const std::string& v) { return "option --preset: '" + v + "' is not one of " + synth_preset_names(); }))
+        ->type_name("NAME");
     add_optional_integer(*c, "--d", a.d, 32, kMaxSynthDim, "model width (a multiple of 32)");
     add_optional_integer(*c, "--d-ff", a.d_ff, 0, kMaxSynthDim, "dense FFN hidden width (0: none)");
     add_optional_integer(*c, "--layers", a.layers, 1, 65535, "layers");

@@ -11,7 +11,6 @@
 namespace cflow::cli {
 
 inline constexpr float kSynthNormEps = 1e-5f;
-inline constexpr float kSynthRopeTheta = 10000.0f;
 
 std::vector<GgufKeyValue> synth_gguf_metadata(const SynthSpec& spec);
 

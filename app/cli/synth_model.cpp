@@ -9,6 +9,7 @@
 #include <system_error>
 #include <thread>
 
+#include "cflow/formats/llama3_rope.h"
 #include "cflow/formats/memory_file.h"
 #include "synth_metadata.h"
 #include "synth_weights.h"
@@ -16,7 +17,7 @@
 namespace cflow::cli {
 namespace {
 
-enum class Fill : uint8_t { Blocks, Norm, Router };
+enum class Fill : uint8_t { Blocks, Norm, Router, RopeFactors };
 
 struct PlannedTensor {
     std::string name;
@@ -55,6 +56,7 @@ public:
         add(std::move(t));
     }
     void norm(const std::string& name, uint64_t n) { vector(name, {n}, Fill::Norm, 0.0); }
+    void rope_factors(const std::string& name, uint64_t n) { vector(name, {n}, Fill::RopeFactors, 0.0); }
     void router(const std::string& name, uint64_t experts, uint64_t d) {
         vector(name, {experts, d}, Fill::Router, 1.0 / std::sqrt(static_cast<double>(d)));
     }
@@ -86,7 +88,7 @@ enum class MatrixKind : uint8_t { Ordinary, MoreBits, LmHead };
 
 DType matrix_type(const SynthSpec& s, MatrixKind kind, uint32_t layer) {
     if (s.quant != DType::Q4_K) return s.quant;
-    if (kind == MatrixKind::LmHead) return DType::Q6_K;
+    if (kind == MatrixKind::LmHead) return DType::Q6_K;  // also a tied token embedding (it is the head)
     if (kind == MatrixKind::MoreBits && q4_k_m_more_bits(layer, s.n_layers)) return DType::Q6_K;
     return DType::Q4_K;
 }
@@ -98,11 +100,17 @@ std::vector<PlannedTensor> plan_tensors(const SynthSpec& s, uint64_t* total_byte
     const auto in = [](uint64_t fan_in) { return 1.0 / std::sqrt(static_cast<double>(fan_in)); };
     const double out_gain = 1.0 / std::sqrt(2.0 * s.n_layers);  // residual-branch outputs
     const DType ordinary = matrix_type(s, MatrixKind::Ordinary, 0);
-    p.matrix("token_embd.weight", {s.vocab, d}, 1.0, ordinary);
+    if (s.llama3_rope) p.rope_factors("rope_freqs.weight", s.head_dim() / 2);
+    // A tied embedding is also the LM head: llama.cpp's recipes give it the head's type.
+    p.matrix("token_embd.weight", {s.vocab, d}, 1.0, s.tied ? matrix_type(s, MatrixKind::LmHead, 0) : ordinary);
     for (uint32_t l = 0; l < s.n_layers; ++l) {
         const std::string b = "blk." + std::to_string(l) + ".";
         const DType more = matrix_type(s, MatrixKind::MoreBits, l);
         p.norm(b + "attn_norm.weight", d);
+        if (s.qk_norm()) {
+            p.norm(b + "attn_k_norm.weight", s.head_dim());
+            p.norm(b + "attn_q_norm.weight", s.head_dim());
+        }
         p.matrix(b + "attn_q.weight", {q, d}, in(d), ordinary);
         p.matrix(b + "attn_k.weight", {kv, d}, in(d), ordinary);
         p.matrix(b + "attn_v.weight", {kv, d}, in(d), more);
@@ -124,7 +132,7 @@ std::vector<PlannedTensor> plan_tensors(const SynthSpec& s, uint64_t* total_byte
         }
     }
     p.norm("output_norm.weight", d);
-    p.matrix("output.weight", {s.vocab, d}, in(d), matrix_type(s, MatrixKind::LmHead, 0));
+    if (!s.tied) p.matrix("output.weight", {s.vocab, d}, in(d), matrix_type(s, MatrixKind::LmHead, 0));
     *total_bytes = p.total_bytes();
     return p.take();
 }
@@ -134,7 +142,12 @@ struct Job {
     uint64_t chunk;
 };
 
-void run_job(const Job& job, uint64_t seed, uint8_t* base) {
+std::vector<float> synth_rope_divisors(const SynthSpec& s) {
+    return llama3_rope_divisors(Llama3RopeScaling{}, s.rope_theta, s.head_dim());
+}
+
+void run_job(const Job& job, const SynthSpec& spec, uint8_t* base) {
+    const uint64_t seed = spec.seed;
     const PlannedTensor& t = *job.tensor;
     const uint64_t first = job.chunk * chunk_units(t);
     const uint64_t count = std::min(chunk_units(t), t.units - first);
@@ -154,10 +167,15 @@ void run_job(const Job& job, uint64_t seed, uint8_t* base) {
             fill_f32(rng, 0, 32768, unit, count, reinterpret_cast<float*>(out) + first);
             break;
         }
+        case Fill::RopeFactors: {  // computed, not drawn: Llama 3.1's divisors
+            const std::vector<float> divisors = synth_rope_divisors(spec);
+            std::copy(divisors.begin() + first, divisors.begin() + first + count, reinterpret_cast<float*>(out) + first);
+            break;
+        }
     }
 }
 
-Status generate(const std::vector<PlannedTensor>& plan, uint64_t seed, uint8_t* base, unsigned threads,
+Status generate(const std::vector<PlannedTensor>& plan, const SynthSpec& spec, uint8_t* base, unsigned threads,
                 const CancelToken* cancel) {
     std::vector<Job> jobs;
     for (const PlannedTensor& t : plan)
@@ -170,7 +188,7 @@ Status generate(const std::vector<PlannedTensor>& plan, uint64_t seed, uint8_t* 
                 cancelled = true;
                 return;
             }
-            run_job(jobs[j], seed, base);
+            run_job(jobs[j], spec, base);
         }
     };
     const unsigned n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
@@ -205,7 +223,7 @@ void skew_routers(const std::vector<PlannedTensor>& plan, const SynthSpec& s, ui
 
 ModelConfig synth_config(const SynthSpec& s) {
     ModelConfig c;
-    c.architecture = "llama";
+    c.architecture = s.arch;
     c.d_model = s.d_model;
     c.n_layers = s.n_layers;
     c.n_heads = s.n_heads;
@@ -218,12 +236,16 @@ ModelConfig synth_config(const SynthSpec& s) {
     c.vocab_size = s.vocab;
     c.max_seq_len = s.max_seq_len;
     c.norm_eps = kSynthNormEps;
-    c.rope_theta = kSynthRopeTheta;
-    c.router_mode = RouterMode::SoftmaxTopK;  // Mixtral: softmax over the k selected
+    c.rope_theta = s.rope_theta;
+    c.router_mode = RouterMode::SoftmaxTopK;  // Mixtral and qwen3moe: softmax over the k selected
     c.combine_style = s.combine_style;
     c.dense_delay = s.dense_delay;
     c.expert_delay = s.expert_delay;
-    c.rope_interleaved = true;                // GGUF llama Q/K row order, as read_gguf_model sets it
+    // GGUF llama Q/K row order (adjacent pairs), as read_gguf_model sets it; qwen3moe is NEOX.
+    c.rope_interleaved = s.arch == "llama";
+    if (s.tied) c.feature_flags |= kFeatureTiedEmbeddings;
+    if (s.qk_norm()) c.feature_flags |= kFeatureQkNorm;
+    if (s.llama3_rope) c.rope_freq_factors = synth_rope_divisors(s);
     return c;
 }
 
@@ -235,7 +257,7 @@ Result<SynthModel> make_synth_model(const SynthSpec& spec, unsigned threads, con
         std::vector<PlannedTensor> plan = plan_tensors(spec, &total);
         auto file = MemoryFile::allocate("synth " + spec.name, total);
         if (!file) return file.take_error();
-        if (Status s = generate(plan, spec.seed, (*file)->mutable_data(), threads, cancel); !s) return s.take_error();
+        if (Status s = generate(plan, spec, (*file)->mutable_data(), threads, cancel); !s) return s.take_error();
         skew_routers(plan, spec, (*file)->mutable_data());
 
         SynthModel m;
@@ -244,6 +266,7 @@ Result<SynthModel> make_synth_model(const SynthSpec& spec, unsigned threads, con
         m.gguf_metadata = synth_gguf_metadata(spec);
         m.source.metadata = gguf_metadata_view(m.gguf_metadata);
         m.source.metadata.set("general.source_format", std::string("synth"));
+        if (spec.llama3_rope) m.source.config_tensors.insert("rope_freqs.weight");  // folded into the config
         for (const PlannedTensor& t : plan) {
             TensorView v;
             v.name = t.name;

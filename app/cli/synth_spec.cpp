@@ -30,6 +30,27 @@ std::optional<SynthSpec> preset(const std::string& name) {
         s.expert_d_ff = 1408;
         return s;
     }
+    if (name == "llama3.2-1b") {  // Llama-3.2-1B's shape: tied LM head over a 128256 vocabulary, rope scaling
+        s.n_layers = 16;
+        s.n_kv_heads = 8;
+        s.d_ff = 8192;
+        s.vocab = 128256;
+        s.tied = true;
+        s.llama3_rope = true;
+        s.rope_theta = 500000.0f;
+        return s;
+    }
+    if (name == "qwen3-moe") {  // Qwen3-30B-A3B's shape: 48 layers of 128 experts of 768, top-8, heads of 128
+        s.arch = "qwen3moe";
+        s.n_layers = 48;
+        s.head_dim_override = 128;
+        s.n_experts = 128;
+        s.top_k = 8;
+        s.expert_d_ff = 768;
+        s.vocab = 151936;
+        s.rope_theta = 1000000.0f;
+        return s;
+    }
     return std::nullopt;
 }
 
@@ -78,7 +99,7 @@ Status read_format_options(const SynthArgs& a, SynthSpec& s) {
 Status check_attention(const SynthSpec& s) {
     if (s.d_model % kBlock != 0)
         return option_error("--d", s.d_model, "is not a multiple of 32 (the Q4_0/Q8_0 block)");
-    if (s.d_model % s.n_heads != 0)
+    if (s.head_dim_override == 0 && s.d_model % s.n_heads != 0)
         return option_error("--heads", s.n_heads, "does not divide --d " + std::to_string(s.d_model));
     if (s.head_dim() % 2 != 0)
         return option_error("--heads", s.n_heads, "gives an odd head dimension " + std::to_string(s.head_dim()) +
@@ -145,14 +166,14 @@ Result<SynthSpec> synth_spec_from_args(const SynthArgs& args) {
     SynthSpec s;
     if (const auto& name = args.preset) {
         auto p = preset(*name);
-        if (!p) return make_error("option --preset: '" + *name + "' is not dense-1b or moe-1b");
+        if (!p) return make_error("option --preset: '" + *name + "' is not one of " + synth_preset_names());
         s = *p;
     } else {
-        if (!args.d) return make_error("option --d is required without --preset (dense-1b, moe-1b)");
-        if (!args.layers) return make_error("option --layers is required without --preset (dense-1b, moe-1b)");
-        if (!args.heads) return make_error("option --heads is required without --preset (dense-1b, moe-1b)");
+        if (!args.d) return make_error("option --d is required without --preset");
+        if (!args.layers) return make_error("option --layers is required without --preset");
+        if (!args.heads) return make_error("option --heads is required without --preset");
         if (!args.d_ff && !args.experts)
-            return make_error("option --d-ff or --experts is required without --preset (dense-1b, moe-1b)");
+            return make_error("option --d-ff or --experts is required without --preset");
     }
     read_geometry(args, s);
     if (Status st = read_format_options(args, s); !st) return st.take_error();
@@ -162,6 +183,10 @@ Result<SynthSpec> synth_spec_from_args(const SynthArgs& args) {
     if (Status st = check_kquant_widths(s); !st) return st.take_error();
     return s;
 }
+
+const char* synth_preset_names() { return "dense-1b, moe-1b, llama3.2-1b, qwen3-moe"; }
+
+bool is_synth_preset(const std::string& name) { return preset(name).has_value(); }
 
 bool q4_k_m_more_bits(uint32_t layer, uint32_t n_layers) {
     return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;

@@ -13,6 +13,13 @@ namespace cflow::cli {
 
 struct SynthSpec {
     std::string name = "custom";   // preset name, or "custom" for a geometry from flags alone
+    // The GGUF architecture: "llama" (Llama, Mixtral-style MoE) or "qwen3moe" (per-head Q/K RMS
+    // norms, NEOX RoPE, softmax over all experts renormalised over the top k).
+    std::string arch = "llama";
+    uint32_t head_dim_override = 0; // 0: d_model / n_heads (Qwen3's heads are 128 wide whatever d is)
+    bool tied = false;              // no output.weight: the LM head is the token embedding (Llama 3.2 1B / 3B)
+    bool llama3_rope = false;       // rope_freqs.weight: Llama 3.1's scaling (factor 32, 1, 4, original 8192)
+    float rope_theta = 10000.0f;
     uint32_t d_model = 0;
     uint32_t n_layers = 0;
     uint32_t n_heads = 0;
@@ -36,17 +43,22 @@ struct SynthSpec {
     // low-numbered experts as in trained routers. 0 = every expert alike.
     double router_skew = 0.0;
 
-    uint32_t head_dim() const { return n_heads ? d_model / n_heads : 0; }
+    uint32_t head_dim() const { return head_dim_override ? head_dim_override : n_heads ? d_model / n_heads : 0; }
+    bool qk_norm() const { return arch == "qwen3moe"; }
     // True when the .cflow computes what llama.cpp computes from the GGUF: plain sequential layers.
     bool llama_schedule() const {
         return combine_style == CombineStyle::Sequential && dense_delay == 0 && expert_delay == 0;
     }
 };
 
-// --preset (dense-1b, moe-1b) or the required geometry flags, then every override, then the
+// --preset (synth_preset_names()) or the required geometry flags, then every override, then the
 // cross-checks (multiples of the 32-weight block, heads dividing d, delays below layers, ...).
 // Each option's own range is checked by the parser (cli_parser.cpp).
 Result<SynthSpec> synth_spec_from_args(const SynthArgs& args);
+
+// "dense-1b, moe-1b, llama3.2-1b, qwen3-moe" (for messages), and whether `name` is one.
+const char* synth_preset_names();
+bool is_synth_preset(const std::string& name);
 
 // llama.cpp's use_more_bits(layer, n_layers) of the Q4_K_M recipe: the first and last eighth of
 // the layers and every third one between take Q6_K for attn_v and ffn_down.

@@ -1,6 +1,7 @@
 // config.json interpretation and HF -> canonical tensor-name mapping.
 #include "hf_config.h"
 #include "yarn_rope.h"
+#include "cflow/formats/llama3_rope.h"
 #include "cflow/formats/whole_file.h"
 #include "cflow/formats/json_depth.h"
 
@@ -236,22 +237,7 @@ Result<std::vector<float>> llama3_rope_factors(const ConfigReader& rs, const Mod
     if (!std::isfinite(low) || !(low > 0.0f)) return rs.bad("low_freq_factor", "must be a finite number > 0");
     if (!std::isfinite(high) || !(high > low)) return rs.bad("high_freq_factor", "must be finite and above low_freq_factor");
     if (original_context == 0) return rs.bad("original_max_position_embeddings", "must be > 0");
-    const uint32_t n_rot = rotary_dim_count(c.head_dim, c.rope_fraction);
-    const double low_wavelen = double(original_context) / low, high_wavelen = double(original_context) / high;
-    std::vector<float> divisors(n_rot / 2);
-    for (uint32_t i = 0; i < n_rot / 2; ++i) {
-        const double inv_freq = 1.0 / std::pow(double(c.rope_theta), double(2 * i) / double(n_rot));
-        const double wavelen = 2.0 * std::numbers::pi / inv_freq;
-        double divisor = 1.0;
-        if (wavelen > low_wavelen) {
-            divisor = factor;
-        } else if (wavelen >= high_wavelen) {
-            const double smooth = (double(original_context) / wavelen - low) / (high - low);
-            divisor = 1.0 / ((1.0 - smooth) / factor + smooth);
-        }
-        divisors[i] = float(divisor);
-    }
-    return divisors;
+    return llama3_rope_divisors({factor, low, high, original_context}, c.rope_theta, rotary_dim_count(c.head_dim, c.rope_fraction));
 }
 
 // LongRoPE (Phi-3.5, Phi-4-mini; transformers' _compute_longrope_parameters): one short and one

@@ -319,7 +319,7 @@ TEST(CliParser, MalformedAndOutOfRangeValuesNameTheOption) {
     expect_usage_error("convert s -o o --format zip", "--format must be cflow or vflow");
     expect_usage_error("logits --isa fast", "--isa must be one of scalar");
     expect_usage_error("synth --quant q2", "option --quant: 'q2' is not q4_0, q8_0 or q4_k_m");
-    expect_usage_error("synth --preset big", "option --preset: 'big' is not dense-1b or moe-1b");
+    expect_usage_error("synth --preset big", "option --preset: 'big' is not one of dense-1b, moe-1b, llama3.2-1b, qwen3-moe");
     expect_usage_error("critical-path --combine-style Diagonal", "option --combine-style: 'Diagonal' is not 0-6");
 }
 

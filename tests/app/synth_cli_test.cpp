@@ -12,6 +12,8 @@
 
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/gguf.h"
+#include "cflow/formats/ggml_blocks.h"
+#include "cflow/formats/source_model.h"
 #include "cli_runner.h"
 #include "test_support.h"
 
@@ -127,6 +129,63 @@ TEST(SynthCli, Q4KMGgufFollowsTheRecipeAndConvertsToTheSameTiles) {
     auto bad = run_cflow({"synth", "--d", "288", "--layers", "2", "--heads", "6", "--d-ff", "768", "--quant", "q4_k_m", "-o", x});
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.err.find("option --d: 288 is not a multiple of 256"), std::string::npos) << bad.err;
+}
+
+// The shapes of the benchmark rows (BENCHMARKS.md), scaled down: llama3.2-1b (tied LM head in
+// the head's Q6_K, Llama 3.1 rope scaling as rope_freqs.weight) and qwen3-moe (architecture
+// qwen3moe, heads of 128 beside d 256, Q/K norms, NEOX). Each GGUF reads back as llama.cpp's
+// converter would write it and converts to the very tiles synth wrote.
+TEST(SynthCli, Llama32AndQwen3MoePresetsRoundTrip) {
+    struct Case {
+        std::vector<std::string> args;
+        const char* quant;
+        const char* arch;
+    };
+    const Case cases[] = {
+        {{"synth", "--preset", "llama3.2-1b", "--d", "256", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--d-ff",
+          "512", "--vocab", "512"},
+         "q4_k_m", "llama"},
+        {{"synth", "--preset", "qwen3-moe", "--d", "256", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--experts",
+          "8", "--top-k", "2", "--expert-hidden", "256", "--vocab", "512"},
+         "q4_0", "qwen3moe"},
+    };
+    for (const Case& c : cases) {
+        const auto dir = temp_dir(std::string("synth-") + c.arch);
+        const std::string x = (dir / "x.cflow").string(), gguf = (dir / "x.gguf").string(), y = (dir / "y.cflow").string();
+        auto r = run_cflow(with_args(c.args, {"--quant", c.quant, "-o", x, "--gguf", gguf}));
+        ASSERT_EQ(r.exit_code, 0) << c.arch << ": " << r.err;
+        auto g = read_gguf(gguf);
+        ASSERT_TRUE(g.ok()) << g.error();
+        EXPECT_EQ(g->metadata.get_string("general.architecture"), c.arch);
+        auto source = read_gguf_model(gguf);
+        ASSERT_TRUE(source.ok()) << source.error();
+        const ModelConfig& cfg = source->config;
+        if (std::string(c.arch) == "llama") {
+            EXPECT_EQ(source->find("output.weight"), nullptr) << "Llama 3.2 1B ties its head";
+            EXPECT_TRUE(cfg.feature_flags & kFeatureTiedEmbeddings);
+            ASSERT_NE(source->find("token_embd.weight"), nullptr);
+            EXPECT_EQ(source->find("token_embd.weight")->ggml_type, kGgmlQ6_K) << "the tied head keeps the head's type";
+            ASSERT_EQ(cfg.rope_freq_factors.size(), 32u);
+            EXPECT_FLOAT_EQ(cfg.rope_freq_factors.front(), 1.0f) << "high frequencies are kept";
+            EXPECT_FLOAT_EQ(cfg.rope_freq_factors.back(), 32.0f) << "low frequencies are divided by the factor";
+            EXPECT_FLOAT_EQ(cfg.rope_theta, 500000.0f);
+        } else {
+            EXPECT_EQ(cfg.head_dim, 128u) << "heads of 128 whatever d is";
+            EXPECT_TRUE(cfg.feature_flags & kFeatureQkNorm);
+            EXPECT_FALSE(cfg.rope_interleaved);
+            EXPECT_EQ(cfg.n_experts, 8u);
+            EXPECT_EQ(cfg.expert_d_ff, 256u);
+            EXPECT_EQ(static_cast<int>(cfg.router_mode), static_cast<int>(RouterMode::SoftmaxTopK));
+        }
+        r = run_cflow({"convert", gguf, "-o", y, "--quiet"});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        expect_same_segments(x, y);
+        auto gx = run_cflow({"generate", x, "-p", "hello", "-n", "8", "--temp", "0"});
+        ASSERT_EQ(gx.exit_code, 0) << gx.err;
+        auto gy = run_cflow({"generate", y, "-p", "hello", "-n", "8", "--temp", "0"});
+        ASSERT_EQ(gy.exit_code, 0) << gy.err;
+        EXPECT_EQ(gx.out, gy.out) << c.arch;
+    }
 }
 
 TEST(SynthCli, SameSeedSameBytesOtherSeedOtherBytes) {
