@@ -1,5 +1,7 @@
 #include "chat_args.h"
 
+#include <cstdio>
+
 #include "cflow/engine/chat/builtin_templates.h"
 #include "cflow/formats/whole_file.h"
 #include "cli_options.h"
@@ -41,6 +43,41 @@ void add_chat_options(CLI::App& app, ChatArgs& args, bool with_thinking) {
                 },
                 ""))
             ->type_name("on|off");
+    if (with_thinking)
+        app.add_option_function<std::string>(
+               kTemplateTimeOption, [&args](const std::string& value) { args.template_time = parse_template_time(value); },
+               "the date and time strftime_now() gives the template (default: now): reproducible prompts")
+            ->check(CLI::Validator(
+                [](std::string& value) -> std::string {
+                    if (parse_template_time(value)) return {};
+                    return std::string(kTemplateTimeOption) + " '" + value + "': expected YYYY-MM-DD or YYYY-MM-DD HH:MM:SS";
+                },
+                ""))
+            ->type_name("\"YYYY-MM-DD HH:MM:SS\"");
+}
+
+std::optional<TemplateTime> parse_template_time(const std::string& text) {
+    TemplateTime t;
+    char sep = ' ';
+    int consumed = 0;
+    if (text.size() == 10) {
+        if (std::sscanf(text.c_str(), "%4d-%2d-%2d%n", &t.year, &t.month, &t.day, &consumed) != 3 || consumed != 10)
+            return std::nullopt;
+    } else if (text.size() == 19) {
+        if (std::sscanf(text.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &t.year, &t.month, &t.day, &sep, &t.hour, &t.minute,
+                        &t.second, &consumed) != 7 ||
+            consumed != 19 || (sep != ' ' && sep != 'T'))
+            return std::nullopt;
+    } else {
+        return std::nullopt;
+    }
+    static constexpr int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    const bool leap = (t.year % 4 == 0 && t.year % 100 != 0) || t.year % 400 == 0;
+    if (t.year < 1 || t.month < 1 || t.month > 12 || t.day < 1 || t.day > kDays[t.month - 1] ||
+        (t.month == 2 && t.day == 29 && !leap) || t.hour < 0 || t.hour > 23 || t.minute < 0 || t.minute > 59 ||
+        t.second < 0 || t.second > 60)
+        return std::nullopt;
+    return t;
 }
 
 Result<TemplateChoice> parse_template_arg(const std::optional<std::string>& value) {

@@ -181,6 +181,7 @@ int run_chat(const ChatCommandArgs& args) {
         std::fprintf(stderr, "cflow chat: %s: the chat template does not read enable_thinking; the switch changes nothing\n",
                      kThinkingOption);
     chat.set_thinking(args.chat.thinking);
+    chat.set_template_clock(args.chat.template_time);
 
     ChatLoop loop(std::move(chat), sampling, args.show_prompt);
     if (args.system) loop.set_system_prompt(*args.system);

@@ -37,7 +37,7 @@ const std::map<std::string, std::vector<std::string>>& expected_options() {
                      "--sample", "--preflight", "--json", "--quiet"}},
         {"generate", join(join({"-p", "--prompt", "--stats", "--trace-experts", "--telemetry-file", "--no-stats"}, kSampling),
                           kSession)},
-        {"chat", join(join({"--system", "--template", "--context-policy", "--thinking", "--show-prompt"}, kSampling), kSession)},
+        {"chat", join(join({"--system", "--template", "--context-policy", "--thinking", "--template-time", "--show-prompt"}, kSampling), kSession)},
         {"serve", join({"--host", "--port", "--api-key", "--parallel", "--queue", "--max-body-mib", "--template",
                         "--context-policy"},
                        kSession)},
@@ -260,6 +260,16 @@ TEST(CliParser, ValuesReachTheirFields) {
     EXPECT_EQ(c.chat.thinking, std::optional<bool>(false));
     EXPECT_TRUE(c.show_prompt);
     EXPECT_EQ(parse("chat --thinking on").args().chat.chat.thinking, std::optional<bool>(true));
+    {
+        const auto clock = parse("chat --template-time 2024-02-29T23:59:60").args().chat.chat.template_time;
+        ASSERT_TRUE(clock.has_value());
+        EXPECT_EQ(clock->year, 2024);
+        EXPECT_EQ(clock->month, 2);
+        EXPECT_EQ(clock->day, 29);
+        EXPECT_EQ(clock->hour, 23);
+        EXPECT_EQ(clock->second, 60);
+        EXPECT_EQ(parse("chat --template-time 2025-03-07").args().chat.chat.template_time->hour, 0);
+    }
 
     // One command per run: a later word naming another command is a positional (a file called "chat").
     const Parsed i = parse("inspect chat");
@@ -314,6 +324,9 @@ TEST(CliParser, MalformedAndOutOfRangeValuesNameTheOption) {
     expect_usage_error("bench experts m --cache-mib -1", "--cache-mib must be a whole number of MiB");
     expect_usage_error("generate --io-backend fast", "--io-backend must be 'auto', 'uring', 'overlapped' or 'threads'");
     expect_usage_error("chat --thinking maybe", "--thinking 'maybe': expected on or off");
+    expect_usage_error("chat --template-time 2025-02-29", "--template-time '2025-02-29': expected YYYY-MM-DD");
+    expect_usage_error("chat --template-time yesterday", "--template-time 'yesterday': expected YYYY-MM-DD");
+    expect_usage_error("serve --template-time 2025-03-07", "unknown option --template-time");  // chat's only
     expect_usage_error("serve --context-policy oldest", "--context-policy 'oldest': expected stop, drop-oldest or sliding-window");
     expect_usage_error("convert s -o o --attention-quant q9", "--attention-quant must be q4_k, q5_k, q6_k, q4_0, q8_0, f16 or f32");
     expect_usage_error("convert s -o o --format zip", "--format must be cflow or vflow");

@@ -70,8 +70,8 @@ logits of hf_gpt_oss_reference.py (written from transformers' modeling_gpt_oss.p
 rule (the correction range floored / ceiled, *_truncated_yarn), and how far an engine that breaks one gpt-oss
 rule would be (*_rel_l2, each asserted > 1e-2). See README.md, "gpt-oss".
 
-OUT_DIR/chat_llama3/, chat_qwen3/, chat_smollm3/, chat_gemma3/, chat_phi4mini/: a conversation end to end
-with each chat family (Llama 3.1, Qwen3, SmolLM3, Gemma 3, Phi-4-mini). model.gguf: a tiny F32 model of the
+OUT_DIR/chat_llama3/, chat_qwen3/, chat_smollm3/, chat_gemma3/, chat_phi4mini/, chat_gpt_oss/: a conversation
+end to end with each chat family (Llama 3.1, Qwen3, SmolLM3, Gemma 3, Phi-4-mini, gpt-oss). model.gguf: a tiny F32 model of the
 family's architecture (the shapes and writers above, 2 layers, SmolLM3 4, context 512) whose vocabulary is
 the 320 toy tokens plus the family's control tokens (CONTROL; Qwen3 / SmolLM3's <think> and </think>
 USER_DEFINED, as llama.cpp types them), with the family's bos / eos / eot ids, add_bos_token, no dummy space
@@ -1466,11 +1466,23 @@ CHAT_FAMILIES = {
         tokens=[("<|endoftext|>", TOKEN_CONTROL), ("<|assistant|>", TOKEN_CONTROL), ("<|end|>", TOKEN_CONTROL),
                 ("<|user|>", TOKEN_CONTROL), ("<|system|>", TOKEN_CONTROL)],
         bos="<|endoftext|>", eos="<|endoftext|>", eot="<|end|>", add_bos=False, end_of_turn=["<|end|>"]),
+    # gpt-oss's harmony tokens, all special (CONTROL) in the GGUF as llama.cpp's converter writes them;
+    # the engine retypes the four framing ones USER_DEFINED (engine_types): a reply's channel headers
+    # are text the chat view splits, and <|end|> ends an analysis message, not the turn.
+    "gpt_oss": dict(
+        family="gpt-oss", arch="gpt-oss", template=(CHAT_TEMPLATE_DIR + "openai-gpt-oss-120b.jinja", None),
+        tokens=[("<|startoftext|>", TOKEN_CONTROL), ("<|endoftext|>", TOKEN_CONTROL), ("<|return|>", TOKEN_CONTROL),
+                ("<|constrain|>", TOKEN_CONTROL), ("<|channel|>", TOKEN_CONTROL), ("<|start|>", TOKEN_CONTROL),
+                ("<|end|>", TOKEN_CONTROL), ("<|message|>", TOKEN_CONTROL), ("<|call|>", TOKEN_CONTROL)],
+        bos="<|startoftext|>", eos="<|return|>", eot="<|return|>", add_bos=False, end_of_turn=["<|return|>", "<|call|>"],
+        engine_types={"<|constrain|>": TOKEN_USER_DEFINED, "<|channel|>": TOKEN_USER_DEFINED,
+                      "<|start|>": TOKEN_USER_DEFINED, "<|message|>": TOKEN_USER_DEFINED},
+        not_triggers=["t"]),
 }
 CHAT_CONTEXT = 512
 CHAT_SYSTEM = "You are a cat."
 CHAT_USER_TURNS = ["the cat sat on the mat", "and then?"]
-CHAT_FIXED_NOW = (2025, 3, 7, 14, 5, 9)  # strftime_now, were a template to ask (none of these does)
+CHAT_FIXED_NOW = (2025, 3, 7, 14, 5, 9)  # strftime_now (gpt-oss writes the date; the tests fix the same clock)
 CHAT_MAX_REPLY = 8  # ordinary tokens before the end-of-turn token, at most
 CHAT_MIN_REPLY_TOKENS = 3  # over both turns: at least one reply decodes a few tokens before it ends
 CHAT_MIN_MARGIN = 0.05  # top-1 minus top-2 logit of every greedy pick (the CLI's run decodes them too)
@@ -1680,6 +1692,8 @@ def chat_config(name, vocab):
         c = gemma_config("gemma3", vocab)
         return dict(c, vocab_size=n, num_hidden_layers=2, max_position_embeddings=CHAT_CONTEXT,
                     sliding_window=CHAT_CONTEXT)  # both layers sliding (pattern 6), the window the whole context
+    if name == "gpt_oss":
+        return dict(gpt_oss_config(vocab), vocab_size=n, max_position_embeddings=CHAT_CONTEXT)
     c = phi3_config("phi4mini", vocab, None, None)
     return dict(c, vocab_size=n, max_position_embeddings=CHAT_CONTEXT, original_max_position_embeddings=CHAT_CONTEXT)
 
@@ -1735,7 +1749,42 @@ def chat_weights(name, spec, config, vocab, types, rng):
     return hf, gguf_tensors, triggers, ordinary
 
 
+def chat_gpt_oss_weights(spec, config, vocab, rng):
+    """gpt_oss_weights with chat_weights' output path (untied head): the marker dimension zero in every
+    embedding but the triggers', in every o_proj row and bias, every expert's down row and down bias.
+    (HF tensors as float64, the F32 GGUF tensors, triggers, ordinary ids.)"""
+    import make_reference_models as mrm
+
+    hf32, experts = gpt_oss_weights(rng, config)
+    j = CHAT_MARK_DIM % config["hidden_size"]
+    # The generation prompt ends in "<|start|>assistant", whose last toy piece "t" would end the turn
+    # before it starts: not a trigger here.
+    triggers = [vocab[p] for p in mrm.SINGLE_CHARS if p not in spec["not_triggers"]]
+    ordinary = set(vocab[p] for p in mrm.MERGED_PIECES) | set(triggers)
+    eot = vocab[spec["eot"]]
+    embed, head = hf32["model.embed_tokens.weight"], hf32["lm_head.weight"]
+    for i in range(len(vocab)):
+        if i not in ordinary:
+            head[i] *= CHAT_SUPPRESS
+    embed[:, j] = 0.0
+    embed[triggers, j] = CHAT_MARK
+    head[eot] = 0.0
+    head[eot, j] = CHAT_EOT_HEAD["untied"]
+    for key, w in hf32.items():
+        if key.endswith(("self_attn.o_proj.weight", "self_attn.o_proj.bias")):
+            w[j] = 0.0
+        elif key.endswith("mlp.experts.down_proj"):  # [E, ff, hidden]
+            w[:, :, j] = 0.0
+        elif key.endswith("mlp.experts.down_proj_bias"):  # [E, hidden]
+            w[:, j] = 0.0
+    hf = {k: v.astype(np.float64) for k, v in hf32.items()}
+    return hf, gpt_oss_gguf_tensors(hf32, experts, mxfp4=False), triggers, ordinary
+
+
 def chat_reference(name, config, hf):
+    if name == "gpt_oss":  # the GGUF runs with llama.cpp's YaRN rule (the correction range rounded outward)
+        import hf_gpt_oss_reference as ref
+        return ref.HfGptOss(config, hf, truncate=True)
     if name in ("llama3", "qwen3", "smollm3"):
         import hf_llama_reference as ref
         return ref.HfLlama(config, hf)
@@ -1781,7 +1830,10 @@ def write_family_chat(out_dir, name, shared):
             config["rope_scaling"] = {"type": "longrope", "short_factor": short, "long_factor": long}
             extra = [("rope_factors_long.weight", GGML_F32, [n_factors], np.asarray(long, dtype="<f4").tobytes()),
                      ("rope_factors_short.weight", GGML_F32, [n_factors], np.asarray(short, dtype="<f4").tobytes())]
-        hf, gguf_tensors, triggers, ordinary = chat_weights(name, spec, config, vocab, types, rng)
+        if name == "gpt_oss":
+            hf, gguf_tensors, triggers, ordinary = chat_gpt_oss_weights(spec, config, vocab, rng)
+        else:
+            hf, gguf_tensors, triggers, ordinary = chat_weights(name, spec, config, vocab, types, rng)
         model = chat_reference(name, config, hf)
         messages = [{"role": "system", "content": CHAT_SYSTEM}]
         turns, ok = [], True
@@ -1809,6 +1861,8 @@ def write_family_chat(out_dir, name, shared):
         extra = [("rope_freqs.weight", GGML_F32, [len(divisors)], divisors.tobytes())]
     if name == "gemma3":
         metadata = gemma_gguf_header("gemma3", "cflow tiny Gemma 3 chat (test fixture)", config)
+    elif name == "gpt_oss":
+        metadata = gpt_oss_gguf_header("cflow tiny gpt-oss chat (test fixture)", config)
     elif name == "phi4mini":
         import hf_phi3_reference as hp
         metadata = phi3_gguf_header("cflow tiny Phi-4-mini chat (test fixture)", config, hp.attention_factor(config))
@@ -1819,13 +1873,16 @@ def write_family_chat(out_dir, name, shared):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "model.gguf"), "wb") as f:
         f.write(gguf_bytes(metadata, (extra or []) + gguf_tensors))
-    specials = {p: {"id": vocab[p], "type": types[vocab[p]]} for p, _ in spec["tokens"]}
+    engine_types = spec.get("engine_types", {})
+    specials = {p: {"id": vocab[p], "type": types[vocab[p]], "engine_type": engine_types.get(p, types[vocab[p]])}
+                for p, _ in spec["tokens"]}
     out = {"family": spec["family"], "architecture": spec["arch"], "template": spec["template"][0],
            "template_key": spec["template"][1], "bos_id": vocab[spec["bos"]], "eos_id": vocab[spec["eos"]],
            "eot_id": eot, "end_of_turn_ids": [vocab[p] for p in spec["end_of_turn"]],
            "stop_reason": "end_of_generation" if spec["eot"] == spec["eos"] else "stop_token",
            "special_tokens": specials, "trigger_ids": triggers, "system": CHAT_SYSTEM, "users": CHAT_USER_TURNS,
-           "context_length": CHAT_CONTEXT, "turns": turns, "seed": seed}
+           "context_length": CHAT_CONTEXT, "turns": turns, "seed": seed,
+           "template_time": "%04d-%02d-%02d %02d:%02d:%02d" % CHAT_FIXED_NOW}
     with open(os.path.join(d, "expected.json"), "w", encoding="utf-8", newline="\n") as f:
         json.dump(out, f, indent=1, sort_keys=True, ensure_ascii=False)
         f.write("\n")

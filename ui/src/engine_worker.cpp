@@ -133,6 +133,7 @@ Result<PreparedTurn> EngineWorker::prepareTurn(const Conversation& conversation,
     if (!(chat_->template_choice() == settings.templateChoice))
         if (Status s = chat_->set_template(settings.templateChoice); !s) return s.take_error();
     if (chat_->thinking() != settings.thinking) chat_->set_thinking(settings.thinking);
+    chat_->set_template_clock(settings.templateClock);
     PrepareOptions options;
     options.policy = settings.contextPolicy;
     options.reserve_tokens =

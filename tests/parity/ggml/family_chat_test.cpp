@@ -1,8 +1,9 @@
 // A conversation end to end with a random-weight model of every chat family (issue 31): Llama 3.1,
-// Qwen3, SmolLM3, Gemma 3 and Phi-4-mini, each the GGUF llama.cpp's converter writes (fixtures
+// Qwen3, SmolLM3, Gemma 3, Phi-4-mini and gpt-oss (harmony), each the GGUF llama.cpp's converter writes (fixtures
 // chat_<family>/ of tests/reference/make_ggml_fixtures.py): the toy vocabulary plus the family's
 // control tokens (and Qwen3 / SmolLM3's <think> / </think> as user-defined tokens), its bos / eos /
-// eot ids, its real chat template from ../shared, and an output path that ends every greedy reply
+// eot ids, its real chat template from ../shared (rendered with the fixture's fixed clock: gpt-oss
+// writes today's date), and an output path that ends every greedy reply
 // with the family's end-of-turn token after a few ordinary tokens.
 //
 // Converted to F32 and run through ChatSession on the scalar f32 path: the model's own template is
@@ -40,7 +41,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr const char* kFamilies[] = {"llama3", "qwen3", "smollm3", "gemma3", "phi4mini"};
+constexpr const char* kFamilies[] = {"llama3", "qwen3", "smollm3", "gemma3", "phi4mini", "gpt_oss"};
 constexpr int32_t kMaxReplyTokens = 32;  // far past the longest expected reply (8 tokens)
 constexpr int32_t kTokenControl = 3, kTokenUserDefined = 4;
 
@@ -107,9 +108,15 @@ std::shared_ptr<const Model> convert_and_load(const std::string& name) {
     return *model;
 }
 
+// The fixture's strftime_now() clock (expected.json "template_time", as --template-time takes it).
+constexpr TemplateTime kChatFixtureTime{2025, 3, 7, 14, 5, 9};
+constexpr const char* kChatFixtureTimeText = "2025-03-07 14:05:09";
+
 ChatSession scalar_chat(const std::shared_ptr<const Model>& model) {
     auto session = test::scalar_f32_session(model);
-    return ChatSession(model, std::move(session));
+    ChatSession chat(model, std::move(session));
+    chat.set_template_clock(kChatFixtureTime);
+    return chat;
 }
 
 ReplyOptions greedy_reply(bool ignore_end_of_turn = false, int32_t max_tokens = kMaxReplyTokens) {
@@ -156,7 +163,9 @@ TEST_P(FamilyChat, ModelTemplateAndEndOfTurnTokens) {
     for (const auto& [piece, token] : expected.at("special_tokens").items()) {
         const auto id = token.at("id").get<int32_t>();
         EXPECT_EQ(tokenizer.piece(id), piece) << family;
-        EXPECT_EQ(tokenizer.is_control(id), token.at("type").get<int32_t>() == kTokenControl) << family << ": " << piece;
+        // The type the engine gives it: the GGUF's, except gpt-oss's channel framing (user-defined text).
+        const auto type = token.value("engine_type", token.at("type").get<int32_t>());
+        EXPECT_EQ(tokenizer.is_control(id), type == kTokenControl) << family << ": " << piece;
         // Special text in a rendered prompt is one id (what the template writes is parsed).
         EXPECT_EQ(tokenizer.encode(piece, /*add_special=*/false, /*parse_special=*/true), std::vector<int32_t>{id})
             << family << ": " << piece;
@@ -185,7 +194,7 @@ TEST_P(FamilyChat, ModelTemplateAndEndOfTurnTokens) {
     }
     // A user-defined token (Qwen3 / SmolLM3's <think>) is text the model writes inside a turn.
     for (const auto& [piece, token] : expected.at("special_tokens").items())
-        if (token.at("type").get<int32_t>() == kTokenUserDefined) {
+        if (token.value("engine_type", token.at("type").get<int32_t>()) == kTokenUserDefined) {
             EXPECT_FALSE(contains(stops, token.at("id").get<int32_t>())) << family << ": a reply would stop on " << piece;
         }
 }
@@ -288,9 +297,11 @@ TEST_P(FamilyChat, CliChatRepliesEndOnTheEndOfTurnToken) {
     std::ofstream(dir / "in.txt", std::ios::binary) << input;
     const std::string system = expected.at("system");
     ASSERT_EQ(system.find('\''), std::string::npos);
+    EXPECT_EQ(expected.at("template_time").get<std::string>(), kChatFixtureTimeText);
     const std::string command = "CFLOW_ISA=scalar " + cli + " chat '" + model.string() + "' --system '" + system +
                                 "' -n " + std::to_string(kMaxReplyTokens) +
-                                " --temp 0 --seed 1 --threads 2 --kv-cache f32 --show-prompt < '" +
+                                " --temp 0 --seed 1 --threads 2 --kv-cache f32 --show-prompt --template-time '" +
+                                kChatFixtureTimeText + "' < '" +
                                 (dir / "in.txt").string() + "' > '" + (dir / "out.txt").string() + "' 2> '" +
                                 (dir / "err.txt").string() + "'";
     const int rc = std::system(command.c_str());

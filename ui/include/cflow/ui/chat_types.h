@@ -46,6 +46,9 @@ struct GenerationSettings {
     TemplateChoice templateChoice;                       // Chat mode: which template renders
     ContextPolicy contextPolicy = ContextPolicy::DropOldest;
     std::optional<bool> thinking;  // Chat mode: enable_thinking for templates that read it; unset = theirs
+    // Chat mode: the clock strftime_now() reads (gpt-oss writes the date into every prompt); unset =
+    // the local time at each render; fixed for reproducible prompts (tests, replays).
+    std::optional<TemplateTime> templateClock;
 };
 
 // maxTokens as the worker applies it to a model with this context.

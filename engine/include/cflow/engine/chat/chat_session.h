@@ -131,6 +131,10 @@ public:
     // to the template from the next prepare() on; nullopt leaves the template's own default.
     void set_thinking(std::optional<bool> enabled);
     std::optional<bool> thinking() const { return thinking_; }
+    // The clock strftime_now() reads in the template (gpt-oss and Llama 3.1 write today's date
+    // into the prompt): nullopt = the local time at each render; a fixed time makes prompts
+    // reproducible (tests, replays).
+    void set_template_clock(std::optional<TemplateTime> now) { template_options_.now = now; }
     // Whether the template in use reads enable_thinking (so a thinking switch means something).
     bool template_reads_thinking() const;
 
