@@ -111,8 +111,9 @@ private:
         std::vector<std::string> unused;
         for (const auto& [name, tensor] : src_.tensors)
             if (!used.count(name) && !ignored.count(name)) unused.push_back(tensor.origin.empty() ? "'" + name + "'" : tensor.origin);
+        // Entries naming no tensor summarise what the reader left out itself (a vision tower).
         for (const auto& [name, why] : ignored)
-            if (!used.count(name) && t(name)) plan_.ignored_tensors.push_back(name + ": " + why);
+            if (!used.count(name)) plan_.ignored_tensors.push_back(name + ": " + why);
         if (unused.empty()) return Status::success();
         std::string list;
         for (size_t i = 0; i < unused.size() && i < 5; ++i) list += (i ? "; " : "") + unused[i];

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -589,6 +590,42 @@ bool parse_index(const std::string& s, size_t& pos, uint32_t& value) {
 
 } // namespace
 
+namespace {
+
+// Gemma3TextConfig's defaults (transformers' configuration_gemma3.py): a Gemma 3 config lists only
+// what differs from them; google/gemma-3-4b-it's text_config gives six keys.
+json gemma3_text_defaults() {
+    return {{"vocab_size", 262208},        {"hidden_size", 2304},
+            {"intermediate_size", 9216},   {"num_hidden_layers", 26},
+            {"num_attention_heads", 8},    {"num_key_value_heads", 4},
+            {"head_dim", 256},             {"hidden_activation", "gelu_pytorch_tanh"},
+            {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6},
+            {"tie_word_embeddings", true}, {"rope_theta", 1000000.0},
+            {"query_pre_attn_scalar", 256}, {"sliding_window", 4096},
+            {"rope_local_base_freq", 10000.0}, {"sliding_window_pattern", 6}};
+}
+
+bool is_gemma3_multimodal(const json& j) {
+    const bool by_class = j.contains("architectures") && j.at("architectures").is_array() && !j.at("architectures").empty() &&
+                          j.at("architectures").front() == "Gemma3ForConditionalGeneration";
+    const bool by_type = !j.contains("architectures") && j.contains("model_type") && j.at("model_type") == "gemma3";
+    return by_class || by_type;
+}
+
+// Gemma3ForConditionalGeneration (Gemma 3 4B/12B/27B): its text_config over Gemma3TextConfig's
+// defaults, read as the Gemma3ForCausalLM it contains; the vision tower is left out by the reader.
+Result<json> gemma3_text_config(const json& j, const std::string& label) {
+    if (!j.contains("text_config") || !j.at("text_config").is_object())
+        return make_error(label + ": field 'text_config' is missing or not an object (Gemma3ForConditionalGeneration)");
+    json text = gemma3_text_defaults();
+    for (const auto& [key, value] : j.at("text_config").items()) text[key] = value;
+    text["architectures"] = json::array({"Gemma3ForCausalLM"});
+    text["model_type"] = "gemma3_text";
+    return text;
+}
+
+} // namespace
+
 Result<HfConfig> load_config(const std::string& config_path) {
     try {
         auto text = read_whole_file(config_path, kMaxJsonConfigBytes, "a config.json");
@@ -600,6 +637,19 @@ Result<HfConfig> load_config(const std::string& config_path) {
         if (Status depth = check_json_depth(*text, config_path); !depth) return depth.take_error();
         json j = json::parse(*text);
         if (!j.is_object()) return make_error(config_path + ": top level is not a JSON object");
+        if (is_gemma3_multimodal(j)) {
+            auto text_config = gemma3_text_config(j, config_path);
+            if (!text_config) return text_config.take_error();
+            auto out = interpret(ConfigReader(*text_config, config_path + ": text_config"));
+            if (out) out->multimodal_text_only = true;
+            return out;
+        }
+        const bool gemma3_text = j.contains("model_type") && j.at("model_type") == "gemma3_text";
+        if (gemma3_text) {
+            json filled = gemma3_text_defaults();
+            for (const auto& [key, value] : j.items()) filled[key] = value;
+            return interpret(ConfigReader(filled, config_path));
+        }
         return interpret(ConfigReader(j, config_path));
     } catch (const json::exception& e) {
         return make_error(config_path + ": invalid JSON: " + e.what());
@@ -616,6 +666,16 @@ NameMapping map_tensor_name(const std::string& hf, Family family) {
         {"lm_head.weight", "output.weight"}};
     if (auto it = kGlobal.find(hf); it != kGlobal.end()) return tensor(it->second);
 
+    if (family == Family::Gemma3) {
+        // Gemma3ForConditionalGeneration: the text model under language_model (older checkpoints:
+        // language_model.model.*, language_model.lm_head; transformers 4.52 on: model.language_model.*),
+        // the vision tower and its projector beside it.
+        for (const char* p : {"language_model.model.", "model.language_model."})
+            if (hf.rfind(p, 0) == 0) return map_tensor_name("model." + hf.substr(std::strlen(p)), family);
+        if (hf == "language_model.lm_head.weight") return map_tensor_name("lm_head.weight", family);
+        for (const char* p : {"vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector."})
+            if (hf.rfind(p, 0) == 0) return {NameMapping::Kind::Ignore, "the vision tower and its projector: cflow runs the text model"};
+    }
     const std::string prefix = "model.layers.";
     if (hf.rfind(prefix, 0) != 0) return {};
     size_t pos = prefix.size();

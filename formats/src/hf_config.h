@@ -21,6 +21,8 @@ struct HfConfig {
     ModelConfig config;
     Family family = Family::Llama;
     bool tie_word_embeddings = false;
+    // Gemma3ForConditionalGeneration read as its text model (the vision tower is not converted).
+    bool multimodal_text_only = false;
 };
 
 // Reads and interprets config_path (a config.json). Errors name the file and the field.
@@ -29,7 +31,8 @@ Result<HfConfig> load_config(const std::string& config_path);
 // What an HF tensor name becomes.
 struct NameMapping {
     enum class Kind { Tensor, Ignore, GptOssExperts, Unknown } kind = Kind::Unknown;
-    std::string canonical;  // for Kind::Tensor; the part after mlp.experts. for Kind::GptOssExperts
+    std::string canonical;  // for Kind::Tensor; the part after mlp.experts. for Kind::GptOssExperts;
+                            // for Kind::Ignore, why it is left out when the report should say so
     uint32_t layer = 0;     // for Kind::GptOssExperts
 };
 // model.layers.N.self_attn.q_proj.weight -> blk.N.attn_q.weight, per-expert HF tensors

@@ -220,9 +220,13 @@ Result<SourceModel> assemble(const fs::path& dir, const std::vector<std::string>
     }
 
     hf::GptOssExpertParts gpt_oss_experts;
+    std::map<std::string, size_t> ignored_parts;  // why -> how many tensors (one report line each)
     for (const auto& loc : located) {
         hf::NameMapping m = hf::map_tensor_name(loc.hf_name, cfg->family);
-        if (m.kind == hf::NameMapping::Kind::Ignore) continue;
+        if (m.kind == hf::NameMapping::Kind::Ignore) {
+            if (!m.canonical.empty()) ignored_parts[m.canonical] += 1;
+            continue;
+        }
         if (m.kind == hf::NameMapping::Kind::GptOssExperts) {
             gpt_oss_experts[m.layer][m.canonical] = loc.file;
             continue;
@@ -242,6 +246,8 @@ Result<SourceModel> assemble(const fs::path& dir, const std::vector<std::string>
             return make_error(loc.file->path + ": tensor '" + loc.hf_name + "' maps to '" + m.canonical + "', which another tensor already provides");
     }
 
+    for (const auto& [why, count] : ignored_parts)
+        model.ignored_tensors[std::to_string(count) + " tensor(s) of " + label] = why;  // not tensors: reported as they are
     if (cfg->family == hf::Family::GptOss)
         if (Status s = hf::add_gpt_oss_experts(gpt_oss_experts, model.config, model); !s) return s.take_error();
     if (hf::stores_norm_minus_one(cfg->family))

@@ -292,8 +292,17 @@ std::vector<StCase> safetensors_cases() {
     config_case("rms_norm_eps a string", [](json& j) { j["rms_norm_eps"] = "1e-5"; }, st_open_error("field 'rms_norm_eps' must be a number"));
     config_case("tie_word_embeddings a string", [](json& j) { j["tie_word_embeddings"] = "no"; },
                 st_open_error("field 'tie_word_embeddings' must be true or false"));
-    config_case("rope_scaling yarn", [](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}}; },
-                st_open_error("field 'rope_scaling' of type 'yarn' is not supported", ErrorKind::Unsupported));
+    config_case("rope_scaling dynamic", [](json& j) { j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 4}}; },
+                st_open_error("field 'rope_scaling' of type 'dynamic' is not supported", ErrorKind::Unsupported));
+    config_case("rope_scaling yarn without a context",
+                [](json& j) {
+                    j.erase("max_position_embeddings");
+                    j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}};
+                },
+                st_open_error("(or max_position_embeddings) must be > 0 for YaRN", ErrorKind::InvalidInput));
+    config_case("rope_scaling yarn factor below 1",
+                [](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 0.5}, {"original_max_position_embeddings", 64}}; },
+                st_open_error("field 'factor' must be a finite number >= 1 for YaRN", ErrorKind::InvalidInput));
     c.push_back(folder_case("hidden_size disagreeing with the embedding", [](Folder& f) { f.config["hidden_size"] = 64; },
                             st_open_error("model.safetensors: tensor 'model.embed_tokens.weight': shape does not match [vocab_size x hidden_size=64]"),
                             "model.safetensors"));

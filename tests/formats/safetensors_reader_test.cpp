@@ -365,11 +365,11 @@ TEST(HfFolder, PipelineNativeFields) {
 TEST(HfFolder, UnsupportedOrIncompleteRopeScalingAndUnknownTensorsAreRefused) {
     TinyLlama t;
     json cfg = llama_config(t);
-    cfg["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 8.0}};
+    cfg["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 8.0}};
     auto m = read_safetensors_model(write_folder("rope", cfg, llama_tensors(t)).string());
     ASSERT_FALSE(m.ok());
     EXPECT_EQ(m.kind(), ErrorKind::Unsupported) << m.error();
-    EXPECT_NE(m.error().find("config.json: field 'rope_scaling' of type 'yarn'"), std::string::npos) << m.error();
+    EXPECT_NE(m.error().find("config.json: field 'rope_scaling' of type 'dynamic'"), std::string::npos) << m.error();
 
     // Llama 3's scaling is read (tests/parity/ggml/llama3_rope_test.cpp checks its numbers);
     // a block that lacks what it needs, or has a factor below 1, names the field.

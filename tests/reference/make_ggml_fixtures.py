@@ -820,6 +820,54 @@ def _rel_l2(other, logits):
     return float(np.linalg.norm(other - logits) / np.linalg.norm(logits))
 
 
+# Gemma3TextConfig's defaults (transformers' configuration_gemma3.py): a Gemma3ForConditionalGeneration
+# config.json lists only the text_config keys that differ from them (google/gemma-3-4b-it's: six).
+GEMMA3_TEXT_DEFAULTS = {
+    "vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+    "max_position_embeddings": 131072, "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "rope_theta": 1000000.0,
+    "query_pre_attn_scalar": 256, "sliding_window": 4096, "rope_local_base_freq": 10000.0,
+    "sliding_window_pattern": 6, "attention_bias": False, "attention_dropout": 0.0, "initializer_range": 0.02,
+    "attn_logit_softcapping": None, "final_logit_softcapping": None, "rope_scaling": None,
+}
+
+
+def write_gemma3_multimodal(d, config, hf_f32, vocab, merges):
+    """gemma3/hf_multimodal/: the gemma3 text model as a Gemma3ForConditionalGeneration checkpoint (Gemma 3
+    4B/12B/27B): config.json with text_config holding only the keys that differ from Gemma3TextConfig's
+    defaults (the others are the defaults: rope_theta, rope_local_base_freq, sliding_window_pattern,
+    rms_norm_eps, ...) and a vision_config; the text tensors under language_model.model.*, beside a small
+    random vision tower and projector (vision_tower.*, multi_modal_projector.*) a text engine leaves out."""
+    import torch
+    import make_reference_models as mrm
+
+    text = {k: v for k, v in config.items()
+            if k not in ("architectures", "torch_dtype", "bos_token_id", "eos_token_id")
+            and (k not in GEMMA3_TEXT_DEFAULTS or GEMMA3_TEXT_DEFAULTS[k] != v)}
+    text["model_type"] = "gemma3_text"
+    for k in ("rope_theta", "rope_local_base_freq", "sliding_window_pattern", "rms_norm_eps"):
+        assert k not in text and config[k] == GEMMA3_TEXT_DEFAULTS[k], k  # the defaults are exercised
+    mm = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "torch_dtype": "float32",
+          "text_config": text, "boi_token_index": 255999, "eoi_token_index": 256000, "image_token_index": 262144,
+          "mm_tokens_per_image": 4, "initializer_range": 0.02,
+          "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 8, "image_size": 4, "patch_size": 2,
+                            "intermediate_size": 16, "num_attention_heads": 2, "num_hidden_layers": 1}}
+    rng = np.random.default_rng(SEED + 43)
+    d_model = config["hidden_size"]
+    tensors = {"language_model." + k: v for k, v in hf_f32.items()}  # torch tensors already
+    for name, shape in (("vision_tower.vision_model.embeddings.patch_embedding.weight", (8, 3, 2, 2)),
+                        ("vision_tower.vision_model.post_layernorm.weight", (8,)),
+                        ("multi_modal_projector.mm_input_projection_weight", (8, d_model)),
+                        ("multi_modal_projector.mm_soft_emb_norm.weight", (8,))):
+        tensors[name] = torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
+    os.makedirs(d, exist_ok=True)
+    mrm.dump_json(mm, os.path.join(d, "config.json"), indent=2)
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write(mrm.safetensors_bytes(tensors))
+    mrm.dump_json(mrm.tokenizer_json(vocab, merges), os.path.join(d, "tokenizer.json"), indent=2)
+    mrm.dump_json(mrm.TOKENIZER_CONFIG, os.path.join(d, "tokenizer_config.json"), indent=2)
+
+
 def write_gemma(out_dir, arch):
     """OUT_DIR/gemma2/ or OUT_DIR/gemma3/ (and, for gemma2, the HF-only hf_qscale/ variant and
     reference_qscale.json)."""
@@ -878,6 +926,9 @@ def write_gemma(out_dir, arch):
     out = {"tokens": tokens, "logits": logits.tolist(), "greedy_prompt": tokens[:prompt_len], "greedy": greedy,
            "min_greedy_margin": min(margins), "seed": seed, "layer_types": hg.layer_types(c), **sanity}
     write_family_fixture(out_dir, arch, metadata, gguf_tensors, config, hf_f32, out)
+
+    if arch == "gemma3":
+        write_gemma3_multimodal(os.path.join(out_dir, arch, "hf_multimodal"), config, hf_f32, vocab, merges)
 
     if qscale_config is not None:
         # The same weights and tokenizer with query_pre_attn_scalar != head_dim: only the HF reader can

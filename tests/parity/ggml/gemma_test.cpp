@@ -13,6 +13,7 @@
 // the machine's best kernels (prefill equals decode there), and hostile variants of each.
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <ostream>
@@ -29,6 +30,8 @@
 
 namespace cflow {
 namespace {
+
+namespace fs = std::filesystem;
 
 struct GemmaCase {
     const char* name;  // fixture folder and architecture
@@ -163,6 +166,53 @@ TEST(GemmaVflow, TheVflowContainerGivesTheReferenceLogits) {
     ASSERT_TRUE(model.ok()) << model.error();
     EXPECT_EQ((*model)->file().container(), ContainerFormat::Vflow);
     test::expect_family_reference(*model, ref, "gemma3 .vflow");
+}
+
+// Gemma 3 4B/12B/27B are published as Gemma3ForConditionalGeneration: a text_config that lists only
+// what differs from Gemma3TextConfig's defaults (here rope_theta, rope_local_base_freq,
+// sliding_window_pattern and rms_norm_eps come from them), the text model under
+// language_model.model.*, a vision tower beside it. The text model runs and gives the reference's
+// logits; the vision tensors are left out and the conversion report says so.
+TEST(Gemma3Multimodal, TheTextModelOfAConditionalGenerationCheckpointRuns) {
+    CFLOW_REQUIRE_GGML_FIXTURE("gemma3/hf_multimodal");
+    CFLOW_REQUIRE_GGML_FIXTURE("gemma3/reference.json");
+    const test::FamilyReference ref = test::load_family_reference("gemma3/reference.json");
+    auto source = open_source_model((test::ggml_fixtures_dir() / "gemma3/hf_multimodal").string());
+    ASSERT_TRUE(source.ok()) << source.error();
+    const ModelConfig& c = source->config;
+    EXPECT_EQ(c.architecture, "gemma3");
+    EXPECT_FLOAT_EQ(c.rope_theta, 1000000.0f) << "Gemma3TextConfig's default";
+    EXPECT_FLOAT_EQ(c.rope_local_theta, 10000.0f) << "Gemma3TextConfig's default";
+    EXPECT_FLOAT_EQ(c.norm_eps, 1e-6f);
+    EXPECT_EQ(c.sliding_layers, (std::vector<int32_t>{1, 1, 1, 1, 1, 0}))
+        << "sliding_window_pattern 6 by default";
+    for (const auto& [name, tensor] : source->tensors) EXPECT_EQ(name.find("vision"), std::string::npos) << name;
+    ConvertOptions options;
+    options.weight_quant = DType::F32;
+    options.embedding_quant = DType::F32;
+    options.threads = 2;
+    const auto out = test::temp_dir("gemma3-multimodal") / "m.cflow";
+    auto report = convert_to_cflow(*source, out.string(), options);
+    ASSERT_TRUE(report.ok()) << report.error();
+    bool vision_noted = false;
+    for (const std::string& line : report->ignored_tensors)
+        vision_noted = vision_noted || (line.find("4 tensor(s)") != std::string::npos && line.find("vision tower") != std::string::npos);
+    EXPECT_TRUE(vision_noted) << "the conversion report does not say the vision tower was left out";
+    auto model = Model::load(out.string());
+    ASSERT_TRUE(model.ok()) << model.error();
+    test::expect_family_reference(*model, ref, "gemma3 as Gemma3ForConditionalGeneration");
+}
+
+TEST(Gemma3Multimodal, AConfigWithoutTextConfigIsRefusedByName) {
+    CFLOW_REQUIRE_GGML_FIXTURE("gemma3/hf_multimodal");
+    const fs::path src = test::ggml_fixtures_dir() / "gemma3/hf_multimodal";
+    const fs::path dir = test::temp_dir("gemma3-multimodal-hostile");
+    for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+        fs::copy_file(src / f, dir / f, fs::copy_options::overwrite_existing);
+    std::ofstream(dir / "config.json") << R"({"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3"})";
+    auto r = open_source_model(dir.string());
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().find("'text_config'"), std::string::npos) << r.error();
 }
 
 // What `cflow inspect` and the model card say about each architecture.
