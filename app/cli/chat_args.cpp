@@ -15,22 +15,7 @@ void add_chat_options(CLI::App& app, ChatArgs& args, bool with_thinking) {
                    "the chat template: the model's own, a built-in one or a Jinja file")
         ->type_name(names + "|FILE.jinja")
         ->default_str("model");
-    app.add_option(kContextPolicyOption, args.context_policy,
-                   "what a conversation too long for the context loses (stop: the message is refused; drop-oldest: "
-                   "the oldest turns; sliding-window: the oldest tokens)")
-        ->transform(CLI::Validator(
-            [](std::string& value) -> std::string {
-                ContextPolicy policy;
-                if (value == "stop") policy = ContextPolicy::Stop;
-                else if (value == "drop-oldest") policy = ContextPolicy::DropOldest;
-                else if (value == "sliding-window") policy = ContextPolicy::SlidingWindow;
-                else return std::string(kContextPolicyOption) + " '" + value + "': expected stop, drop-oldest or sliding-window";
-                value = std::to_string(int(policy));
-                return {};
-            },
-            ""))
-        ->type_name("stop|drop-oldest|sliding-window")
-        ->default_str("stop");
+    add_context_policy_option(app, args.context_policy);
     if (with_thinking)
         app.add_option(kThinkingOption, args.thinking,
                        "enable_thinking for templates that read it (Qwen3, SmolLM3: off answers without reasoning)")
@@ -54,6 +39,26 @@ void add_chat_options(CLI::App& app, ChatArgs& args, bool with_thinking) {
                 },
                 ""))
             ->type_name("\"YYYY-MM-DD HH:MM:SS\"");
+}
+
+void add_context_policy_option(CLI::App& app, ContextPolicy& policy) {
+    app.add_option(kContextPolicyOption, policy,
+                   "what a conversation or reply too long for the context loses (stop: the message is refused and a "
+                   "reply stops at the limit; drop-oldest: the oldest turns; sliding-window: the oldest tokens; both "
+                   "shift a full context during a reply, keeping the system prompt, and go on)")
+        ->transform(CLI::Validator(
+            [](std::string& value) -> std::string {
+                ContextPolicy chosen;
+                if (value == "stop") chosen = ContextPolicy::Stop;
+                else if (value == "drop-oldest") chosen = ContextPolicy::DropOldest;
+                else if (value == "sliding-window") chosen = ContextPolicy::SlidingWindow;
+                else return std::string(kContextPolicyOption) + " '" + value + "': expected stop, drop-oldest or sliding-window";
+                value = std::to_string(int(chosen));
+                return {};
+            },
+            ""))
+        ->type_name("stop|drop-oldest|sliding-window")
+        ->default_str("stop");
 }
 
 std::optional<TemplateTime> parse_template_time(const std::string& text) {

@@ -27,6 +27,9 @@ struct ChatArgs {
     std::optional<TemplateTime> template_time; // absent: the local time at each render
 };
 
+// --context-policy stop|drop-oldest|sliding-window into `policy` (chat, serve, generate).
+void add_context_policy_option(CLI::App& app, ContextPolicy& policy);
+
 // --template and --context-policy, and --thinking and --template-time when `with_thinking`
 // (the interactive chat).
 void add_chat_options(CLI::App& app, ChatArgs& args, bool with_thinking);

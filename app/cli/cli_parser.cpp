@@ -115,6 +115,8 @@ void declare_generate(CLI::App& root, GenerateArgs& a) {
     add_flag(*c, "--trace-experts", a.trace_experts, "per-token routed experts in the same JSON lines");
     c->add_option("--telemetry-file", a.telemetry_file, "write the --stats/--trace-experts lines to FILE")->type_name("FILE");
     add_flag(*c, "--no-stats", a.no_stats, "no summary lines on stderr after the text");
+    add_context_policy_option(*c, a.context_policy);
+    add_flag(*c, "--ignore-eos", a.ignore_eos, "keep generating past the end-of-generation token");
 }
 
 void declare_perplexity(CLI::App& root, PerplexityArgs& a) {

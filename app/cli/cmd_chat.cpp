@@ -127,6 +127,7 @@ private:
         options.sampling = sampling_.sampling;
         options.sampling.seed = sampling_.sampling.seed + turn_index_;  // a fresh draw per turn, reproducible
         options.max_tokens = sampling_.max_tokens;
+        options.context_policy = policy_;
         ChatTurnOutcome outcome;
         CancelToken cancel;
         Status status;
@@ -142,7 +143,12 @@ private:
         if (!status && status.kind() != ErrorKind::Cancelled) return status;
         if (!status) std::fputs("[cflow] reply interrupted\n", stderr);
         else if (outcome.stats.stop_reason == StopReason::ContextFull)
-            std::fputs("[cflow] the context is full: reply cut short (/reset to start over)\n", stderr);
+            std::fputs("[cflow] the context is full: reply cut short (--context-policy drop-oldest or sliding-window "
+                       "keeps going; /reset to start over)\n", stderr);
+        if (outcome.stats.context_shifts > 0)
+            std::fprintf(stderr, "[cflow] the context filled during the reply: %u of the oldest tokens after the system "
+                                 "prompt were left out (%u shift(s)) and the reply went on\n",
+                         outcome.stats.shift_dropped_tokens, outcome.stats.context_shifts);
         conversation_.turns.push_back({"assistant", outcome.text, ""});
         return {};
     }

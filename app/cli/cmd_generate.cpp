@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "cflow/engine/chat/chat_session.h"
 #include "cflow/engine/generation/generate.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
@@ -19,6 +20,7 @@ int run_generate(const GenerateArgs& args) {
     GenerateRequest request;
     request.max_tokens = sampling.max_tokens;
     request.sampling = sampling.sampling;
+    request.stop_at_end_of_generation = !args.ignore_eos;
 
     auto loaded = load_for_session(args.session, *model_path);
     if (!loaded) return fail("generate", loaded.error());
@@ -29,6 +31,11 @@ int run_generate(const GenerateArgs& args) {
     if (!session) return fail("generate", session.error());
 
     request.prompt = model->tokenizer().encode(prompt, /*add_special=*/true);
+    if (args.context_policy != ContextPolicy::Stop) {
+        // Past the context: shift it, keeping BOS (no system prompt here), and go on.
+        const bool bos = !request.prompt.empty() && request.prompt.front() == model->tokenizer().bos_id();
+        request.context_shift = ContextShift{{}, bos ? 1u : 0u};
+    }
 
     // --stats / --trace-experts: one JSON object per forward step, on stderr or --telemetry-file.
     std::FILE* telemetry_out = stderr;
@@ -69,6 +76,10 @@ int run_generate(const GenerateArgs& args) {
                      std::string(kv_cache_type_name((*session)->kv_cache_type())).c_str(), (unsigned long long)request.sampling.seed, load_ms, load.name.c_str(), load.reason.c_str(), stats->prompt_tokens, stats->prompt_tokens_per_s(),
                      stats->generated_tokens, stats->decode_tokens_per_s(), stats->time_to_first_token_ms,
                      std::string(stop_reason_name(stats->stop_reason)).c_str());
+        if (stats->context_shifts > 0)
+            std::fprintf(stderr, "[cflow] context of %u tokens full %u time(s): %u of the oldest tokens left out (%s), %u fed again\n",
+                         (*session)->context_length(), stats->context_shifts, stats->shift_dropped_tokens,
+                         std::string(context_policy_name(args.context_policy)).c_str(), stats->shift_refed_tokens);
         if (auto backend = (*session)->io_backend()) {
             const std::string note = (*session)->io_backend_note();
             std::fprintf(stderr, "[cflow] experts %s: %s reads, %s%s%s\n",

@@ -31,6 +31,8 @@ struct GenerateArgs {
     SessionArgs session;
     std::string telemetry_file;
     bool stats = false, trace_experts = false, no_stats = false;
+    ContextPolicy context_policy = ContextPolicy::Stop;  // not Stop: a full context shifts and generation goes on
+    bool ignore_eos = false;                              // run past EOS / BOS (benchmarks, long-context tests)
 };
 
 struct ChatCommandArgs {

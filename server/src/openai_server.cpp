@@ -116,6 +116,8 @@ bool run_job(Job& job, httplib::DataSink& sink) {
     const uint32_t room = context > job.turn.ids.size() ? context - uint32_t(job.turn.ids.size()) : 0;
     reply.max_tokens = job.request.max_tokens ? *job.request.max_tokens : int32_t(room);
     reply.stop_sequences = job.request.stop;
+    // A max_tokens past the room left: shift the context (drop-oldest / sliding-window) or stop.
+    reply.context_policy = server.options.context_policy;
 
     CancelToken cancel;
     bool client_gone = false;

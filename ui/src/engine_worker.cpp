@@ -210,6 +210,7 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
     options.sampling = settings.sampling;
     options.max_tokens = resolved_max_tokens(settings, static_cast<int>(turn.context_length));
     options.ignore_end_of_turn = settings.ignoreEos;
+    options.context_policy = settings.contextPolicy;  // drop-oldest / sliding-window: a full context shifts, the reply goes on
     TelemetrySink sink;
     {
         std::lock_guard lock(sinkMutex_);
@@ -284,6 +285,8 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
     stats.decodeTokensPerS = s.decode_tokens_per_s();
     stats.stopReason = s.stop_reason;
     stats.cancelled = cancelled;
+    stats.contextShifts = static_cast<int>(s.context_shifts);
+    stats.shiftDroppedTokens = static_cast<int>(s.shift_dropped_tokens);
     stats.contextUsed = static_cast<int>(outcome.context_used);
     stats.contextLength = static_cast<int>(turn.context_length);
     const std::string_view kv = kv_cache_type_name(chat_->session().kv_cache_type());

@@ -77,7 +77,9 @@ PromptPanel::PromptPanel(ChatController* controller, QWidget* parent) : QWidget(
     policy_->addItem(tr("Drop oldest turns"), int(ContextPolicy::DropOldest));
     policy_->addItem(tr("Sliding window"), int(ContextPolicy::SlidingWindow));
     policy_->setToolTip(tr("Stop: the reply ends when the context is full. Drop oldest turns: the oldest messages "
-                           "(never the system prompt) are left out. Sliding window: the oldest tokens are cut."));
+                           "(never the system prompt) are left out. Sliding window: the oldest tokens are cut. With "
+                           "either, a reply that fills the context keeps going: the oldest tokens after the system "
+                           "prompt are dropped and the rest is read again (a context shift)."));
     form->addRow(tr("Context full"), policy_);
     thinking_ = new QComboBox(this);
     thinking_->setObjectName(QStringLiteral("thinking"));

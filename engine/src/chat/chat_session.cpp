@@ -227,6 +227,7 @@ Result<PreparedTurn> ChatSession::prepare(const std::vector<ChatMessage>& messag
             slide_window(messages, turn, budget);
         }
     }
+    turn.kept_head = system_head(messages, turn.ids);
     plan_reuse(turn);
     return turn;
 }
@@ -241,6 +242,7 @@ Result<PreparedTurn> ChatSession::prepare_raw(const std::string& text, const Pre
     turn = std::move(encoded).value();
     if (turn.ids.size() > prompt_budget(options) && options.policy != ContextPolicy::Stop)
         slide_window({}, turn, prompt_budget(options));
+    turn.kept_head = system_head({}, turn.ids);
     plan_reuse(turn);
     return turn;
 }
@@ -260,6 +262,7 @@ Result<PreparedTurn> ChatSession::prepare_ids(std::vector<int32_t> ids, const Pr
     turn.context_length = session_->context_length();
     if (turn.ids.size() > prompt_budget(options) && options.policy != ContextPolicy::Stop)
         slide_window({}, turn, prompt_budget(options));
+    turn.kept_head = system_head({}, turn.ids);
     plan_reuse(turn);
     return turn;
 }
@@ -285,11 +288,9 @@ Result<PreparedTurn> ChatSession::drop_oldest(const std::vector<ChatMessage>& me
     return whole;  // nothing but the last message: there is no turn to drop
 }
 
-void ChatSession::slide_window(const std::vector<ChatMessage>& messages, PreparedTurn& turn, uint32_t budget) const {
+size_t ChatSession::system_head(const std::vector<ChatMessage>& messages, const std::vector<int32_t>& ids) const {
     const Tokenizer& tokenizer = model_->tokenizer();
-    const size_t bos = !turn.ids.empty() && turn.ids.front() == tokenizer.bos_id() ? 1 : 0;
-    // The kept head: the tokens the system prompt renders to (the common prefix of its own
-    // rendering and the whole prompt), else just BOS.
+    const size_t bos = !ids.empty() && ids.front() == tokenizer.bos_id() ? 1 : 0;
     size_t head = bos;
     std::vector<ChatMessage> system;
     for (const ChatMessage& m : messages) {
@@ -299,14 +300,21 @@ void ChatSession::slide_window(const std::vector<ChatMessage>& messages, Prepare
     if (!system.empty()) {
         std::string note;
         auto text = render_with_template(system, note, /*add_generation_prompt=*/false);
-        const std::vector<int32_t> ids =
+        const std::vector<int32_t> system_ids =
             encode_chat_prompt(tokenizer, text ? *text : render_fallback_chat(system, /*add_generation_prompt=*/false));
-        const size_t limit = std::min(ids.size(), turn.ids.size());
-        head = std::max(head, static_cast<size_t>(std::mismatch(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(limit),
-                                                                turn.ids.begin())
+        const size_t limit = std::min(system_ids.size(), ids.size());
+        head = std::max(head, static_cast<size_t>(std::mismatch(system_ids.begin(),
+                                                                system_ids.begin() + static_cast<std::ptrdiff_t>(limit), ids.begin())
                                                       .first -
-                                                  ids.begin()));
+                                                  system_ids.begin()));
     }
+    return head;
+}
+
+void ChatSession::slide_window(const std::vector<ChatMessage>& messages, PreparedTurn& turn, uint32_t budget) const {
+    const size_t bos = !turn.ids.empty() && turn.ids.front() == model_->tokenizer().bos_id() ? 1 : 0;
+    // The kept head: the tokens the system prompt renders to, else just BOS.
+    size_t head = system_head(messages, turn.ids);
     if (head * 2 > budget) head = bos;  // a system prompt longer than half the window is cut like the rest
     const size_t tail = budget - head;
     turn.dropped_tokens = turn.ids.size() - budget;
@@ -373,6 +381,8 @@ Status ChatSession::reply(const PreparedTurn& turn, const ReplyOptions& options,
     request.stop_at_end_of_generation = !options.ignore_end_of_turn;
     if (!options.ignore_end_of_turn) request.stop_tokens = end_of_turn_;
     request.on_step = options.on_step;
+    const uint32_t keep = static_cast<uint32_t>(std::min(turn.kept_head, turn.ids.size()));
+    if (options.context_policy != ContextPolicy::Stop) request.context_shift = ContextShift{cached_, keep};
 
     Session& session = *session_;
     StopSequenceMatcher stops(options.stop_sequences);
@@ -409,6 +419,9 @@ Status ChatSession::reply(const PreparedTurn& turn, const ReplyOptions& options,
     // (a reply cut by cancellation or the context keeps what was computed).
     cached_ = turn.ids;
     cached_.insert(cached_.end(), outcome.tokens.begin(), outcome.tokens.end());
+    // Each context shift dropped the tokens right after the kept head: together one run of them.
+    if (const uint32_t dropped = outcome.stats.shift_dropped_tokens; dropped > 0 && keep + dropped <= cached_.size())
+        cached_.erase(cached_.begin() + keep, cached_.begin() + keep + dropped);
     cached_.resize(std::min<size_t>(cached_.size(), session.position()));
     if (!result) return result.take_error();
     return {};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <new>
+#include <span>
 
 namespace cflow {
 
@@ -18,9 +19,48 @@ std::string_view stop_reason_name(StopReason reason) {
     return "unknown";
 }
 
+uint32_t context_shift_discard(uint32_t context_length, uint32_t keep) {
+    if (keep + 1 >= context_length) return 0;
+    return std::max<uint32_t>(1, (context_length - keep) / 2);
+}
+
 namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// Feeds tokens in prefill chunks (batched through the layers where the model allows);
+// cancellation takes effect between chunks, on_step sees one record per chunk.
+Result<std::span<const float>> feed_chunks(Session& session, std::span<const int32_t> tokens, const GenerateRequest& request,
+                                           const CancelToken* cancel, const std::function<void(size_t)>& after_chunk) {
+    std::span<const float> logits;
+    for (size_t i = 0; i < tokens.size();) {
+        if (cancel && cancel->is_cancelled()) return cancelled_error("generation");
+        const size_t n = std::min<size_t>(session.batched_prefill() ? Session::kPrefillChunk : 1, tokens.size() - i);
+        const bool last = i + n == tokens.size();
+        auto r = session.prefill(tokens.subspan(i, n), last);
+        if (!r) return r.take_error();
+        logits = r.value();
+        i += n;
+        if (after_chunk) after_chunk(n);
+        if (request.on_step) request.on_step(session.telemetry());
+    }
+    return logits;
+}
+
+// The context is full and `next` must go in: drop the tokens after `keep` that context_shift_discard
+// says, feed the kept tail again (from where the session could keep its cache) and then `next`.
+Result<std::span<const float>> shift_context(Session& session, std::vector<int32_t>& content, uint32_t keep, int32_t next,
+                                             const GenerateRequest& request, const CancelToken* cancel, GenerateStats& stats) {
+    const uint32_t discard = context_shift_discard(session.context_length(), keep);
+    content.erase(content.begin() + keep, content.begin() + keep + discard);
+    content.push_back(next);
+    // A sliding-window model may keep less than asked (its rings no longer hold the head).
+    const uint32_t kept = session.truncate(keep);
+    ++stats.context_shifts;
+    stats.shift_dropped_tokens += discard;
+    const std::span<const int32_t> tail = std::span<const int32_t>(content).subspan(kept);
+    return feed_chunks(session, tail, request, cancel, [&](size_t n) { stats.shift_refed_tokens += uint32_t(n); });
+}
 
 Result<GenerateStats> generate_unguarded(Session& session, const GenerateRequest& request, const TokenCallback& on_token,
                                          const CancelToken* cancel, GenerateStats& stats) {
@@ -34,24 +74,26 @@ Result<GenerateStats> generate_unguarded(Session& session, const GenerateRequest
                               std::to_string(session.context_length()) + " tokens and " +
                               std::to_string(session.position()) + " are used");
 
+    // The session's whole content, kept only when a full context may shift.
+    std::vector<int32_t> content;
+    uint32_t keep = 0;
+    if (const auto& shift = request.context_shift) {
+        if (shift->held.size() != session.position())
+            return make_error("generate: the context shift holds " + std::to_string(shift->held.size()) +
+                              " tokens but the session holds " + std::to_string(session.position()));
+        content = shift->held;
+        content.insert(content.end(), request.prompt.begin(), request.prompt.end());
+        keep = uint32_t(std::min<size_t>(shift->keep, content.size()));
+    }
+
     const auto t_start = Clock::now();
     std::vector<int32_t> history = request.prompt;  // for the repetition penalty
-    std::span<const float> logits;
-    // The prompt in chunks (batched through the layers where the model allows): cancellation
-    // takes effect between chunks, and on_step sees one record per chunk.
-    const std::span<const int32_t> prompt(request.prompt);
-    for (size_t i = 0; i < prompt.size();) {
-        if (cancel && cancel->is_cancelled()) return cancelled_error("generation");
-        const size_t n = std::min<size_t>(session.batched_prefill() ? Session::kPrefillChunk : 1, prompt.size() - i);
-        const bool last = i + n == prompt.size();
-        auto r = session.prefill(prompt.subspan(i, n), last);
-        if (!r) return r.take_error();
-        logits = r.value();
-        i += n;
+    auto fed = feed_chunks(session, request.prompt, request, cancel, [&](size_t n) {
         stats.prompt_tokens += uint32_t(n);
         stats.prompt_ms = ms_since(t_start);
-        if (request.on_step) request.on_step(session.telemetry());
-    }
+    });
+    if (!fed) return fed.take_error();
+    std::span<const float> logits = fed.value();
 
     auto is_end = [&](int32_t id) {
         if (std::find(request.stop_tokens.begin(), request.stop_tokens.end(), id) != request.stop_tokens.end())
@@ -92,12 +134,25 @@ Result<GenerateStats> generate_unguarded(Session& session, const GenerateRequest
         // The emitted token enters the context even when it is the last one, so a chat can
         // continue from exactly what the user saw.
         if (session.position() >= session.context_length()) {
-            stats.stop_reason = StopReason::ContextFull;
-            break;
+            if (!request.context_shift || context_shift_discard(session.context_length(), keep) == 0) {
+                stats.stop_reason = StopReason::ContextFull;
+                break;
+            }
+            auto shifted = shift_context(session, content, keep, next, request, cancel, stats);
+            if (!shifted) {
+                if (shifted.kind() == ErrorKind::Cancelled) {
+                    cancelled = true;
+                    break;
+                }
+                return shifted.take_error();
+            }
+            logits = shifted.value();
+            continue;
         }
         auto r = session.step(next, n + 1 < request.max_tokens);
         if (!r) return r.take_error();
         logits = r.value();
+        if (request.context_shift) content.push_back(next);
         if (request.on_step) request.on_step(session.telemetry());
     }
     if (const std::string tail = decoder.flush(); !tail.empty() && on_token) on_token(-1, tail);

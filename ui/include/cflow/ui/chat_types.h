@@ -87,6 +87,8 @@ struct ReplyStats {
     uint64_t expertCacheBytes = 0; // the session's expert cache budget (0: none)
     uint64_t expertCacheHits = 0;  // this reply's routed experts served from the cache
     uint64_t expertCacheMisses = 0;  // ... and read from storage (both 0 for mapped)
+    int contextShifts = 0;         // times the full context shifted during the reply (drop-oldest / sliding-window)
+    int shiftDroppedTokens = 0;    // tokens those shifts left out (the oldest after the system prompt)
     int contextUsed = 0;           // tokens in the KV cache after the reply
     int contextLength = 0;
     uint64_t mappedBytes = 0;      // size of the model's file mapping

@@ -74,6 +74,7 @@ struct PreparedTurn {
     size_t dropped_messages = 0;      // DropOldest: leading messages left out (after the system prompt)
     size_t dropped_tokens = 0;        // SlidingWindow: tokens cut; DropOldest: tokens of the dropped messages
     bool system_ignored = false;      // a non-empty system message does not appear in the rendered text
+    size_t kept_head = 0;             // leading ids a context shift never drops: BOS and the system prompt's tokens
     bool fits() const { return ids.size() < context_length; }
 };
 
@@ -86,6 +87,10 @@ struct ReplyOptions {
     // until it cannot (or the reply ends).
     std::vector<std::string> stop_sequences;
     std::function<void(const TokenTelemetry&)> on_step;  // every forward step, on the replying thread
+    // A reply that fills the context: Stop ends it (StopReason::ContextFull); DropOldest and
+    // SlidingWindow shift the context (generate.h ContextShift, keeping PreparedTurn::kept_head)
+    // and the same reply goes on.
+    ContextPolicy context_policy = ContextPolicy::Stop;
 };
 
 // One streamed piece: the token that wrote it (-1 for the decoder's flushed tail) and the
@@ -159,6 +164,9 @@ private:
     Result<PreparedTurn> render_and_encode(const std::vector<ChatMessage>& messages) const;
     Result<PreparedTurn> drop_oldest(const std::vector<ChatMessage>& messages, PreparedTurn whole, uint32_t budget) const;
     void slide_window(const std::vector<ChatMessage>& messages, PreparedTurn& turn, uint32_t budget) const;
+    // BOS and the tokens the leading system messages render to (the common prefix of their own
+    // rendering and ids), else BOS alone.
+    size_t system_head(const std::vector<ChatMessage>& messages, const std::vector<int32_t>& ids) const;
     void plan_reuse(PreparedTurn& turn) const;
     uint32_t prompt_budget(const PrepareOptions& options) const;
     std::optional<std::string> render_with_template(const std::vector<ChatMessage>& messages, std::string& note,

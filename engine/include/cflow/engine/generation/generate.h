@@ -3,6 +3,7 @@
 // Runs on the caller's thread (the engine worker); never throws.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,18 @@ namespace cflow {
 enum class StopReason : uint8_t { MaxTokens, EndOfGeneration, StopToken, ContextFull, CallbackStopped, StopSequence };
 std::string_view stop_reason_name(StopReason reason);
 
+// llama.cpp's context shift, for a generation that fills the context: the first `keep` tokens stay
+// (BOS, the system prompt), half of the rest after them is dropped, the kept tail is fed again (a
+// re-prefill, so every RoPE position is exact) and the same reply goes on.
+struct ContextShift {
+    std::vector<int32_t> held;  // [tokens] what the session holds before the request's prompt, in order
+    uint32_t keep = 0;          // leading tokens of held + prompt never dropped
+};
+
+// Tokens one shift drops from a full context of `context_length` keeping `keep`: half of the rest
+// (at least one); 0 when nothing can be dropped (keep leaves no room).
+uint32_t context_shift_discard(uint32_t context_length, uint32_t keep);
+
 struct GenerateRequest {
     std::vector<int32_t> prompt;          // already tokenized (BOS included when wanted)
     SamplingParams sampling;
@@ -29,6 +42,8 @@ struct GenerateRequest {
     bool stop_at_end_of_generation = true;  // EOS, and BOS which llama2.c-style story models emit between stories
     // Called on the generating thread after every forward step (prompt and generated tokens).
     std::function<void(const TokenTelemetry&)> on_step;
+    // Set: a full context shifts (ContextShift) and the reply goes on; unset: it stops (ContextFull).
+    std::optional<ContextShift> context_shift;
 };
 
 struct GenerateStats {
@@ -38,6 +53,9 @@ struct GenerateStats {
     double decode_ms = 0;                 // wall time of the generated tokens after the first
     double time_to_first_token_ms = 0;    // from start to the first generated token
     StopReason stop_reason = StopReason::MaxTokens;
+    uint32_t context_shifts = 0;          // times the full context was shifted (ContextShift)
+    uint32_t shift_dropped_tokens = 0;    // tokens those shifts dropped, all right after `keep`
+    uint32_t shift_refed_tokens = 0;      // tokens fed again after a shift (not in prompt_tokens)
     double prompt_tokens_per_s() const { return prompt_ms > 0 ? prompt_tokens * 1000.0 / prompt_ms : 0; }
     double decode_tokens_per_s() const {
         return decode_ms > 0 && generated_tokens > 1 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0;
