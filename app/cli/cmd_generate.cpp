@@ -6,6 +6,7 @@
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
 #include "commands.h"
+#include "file_identity.h"
 #include "console.h"
 #include "default_model.h"
 #include "interrupt.h"
@@ -43,6 +44,8 @@ int run_generate(const GenerateArgs& args) {
     const bool want_stats = args.stats, want_experts = args.trace_experts;
     const std::string& telemetry_path = args.telemetry_file;
     if (!telemetry_path.empty()) {
+        if (is_same_file(telemetry_path, *model_path))
+            return fail("generate", telemetry_path + ": --telemetry-file names the model itself; choose another file");
         telemetry_file.reset(std::fopen(telemetry_path.c_str(), "w"));
         if (!telemetry_file) return fail("generate", telemetry_path + ": cannot open telemetry file for writing");
         telemetry_out = telemetry_file.get();

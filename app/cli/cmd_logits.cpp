@@ -15,6 +15,7 @@
 #include "cflow/formats/mapped_file.h"
 #include "cflow/formats/whole_file.h"
 #include "commands.h"
+#include "file_identity.h"
 #include "console.h"
 #include "default_model.h"
 #include "load_args.h"
@@ -122,6 +123,8 @@ int run_logits(const LogitsArgs& args) {
             return fail("logits", "the logit of token " + std::to_string(i) + " is not finite (" +
                                       std::to_string(vector[i]) + "): the model's weights or the prompt overflow");
     if (const auto& out = args.out) {
+        if (is_same_file(*out, *model_path))
+            return fail("logits", *out + ": --out names the model itself; choose another file");
         if (Status s = write_raw_f32(*out, vector); !s) return fail("logits", s.error());
     }
 

@@ -8,6 +8,7 @@
 #include "cflow/formats/gguf_writer.h"
 #include "cflow/formats/model_path_kind.h"
 #include "commands.h"
+#include "file_identity.h"
 #include "interrupt.h"
 #include "synth_model.h"
 #include "synth_spec.h"
@@ -20,12 +21,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
-
-bool same_file_name(const std::string& a, const std::string& b) {
-    std::error_code ea, eb;
-    const auto ca = std::filesystem::weakly_canonical(a, ea), cb = std::filesystem::weakly_canonical(b, eb);
-    return ea || eb ? a == b : ca == cb;
-}
 
 // The generation takes seconds: a folder that cannot take the output is reported before it.
 Status check_output_folder(const std::string& path) {
@@ -61,7 +56,7 @@ int run_synth(const SynthArgs& args) {
     if (!synth) return fail("synth", synth.error());
     if (gguf) {
         if (Status s = check_gguf_expressible(*synth); !s) return fail("synth", s.error());
-        if (same_file_name(*out, *gguf)) return fail("synth", "options -o and --gguf name the same file '" + *gguf + "'");
+        if (is_same_file(*out, *gguf)) return fail("synth", "options -o and --gguf name the same file '" + *gguf + "'");
     }
 
     for (const auto& path : {out, gguf})

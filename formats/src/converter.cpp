@@ -217,6 +217,10 @@ Status refuse_source_as_output(const SourceModel& source, const std::string& out
     for (const auto& file : source.files)
         if (file && same(file->path()))
             return make_error(out_path + ": the output is one of the source's files; choose another -o");
+    for (const std::string& input : source.input_files)
+        if (same(input))
+            return make_error(out_path + ": the output is the source's input '" + input + "' (the tokenizer, a config or "
+                              "another file it reads); choose another -o");
     return {};
 }
 

@@ -304,6 +304,7 @@ Result<SourceModel> read_impl(const std::string& bin_path, const std::string& to
 
     SourceModel m;
     m.source_label = bin_path;
+    m.input_files = {bin_path, tokenizer_path};
     m.files.push_back(*mapped);
     add_views(m, blocks, ids, blocks.size(), data, file_name);
 

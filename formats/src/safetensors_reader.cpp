@@ -263,6 +263,13 @@ Result<SourceModel> assemble(const fs::path& dir, const std::vector<std::string>
     if (embd->shape.size() != 2 || embd->shape[1] != c.d_model)
         return make_error(embd->origin + ": shape does not match [vocab_size x hidden_size=" + std::to_string(c.d_model) + "]");
 
+    // What the folder holds is what the readers may read (config, index, shards, tokenizer and
+    // template files): none of it may become an output.
+    {
+        std::error_code it_ec;
+        for (fs::directory_iterator it(dir, it_ec), end; !it_ec && it != end; it.increment(it_ec))
+            if (it->is_regular_file(it_ec)) model.input_files.push_back(it->path().string());
+    }
     auto tok = hf::load_tokenizer(dir.string(), model.metadata);
     if (!tok) return tok.take_error();
     if (!model.metadata.contains("general.name")) model.metadata.set("general.name", dir.filename().string());

@@ -68,6 +68,32 @@ TEST(ConvertOutputCli, TheSourceADirectoryOrAFifoAsOutputAreRefused) {
     EXPECT_TRUE(temp_files_in(dir).empty());
 }
 
+// No input is ever an output (issue 38): the tokenizer of a llama2.c checkpoint, the model of
+// `generate --telemetry-file` and of `logits --out`, each named by another path too (a hard link).
+TEST(ConvertOutputCli, NoInputIsEverAnOutput) {
+    const fs::path dir = temp_dir("inputs_as_outputs");
+    const std::string gguf = synth_gguf(dir);
+    const std::string model = (dir / "synth.cflow").string();
+    const std::string model_before = slurp_output(model);
+    expect_one_line_failure(run_cflow({"generate", model, "-p", "hi", "-n", "2", "--telemetry-file", model}),
+                            "--telemetry-file names the model itself");
+    const fs::path link = dir / "same-model.cflow";
+    fs::create_hard_link(model, link);
+    expect_one_line_failure(run_cflow({"logits", model, "-p", "hi", "--out", link.string()}), "--out names the model itself");
+    EXPECT_EQ(slurp_output(model), model_before) << "an output replaced the model";
+
+    const fs::path assets = shared_asset("assets/models/llama2c-stories260K");
+    if (assets.empty()) GTEST_SKIP() << "the llama2.c tokenizer case needs ../shared (absent)";
+    const fs::path tokenizer = dir / "tok512.bin";
+    fs::copy_file(assets / "tok512.bin", tokenizer, fs::copy_options::overwrite_existing);
+    const std::string tokenizer_before = slurp_output(tokenizer);
+    expect_one_line_failure(run_cflow({"convert", (assets / "stories260K.bin").string(), "--tokenizer", tokenizer.string(),
+                                       "-o", tokenizer.string(), "--quiet"}),
+                            "the output is the source's input");
+    EXPECT_EQ(slurp_output(tokenizer), tokenizer_before) << "convert wrote over its tokenizer";
+    EXPECT_TRUE(temp_files_in(dir).empty());
+}
+
 TEST(ConvertOutputCli, AnExistingTargetKeepsItsMode) {
     const fs::path dir = temp_dir("convert_mode");
     const std::string gguf = synth_gguf(dir);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cflow/formats/converter.h"
 #include "cflow/formats/gguf.h"
 #include "cflow/formats/safetensors.h"
 #include "cflow/formats/source_model.h"
@@ -181,6 +182,25 @@ TEST(HfFolder, LlamaSingleFile) {
     EXPECT_EQ(by_file->tensors.size(), tensors.size());
     auto by_dir = open_source_model(dir.string());
     ASSERT_TRUE(by_dir.ok()) << by_dir.error();
+}
+
+// No input is ever an output (issue 38): the folder's config.json (read into memory, never
+// mapped) and any other file in it is refused as -o, the file untouched.
+TEST(HfFolder, AFileOfTheFolderIsNeverTheOutput) {
+    TinyLlama t;
+    auto dir = write_folder("llama_inputs", llama_config(t), llama_tensors(t));
+    test::write_text(dir / "notes.txt", "mine");
+    auto m = read_safetensors_model(dir.string());
+    ASSERT_TRUE(m.ok()) << m.error();
+    for (const char* name : {"config.json", "notes.txt", "model.safetensors"}) {
+        const std::vector<uint8_t> before = test::read_bytes(dir / name);
+        auto r = convert_to_cflow(*m, (dir / name).string(), {});
+        ASSERT_FALSE(r.ok()) << name;
+        EXPECT_NE(r.error().find("the output is"), std::string::npos) << r.error();
+        EXPECT_EQ(test::read_bytes(dir / name), before) << name;
+    }
+    auto fine = convert_to_cflow(*m, (dir / "model.cflow").string(), {});
+    EXPECT_TRUE(fine.ok()) << fine.error();
 }
 
 TEST(HfFolder, ShardedWithIndex) {

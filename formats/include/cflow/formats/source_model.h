@@ -109,6 +109,9 @@ struct SourceModel {
     // Tensors the reader folded into config (rope_freqs.weight -> rope_freq_factors): the
     // converter counts them as used; any other tensor no segment reads is refused.
     std::set<std::string> config_tensors;
+    // Every file the source is made of or may be read from (the checkpoint, its tokenizer, an HF
+    // folder's files): a conversion never writes over one of them (checked by identity, dev + inode).
+    std::vector<std::string> input_files;
     // Tensors the forward pass does not read and that do not change it, each with the reason
     // (an lm_head tied to the embeddings): left out and listed in the conversion report.
     std::map<std::string, std::string> ignored_tensors;
