@@ -11,6 +11,9 @@ namespace {
 constexpr long long kMinVocab = 259;      // <unk>, <s>, </s> and the 256 byte tokens
 constexpr uint32_t kBlock = 32;           // weights per Q4_0 / Q8_0 block
 
+// Every name preset() knows, in the order help and errors list them.
+constexpr const char* kPresetNames[] = {"dense-1b", "moe-1b", "llama3.2-1b", "qwen3-moe"};
+
 std::optional<SynthSpec> preset(const std::string& name) {
     SynthSpec s;
     s.name = name;
@@ -184,7 +187,14 @@ Result<SynthSpec> synth_spec_from_args(const SynthArgs& args) {
     return s;
 }
 
-const char* synth_preset_names() { return "dense-1b, moe-1b, llama3.2-1b, qwen3-moe"; }
+const std::string& synth_preset_names() {
+    static const std::string names = [] {
+        std::string joined;
+        for (const char* name : kPresetNames) joined += (joined.empty() ? "" : ", ") + std::string(name);
+        return joined;
+    }();
+    return names;
+}
 
 bool is_synth_preset(const std::string& name) { return preset(name).has_value(); }
 

@@ -57,7 +57,7 @@ struct SynthSpec {
 Result<SynthSpec> synth_spec_from_args(const SynthArgs& args);
 
 // "dense-1b, moe-1b, llama3.2-1b, qwen3-moe" (for messages), and whether `name` is one.
-const char* synth_preset_names();
+const std::string& synth_preset_names();
 bool is_synth_preset(const std::string& name);
 
 // llama.cpp's use_more_bits(layer, n_layers) of the Q4_K_M recipe: the first and last eighth of

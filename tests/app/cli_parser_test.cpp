@@ -15,6 +15,7 @@
 
 #include "cli_parser.h"
 #include "cli_runner.h"
+#include "synth_spec.h"
 
 namespace cflow::cli {
 namespace {
@@ -335,6 +336,8 @@ TEST(CliParser, MalformedAndOutOfRangeValuesNameTheOption) {
     expect_usage_error("logits --isa fast", "--isa must be one of scalar");
     expect_usage_error("synth --quant q2", "option --quant: 'q2' is not q4_0, q8_0 or q4_k_m");
     expect_usage_error("synth --preset big", "option --preset: 'big' is not one of dense-1b, moe-1b, llama3.2-1b, qwen3-moe");
+    // Every listed preset is one synth knows.
+    for (const char* name : {"dense-1b", "moe-1b", "llama3.2-1b", "qwen3-moe"}) EXPECT_TRUE(is_synth_preset(name)) << name;
     expect_usage_error("critical-path --combine-style Diagonal", "option --combine-style: 'Diagonal' is not 0-6");
 }
 

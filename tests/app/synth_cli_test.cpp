@@ -60,6 +60,22 @@ void expect_same_segments(const std::string& a_path, const std::string& b_path) 
     }
 }
 
+// `cflow convert GGUF -o y` (extra_args: e.g. --quant) gives the very segments of x, and the two
+// generate the same greedy text; returns x's text.
+std::string expect_gguf_converts_to_the_same_model(const std::string& x, const std::string& gguf, const std::string& y,
+                                                   const std::vector<std::string>& extra_args = {}) {
+    auto r = run_cflow(with_args({"convert", gguf, "-o", y, "--quiet"}, extra_args));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (r.exit_code != 0) return {};
+    expect_same_segments(x, y);
+    auto gx = run_cflow({"generate", x, "-p", "hello", "-n", "8", "--temp", "0"});
+    EXPECT_EQ(gx.exit_code, 0) << gx.err;
+    auto gy = run_cflow({"generate", y, "-p", "hello", "-n", "8", "--temp", "0"});
+    EXPECT_EQ(gy.exit_code, 0) << gy.err;
+    EXPECT_EQ(gx.out, gy.out) << gguf;
+    return gx.out;
+}
+
 // synth -> .cflow + .gguf; convert the .gguf -> .cflow; the tiles must be identical.
 void check_gguf_round_trip(const std::vector<std::string>& synth_args, const std::string& quant) {
     const auto dir = temp_dir("synth");
@@ -78,17 +94,9 @@ void check_gguf_round_trip(const std::vector<std::string>& synth_args, const std
         EXPECT_EQ(t.ggml_type, vector ? kGgmlF32 : (quant == "q4_0" ? kGgmlQ4_0 : kGgmlQ8_0)) << t.name;
     }
 
-    r = run_cflow({"convert", gguf, "-o", y, "--quant", quant, "--quiet"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    expect_same_segments(x, y);
-
-    auto gx = run_cflow({"generate", x, "-p", "hello", "-n", "8", "--temp", "0"});
-    ASSERT_EQ(gx.exit_code, 0) << gx.err;
-    EXPECT_EQ(gx.out.rfind("hello", 0), 0u) << gx.out;
-    EXPECT_GT(gx.out.size(), std::string("hello").size()) << gx.out;
-    auto gy = run_cflow({"generate", y, "-p", "hello", "-n", "8", "--temp", "0"});
-    ASSERT_EQ(gy.exit_code, 0) << gy.err;
-    EXPECT_EQ(gx.out, gy.out);
+    const std::string text = expect_gguf_converts_to_the_same_model(x, gguf, y, {"--quant", quant});
+    EXPECT_EQ(text.rfind("hello", 0), 0u) << text;
+    EXPECT_GT(text.size(), std::string("hello").size()) << text;
 }
 
 TEST(SynthCli, DenseGgufConvertsToTheSameTilesAndGenerates) { check_gguf_round_trip(kDense, "q4_0"); }
@@ -117,14 +125,7 @@ TEST(SynthCli, Q4KMGgufFollowsTheRecipeAndConvertsToTheSameTiles) {
     };
     for (const GgufTensorInfo& t : g->tensors) EXPECT_EQ(t.ggml_type, expected(t.name)) << t.name;
 
-    r = run_cflow({"convert", gguf, "-o", y, "--quiet"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    expect_same_segments(x, y);
-    auto gx = run_cflow({"generate", x, "-p", "hello", "-n", "8", "--temp", "0"});
-    ASSERT_EQ(gx.exit_code, 0) << gx.err;
-    auto gy = run_cflow({"generate", y, "-p", "hello", "-n", "8", "--temp", "0"});
-    ASSERT_EQ(gy.exit_code, 0) << gy.err;
-    EXPECT_EQ(gx.out, gy.out);
+    expect_gguf_converts_to_the_same_model(x, gguf, y);
 
     auto bad = run_cflow({"synth", "--d", "288", "--layers", "2", "--heads", "6", "--d-ff", "768", "--quant", "q4_k_m", "-o", x});
     EXPECT_NE(bad.exit_code, 0);
@@ -177,14 +178,7 @@ TEST(SynthCli, Llama32AndQwen3MoePresetsRoundTrip) {
             EXPECT_EQ(cfg.expert_d_ff, 256u);
             EXPECT_EQ(static_cast<int>(cfg.router_mode), static_cast<int>(RouterMode::SoftmaxTopK));
         }
-        r = run_cflow({"convert", gguf, "-o", y, "--quiet"});
-        ASSERT_EQ(r.exit_code, 0) << r.err;
-        expect_same_segments(x, y);
-        auto gx = run_cflow({"generate", x, "-p", "hello", "-n", "8", "--temp", "0"});
-        ASSERT_EQ(gx.exit_code, 0) << gx.err;
-        auto gy = run_cflow({"generate", y, "-p", "hello", "-n", "8", "--temp", "0"});
-        ASSERT_EQ(gy.exit_code, 0) << gy.err;
-        EXPECT_EQ(gx.out, gy.out) << c.arch;
+        expect_gguf_converts_to_the_same_model(x, gguf, y);
     }
 }
 

@@ -217,17 +217,20 @@ Result<PreparedTurn> ChatSession::prepare(const std::vector<ChatMessage>& messag
     auto whole = render_and_encode(messages);
     if (!whole) return whole;
     PreparedTurn turn = std::move(whole).value();
+    // What a sliding window or a context shift keeps; under Stop nothing is cut, so no render for it.
+    if (options.policy != ContextPolicy::Stop) turn.kept_head = system_head(messages, turn.ids);
     const uint32_t budget = prompt_budget(options);
     if (turn.ids.size() > budget) {
         if (options.policy == ContextPolicy::DropOldest) {
+            const size_t head = turn.kept_head;  // the system messages stay first: the same tokens
             auto dropped = drop_oldest(messages, std::move(turn), budget);
             if (!dropped) return dropped;
             turn = std::move(dropped).value();
+            turn.kept_head = head;
         } else if (options.policy == ContextPolicy::SlidingWindow) {
-            slide_window(messages, turn, budget);
+            slide_window(turn, budget);
         }
     }
-    turn.kept_head = system_head(messages, turn.ids);
     plan_reuse(turn);
     return turn;
 }
@@ -240,9 +243,9 @@ Result<PreparedTurn> ChatSession::prepare_raw(const std::string& text, const Pre
     auto encoded = finish_prepare(std::move(turn));
     if (!encoded) return encoded;
     turn = std::move(encoded).value();
+    turn.kept_head = system_head({}, turn.ids);  // BOS, if any: no render
     if (turn.ids.size() > prompt_budget(options) && options.policy != ContextPolicy::Stop)
-        slide_window({}, turn, prompt_budget(options));
-    turn.kept_head = system_head({}, turn.ids);
+        slide_window(turn, prompt_budget(options));
     plan_reuse(turn);
     return turn;
 }
@@ -260,9 +263,9 @@ Result<PreparedTurn> ChatSession::prepare_ids(std::vector<int32_t> ids, const Pr
     turn.ids = std::move(ids);
     turn.text = model_->tokenizer().decode(turn.ids);
     turn.context_length = session_->context_length();
+    turn.kept_head = system_head({}, turn.ids);  // BOS, if any: no render
     if (turn.ids.size() > prompt_budget(options) && options.policy != ContextPolicy::Stop)
-        slide_window({}, turn, prompt_budget(options));
-    turn.kept_head = system_head({}, turn.ids);
+        slide_window(turn, prompt_budget(options));
     plan_reuse(turn);
     return turn;
 }
@@ -311,11 +314,11 @@ size_t ChatSession::system_head(const std::vector<ChatMessage>& messages, const 
     return head;
 }
 
-void ChatSession::slide_window(const std::vector<ChatMessage>& messages, PreparedTurn& turn, uint32_t budget) const {
+void ChatSession::slide_window(PreparedTurn& turn, uint32_t budget) const {
     const size_t bos = !turn.ids.empty() && turn.ids.front() == model_->tokenizer().bos_id() ? 1 : 0;
-    // The kept head: the tokens the system prompt renders to, else just BOS.
-    size_t head = system_head(messages, turn.ids);
+    size_t head = turn.kept_head;
     if (head * 2 > budget) head = bos;  // a system prompt longer than half the window is cut like the rest
+    turn.kept_head = head;
     const size_t tail = budget - head;
     turn.dropped_tokens = turn.ids.size() - budget;
     turn.ids.erase(turn.ids.begin() + static_cast<std::ptrdiff_t>(head), turn.ids.end() - static_cast<std::ptrdiff_t>(tail));

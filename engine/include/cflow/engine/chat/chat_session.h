@@ -74,7 +74,9 @@ struct PreparedTurn {
     size_t dropped_messages = 0;      // DropOldest: leading messages left out (after the system prompt)
     size_t dropped_tokens = 0;        // SlidingWindow: tokens cut; DropOldest: tokens of the dropped messages
     bool system_ignored = false;      // a non-empty system message does not appear in the rendered text
-    size_t kept_head = 0;             // leading ids a context shift never drops: BOS and the system prompt's tokens
+    // Leading ids a sliding window or a context shift never drops: BOS and the system prompt's
+    // tokens (prepare() finds them under DropOldest / SlidingWindow only; under Stop it stays 0).
+    size_t kept_head = 0;
     bool fits() const { return ids.size() < context_length; }
 };
 
@@ -163,7 +165,8 @@ private:
     Result<PreparedTurn> finish_prepare(PreparedTurn turn) const;
     Result<PreparedTurn> render_and_encode(const std::vector<ChatMessage>& messages) const;
     Result<PreparedTurn> drop_oldest(const std::vector<ChatMessage>& messages, PreparedTurn whole, uint32_t budget) const;
-    void slide_window(const std::vector<ChatMessage>& messages, PreparedTurn& turn, uint32_t budget) const;
+    // Keeps turn.kept_head (or BOS alone when that is over half the budget) and the newest tokens.
+    void slide_window(PreparedTurn& turn, uint32_t budget) const;
     // BOS and the tokens the leading system messages render to (the common prefix of their own
     // rendering and ids), else BOS alone.
     size_t system_head(const std::vector<ChatMessage>& messages, const std::vector<int32_t>& ids) const;
