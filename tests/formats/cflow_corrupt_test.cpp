@@ -45,8 +45,8 @@ protected:
         spec.expert_d_ff = 64;
         spec.qkv_bias = true;
         const SourceModel model = test::make_synthetic_model(spec);
-        const std::string path = (std::filesystem::path(CFLOW_BINARY_DIR) / "test-tmp" / "corrupt-base.cflow").string();
-        std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+        // Per process: ctest runs this suite's tests at once, each set-up writing its own base file.
+        const std::string path = (test::temp_dir("corrupt-base") / "base.cflow").string();
         auto report = convert_to_cflow(model, path, {.weight_quant = DType::Q8_0, .threads = 1});
         ASSERT_TRUE(report.ok()) << report.error();
         auto file = CflowFile::open(path);

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <random>
+#include <string>
 #include <vector>
 
 namespace cflow::test {
@@ -44,12 +46,22 @@ TempDirs& temp_dirs() {
     static TempDirs dirs;
     return dirs;
 }
+const std::string& process_token() {
+    static const std::string token = [] {
+        std::random_device device;
+        return std::to_string(device()) + std::to_string(device());
+    }();
+    return token;
+}
 } // namespace
 
 std::filesystem::path temp_dir(const std::string& name) {
     auto base = std::filesystem::path(CFLOW_BINARY_DIR) / "test-tmp";
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string unique = name;
+    // Outside a test (a suite's set-up) there is no test name to keep processes apart, and ctest runs
+    // every test of a suite in its own process at once: a per-process token keeps their set-ups from
+    // removing each other's files.
+    std::string unique = name + "." + process_token();
     if (info) unique = std::string(info->test_suite_name()) + "." + info->name() + "." + name;
     auto dir = base / unique;
     remove_tree(dir);
