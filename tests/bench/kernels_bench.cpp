@@ -102,15 +102,19 @@ bool build_matrix(DType dtype, uint32_t rows, uint32_t cols, TiledMatrix& m) {
                     std::memcpy(block + at, &h, 2);
                 }
             }
-        } else if (dtype == DType::MXFP4 || dtype == DType::IQ4_NL) {
-            // Each 32-weight block's scale: E8M0 exponent 120..131 (MXFP4), f16 d in [2^-10, 2) (IQ4_NL).
-            const size_t blockBytes = dtype == DType::MXFP4 ? 17 : 18;
+        } else if (cflow::is_ggml32_int8(dtype)) {
+            // Each 32-weight block's scale: E8M0 exponent 120..131 (MXFP4), f16 d (and Q4_1 / Q5_1's
+            // min m) in [2^-10, 2) for the others.
+            const size_t blockBytes = cflow::ggml_tile_block_bytes(dtype);
+            const bool hasMin = dtype == DType::Q4_1 || dtype == DType::Q5_1;
             for (size_t k = 0; k < size_t{t.rows} * (t.cols / 32); ++k) {
                 if (dtype == DType::MXFP4) {
                     payload[k * blockBytes] = static_cast<uint8_t>(120 + splitmix(seed) % 12);
-                } else {
+                    continue;
+                }
+                for (size_t at : hasMin ? std::vector<size_t>{0, 2} : std::vector<size_t>{0}) {
                     const uint16_t h = cflow::f32_to_f16(static_cast<float>(1 + splitmix(seed) % 2048) / 1024.0f);
-                    std::memcpy(payload + k * blockBytes, &h, 2);
+                    std::memcpy(payload + k * blockBytes + at, &h, 2);
                 }
             }
         } else if (cflow::is_block_quant(dtype)) {
@@ -379,26 +383,50 @@ void report_kquant(uint32_t rows, uint32_t cols, double budgetSeconds) {
     if (q4_0Macs > 0.0 && q4_kMacs > 0.0) std::printf("ratio Q4_K / Q4_0 prefill (MAC/s) = %.2f\n", q4_kMacs / q4_0Macs);
 }
 
-// gpt-oss's MXFP4 experts and IQ4_NL (codebook types, f32 path with in-register decode) against
-// Q8_0, what the default conversion makes of them, and Q4_0: time per matvec of one shape on the
-// selected ISA, x quantized once per slice where the type has int8 kernels.
+// The 32-weight block types a GGUF may hold (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4: int8 activations on
+// the int8 paths) against Q8_0, what the default conversion made of most of them before they had
+// fast kernels, and Q4_0: time per matvec of one shape on the selected ISA (x quantized once per
+// slice where the path quantizes the type), and prefill MAC/s at 64 tokens per weight pass.
 void report_codebook(uint32_t rows, uint32_t cols, double budgetSeconds) {
     const Isa isa = cflow::selected_isa();
     const cflow::Kernels& k = cflow::kernels_for(isa);
-    std::printf("\nCodebook report (%s, single thread)\n", std::string(cflow::isa_name(isa)).c_str());
-    double q8Seconds = 0.0, mxfp4Seconds = 0.0;
-    for (DType dtype : {DType::Q4_0, DType::Q8_0, DType::IQ4_NL, DType::MXFP4}) {
+    std::printf("\n32-weight block report (%s, single thread)\n", std::string(cflow::isa_name(isa)).c_str());
+    constexpr DType kTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::MXFP4};
+    double q8Seconds = 0.0, q4Seconds = 0.0;
+    for (DType dtype : kTypes) {
         TiledMatrix m;
         if (!build_matrix(dtype, rows, cols, m)) continue;
         const double gb = static_cast<double>(m.bytes.size()) / 1e9;
         const double s = session_matvec_seconds(k, m, budgetSeconds);
-        std::printf("%-18s %-10s %7.2f MB  %8.1f us/matvec  %6.2f GB/s\n", m.label.c_str(),
-                    std::string(cflow::isa_name(isa)).c_str(), gb * 1e3, s * 1e6, gb / s);
         if (dtype == DType::Q8_0) q8Seconds = s;
-        if (dtype == DType::MXFP4) mxfp4Seconds = s;
+        if (dtype == DType::Q4_0) q4Seconds = s;
+        std::printf("%-18s %-10s %7.2f MB  %8.1f us/matvec  %6.2f GB/s", m.label.c_str(), std::string(cflow::isa_name(isa)).c_str(),
+                    gb * 1e3, s * 1e6, gb / s);
+        if (q8Seconds > 0.0 && q4Seconds > 0.0 && dtype != DType::Q4_0 && dtype != DType::Q8_0)
+            std::printf("  time / Q8_0 = %.2f  / Q4_0 = %.2f", s / q8Seconds, s / q4Seconds);
+        std::printf("\n");
     }
-    if (q8Seconds > 0.0 && mxfp4Seconds > 0.0)
-        std::printf("ratio MXFP4 kept / converted to Q8_0 (time per matvec) = %.2f\n", mxfp4Seconds / q8Seconds);
+    if (!k.tile_matmat_quantized) return;
+    constexpr uint32_t kTokens = 64;
+    double q4Macs = 0.0;
+    for (DType dtype : kTypes) {
+        TiledMatrix m;
+        if (!(k.quantized_dtypes & cflow::dtype_bit(dtype)) || !build_matrix(dtype, rows, cols, m)) continue;
+        std::vector<uint8_t> sliceBytes(size_t{kTokens} * (m.cols / cflow::kTileCols) * cflow::kQuantizedSliceBytes +
+                                        cflow::kQuantizedSliceAlign);
+        uint8_t* slices = sliceBytes.data() + (cflow::kQuantizedSliceAlign -
+                                               reinterpret_cast<uintptr_t>(sliceBytes.data()) % cflow::kQuantizedSliceAlign) %
+                                                  cflow::kQuantizedSliceAlign;
+        std::vector<float> y(size_t{kTokens} * m.rows);
+        const double macs = double(m.rows) * m.cols * kTokens;
+        const bool lanes = k.tile_matmat_quantized_lanes && !m.lanes.empty();
+        const double s = fastest_pass_seconds([&] { full_matmat_quantized(k, m, kTokens, slices, y, lanes); }, budgetSeconds);
+        if (dtype == DType::Q4_0) q4Macs = macs / s;
+        std::printf("%-18s %-10s prefill %s %8.1f ms/pass  %6.2f GMAC/s", m.label.c_str(), std::string(cflow::isa_name(isa)).c_str(),
+                    lanes ? "lanes" : "tiles", s * 1e3, macs / s / 1e9);
+        if (q4Macs > 0.0 && dtype != DType::Q4_0) std::printf("  / Q4_0 = %.2f", macs / s / q4Macs);
+        std::printf("\n");
+    }
 }
 
 bool parse_shape(const std::string& arg, const std::string& flag, uint32_t& rows, uint32_t& cols) {

@@ -7,6 +7,7 @@
 // F32/F16 tiles, dot and axpy reuse the AVX-512 functions.
 // No std:: templates or header inline functions here (see kernels_avx2.cpp for why).
 #include "kernels/kernels_internal.h"
+#include "kernels/ggml_tile_kernels.h"
 #include "kernels/kquant_kernels.h"
 
 #include <cstddef>
@@ -552,6 +553,8 @@ void tile_matmat_quantized_avx512vnni(DType dtype, const uint8_t* payload, uint3
                                       size_t yStride) {
     if (is_kquant(dtype))
         return kq_int8_avx512vnni::matmat_quantized(dtype, payload, rows, cols, slices, sliceStride, tokens, y, yStride);
+    if (is_ggml32_int8(dtype))
+        return g32_int8_avx512vnni::matmat_quantized_g32(dtype, payload, rows, cols, slices, sliceStride, tokens, y, yStride);
     // Rearranging the tile costs about as much as 4-5 tokens of block_rows_tokens; fewer tokens
     // than kMatmatLaneTokens (a MoE expert's share of a chunk) take that path instead.
     if (tokens >= kMatmatLaneTokens && rows <= kTileRows && cols <= kTileCols) {
@@ -672,6 +675,7 @@ static_assert(sizeof(QuantizedX) <= kQuantizedSliceBytes && alignof(QuantizedX) 
 void quantize_slice_avx512vnni(DType dtype, const float* x, uint32_t cols, void* slice) {
     // K-quant tiles read their own (Q8_K-style) slice: quantize_slice(slice_dtype(Q4_K)) writes it.
     if (is_kquant(dtype)) return kq_int8_avx512vnni::quantize_slice(x, cols, slice);
+    if (is_ggml32_int8(dtype)) return g32_int8_avx512vnni::quantize_slice_g32(x, cols, slice);
     auto& xq = *static_cast<QuantizedX*>(slice);
     const uint32_t groups = (cols + kGroup - 1) / kGroup;
     xq = QuantizedX{};  // zeroed: lanes past G of the scale vector are loaded (never used)
@@ -690,6 +694,7 @@ void rows_quantized(const uint8_t* payload, uint32_t rows, uint32_t cols, const 
 void tile_matvec_quantized_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols,
                                       const void* slice, float* y) {
     if (is_kquant(dtype)) return kq_int8_avx512vnni::matvec_quantized(dtype, payload, rows, cols, slice, y);
+    if (is_ggml32_int8(dtype)) return g32_int8_avx512vnni::matvec_quantized_g32(dtype, payload, rows, cols, slice, y);
     const auto& xq = *static_cast<const QuantizedX*>(slice);
     if (dtype == DType::Q4_0) rows_quantized<true>(payload, rows, cols, xq, y);
     else rows_quantized<false>(payload, rows, cols, xq, y);
@@ -701,6 +706,11 @@ void tile_matvec_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, 
     if (is_kquant(dtype)) {
         if constexpr (kKQuantInt8Activations) return kq_int8_avx512vnni::matvec(dtype, payload, rows, cols, x, y);
         return tile_matvec_avx512(dtype, payload, rows, cols, x, y);
+    }
+    // The 32-weight ggml blocks: whole blocks of at most one tile row (the tile contract), else f32.
+    if (is_ggml32_int8(dtype)) {
+        if (cols == 0 || cols > kTileCols || cols % 32 != 0) return tile_matvec_avx512(dtype, payload, rows, cols, x, y);
+        return g32_int8_avx512vnni::matvec_g32(dtype, payload, rows, cols, x, y);
     }
     // The quantized-x buffer is sized for one tile row; wider inputs are outside the tile
     // contract and take the f32 AVX-512 path instead.
@@ -722,7 +732,8 @@ const Kernels& avx512vnni_table() {
                                     .axpy_f16 = &axpy_f16_avx512,
                                     .weighted_row_sum = &weighted_row_sum_avx512,
                                     .quantize_slice = &quantize_slice_avx512vnni,
-                                    .quantized_dtypes = dtype_bit(DType::Q4_0) | dtype_bit(DType::Q8_0) | kKQuantInt8DtypeBits,
+                                    .quantized_dtypes = dtype_bit(DType::Q4_0) | dtype_bit(DType::Q8_0) | kKQuantInt8DtypeBits |
+                                                        kGgml32Int8DtypeBits,
                                     .tile_matvec_quantized = &tile_matvec_quantized_avx512vnni,
                                     .tile_matmat_quantized = &tile_matmat_quantized_avx512vnni,
                                     .tile_matvec_quantized_lanes = &tile_matvec_quantized_lanes_avx512vnni,

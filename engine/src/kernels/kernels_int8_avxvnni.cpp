@@ -1,6 +1,7 @@
 // AVX-VNNI path (VEX vpdpbusd on 256-bit registers: Alder Lake and later, Zen 5): the AVX2
 // int8 kernel with one instruction per four products instead of vpmaddubsw + vpmaddwd.
 #include "kernels/kernels_internal.h"
+#include "kernels/ggml_tile_kernels.h"
 #include "kernels/kquant_kernels.h"
 
 #if CFLOW_KERNELS_X86
@@ -27,24 +28,36 @@ void tile_matvec_avxvnni(DType dtype, const uint8_t* payload, uint32_t rows, uin
         if constexpr (kKQuantInt8Activations) kq_int8_avxvnni::matvec(dtype, payload, rows, cols, x, y);
         else tile_matvec_avx2(dtype, payload, rows, cols, x, y);
         break;
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::IQ4_NL:
+    case DType::MXFP4:  // whole 32-weight blocks (the tile contract); anything else: the f32 kernel
+        if (cols % 32 == 0) g32_int8_avxvnni::matvec_g32(dtype, payload, rows, cols, x, y);
+        else tile_matvec_avx2(dtype, payload, rows, cols, x, y);
+        break;
     default: tile_matvec_avx2(dtype, payload, rows, cols, x, y); break;
     }
 }
 
 // K-quant tiles read their own (Q8_K-style) slice: quantize_slice(slice_dtype(Q4_K)) writes it.
 void quantize_slice_avxvnni(DType dtype, const float* x, uint32_t cols, void* slice) {
+    if (is_ggml32_int8(dtype)) return g32_int8_avxvnni::quantize_slice_g32(x, cols, slice);
     if (is_kquant(dtype)) return kq_int8_avxvnni::quantize_slice(x, cols, slice);
     int8_avxvnni::quantize_slice(dtype, x, cols, slice);
 }
 
 void tile_matvec_quantized_avxvnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const void* slice,
                                  float* y) {
+    if (is_ggml32_int8(dtype)) return g32_int8_avxvnni::matvec_quantized_g32(dtype, payload, rows, cols, slice, y);
     if (is_kquant(dtype)) return kq_int8_avxvnni::matvec_quantized(dtype, payload, rows, cols, slice, y);
     int8_avxvnni::tile_matvec_quantized(dtype, payload, rows, cols, slice, y);
 }
 
 void tile_matmat_quantized_avxvnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols,
                                  const uint8_t* slices, size_t sliceStride, uint32_t tokens, float* y, size_t yStride) {
+    if (is_ggml32_int8(dtype))
+        return g32_int8_avxvnni::matmat_quantized_g32(dtype, payload, rows, cols, slices, sliceStride, tokens, y, yStride);
     if (is_kquant(dtype)) return kq_int8_avxvnni::matmat_quantized(dtype, payload, rows, cols, slices, sliceStride, tokens, y, yStride);
     int8_avxvnni::tile_matmat_quantized(dtype, payload, rows, cols, slices, sliceStride, tokens, y, yStride);
 }
@@ -60,7 +73,8 @@ const Kernels& avxvnni_table() {
                                     .axpy_f16 = &axpy_f16_avx2,
                                     .weighted_row_sum = &weighted_row_sum_avx2,
                                     .quantize_slice = &quantize_slice_avxvnni,
-                                    .quantized_dtypes = dtype_bit(DType::Q4_0) | dtype_bit(DType::Q8_0) | kKQuantInt8DtypeBits,
+                                    .quantized_dtypes = dtype_bit(DType::Q4_0) | dtype_bit(DType::Q8_0) | kKQuantInt8DtypeBits |
+                                                        kGgml32Int8DtypeBits,
                                     .tile_matvec_quantized = &tile_matvec_quantized_avxvnni,
                                     .tile_matmat_quantized = &tile_matmat_quantized_avxvnni};
     return kTable;

@@ -2,13 +2,23 @@
 // kernel (matvec_ggml_tile, kernels_scalar.cpp: ggml's dequantised f32 weights, then an
 // index-order f32 dot), on random valid blocks (random bytes, every f16 field a finite value).
 //
-// Bound. Every path (the int8 ones included: these types never get int8 activations) multiplies
-// the very f32 weights w_c the scalar kernel uses (decode_tile_row = dequantize_ggml_row), so only
-// the order of the f32 additions differs. With u = 2^-24 and gamma_k = k u / (1 - k u) (Higham
-// 3.1), the scalar loop and the SIMD accumulators each differ from the exact sum by at most
-// gamma_{n+1} sum_c |w_c x_c| (plus the final add into y), so
+// Bound, f32 paths (and the int8 paths for Q2_K, Q3_K, IQ4_XS, which they run with f32
+// activations): every path multiplies the very f32 weights w_c the scalar kernel uses
+// (decode_tile_row = dequantize_ggml_row), so only the order of the f32 additions differs. With
+// u = 2^-24 and gamma_k = k u / (1 - k u) (Higham 3.1), the scalar loop and the SIMD accumulators
+// each differ from the exact sum by at most gamma_{n+1} sum_c |w_c x_c| (plus the final add into
+// y), so
 //   |simd - scalar| <= (gamma_{n+1} + gamma_{n+8}) (sum_c |w_c x_c| + |y0|),
 // the reassociation bound of kernels_test.cpp and kquant_kernels_test.cpp, n = cols.
+//
+// Bound, int8 paths on the 32-weight block types (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4;
+// ggml32_int8_body.inc): w_c = d_b q_c + m_b, and a block adds d_b dx_b sum((q - k) xq) +
+// (m_b + k d_b) sum(x), where xq = round(x / dx_b), dx_b = amax_b / 127, and the centring k is 8
+// (Q4_1), 16 (Q5_1) or 0. The integer dot is exact and sum(x) is the f32 sum of the block's x, so
+// the activations' rounding (at most kActQuantTol amax_b per value, as in kernels_test.cpp) enters
+// only through d_b (q_c - k) = w_c - m'_b, m'_b = m_b + k d_b:
+//   |int8 - scalar| <= sum_b kActQuantTol amax_b sum_{c in b} |w_c - m'_b|
+//                      + reassoc(n) (sum_c |w_c x_c| + sum_b (amax_b / 127 sum |w_c - m'_b| + |m'_b| sum |x_c|) + |y0|).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,11 +43,14 @@ namespace {
 constexpr double kUnitRoundoff = 0x1p-24;
 double gamma_k(double k) { return k * kUnitRoundoff / (1.0 - k * kUnitRoundoff); }
 double reassoc_rel_tol(uint32_t n) { return gamma_k(n + 1.0) + gamma_k(n + 8.0); }
+constexpr double kActQuantTol = 0.5001 / 127.0;
 
 constexpr DType kTypes[] = {DType::Q2_K, DType::Q3_K,   DType::IQ4_XS, DType::Q4_1,
                             DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::MXFP4};
 constexpr Isa kSimdPaths[] = {Isa::Avx2, Isa::Avx512, Isa::Avx2Int8, Isa::AvxVnni, Isa::Avx512Vnni};
+constexpr Isa kInt8Paths[] = {Isa::Avx2Int8, Isa::AvxVnni, Isa::Avx512Vnni};
 constexpr uint32_t kRowCounts[] = {1, 7, 128};
+constexpr DType kInt8Types[] = {DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::MXFP4};
 
 // Byte offsets of the f16 fields inside one block (ggml-common.h): Q2_K ends with d, dmin;
 // Q3_K ends with d; the others start with d (and m for Q4_1 / Q5_1).
@@ -90,6 +103,33 @@ std::vector<uint32_t> tile_widths(DType dtype) {
     return {256, 32, 96, 224};
 }
 
+// The block's centred min m'_b = m_b + k d_b (Q4_1: k = 8, Q5_1: k = 16; header), 0 for the other types.
+double block_centred_min(DType dtype, const uint8_t* tile, uint32_t cols, uint32_t r, uint32_t b) {
+    if (dtype != DType::Q4_1 && dtype != DType::Q5_1) return 0.0;
+    const uint8_t* block = tile + (size_t{r} * (cols / 32) + b) * ggml_tile_block_bytes(dtype);
+    float dm[2];  // d, m
+    dequantize_ggml_row(kGgmlF16, block, 2, dm);
+    return double(dm[1]) + (dtype == DType::Q4_1 ? 8.0 : 16.0) * double(dm[0]);
+}
+
+// The int8 paths' bound on the 32-weight block types (header), for row r with weights w.
+double int8_bound(DType dtype, const uint8_t* tile, uint32_t cols, uint32_t r, const float* w, const float* x, float y0) {
+    double quantErr = 0, magnitude = std::fabs(double(y0));
+    for (uint32_t b = 0; b < cols / 32; ++b) {
+        const double m = block_centred_min(dtype, tile, cols, r, b);
+        double amax = 0, scaledAbs = 0, xAbs = 0;
+        for (uint32_t c = 32 * b; c < 32 * b + 32; ++c) {
+            amax = std::max(amax, std::fabs(double(x[c])));
+            scaledAbs += std::fabs(double(w[c]) - m);
+            xAbs += std::fabs(double(x[c]));
+            magnitude += std::fabs(double(w[c]) * x[c]);
+        }
+        quantErr += kActQuantTol * amax * scaledAbs;
+        magnitude += amax / 127.0 * scaledAbs + std::fabs(m) * xAbs;
+    }
+    return quantErr + reassoc_rel_tol(cols) * magnitude;
+}
+
 TEST(GgmlTileKernels, EverySimdPathIsWithinTheReassociationBoundOfTheScalarKernel) {
     std::mt19937 rng(20261205);
     const Kernels& scalar = kernels_for(Isa::Scalar);
@@ -122,7 +162,9 @@ TEST(GgmlTileKernels, EverySimdPathIsWithinTheReassociationBoundOfTheScalarKerne
                             ASSERT_TRUE(std::isfinite(w[c]));
                             terms += std::fabs(double(w[c]) * x[c]);
                         }
-                        const double bound = reassoc_rel_tol(cols) * (terms + std::fabs(double(y0[r])));
+                        double bound = reassoc_rel_tol(cols) * (terms + std::fabs(double(y0[r])));
+                        if (isa_quantizes_activations(isa) && is_ggml32_int8(dtype))
+                            bound = int8_bound(dtype, tile.data(), cols, r, w.data(), x.data(), y0[r]);
                         const double diff = std::fabs(double(got[r]) - double(want[r]));
                         ASSERT_TRUE(std::isfinite(got[r]));
                         EXPECT_LE(diff, bound) << "row " << r;
@@ -158,18 +200,109 @@ TEST(GgmlTileKernels, ScalarKernelIsTheDotOfTheDequantisedRow) {
         }
 }
 
-// These types get no int8 activation slices: no Kernels table claims them, so a matvec over
-// their tiles (or a fused segment mixing them with Q4_K) multiplies per tile with f32 activations.
-TEST(GgmlTileKernels, NoInt8SliceLayoutClaimsTheTypes) {
+// The int8 paths give the 32-weight block types int8 activations from one shared slice layout
+// (slice_dtype Q5_0, so a fused segment mixing them shares its slices); Q2_K, Q3_K and IQ4_XS
+// have none and multiply per tile with f32 activations.
+TEST(GgmlTileKernels, TheInt8PathsClaimExactlyThe32WeightBlockTypes) {
     for (const Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx2Int8, Isa::AvxVnni, Isa::Avx512Vnni}) {
         if (!isa_supported(isa)) continue;
         const Kernels& k = kernels_for(isa);
         for (const DType dtype : kTypes) {
-            EXPECT_EQ(k.quantized_dtypes & dtype_bit(dtype), 0u) << isa_name(isa) << " " << dtype_name(dtype);
+            const bool claimed = isa_quantizes_activations(isa) && is_ggml32_int8(dtype);
+            EXPECT_EQ((k.quantized_dtypes & dtype_bit(dtype)) != 0, claimed) << isa_name(isa) << " " << dtype_name(dtype);
             EXPECT_TRUE(kernels::uses_ggml_tile_f32(dtype));
         }
     }
+    for (const DType dtype : kInt8Types) EXPECT_EQ(slice_dtype(dtype), DType::Q5_0) << dtype_name(dtype);
+    for (const DType dtype : {DType::Q2_K, DType::Q3_K, DType::IQ4_XS}) EXPECT_FALSE(is_ggml32_int8(dtype));
     for (DType k : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0}) EXPECT_FALSE(kernels::uses_ggml_tile_f32(k));
+}
+
+// The session's routes give what tile_matvec gives, bit for bit: one quantize_slice then
+// tile_matvec_quantized (decode), and tile_matmat_quantized over T tokens (prefill) for every token.
+TEST(GgmlTileKernels, QuantizedSliceAndMatmatEqualTheMatvecBitForBit) {
+    std::mt19937 rng(20261206);
+    size_t paths = 0;
+    for (const Isa isa : kInt8Paths) {
+        if (!isa_supported(isa)) {
+            std::printf("[ggml tile int8] %s: not on this CPU, skipped\n", std::string(isa_name(isa)).c_str());
+            continue;
+        }
+        ++paths;
+        const Kernels& k = kernels_for(isa);
+        for (const DType dtype : kInt8Types)
+            for (const uint32_t cols : tile_widths(dtype))
+                for (const uint32_t rows : {uint32_t{5}, uint32_t{128}})
+                    for (const uint32_t tokens : {1u, 3u, 5u, 13u}) {
+                        SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(dtype_name(dtype)) + " " +
+                                     std::to_string(rows) + "x" + std::to_string(cols) + " tokens " + std::to_string(tokens));
+                        const std::vector<uint8_t> tile = random_tile(dtype, rows, cols, rng);
+                        std::vector<float> x;  // [tokens x cols]
+                        for (uint32_t t = 0; t < tokens; ++t) {
+                            const std::vector<float> xt = random_x(cols, rng);
+                            x.insert(x.end(), xt.begin(), xt.end());
+                        }
+                        struct alignas(kQuantizedSliceAlign) Slice {
+                            unsigned char bytes[kQuantizedSliceBytes];
+                        };
+                        std::vector<Slice> slices(tokens);
+                        std::vector<float> viaMatvec(size_t{tokens} * rows, 0.5f), viaSlice = viaMatvec, viaMatmat = viaMatvec;
+                        for (uint32_t t = 0; t < tokens; ++t) {
+                            k.tile_matvec(dtype, tile.data(), rows, cols, x.data() + size_t{t} * cols, viaMatvec.data() + size_t{t} * rows);
+                            k.quantize_slice(slice_dtype(dtype), x.data() + size_t{t} * cols, cols, slices[t].bytes);
+                            k.tile_matvec_quantized(dtype, tile.data(), rows, cols, slices[t].bytes, viaSlice.data() + size_t{t} * rows);
+                        }
+                        k.tile_matmat_quantized(dtype, tile.data(), rows, cols, slices[0].bytes, sizeof(Slice), tokens,
+                                                viaMatmat.data(), rows);
+                        for (size_t i = 0; i < viaMatvec.size(); ++i) {
+                            ASSERT_EQ(viaSlice[i], viaMatvec[i]) << "output " << i;
+                            ASSERT_EQ(viaMatmat[i], viaMatvec[i]) << "output " << i;
+                        }
+                    }
+    }
+    if (paths == 0) GTEST_SKIP() << "no int8 path on this CPU";
+}
+
+// Q5_1's and Q5_0's fifth bit lands on its own weight, and Q5_1's min is added: one-hot x reads one
+// weight back (one activation at its block's amax is exact in int8; the centring's f32 steps
+// leave a few units in the last place).
+TEST(GgmlTileKernels, Int8PathsPlaceTheFifthBitOnItsWeight) {
+    for (const Isa isa : kInt8Paths) {
+        if (!isa_supported(isa)) continue;
+        SCOPED_TRACE(std::string(isa_name(isa)));
+        const Kernels& k = kernels_for(isa);
+        // Q5_1, d = 1, m = 0.25, all nibbles 0, qh = bit j only: w_j = 16.25, the rest 0.25.
+        for (uint32_t j = 0; j < 32; ++j) {
+            uint8_t block[24] = {};
+            const uint16_t one = 0x3C00, quarter = 0x3400;
+            std::memcpy(block, &one, 2);
+            std::memcpy(block + 2, &quarter, 2);
+            const uint32_t qh = 1u << j;
+            std::memcpy(block + 4, &qh, 4);
+            for (uint32_t probe : {j, (j + 7) % 32}) {
+                float x[32] = {};
+                x[probe] = 1.0f;
+                float y = 0.0f;
+                k.tile_matvec(DType::Q5_1, block, 1, 32, x, &y);
+                EXPECT_NEAR(y, probe == j ? 16.25f : 0.25f, 1e-5) << "bit " << j << " probe " << probe;
+            }
+        }
+        // Q5_0, d = 1: q = nibble | bit << 4, minus 16.
+        uint8_t q50[22] = {};
+        const uint16_t one = 0x3C00;
+        std::memcpy(q50, &one, 2);
+        const uint32_t qh = 0xA5A5F00Fu;
+        std::memcpy(q50 + 2, &qh, 4);
+        for (int i = 0; i < 16; ++i) q50[6 + i] = static_cast<uint8_t>((i * 7 + 3) & 0xFF);
+        for (uint32_t c = 0; c < 32; ++c) {
+            float x[32] = {};
+            x[c] = 1.0f;
+            float y = 0.0f;
+            k.tile_matvec(DType::Q5_0, q50, 1, 32, x, &y);
+            const int nibble = c < 16 ? (q50[6 + c] & 0xF) : (q50[6 + c - 16] >> 4);
+            EXPECT_NEAR(y, float((nibble | int((qh >> c) & 1u) << 4) - 16), 1e-5) << "weight " << c;
+        }
+    }
 }
 
 } // namespace
