@@ -3,6 +3,7 @@
 #include "cli_parser.h"
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "cflow/engine/kernels/kernels.h"
@@ -343,12 +344,17 @@ void declare_synth(CLI::App& root, SynthArgs& a) {
     c->add_option("--quant", a.quant, "the weights' blocks (default q4_0)")
         ->check(text_check(
             [](const std::string& v) {
-                return v == "q4_0" || v == "Q4_0" || v == "q8_0" || v == "Q8_0" || v == "q4_k_m" || v == "Q4_K_M";
+                for (const char* name : {"q4_0", "q8_0", "q4_k_m", "q4_1", "q5_0", "q5_1", "iq4_nl"}) {
+                    std::string upper(name);
+                    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+                    if (v == name || v == upper) return true;
+                }
+                return false;
             },
             [](const std::string& v) {
-                return "option --quant: '" + v + "' is not q4_0, q8_0 or q4_k_m (synth writes ggml blocks only)";
+                return "option --quant: '" + v + "' is not " + std::string(kSynthQuantNames) + " (synth writes ggml blocks only)";
             }))
-        ->type_name("q4_0|q8_0|q4_k_m");
+        ->type_name("q4_0|q8_0|q4_k_m|q4_1|q5_0|q5_1|iq4_nl");
     add_integer(*c, "--seed", a.seed, 0, std::numeric_limits<long long>::max(), "the weights' seed", "S");
     c->add_option("--router-skew", a.router_skew, "skew of the router rows toward low-numbered experts")
         ->check(number_in(0.0, 64.0))

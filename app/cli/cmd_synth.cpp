@@ -72,12 +72,14 @@ int run_synth(const SynthArgs& args) {
     if (!model) return fail("synth", model.error());
     report += printf_line("generated %s: %.3f B weights, %.1f MiB (%s, seed %llu) in %.2f s\n", synth->name.c_str(),
                           static_cast<double>(model->weight_count) * 1e-9, mib(model->weight_bytes),
-                          synth->quant == DType::Q4_K ? "q4_k_m" : synth->quant == DType::Q4_0 ? "q4_0" : "q8_0",
+                          synth_quant_name(synth->quant).c_str(),
                           static_cast<unsigned long long>(synth->seed),
                           seconds_since(t0));
 
     ConvertOptions options;
-    options.weight_quant = synth->quant;  // same type as the blocks: the tiles carry them bit for bit
+    // Same type as the blocks: the tiles carry them bit for bit (the 32-weight GGUF types are no
+    // quantisation target; keep_source_types keeps them, Q8_0 is only the class default).
+    options.weight_quant = is_ggml_tile(synth->quant) && !is_kquant(synth->quant) ? DType::Q8_0 : synth->quant;
     options.keep_source_types = true;     // the Q4_K_M mix: each matrix keeps its own K-quant
     const bool vflow = model_kind_from_name(*out) == ModelPathKind::Vflow;
     options.format = vflow ? ContainerFormat::Vflow : ContainerFormat::Cflow;

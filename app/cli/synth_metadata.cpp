@@ -8,10 +8,8 @@
 namespace cflow::cli {
 
 std::vector<GgufKeyValue> synth_gguf_metadata(const SynthSpec& s) {
-    const bool kquant = s.quant == DType::Q4_K;
-    const std::string quant = kquant ? "q4_k_m" : s.quant == DType::Q4_0 ? "q4_0" : "q8_0";
-    // llama.cpp's LLAMA_FTYPE_MOSTLY_Q4_0 / _Q8_0 / _Q4_K_M
-    const uint32_t file_type = kquant ? 15u : s.quant == DType::Q4_0 ? 2u : 7u;
+    const std::string quant = synth_quant_name(s.quant);
+    const uint32_t file_type = synth_file_type(s.quant);
     // Mixtral-style llama GGUFs give the expert width as feed_forward_length.
     const uint32_t ff = s.d_ff > 0 ? s.d_ff : s.expert_d_ff;
     const std::string a = s.arch + ".";

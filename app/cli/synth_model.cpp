@@ -49,6 +49,9 @@ public:
         if (is_kquant(dtype)) {
             t.units = elements(t.shape) / kKQuantBlock;
             t.bytes = t.units * kquant_block_bytes(dtype);
+        } else if (is_ggml_tile(dtype)) {  // Q4_1, Q5_0, Q5_1, IQ4_NL
+            t.units = elements(t.shape) / kQuantGroup;
+            t.bytes = t.units * ggml_tile_block_bytes(dtype);
         } else {
             t.units = elements(t.shape) / kQuantGroup;
             t.bytes = t.units * (dtype == DType::Q4_0 ? 18 : 34);
@@ -156,6 +159,7 @@ void run_job(const Job& job, const SynthSpec& spec, uint8_t* base) {
     switch (t.fill) {
         case Fill::Blocks:
             if (is_kquant(t.dtype)) fill_kquant(rng, t.dtype, t.std_dev, count, out + first * kquant_block_bytes(t.dtype));
+            else if (is_ggml_tile(t.dtype)) fill_ggml32(rng, t.dtype, t.std_dev, count, out + first * ggml_tile_block_bytes(t.dtype));
             else if (t.dtype == DType::Q4_0) fill_q4_0(rng, t.std_dev, count, out + first * 18);
             else fill_q8_0(rng, t.std_dev, count, out + first * 34);
             break;
@@ -271,6 +275,10 @@ Result<SynthModel> make_synth_model(const SynthSpec& spec, unsigned threads, con
             TensorView v;
             v.name = t.name;
             v.dtype = t.dtype;
+            if (is_ggml_tile(t.dtype) && !is_kquant(t.dtype)) {  // a GGUF's ggml block, as the GGUF reader gives it
+                v.dtype = DType::GgmlBlock;
+                v.ggml_type = ggml_tile_ggml_type(t.dtype);
+            }
             v.shape = t.shape;
             v.data = (*file)->data() + t.offset;
             v.bytes = t.bytes;

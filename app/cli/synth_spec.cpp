@@ -87,7 +87,11 @@ Status read_format_options(const SynthArgs& a, SynthSpec& s) {
         if (*q == "q4_0" || *q == "Q4_0") s.quant = DType::Q4_0;
         else if (*q == "q8_0" || *q == "Q8_0") s.quant = DType::Q8_0;
         else if (*q == "q4_k_m" || *q == "Q4_K_M") s.quant = DType::Q4_K;
-        else return make_error("option --quant: '" + *q + "' is not q4_0, q8_0 or q4_k_m (synth writes ggml blocks only)");
+        else if (*q == "q4_1" || *q == "Q4_1") s.quant = DType::Q4_1;
+        else if (*q == "q5_0" || *q == "Q5_0") s.quant = DType::Q5_0;
+        else if (*q == "q5_1" || *q == "Q5_1") s.quant = DType::Q5_1;
+        else if (*q == "iq4_nl" || *q == "IQ4_NL") s.quant = DType::IQ4_NL;
+        else return make_error("option --quant: '" + *q + "' is not " + std::string(kSynthQuantNames) + " (synth writes ggml blocks only)");
     }
     if (a.combine_style) {
         auto style = parse_combine_style(*a.combine_style);
@@ -197,6 +201,30 @@ const std::string& synth_preset_names() {
 }
 
 bool is_synth_preset(const std::string& name) { return preset(name).has_value(); }
+
+std::string synth_quant_name(DType quant) {
+    switch (quant) {
+    case DType::Q4_K: return "q4_k_m";
+    case DType::Q4_0: return "q4_0";
+    case DType::Q4_1: return "q4_1";
+    case DType::Q5_0: return "q5_0";
+    case DType::Q5_1: return "q5_1";
+    case DType::IQ4_NL: return "iq4_nl";
+    default: return "q8_0";
+    }
+}
+
+uint32_t synth_file_type(DType quant) {
+    switch (quant) {
+    case DType::Q4_K: return 15;
+    case DType::Q4_0: return 2;
+    case DType::Q4_1: return 3;
+    case DType::Q5_0: return 8;
+    case DType::Q5_1: return 9;
+    case DType::IQ4_NL: return 25;
+    default: return 7;
+    }
+}
 
 bool q4_k_m_more_bits(uint32_t layer, uint32_t n_layers) {
     return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;

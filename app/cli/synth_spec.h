@@ -64,6 +64,11 @@ bool is_synth_preset(const std::string& name);
 // the layers and every third one between take Q6_K for attn_v and ffn_down.
 bool q4_k_m_more_bits(uint32_t layer, uint32_t n_layers);
 
+// synth's --quant values, and each one's name and llama.cpp file type (LLAMA_FTYPE_MOSTLY_*).
+inline constexpr const char* kSynthQuantNames = "q4_0, q8_0, q4_k_m, q4_1, q5_0, q5_1 or iq4_nl";
+std::string synth_quant_name(DType quant);
+uint32_t synth_file_type(DType quant);
+
 // What a llama GGUF can describe: no layer with both a dense FFN and experts.
 Status check_gguf_expressible(const SynthSpec& spec);
 

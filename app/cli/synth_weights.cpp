@@ -80,6 +80,34 @@ void fill_q8_0(SynthRng& rng, double std_dev, uint64_t n_blocks, uint8_t* out) {
     }
 }
 
+void fill_ggml32(SynthRng& rng, DType dtype, double std_dev, uint64_t n_blocks, uint8_t* out) {
+    // The root mean square of ggml's kvalues_iq4nl over uniform nibbles.
+    constexpr double kIq4nlStd = 67.43886;
+    const bool five = dtype == DType::Q5_0 || dtype == DType::Q5_1;
+    const uint32_t levels = five ? 32 : 16;
+    const double levelStd = dtype == DType::IQ4_NL ? kIq4nlStd : std::sqrt((double(levels) * levels - 1.0) / 12.0);
+    const auto base = static_cast<float>(std_dev / levelStd);
+    const uint32_t blockBytes = ggml_tile_block_bytes(dtype);
+    const bool hasMin = dtype == DType::Q4_1 || dtype == DType::Q5_1;
+    const uint32_t quantsAt = dtype == DType::Q4_1 ? 4 : dtype == DType::Q5_0 ? 6 : dtype == DType::Q5_1 ? 8 : 2;
+    uint32_t q[32];
+    for (uint64_t b = 0; b < n_blocks; ++b, out += blockBytes) {
+        const BlockHead h = block_head(rng, base);
+        draw_levels(rng, levels, q);
+        std::memcpy(out, &h.scale, 2);
+        if (hasMin) {  // m = -(levels - 1) / 2 d: values centred on zero
+            const uint16_t m = f32_to_f16(-0.5f * float(levels - 1) * f16_to_f32(h.scale));
+            std::memcpy(out + 2, &m, 2);
+        }
+        if (five) {
+            uint32_t qh = 0;
+            for (uint32_t j = 0; j < 32; ++j) qh |= ((q[j] >> 4) & 1u) << j;
+            std::memcpy(out + quantsAt - 4, &qh, 4);
+        }
+        for (int j = 0; j < 16; ++j) out[quantsAt + j] = static_cast<uint8_t>((q[j] & 0xF) | ((q[j + 16] & 0xF) << 4));
+    }
+}
+
 void fill_kquant(SynthRng& rng, DType dtype, double std_dev, uint64_t n_blocks, uint8_t* out) {
     constexpr int32_t kHalfRange = 1 << 15;
     const uint32_t block_bytes = kquant_block_bytes(dtype);

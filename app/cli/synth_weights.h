@@ -39,6 +39,12 @@ inline constexpr double kQ8_0LevelStd = 73.61215932167728;   // -127..127: sqrt(
 void fill_q4_0(SynthRng& rng, double std_dev, uint64_t n_blocks, uint8_t* out);
 void fill_q8_0(SynthRng& rng, double std_dev, uint64_t n_blocks, uint8_t* out);
 
+// n_blocks ggml blocks of a 32-weight type beside Q4_0 / Q8_0 (Q4_1, Q5_0, Q5_1, IQ4_NL; the types
+// llama-quantize falls back to), values with standard deviation about `std_dev`: uniform levels
+// (Q4_1 / Q5_1 centred by their min m = -(levels - 1) / 2 d; IQ4_NL uniform over its codebook),
+// each block's scale varied by a factor in [0.75, 1.25).
+void fill_ggml32(SynthRng& rng, DType dtype, double std_dev, uint64_t n_blocks, uint8_t* out);
+
 // n_blocks K-quant super-blocks (dtype Q4_K, Q5_K or Q6_K) of 256 values with standard deviation
 // about `std_dev` (uniform integers times one exact step, the block's spread varied by a factor in
 // [0.75, 1.25)), quantised by the converter's ggml-exact quantisers, as llama-quantize would.

@@ -334,7 +334,7 @@ TEST(CliParser, MalformedAndOutOfRangeValuesNameTheOption) {
     expect_usage_error("convert s -o o --attention-quant q9", "--attention-quant must be q4_k, q5_k, q6_k, q4_0, q8_0, f16 or f32");
     expect_usage_error("convert s -o o --format zip", "--format must be cflow or vflow");
     expect_usage_error("logits --isa fast", "--isa must be one of scalar");
-    expect_usage_error("synth --quant q2", "option --quant: 'q2' is not q4_0, q8_0 or q4_k_m");
+    expect_usage_error("synth --quant q2", "option --quant: 'q2' is not q4_0, q8_0, q4_k_m, q4_1, q5_0, q5_1 or iq4_nl");
     expect_usage_error("synth --preset big", "option --preset: 'big' is not one of dense-1b, moe-1b, llama3.2-1b, qwen3-moe");
     // Every listed preset is one synth knows.
     for (const char* name : {"dense-1b", "moe-1b", "llama3.2-1b", "qwen3-moe"}) EXPECT_TRUE(is_synth_preset(name)) << name;

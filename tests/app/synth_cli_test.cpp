@@ -132,6 +132,35 @@ TEST(SynthCli, Q4KMGgufFollowsTheRecipeAndConvertsToTheSameTiles) {
     EXPECT_NE(bad.err.find("option --d: 288 is not a multiple of 256"), std::string::npos) << bad.err;
 }
 
+// --quant q4_1 / q5_0 / q5_1 / iq4_nl (the 32-weight types llama-quantize falls back to): every
+// matrix in the GGUF is that type, general.file_type says so, and `cflow convert` of the GGUF (no
+// --quant: kept by default, they have int8 kernels) gives the very tiles synth wrote.
+TEST(SynthCli, ThirtyTwoWeightBlockTypesRoundTripThroughTheGguf) {
+    struct Case {
+        const char* quant;
+        uint32_t ggml_type;
+        int64_t file_type;  // LLAMA_FTYPE_MOSTLY_*
+    };
+    for (const Case& c : {Case{"q4_1", kGgmlQ4_1, 3}, Case{"q5_0", kGgmlQ5_0, 8}, Case{"q5_1", kGgmlQ5_1, 9},
+                          Case{"iq4_nl", kGgmlIQ4_NL, 25}}) {
+        SCOPED_TRACE(c.quant);
+        const auto dir = temp_dir(std::string("synth-") + c.quant);
+        const std::string x = (dir / "x.cflow").string(), gguf = (dir / "x.gguf").string(), y = (dir / "y.cflow").string();
+        auto r = run_cflow(with_args(kDense, {"--quant", c.quant, "-o", x, "--gguf", gguf}));
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_NE(r.err.find(std::string("(") + c.quant + ", seed"), std::string::npos) << r.err;
+        auto g = read_gguf(gguf);
+        ASSERT_TRUE(g.ok()) << g.error();
+        EXPECT_EQ(g->metadata.get_int("general.file_type"), c.file_type);
+        for (const GgufTensorInfo& t : g->tensors)
+            EXPECT_EQ(t.ggml_type, t.ne.size() == 1 ? kGgmlF32 : c.ggml_type) << t.name;
+        expect_gguf_converts_to_the_same_model(x, gguf, y);
+    }
+    auto bad = run_cflow(with_args(kDense, {"--quant", "q3_k", "-o", (temp_dir("synth-bad-quant") / "x.cflow").string()}));
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("q4_0, q8_0, q4_k_m, q4_1, q5_0, q5_1 or iq4_nl"), std::string::npos) << bad.err;
+}
+
 // The shapes of the benchmark rows (BENCHMARKS.md), scaled down: llama3.2-1b (tied LM head in
 // the head's Q6_K, Llama 3.1 rope scaling as rope_freqs.weight) and qwen3-moe (architecture
 // qwen3moe, heads of 128 beside d 256, Q/K norms, NEOX). Each GGUF reads back as llama.cpp's
@@ -248,7 +277,7 @@ TEST(SynthCli, BadFlagsFailWithOneLine) {
     bad(with_args(kDense, {"--combine-style", "Bogus"}), "--combine-style");
     bad(with_args(kDense, {"--combine-style", "FixedPoint"}), "FixedPoint");
     bad(with_args(kDense, {"--combine-style", "ParallelSqrt2", "--dense-delay", "1"}), "ParallelSqrt2");
-    bad(with_args(kDense, {"--quant", "q5_0"}), "--quant");
+    bad(with_args(kDense, {"--quant", "q3_k"}), "--quant");
     bad(with_args(kDense, {"--seed", "-1"}), "--seed");
     bad(with_args(kDense, {"--bogus", "1"}), "--bogus");
     bad(with_args(kMoe, {"--d-ff", "512", "--gguf", (dir / "x.gguf").string()}), "--gguf");

@@ -107,7 +107,7 @@ bool build_matrix(DType dtype, uint32_t rows, uint32_t cols, TiledMatrix& m) {
             // min m) in [2^-10, 2) for the others.
             const size_t blockBytes = cflow::ggml_tile_block_bytes(dtype);
             const bool hasMin = dtype == DType::Q4_1 || dtype == DType::Q5_1;
-            for (size_t k = 0; k < size_t{t.rows} * (t.cols / 32); ++k) {
+            for (size_t k = 0; k < size_t{t.rows} * (t.cols / cflow::ggml_tile_block_weights(dtype)); ++k) {
                 if (dtype == DType::MXFP4) {
                     payload[k * blockBytes] = static_cast<uint8_t>(120 + splitmix(seed) % 12);
                     continue;
@@ -391,7 +391,8 @@ void report_codebook(uint32_t rows, uint32_t cols, double budgetSeconds) {
     const Isa isa = cflow::selected_isa();
     const cflow::Kernels& k = cflow::kernels_for(isa);
     std::printf("\n32-weight block report (%s, single thread)\n", std::string(cflow::isa_name(isa)).c_str());
-    constexpr DType kTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::MXFP4};
+    constexpr DType kTypes[] = {DType::Q4_0, DType::Q8_0,   DType::Q4_1,  DType::Q5_0,
+                                DType::Q5_1, DType::IQ4_NL, DType::MXFP4, DType::IQ4_XS};
     double q8Seconds = 0.0, q4Seconds = 0.0;
     for (DType dtype : kTypes) {
         TiledMatrix m;

@@ -269,9 +269,9 @@ public:
         auto* form = new QFormLayout;
         keepTypes_ = new QCheckBox(tr("Keep the file's own types (nothing re-quantised)"), this);
         keepTypes_->setObjectName(QStringLiteral("wizardKeepTypes"));
-        keepTypes_->setToolTip(tr("A GGUF's Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and MXFP4 matrices are copied "
-                                  "bit for bit: a Q4_K_M file stays Q4_K_M, with the F16 matrices it left unquantised. Q2_K, "
-                                  "Q3_K and IQ4_XS become Q6_K (no fast kernels for them yet; counted below). "
+        keepTypes_->setToolTip(tr("A GGUF's Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K, Q5_K, Q6_K and MXFP4 matrices are "
+                                  "copied bit for bit: a Q4_K_M file stays Q4_K_M, with the F16 matrices it left unquantised. "
+                                  "Q2_K and Q3_K become Q6_K (no fast kernels for them yet; counted below). "
                                   "The types below then apply to a file with no quantised matrices."));
         QObject::connect(keepTypes_, &QCheckBox::toggled, this, [this] { update(); });
         form->addRow(QString(), keepTypes_);

@@ -709,7 +709,8 @@ void tile_matvec_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, 
     }
     // The 32-weight ggml blocks: whole blocks of at most one tile row (the tile contract), else f32.
     if (is_ggml32_int8(dtype)) {
-        if (cols == 0 || cols > kTileCols || cols % 32 != 0) return tile_matvec_avx512(dtype, payload, rows, cols, x, y);
+        if (cols == 0 || cols > kTileCols || cols % 32 != 0 || (dtype == DType::IQ4_XS && cols != kTileCols))
+            return tile_matvec_avx512(dtype, payload, rows, cols, x, y);
         return g32_int8_avx512vnni::matvec_g32(dtype, payload, rows, cols, x, y);
     }
     // The quantized-x buffer is sized for one tile row; wider inputs are outside the tile

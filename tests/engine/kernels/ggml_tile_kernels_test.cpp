@@ -2,8 +2,7 @@
 // kernel (matvec_ggml_tile, kernels_scalar.cpp: ggml's dequantised f32 weights, then an
 // index-order f32 dot), on random valid blocks (random bytes, every f16 field a finite value).
 //
-// Bound, f32 paths (and the int8 paths for Q2_K, Q3_K, IQ4_XS, which they run with f32
-// activations): every path multiplies the very f32 weights w_c the scalar kernel uses
+// Bound, f32 paths (and the int8 paths for Q2_K and Q3_K, which they run with f32 activations): every path multiplies the very f32 weights w_c the scalar kernel uses
 // (decode_tile_row = dequantize_ggml_row), so only the order of the f32 additions differs. With
 // u = 2^-24 and gamma_k = k u / (1 - k u) (Higham 3.1), the scalar loop and the SIMD accumulators
 // each differ from the exact sum by at most gamma_{n+1} sum_c |w_c x_c| (plus the final add into
@@ -11,8 +10,8 @@
 //   |simd - scalar| <= (gamma_{n+1} + gamma_{n+8}) (sum_c |w_c x_c| + |y0|),
 // the reassociation bound of kernels_test.cpp and kquant_kernels_test.cpp, n = cols.
 //
-// Bound, int8 paths on the 32-weight block types (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4;
-// ggml32_int8_body.inc): w_c = d_b q_c + m_b, and a block adds d_b dx_b sum((q - k) xq) +
+// Bound, int8 paths on the 32-weight block types (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, and IQ4_XS's
+// sub-blocks; ggml32_int8_body.inc): w_c = d_b q_c + m_b, and a block adds d_b dx_b sum((q - k) xq) +
 // (m_b + k d_b) sum(x), where xq = round(x / dx_b), dx_b = amax_b / 127, and the centring k is 8
 // (Q4_1), 16 (Q5_1) or 0. The integer dot is exact and sum(x) is the f32 sum of the block's x, so
 // the activations' rounding (at most kActQuantTol amax_b per value, as in kernels_test.cpp) enters
@@ -50,7 +49,7 @@ constexpr DType kTypes[] = {DType::Q2_K, DType::Q3_K,   DType::IQ4_XS, DType::Q4
 constexpr Isa kSimdPaths[] = {Isa::Avx2, Isa::Avx512, Isa::Avx2Int8, Isa::AvxVnni, Isa::Avx512Vnni};
 constexpr Isa kInt8Paths[] = {Isa::Avx2Int8, Isa::AvxVnni, Isa::Avx512Vnni};
 constexpr uint32_t kRowCounts[] = {1, 7, 128};
-constexpr DType kInt8Types[] = {DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::MXFP4};
+constexpr DType kInt8Types[] = {DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::MXFP4, DType::IQ4_XS};
 
 // Byte offsets of the f16 fields inside one block (ggml-common.h): Q2_K ends with d, dmin;
 // Q3_K ends with d; the others start with d (and m for Q4_1 / Q5_1).
@@ -112,9 +111,16 @@ double block_centred_min(DType dtype, const uint8_t* tile, uint32_t cols, uint32
     return double(dm[1]) + (dtype == DType::Q4_1 ? 8.0 : 16.0) * double(dm[0]);
 }
 
-// The int8 paths' bound on the 32-weight block types (header), for row r with weights w.
-double int8_bound(DType dtype, const uint8_t* tile, uint32_t cols, uint32_t r, const float* w, const float* x, float y0) {
-    double quantErr = 0, magnitude = std::fabs(double(y0));
+// The int8 paths' bound on the 32-weight block types (header), for row r with weights w: the
+// activations' rounding, and the magnitude the f32 steps' reassociation bound multiplies.
+struct Int8Bound {
+    double quant_err = 0;
+    double magnitude = 0;
+    double total(uint32_t cols) const { return quant_err + reassoc_rel_tol(cols) * magnitude; }
+};
+Int8Bound int8_bound_parts(DType dtype, const uint8_t* tile, uint32_t cols, uint32_t r, const float* w, const float* x, float y0) {
+    Int8Bound out;
+    out.magnitude = std::fabs(double(y0));
     for (uint32_t b = 0; b < cols / 32; ++b) {
         const double m = block_centred_min(dtype, tile, cols, r, b);
         double amax = 0, scaledAbs = 0, xAbs = 0;
@@ -122,12 +128,15 @@ double int8_bound(DType dtype, const uint8_t* tile, uint32_t cols, uint32_t r, c
             amax = std::max(amax, std::fabs(double(x[c])));
             scaledAbs += std::fabs(double(w[c]) - m);
             xAbs += std::fabs(double(x[c]));
-            magnitude += std::fabs(double(w[c]) * x[c]);
+            out.magnitude += std::fabs(double(w[c]) * x[c]);
         }
-        quantErr += kActQuantTol * amax * scaledAbs;
-        magnitude += amax / 127.0 * scaledAbs + std::fabs(m) * xAbs;
+        out.quant_err += kActQuantTol * amax * scaledAbs;
+        out.magnitude += amax / 127.0 * scaledAbs + std::fabs(m) * xAbs;
     }
-    return quantErr + reassoc_rel_tol(cols) * magnitude;
+    return out;
+}
+double int8_bound(DType dtype, const uint8_t* tile, uint32_t cols, uint32_t r, const float* w, const float* x, float y0) {
+    return int8_bound_parts(dtype, tile, cols, r, w, x, y0).total(cols);
 }
 
 TEST(GgmlTileKernels, EverySimdPathIsWithinTheReassociationBoundOfTheScalarKernel) {
@@ -200,9 +209,9 @@ TEST(GgmlTileKernels, ScalarKernelIsTheDotOfTheDequantisedRow) {
         }
 }
 
-// The int8 paths give the 32-weight block types int8 activations from one shared slice layout
-// (slice_dtype Q5_0, so a fused segment mixing them shares its slices); Q2_K, Q3_K and IQ4_XS
-// have none and multiply per tile with f32 activations.
+// The int8 paths give the 32-weight block types (and IQ4_XS, eight 32-weight sub-blocks) int8
+// activations from one shared slice layout (slice_dtype Q5_0, so a fused segment mixing them
+// shares its slices); Q2_K and Q3_K have none and multiply per tile with f32 activations.
 TEST(GgmlTileKernels, TheInt8PathsClaimExactlyThe32WeightBlockTypes) {
     for (const Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx2Int8, Isa::AvxVnni, Isa::Avx512Vnni}) {
         if (!isa_supported(isa)) continue;
@@ -214,13 +223,15 @@ TEST(GgmlTileKernels, TheInt8PathsClaimExactlyThe32WeightBlockTypes) {
         }
     }
     for (const DType dtype : kInt8Types) EXPECT_EQ(slice_dtype(dtype), DType::Q5_0) << dtype_name(dtype);
-    for (const DType dtype : {DType::Q2_K, DType::Q3_K, DType::IQ4_XS}) EXPECT_FALSE(is_ggml32_int8(dtype));
+    for (const DType dtype : {DType::Q2_K, DType::Q3_K}) EXPECT_FALSE(is_ggml32_int8(dtype));
     for (DType k : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0}) EXPECT_FALSE(kernels::uses_ggml_tile_f32(k));
 }
 
-// The session's routes give what tile_matvec gives, bit for bit: one quantize_slice then
-// tile_matvec_quantized (decode), and tile_matmat_quantized over T tokens (prefill) for every token.
-TEST(GgmlTileKernels, QuantizedSliceAndMatmatEqualTheMatvecBitForBit) {
+// The session's routes give what tile_matvec gives: one quantize_slice then tile_matvec_quantized
+// (decode) bit for bit, and tile_matmat_quantized over T tokens (prefill) for every token bit for
+// bit below kMatmatLaneTokens; from there (rows in lanes) the same exact integer block dots summed
+// in another f32 order: within twice the reassociation bound of the magnitude (Int8Bound).
+TEST(GgmlTileKernels, QuantizedSliceAndMatmatEqualTheMatvec) {
     std::mt19937 rng(20261206);
     size_t paths = 0;
     for (const Isa isa : kInt8Paths) {
@@ -233,7 +244,7 @@ TEST(GgmlTileKernels, QuantizedSliceAndMatmatEqualTheMatvecBitForBit) {
         for (const DType dtype : kInt8Types)
             for (const uint32_t cols : tile_widths(dtype))
                 for (const uint32_t rows : {uint32_t{5}, uint32_t{128}})
-                    for (const uint32_t tokens : {1u, 3u, 5u, 13u}) {
+                    for (const uint32_t tokens : {1u, 3u, 5u, 13u, 16u}) {
                         SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(dtype_name(dtype)) + " " +
                                      std::to_string(rows) + "x" + std::to_string(cols) + " tokens " + std::to_string(tokens));
                         const std::vector<uint8_t> tile = random_tile(dtype, rows, cols, rng);
@@ -254,10 +265,22 @@ TEST(GgmlTileKernels, QuantizedSliceAndMatmatEqualTheMatvecBitForBit) {
                         }
                         k.tile_matmat_quantized(dtype, tile.data(), rows, cols, slices[0].bytes, sizeof(Slice), tokens,
                                                 viaMatmat.data(), rows);
-                        for (size_t i = 0; i < viaMatvec.size(); ++i) {
-                            ASSERT_EQ(viaSlice[i], viaMatvec[i]) << "output " << i;
-                            ASSERT_EQ(viaMatmat[i], viaMatvec[i]) << "output " << i;
-                        }
+                        std::vector<float> w(cols);  // [cols] one row's weights
+                        for (uint32_t t = 0; t < tokens; ++t)
+                            for (uint32_t r = 0; r < rows; ++r) {
+                                const size_t i = size_t{t} * rows + r;
+                                ASSERT_EQ(viaSlice[i], viaMatvec[i]) << "token " << t << " row " << r;
+                                if (tokens < kMatmatLaneTokens) {
+                                    ASSERT_EQ(viaMatmat[i], viaMatvec[i]) << "token " << t << " row " << r;
+                                    continue;
+                                }
+                                decode_tile_row(dtype, tile.data(), rows, cols, r, w.data());
+                                const Int8Bound bound =
+                                    int8_bound_parts(dtype, tile.data(), cols, r, w.data(), x.data() + size_t{t} * cols, 0.5f);
+                                ASSERT_LE(std::fabs(double(viaMatmat[i]) - double(viaMatvec[i])),
+                                          2 * reassoc_rel_tol(cols) * bound.magnitude)
+                                    << "token " << t << " row " << r;
+                            }
                     }
     }
     if (paths == 0) GTEST_SKIP() << "no int8 path on this CPU";

@@ -35,10 +35,12 @@ inline constexpr size_t kQuantizedSliceAlign = 64;
 // Token count from which Kernels::tile_matmat_quantized may reorder f32 additions (see there).
 inline constexpr uint32_t kMatmatLaneTokens = 12;
 
-// The 32-weight ggml block tiles that the int8 paths multiply with int8 activations from one shared
-// slice layout (32-value int8 blocks, each with its scale and the exact f32 sum of its x).
+// The ggml tiles with 32-weight (sub-)blocks that the int8 paths multiply with int8 activations from
+// one shared slice layout (32-value int8 blocks, each with its scale and the exact f32 sum of its
+// x): Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, and IQ4_XS (eight such sub-blocks per super-block).
 constexpr bool is_ggml32_int8(DType t) {
-    return t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::IQ4_NL || t == DType::MXFP4;
+    return t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::IQ4_NL || t == DType::MXFP4 ||
+           t == DType::IQ4_XS;
 }
 // The dtype whose quantized-slice layout a tile of dtype t reads: the K-quants share one (256
 // int8 values, one scale and 16 sums, Q8_K-style), the ggml 32-weight block types another (keyed
@@ -47,17 +49,17 @@ constexpr DType slice_dtype(DType t) { return is_kquant(t) ? DType::Q4_K : is_gg
 constexpr uint32_t dtype_bit(DType t) { return 1u << static_cast<unsigned>(t); }
 
 // The tile types every SIMD path multiplies from their packed blocks: the K-quants Q4_K / Q5_K /
-// Q6_K, and the 32-weight block types (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4), which the int8 paths
-// decode in registers against int8 activations: on a 16384x16384 matvec (one thread, from DRAM)
-// each takes 0.57-0.90x the time of the Q8_0 a conversion would make of it, and Q4_1 / IQ4_NL /
-// MXFP4 about Q4_0's (BENCHMARKS.md). The other ggml-block tiles (Q2_K, Q3_K, IQ4_XS) decode each
-// row through the scalar ggml decoder before an FMA dot: a Q3_K_M 1.1B model decoded at 0.64
-// tok/s where llama.cpp ran 5.8 (2 threads). Front ends keep only these when converting a GGUF
-// (ConvertOptions::keep_dtype_mask) unless the user asks for every type.
+// Q6_K, and the 32-weight block types (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, and IQ4_XS's sub-blocks),
+// which the int8 paths decode in registers against int8 activations: on a 16384x16384 matvec (one
+// thread, from DRAM) each takes 0.6-1.0x the time of the Q8_0 a conversion would make of it, and
+// Q4_1 / IQ4_NL / MXFP4 about Q4_0's (BENCHMARKS.md). The other ggml-block tiles (Q2_K, Q3_K)
+// decode each row through the scalar ggml decoder before an FMA dot: a Q3_K_M 1.1B model decoded
+// at 0.64 tok/s where llama.cpp ran 5.8 (2 threads). Front ends keep only these when converting a
+// GGUF (ConvertOptions::keep_dtype_mask) unless the user asks for every type.
 inline constexpr uint32_t kNativeSpeedTileDtypes =
     dtype_bit(DType::F32) | dtype_bit(DType::F16) | dtype_bit(DType::Q8_0) | dtype_bit(DType::Q4_0) | dtype_bit(DType::Q4_K) |
     dtype_bit(DType::Q5_K) | dtype_bit(DType::Q6_K) | dtype_bit(DType::MXFP4) | dtype_bit(DType::Q4_1) | dtype_bit(DType::Q5_0) |
-    dtype_bit(DType::Q5_1) | dtype_bit(DType::IQ4_NL);
+    dtype_bit(DType::Q5_1) | dtype_bit(DType::IQ4_NL) | dtype_bit(DType::IQ4_XS);
 
 struct Kernels {
     Isa isa;
