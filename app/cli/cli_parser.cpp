@@ -71,11 +71,10 @@ void declare_convert(CLI::App& root, ConvertArgs& a) {
         "memory, decode speed here; exit 2 when it cannot be converted); --validate checks the result against\n"
         "the source in F32 (tokenizer, template, smoke generation, top-1 agreement, KL) and saves\n"
         "OUT.report.json / OUT.report.md beside it (exit 3 on a failed verdict).\n"
-        "A GGUF keeps its quantised matrices' own types (Q8_0/Q4_0/Q4_K/Q5_K/Q6_K/MXFP4 re-tiled bit for bit, and the\n"
-        "F16/F32 matrices a quantised file leaves unquantised stay so; an unquantised file's matrices get\n"
-        "--quant, default q4_0) unless a --*quant option asks to re-quantise everything. Q2_K/Q3_K/IQ4_XS become\n"
-        "Q6_K and Q4_1/Q5_0/Q5_1/IQ4_NL Q8_0 (listed): they have no int8 kernels yet; --keep-every-type keeps\n"
-        "their blocks too (exact; IQ4_NL within 1.2x of Q8_0's time, the others on a slow path).");
+        "A GGUF keeps its quantised matrices' own types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, the K-quants, IQ4_NL, IQ4_XS\n"
+        "and MXFP4 re-tiled bit for bit, and the F16/F32 matrices a quantised file leaves unquantised stay so;\n"
+        "an unquantised file's matrices get --quant, default q4_0) unless a --*quant option asks to\n"
+        "re-quantise everything.");
     c->add_option("SRC", a.positionals, "the checkpoint to convert")->type_name("PATH");
     c->add_option("-o,--output", a.output, "the output file (.vflow: the vflow container unless --format says otherwise)")
         ->type_name("OUT.cflow|OUT.vflow");
@@ -84,7 +83,7 @@ void declare_convert(CLI::App& root, ConvertArgs& a) {
                            [](const std::string& v) { return "--format must be cflow or vflow (got '" + v + "')"; }))
         ->type_name("cflow|vflow");
     add_flag(*c, "--keep-every-type", a.keep_every_type,
-             "keep a GGUF's Q2_K/Q3_K/IQ4_XS/Q4_1/Q5_0/Q5_1/IQ4_NL blocks as they are (slow path)");
+             "keep every GGUF block type as it is (the default now that every type has int8 kernels)");
     add_quant_option(*c, "--quant", a.quant, "re-quantise every weight matrix to Q (q4_k|q5_k|q6_k|q4_0|q8_0|f16|f32)");
     add_quant_option(*c, "--embedding-quant", a.embedding_quant, "the token embedding's type");
     add_quant_option(*c, "--attention-quant", a.attention_quant, "the attention matrices' type");

@@ -76,7 +76,7 @@ int run_convert(const ConvertArgs& args) {
     bool quant_asked = args.quant.has_value();
     for (const auto& [option, tensor_class] : class_options) quant_asked = quant_asked || option->has_value();
     options.keep_source_types = !quant_asked && sniff_model_path(args.positionals[0]) == ModelPathKind::Gguf;
-    // Types without fast kernels become the nearest fast type unless every type is asked for.
+    // A type without fast kernels (none today) would become the nearest fast type unless every type is asked for.
     options.keep_dtype_mask = args.keep_every_type ? 0u : kNativeSpeedTileDtypes;
     if (args.quant) options.weight_quant = quant_type(*args.quant);
     for (const auto& [option, tensor_class] : class_options)

@@ -102,6 +102,14 @@ bool build_matrix(DType dtype, uint32_t rows, uint32_t cols, TiledMatrix& m) {
                     std::memcpy(block + at, &h, 2);
                 }
             }
+        } else if (dtype == DType::Q2_K || dtype == DType::Q3_K) {
+            // Every super-block's f16 d (and Q2_K's dmin) in [2^-10, 2): Q2_K at 80 and 82, Q3_K at 108.
+            const uint32_t blockBytes = cflow::ggml_tile_block_bytes(dtype);
+            for (uint32_t r = 0; r < t.rows; ++r)
+                for (size_t at : dtype == DType::Q2_K ? std::vector<size_t>{80, 82} : std::vector<size_t>{108}) {
+                    const uint16_t h = cflow::f32_to_f16(static_cast<float>(1 + splitmix(seed) % 2048) / 1024.0f);
+                    std::memcpy(payload + size_t{r} * blockBytes + at, &h, 2);
+                }
         } else if (cflow::is_ggml32_int8(dtype)) {
             // Each 32-weight block's scale: E8M0 exponent 120..131 (MXFP4), f16 d (and Q4_1 / Q5_1's
             // min m) in [2^-10, 2) for the others.
@@ -391,8 +399,8 @@ void report_codebook(uint32_t rows, uint32_t cols, double budgetSeconds) {
     const Isa isa = cflow::selected_isa();
     const cflow::Kernels& k = cflow::kernels_for(isa);
     std::printf("\n32-weight block report (%s, single thread)\n", std::string(cflow::isa_name(isa)).c_str());
-    constexpr DType kTypes[] = {DType::Q4_0, DType::Q8_0,   DType::Q4_1,  DType::Q5_0,
-                                DType::Q5_1, DType::IQ4_NL, DType::MXFP4, DType::IQ4_XS};
+    constexpr DType kTypes[] = {DType::Q4_0,   DType::Q8_0,  DType::Q4_1,   DType::Q5_0, DType::Q5_1, DType::IQ4_NL,
+                                DType::MXFP4, DType::IQ4_XS, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q6_K};
     double q8Seconds = 0.0, q4Seconds = 0.0;
     for (DType dtype : kTypes) {
         TiledMatrix m;
@@ -403,7 +411,7 @@ void report_codebook(uint32_t rows, uint32_t cols, double budgetSeconds) {
         if (dtype == DType::Q4_0) q4Seconds = s;
         std::printf("%-18s %-10s %7.2f MB  %8.1f us/matvec  %6.2f GB/s", m.label.c_str(), std::string(cflow::isa_name(isa)).c_str(),
                     gb * 1e3, s * 1e6, gb / s);
-        if (q8Seconds > 0.0 && q4Seconds > 0.0 && dtype != DType::Q4_0 && dtype != DType::Q8_0)
+        if (q8Seconds > 0.0 && q4Seconds > 0.0 && dtype != DType::Q4_0 && dtype != DType::Q8_0)  // Q2_K / Q3_K: against Q6_K below
             std::printf("  time / Q8_0 = %.2f  / Q4_0 = %.2f", s / q8Seconds, s / q4Seconds);
         std::printf("\n");
     }

@@ -269,9 +269,9 @@ public:
         auto* form = new QFormLayout;
         keepTypes_ = new QCheckBox(tr("Keep the file's own types (nothing re-quantised)"), this);
         keepTypes_->setObjectName(QStringLiteral("wizardKeepTypes"));
-        keepTypes_->setToolTip(tr("A GGUF's Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K, Q5_K, Q6_K and MXFP4 matrices are "
-                                  "copied bit for bit: a Q4_K_M file stays Q4_K_M, with the F16 matrices it left unquantised. "
-                                  "Q2_K and Q3_K become Q6_K (no fast kernels for them yet; counted below). "
+        keepTypes_->setToolTip(tr("A GGUF's quantised matrices (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, the K-quants, IQ4_NL, IQ4_XS and "
+                                  "MXFP4) are copied bit for bit: a Q4_K_M file stays Q4_K_M, with the F16 matrices it left "
+                                  "unquantised. "
                                   "The types below then apply to a file with no quantised matrices."));
         QObject::connect(keepTypes_, &QCheckBox::toggled, this, [this] { update(); });
         form->addRow(QString(), keepTypes_);
@@ -353,7 +353,7 @@ public:
         for (const auto& [c, combo] : combos_) set_quant_for(o, c, DType(combo->currentData().toInt()));
         o.format = ContainerFormat(container_->currentData().toInt());
         o.keep_source_types = keepTypes_->isVisibleTo(this) && keepTypes_->isChecked();
-        o.keep_dtype_mask = kNativeSpeedTileDtypes;  // types without fast kernels become the nearest fast one
+        o.keep_dtype_mask = kNativeSpeedTileDtypes;  // a type without fast kernels would become the nearest fast one
         return o;
     }
 

@@ -4,8 +4,7 @@
 // tile row) and Q4_1, Q5_0, Q5_1, IQ4_NL (cols / 32 blocks per tile row). One function per ISA
 // translation unit (ggml_tile_f32_<isa>.cpp, compiled with that ISA's flags; call only after
 // isa_supported() said yes). The scalar matvec_ggml_tile (kernels_scalar.cpp) is their
-// specification. The int8 paths use them for Q2_K and Q3_K (no int8 activation slice of their own
-// yet); the 32-weight block types and IQ4_XS take int8 activations there (below).
+// specification. On the int8 paths every one of these types takes int8 activations (below).
 #include <cstddef>
 #include <cstdint>
 
@@ -18,11 +17,11 @@ constexpr bool uses_ggml_tile_f32(DType t) { return is_ggml_tile(t) && !is_kquan
 
 #if CFLOW_KERNELS_X86
 // Int8 activations for the 32-weight block types (is_ggml32_int8: Q4_1, Q5_0, Q5_1, IQ4_NL,
-// MXFP4, IQ4_XS; ggml32_int8_body.inc), one set per int8 path: quantize_slice_g32 writes the slice they
+// MXFP4, IQ4_XS, Q2_K, Q3_K; ggml32_int8_body.inc), one set per int8 path: quantize_slice_g32 writes the slice they
 // share (Kernels::quantize_slice for slice_dtype(Q5_0)); matvec_quantized_g32 / matmat_quantized_g32
 // are Kernels::tile_matvec_quantized / tile_matmat_quantized for them (matmat bit-identical to
 // matvec per token); matvec_g32 = quantize_slice_g32 + matvec_quantized_g32. Tiles hold whole
-// blocks, cols <= 256 (IQ4_XS: cols = 256, one super-block per row).
+// blocks, cols <= 256 (IQ4_XS, Q2_K, Q3_K: cols = 256, one super-block per row).
 #define CFLOW_G32_DECLARE_INT8(ns)                                                                                    \
     namespace ns {                                                                                                    \
     void quantize_slice_g32(const float* x, uint32_t cols, void* slice);                                              \
@@ -37,7 +36,8 @@ CFLOW_G32_DECLARE_INT8(g32_int8_avxvnni)     // VEX vpdpbusd
 CFLOW_G32_DECLARE_INT8(g32_int8_avx512vnni)  // EVEX vpdpbusd on ymm
 #undef CFLOW_G32_DECLARE_INT8
 inline constexpr uint32_t kGgml32Int8DtypeBits = dtype_bit(DType::Q4_1) | dtype_bit(DType::Q5_0) | dtype_bit(DType::Q5_1) |
-                                                 dtype_bit(DType::IQ4_NL) | dtype_bit(DType::MXFP4) | dtype_bit(DType::IQ4_XS);
+                                                 dtype_bit(DType::IQ4_NL) | dtype_bit(DType::MXFP4) | dtype_bit(DType::IQ4_XS) |
+                                                 dtype_bit(DType::Q2_K) | dtype_bit(DType::Q3_K);
 
 // Each row is dequantised by formats' dequantize_ggml_row (decode_tile_row) into a [256] f32
 // buffer, the scalar kernel's exact weights, then dotted with x in four 8-lane FMA accumulators:

@@ -709,7 +709,7 @@ void tile_matvec_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, 
     }
     // The 32-weight ggml blocks: whole blocks of at most one tile row (the tile contract), else f32.
     if (is_ggml32_int8(dtype)) {
-        if (cols == 0 || cols > kTileCols || cols % 32 != 0 || (dtype == DType::IQ4_XS && cols != kTileCols))
+        if (cols == 0 || cols > kTileCols || cols % 32 != 0 || (ggml_tile_block_weights(dtype) != 32 && cols != kTileCols))
             return tile_matvec_avx512(dtype, payload, rows, cols, x, y);
         return g32_int8_avx512vnni::matvec_g32(dtype, payload, rows, cols, x, y);
     }

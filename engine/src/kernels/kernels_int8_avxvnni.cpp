@@ -33,8 +33,10 @@ void tile_matvec_avxvnni(DType dtype, const uint8_t* payload, uint32_t rows, uin
     case DType::Q5_1:
     case DType::IQ4_NL:
     case DType::MXFP4:
-    case DType::IQ4_XS:  // whole blocks (the tile contract: IQ4_XS one super-block); anything else: the f32 kernel
-        if (cols % 32 == 0 && (dtype != DType::IQ4_XS || cols == 256)) g32_int8_avxvnni::matvec_g32(dtype, payload, rows, cols, x, y);
+    case DType::IQ4_XS:
+    case DType::Q2_K:
+    case DType::Q3_K:  // whole blocks (the tile contract: one super-block for the 256-weight types); else the f32 kernel
+        if (cols % 32 == 0 && (ggml_tile_block_weights(dtype) == 32 || cols == 256)) g32_int8_avxvnni::matvec_g32(dtype, payload, rows, cols, x, y);
         else tile_matvec_avx2(dtype, payload, rows, cols, x, y);
         break;
     default: tile_matvec_avx2(dtype, payload, rows, cols, x, y); break;

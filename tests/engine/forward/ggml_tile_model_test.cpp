@@ -316,10 +316,11 @@ TEST(GgmlTileModelMix, Q8_0Q4_0AndF16MatricesBesideKQuantsAreKept) {
                 "float64 max %.2e\n", size_t(c.report.retiled_exact_tensors), got.max_rel_l2);
 }
 
-// What the front ends ask for (the engine's kNativeSpeedTileDtypes): Q3_K becomes Q6_K, listed;
-// the 32-weight block types (int8 kernels since session 48) stay as they are. Q6_K holds Q3_K's
-// values closely (1.9e-2 relative L2 on these logits; Q4_K would be 0.22, Q5_K 0.13, Q8_0 1.6e-2).
-TEST(GgmlTileModelMix, TypesWithoutFastKernelsBecomeTheNearestFastType) {
+// A keep mask without a type (ConvertOptions::keep_dtype_mask; the front ends pass the engine's
+// kNativeSpeedTileDtypes, today every type) makes it the nearest kept type, listed: Q3_K Q6_K, the
+// 32-weight types Q8_0. Q6_K holds Q3_K's values closely (1.9e-2 relative L2 on these logits; Q4_K
+// would be 0.22, Q5_K 0.13, Q8_0 1.6e-2).
+TEST(GgmlTileModelMix, AMaskWithoutATypeMakesItTheNearestKeptType) {
     const fs::path dir = temp_dir("ggml-tile-native-mask");
     const Gguf gguf = write_llama_gguf(dir / "model.gguf", [](const std::string& name) {
         if (name.find("attn_v") != std::string::npos) return DType::Q5_0;
@@ -327,26 +328,56 @@ TEST(GgmlTileModelMix, TypesWithoutFastKernelsBecomeTheNearestFastType) {
         if (name.find("output.weight") != std::string::npos) return DType::Q6_K;
         return DType::Q3_K;
     });
-    Converted c = convert_kept(gguf, dir / "model.cflow", kNativeSpeedTileDtypes);
+    const uint32_t mask = kNativeSpeedTileDtypes & ~(dtype_bit(DType::Q3_K) | dtype_bit(DType::Q5_0) | dtype_bit(DType::IQ4_NL));
+    Converted c = convert_kept(gguf, dir / "model.cflow", mask);
     ASSERT_NE(c.model, nullptr);
     size_t slowMatrices = 0;
-    for (const auto& [name, dtype] : gguf.matrix_types) slowMatrices += dtype == DType::Q3_K;
+    for (const auto& [name, dtype] : gguf.matrix_types) slowMatrices += dtype != DType::Q6_K;
     EXPECT_EQ(c.report.requantised_tensors.size(), slowMatrices);
-    for (const std::string& line : c.report.requantised_tensors) EXPECT_NE(line.find("Q3_K -> q6_k"), std::string::npos) << line;
+    for (const std::string& line : c.report.requantised_tensors)
+        EXPECT_TRUE(line.find("Q3_K -> q6_k") != std::string::npos || line.find("Q5_0 -> q8_0") != std::string::npos ||
+                    line.find("IQ4_NL -> q8_0") != std::string::npos)
+            << line;
     EXPECT_EQ(c.report.retiled_exact_tensors, gguf.matrix_types.size() - slowMatrices);
     const SegmentView* qkv = c.model->layers().front().qkv;
     ASSERT_NE(qkv, nullptr);
     ASSERT_EQ(qkv->parts.size(), 3u);
     EXPECT_EQ(qkv->parts[0].dtype, DType::Q6_K);
     EXPECT_EQ(qkv->parts[1].dtype, DType::Q6_K);
-    EXPECT_EQ(qkv->parts[2].dtype, DType::Q5_0);
-    for (const TilePart& part : c.model->layers().front().down->parts) EXPECT_EQ(part.dtype, DType::IQ4_NL);
+    EXPECT_EQ(qkv->parts[2].dtype, DType::Q8_0);
+    for (const TilePart& part : c.model->layers().front().down->parts) EXPECT_EQ(part.dtype, DType::Q8_0);
     constexpr double kRequantisedTolerance = 5e-2;  // logits rel L2 vs the GGUF's own weights (measured 1.9e-2)
     const auto want = reference_logits(c.source, kTokens);
     const Checked got = check_path(c.model, Isa::Scalar, want, kRequantisedTolerance, "q3_k -> q6_k mix");
     EXPECT_TRUE(got.ran);
-    std::printf("[ggml tile] Q3_K as Q6_K, Q5_0/IQ4_NL kept (scalar): %zu re-quantised, logits rel L2 vs the GGUF's "
-                "float64 forward max %.2e\n", c.report.requantised_tensors.size(), got.max_rel_l2);
+    std::printf("[ggml tile] Q3_K/Q5_0/IQ4_NL masked out, made Q6_K/Q8_0 (scalar): %zu re-quantised, logits rel L2 vs the "
+                "GGUF's float64 forward max %.2e\n", c.report.requantised_tensors.size(), got.max_rel_l2);
+}
+
+// What the front ends ask for (kNativeSpeedTileDtypes): every ggml type of a mixed file kept, bit
+// for bit, exact on the f32 paths and within the int8 bound on the int8 ones.
+TEST(GgmlTileModelMix, TheFrontEndsKeepEveryGgufType) {
+    const fs::path dir = temp_dir("ggml-tile-front-end-mask");
+    const Gguf gguf = write_llama_gguf(dir / "model.gguf", [](const std::string& name) {
+        if (name.find("attn_v") != std::string::npos) return DType::Q5_0;
+        if (name.find("ffn_down") != std::string::npos) return DType::IQ4_NL;
+        if (name.find("ffn_up") != std::string::npos) return DType::Q2_K;
+        if (name.find("output.weight") != std::string::npos) return DType::Q6_K;
+        return DType::Q3_K;
+    });
+    Converted c = convert_kept(gguf, dir / "model.cflow", kNativeSpeedTileDtypes);
+    ASSERT_NE(c.model, nullptr);
+    EXPECT_TRUE(c.report.requantised_tensors.empty()) << c.report.requantised_tensors.front();
+    EXPECT_EQ(c.report.retiled_exact_tensors, gguf.matrix_types.size());
+    EXPECT_LE(c.size_ratio, kMaxSizeRatio);
+    const auto want = reference_logits(c.source, kTokens);
+    for (const Isa isa : kAllPaths) {
+        const Checked got = check_path(c.model, isa, want, isa_quantizes_activations(isa) ? kInt8ActivationTolerance : kLogitRelTolerance,
+                                       "q3_k/q2_k/q5_0/iq4_nl/q6_k mix");
+        if (got.ran)
+            std::printf("[ggml tile] Q3_K + Q2_K + Q5_0 + IQ4_NL + Q6_K kept (%s): %.4f x the GGUF's bytes, logits rel L2 vs "
+                        "float64 max %.2e\n", std::string(isa_name(isa)).c_str(), c.size_ratio, got.max_rel_l2);
+    }
 }
 
 // An unquantised GGUF (an F16 export) is not a recipe to keep: its matrices take the class's

@@ -2,7 +2,7 @@
 // kernel (matvec_ggml_tile, kernels_scalar.cpp: ggml's dequantised f32 weights, then an
 // index-order f32 dot), on random valid blocks (random bytes, every f16 field a finite value).
 //
-// Bound, f32 paths (and the int8 paths for Q2_K and Q3_K, which they run with f32 activations): every path multiplies the very f32 weights w_c the scalar kernel uses
+// Bound, f32 paths: every path multiplies the very f32 weights w_c the scalar kernel uses
 // (decode_tile_row = dequantize_ggml_row), so only the order of the f32 additions differs. With
 // u = 2^-24 and gamma_k = k u / (1 - k u) (Higham 3.1), the scalar loop and the SIMD accumulators
 // each differ from the exact sum by at most gamma_{n+1} sum_c |w_c x_c| (plus the final add into
@@ -10,14 +10,13 @@
 //   |simd - scalar| <= (gamma_{n+1} + gamma_{n+8}) (sum_c |w_c x_c| + |y0|),
 // the reassociation bound of kernels_test.cpp and kquant_kernels_test.cpp, n = cols.
 //
-// Bound, int8 paths on the 32-weight block types (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, and IQ4_XS's
-// sub-blocks; ggml32_int8_body.inc): w_c = d_b q_c + m_b, and a block adds d_b dx_b sum((q - k) xq) +
-// (m_b + k d_b) sum(x), where xq = round(x / dx_b), dx_b = amax_b / 127, and the centring k is 8
-// (Q4_1), 16 (Q5_1) or 0. The integer dot is exact and sum(x) is the f32 sum of the block's x, so
-// the activations' rounding (at most kActQuantTol amax_b per value, as in kernels_test.cpp) enters
-// only through d_b (q_c - k) = w_c - m'_b, m'_b = m_b + k d_b:
-//   |int8 - scalar| <= sum_b kActQuantTol amax_b sum_{c in b} |w_c - m'_b|
-//                      + reassoc(n) (sum_c |w_c x_c| + sum_b (amax_b / 127 sum |w_c - m'_b| + |m'_b| sum |x_c|) + |y0|).
+// Bound, int8 paths (every type here; ggml32_int8_body.inc): x is quantised per 32 columns, xq =
+// round(x / dx_b), dx_b = amax_b / 127. Weight c is w_c = s_c (q_c - k) + m_c with s_c its (sub-)block
+// scale and m_c the part the kernel adds from the exact f32 sum of x (additive_term: Q4_1 / Q5_1
+// m + k d, Q2_K -dmin m; 0 elsewhere); the integer dots are exact, so the activations' rounding (at
+// most kActQuantTol amax_b per value, as in kernels_test.cpp) enters only through w_c - m_c:
+//   |int8 - scalar| <= sum_b kActQuantTol amax_b sum_{c in b} |w_c - m_c|
+//                      + reassoc(n) (sum_c (|w_c x_c| + |m_c x_c|) + sum_b amax_b / 127 sum |w_c - m_c| + |y0|).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,7 +48,8 @@ constexpr DType kTypes[] = {DType::Q2_K, DType::Q3_K,   DType::IQ4_XS, DType::Q4
 constexpr Isa kSimdPaths[] = {Isa::Avx2, Isa::Avx512, Isa::Avx2Int8, Isa::AvxVnni, Isa::Avx512Vnni};
 constexpr Isa kInt8Paths[] = {Isa::Avx2Int8, Isa::AvxVnni, Isa::Avx512Vnni};
 constexpr uint32_t kRowCounts[] = {1, 7, 128};
-constexpr DType kInt8Types[] = {DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::MXFP4, DType::IQ4_XS};
+constexpr DType kInt8Types[] = {DType::Q4_1,  DType::Q5_0,   DType::Q5_1, DType::IQ4_NL,
+                                DType::MXFP4, DType::IQ4_XS, DType::Q2_K, DType::Q3_K};
 
 // Byte offsets of the f16 fields inside one block (ggml-common.h): Q2_K ends with d, dmin;
 // Q3_K ends with d; the others start with d (and m for Q4_1 / Q5_1).
@@ -102,13 +102,22 @@ std::vector<uint32_t> tile_widths(DType dtype) {
     return {256, 32, 96, 224};
 }
 
-// The block's centred min m'_b = m_b + k d_b (Q4_1: k = 8, Q5_1: k = 16; header), 0 for the other types.
-double block_centred_min(DType dtype, const uint8_t* tile, uint32_t cols, uint32_t r, uint32_t b) {
-    if (dtype != DType::Q4_1 && dtype != DType::Q5_1) return 0.0;
-    const uint8_t* block = tile + (size_t{r} * (cols / 32) + b) * ggml_tile_block_bytes(dtype);
-    float dm[2];  // d, m
-    dequantize_ggml_row(kGgmlF16, block, 2, dm);
-    return double(dm[1]) + (dtype == DType::Q4_1 ? 8.0 : 16.0) * double(dm[0]);
+// The part of weight c the int8 kernels add from the exact f32 sum of x rather than through the
+// quantised activations (header): Q4_1 / Q5_1 the block's m + k d (k = 8 / 16), Q2_K its 16-weight
+// sub-block's -dmin m; 0 for the other types.
+double additive_term(DType dtype, const uint8_t* tile, uint32_t cols, uint32_t r, uint32_t c) {
+    const uint32_t blockWeights = ggml_tile_block_weights(dtype);
+    const uint8_t* block = tile + (size_t{r} * (cols / blockWeights) + c / blockWeights) * ggml_tile_block_bytes(dtype);
+    float f[2];
+    if (dtype == DType::Q4_1 || dtype == DType::Q5_1) {
+        dequantize_ggml_row(kGgmlF16, block, 2, f);  // d, m
+        return double(f[1]) + (dtype == DType::Q4_1 ? 8.0 : 16.0) * double(f[0]);
+    }
+    if (dtype == DType::Q2_K) {
+        dequantize_ggml_row(kGgmlF16, block + 80, 2, f);  // d, dmin
+        return -double(f[1]) * double(block[c % 256 / 16] >> 4);
+    }
+    return 0.0;
 }
 
 // The int8 paths' bound on the 32-weight block types (header), for row r with weights w: the
@@ -122,16 +131,15 @@ Int8Bound int8_bound_parts(DType dtype, const uint8_t* tile, uint32_t cols, uint
     Int8Bound out;
     out.magnitude = std::fabs(double(y0));
     for (uint32_t b = 0; b < cols / 32; ++b) {
-        const double m = block_centred_min(dtype, tile, cols, r, b);
-        double amax = 0, scaledAbs = 0, xAbs = 0;
+        double amax = 0, scaledAbs = 0;
+        for (uint32_t c = 32 * b; c < 32 * b + 32; ++c) amax = std::max(amax, std::fabs(double(x[c])));
         for (uint32_t c = 32 * b; c < 32 * b + 32; ++c) {
-            amax = std::max(amax, std::fabs(double(x[c])));
+            const double m = additive_term(dtype, tile, cols, r, c);
             scaledAbs += std::fabs(double(w[c]) - m);
-            xAbs += std::fabs(double(x[c]));
-            out.magnitude += std::fabs(double(w[c]) * x[c]);
+            out.magnitude += std::fabs(double(w[c]) * x[c]) + std::fabs(m * x[c]);
         }
         out.quant_err += kActQuantTol * amax * scaledAbs;
-        out.magnitude += amax / 127.0 * scaledAbs + std::fabs(m) * xAbs;
+        out.magnitude += amax / 127.0 * scaledAbs;
     }
     return out;
 }
@@ -209,10 +217,10 @@ TEST(GgmlTileKernels, ScalarKernelIsTheDotOfTheDequantisedRow) {
         }
 }
 
-// The int8 paths give the 32-weight block types (and IQ4_XS, eight 32-weight sub-blocks) int8
-// activations from one shared slice layout (slice_dtype Q5_0, so a fused segment mixing them
-// shares its slices); Q2_K and Q3_K have none and multiply per tile with f32 activations.
-TEST(GgmlTileKernels, TheInt8PathsClaimExactlyThe32WeightBlockTypes) {
+// The int8 paths give every type here int8 activations from one shared slice layout (slice_dtype
+// Q5_0, so a fused segment mixing them shares its slices): 32-weight blocks, and the super-blocks of
+// IQ4_XS, Q2_K and Q3_K taken 32 weights at a time.
+TEST(GgmlTileKernels, TheInt8PathsClaimEveryGgmlBlockType) {
     for (const Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx2Int8, Isa::AvxVnni, Isa::Avx512Vnni}) {
         if (!isa_supported(isa)) continue;
         const Kernels& k = kernels_for(isa);
@@ -223,7 +231,6 @@ TEST(GgmlTileKernels, TheInt8PathsClaimExactlyThe32WeightBlockTypes) {
         }
     }
     for (const DType dtype : kInt8Types) EXPECT_EQ(slice_dtype(dtype), DType::Q5_0) << dtype_name(dtype);
-    for (const DType dtype : {DType::Q2_K, DType::Q3_K}) EXPECT_FALSE(is_ggml32_int8(dtype));
     for (DType k : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0}) EXPECT_FALSE(kernels::uses_ggml_tile_f32(k));
 }
 

@@ -37,10 +37,12 @@ inline constexpr uint32_t kMatmatLaneTokens = 12;
 
 // The ggml tiles with 32-weight (sub-)blocks that the int8 paths multiply with int8 activations from
 // one shared slice layout (32-value int8 blocks, each with its scale and the exact f32 sum of its
-// x): Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, and IQ4_XS (eight such sub-blocks per super-block).
+// x): Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, and IQ4_XS (eight such sub-blocks per super-block), Q2_K and
+// Q3_K (their super-blocks' 2-bit quants taken 32 at a time, a scale per 16; the slice also holds
+// each 16 values' sums).
 constexpr bool is_ggml32_int8(DType t) {
     return t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::IQ4_NL || t == DType::MXFP4 ||
-           t == DType::IQ4_XS;
+           t == DType::IQ4_XS || t == DType::Q2_K || t == DType::Q3_K;
 }
 // The dtype whose quantized-slice layout a tile of dtype t reads: the K-quants share one (256
 // int8 values, one scale and 16 sums, Q8_K-style), the ggml 32-weight block types another (keyed
@@ -49,17 +51,16 @@ constexpr DType slice_dtype(DType t) { return is_kquant(t) ? DType::Q4_K : is_gg
 constexpr uint32_t dtype_bit(DType t) { return 1u << static_cast<unsigned>(t); }
 
 // The tile types every SIMD path multiplies from their packed blocks: the K-quants Q4_K / Q5_K /
-// Q6_K, and the 32-weight block types (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, and IQ4_XS's sub-blocks),
-// which the int8 paths decode in registers against int8 activations: on a 16384x16384 matvec (one
-// thread, from DRAM) each takes 0.6-1.0x the time of the Q8_0 a conversion would make of it, and
-// Q4_1 / IQ4_NL / MXFP4 about Q4_0's (BENCHMARKS.md). The other ggml-block tiles (Q2_K, Q3_K)
-// decode each row through the scalar ggml decoder before an FMA dot: a Q3_K_M 1.1B model decoded
-// at 0.64 tok/s where llama.cpp ran 5.8 (2 threads). Front ends keep only these when converting a
-// GGUF (ConvertOptions::keep_dtype_mask) unless the user asks for every type.
+// Q6_K, and on the int8 paths (int8 activations, blocks decoded in registers) the 32-weight block
+// types Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 and the super-blocks of IQ4_XS, Q2_K and Q3_K taken 32
+// weights at a time: on a 16384x16384 matvec (one thread, from DRAM) each 32-weight type takes
+// 0.5-1.0x the time of the Q8_0 a conversion would make of it, Q2_K about Q6_K's time and Q3_K
+// 1.3x Q6_K's for half its bytes (BENCHMARKS.md). Front ends keep these types when converting a
+// GGUF (ConvertOptions::keep_dtype_mask): today every ggml block type a tile holds.
 inline constexpr uint32_t kNativeSpeedTileDtypes =
     dtype_bit(DType::F32) | dtype_bit(DType::F16) | dtype_bit(DType::Q8_0) | dtype_bit(DType::Q4_0) | dtype_bit(DType::Q4_K) |
     dtype_bit(DType::Q5_K) | dtype_bit(DType::Q6_K) | dtype_bit(DType::MXFP4) | dtype_bit(DType::Q4_1) | dtype_bit(DType::Q5_0) |
-    dtype_bit(DType::Q5_1) | dtype_bit(DType::IQ4_NL) | dtype_bit(DType::IQ4_XS);
+    dtype_bit(DType::Q5_1) | dtype_bit(DType::IQ4_NL) | dtype_bit(DType::IQ4_XS) | dtype_bit(DType::Q2_K) | dtype_bit(DType::Q3_K);
 
 struct Kernels {
     Isa isa;
