@@ -1,4 +1,5 @@
-// AVX-512 VNNI kernels: Q4_0 / Q8_0 weights times int8-quantized activations via vpdpbusd,
+// AVX-512 VNNI kernels: Q4_0 / Q8_0 weights times int8-quantized activations via vpdpbusd (the
+// K-quants: kquant_int8_avx512vnni.cpp; the other ggml block types: ggml32_int8_avx512vnni.cpp),
 // the scheme llama.cpp uses (Q8 activations). Inside each call x is quantized per 32-block to
 // int8 with an f32 scale d = amax / 127, so the result is NOT bit-comparable to the scalar
 // kernel: it carries the activation quantization error, bounded in tests/engine/kernels_test.cpp

@@ -1,5 +1,6 @@
 // AVX2 int8 path: Q4_0 / Q8_0 weights times int8-quantized activations with vpmaddubsw +
-// vpmaddwd (every AVX2 CPU); F32/F16 tiles, dot and axpy reuse the AVX2 f32 functions.
+// vpmaddwd (every AVX2 CPU; the K-quants in kquant_int8_avx2.cpp, the other ggml block types in
+// ggml32_int8_avx2.cpp); F32/F16 tiles, dot and axpy reuse the AVX2 f32 functions.
 #include "kernels/kernels_internal.h"
 #include "kernels/ggml_tile_kernels.h"
 #include "kernels/kquant_kernels.h"

@@ -80,7 +80,7 @@ float dot_f16_avx2(const float* a, const uint16_t* b, size_t n);
 void axpy_f16_avx2(float alpha, const uint16_t* x, float* y, size_t n);
 void weighted_row_sum_avx2(DType dtype, const uint8_t* m, uint32_t rows, uint32_t cols, const float* w, float* y);
 const Kernels& avx2_table();
-const Kernels& avx2int8_table();    // Q4_0/Q8_0 with int8 activations (vpmaddubsw); F32/F16 as AVX2
+const Kernels& avx2int8_table();    // quantised tiles with int8 activations (vpmaddubsw); F32/F16 as AVX2
 const Kernels& avxvnni_table();     // the same with VEX vpdpbusd (AVX-VNNI)
 // AVX-512 F/BW/VL/DQ; the functions are exported because the VNNI table reuses them.
 void tile_matvec_avx512(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y);
@@ -90,7 +90,7 @@ float dot_f16_avx512(const float* a, const uint16_t* b, size_t n);
 void axpy_f16_avx512(float alpha, const uint16_t* x, float* y, size_t n);
 void weighted_row_sum_avx512(DType dtype, const uint8_t* m, uint32_t rows, uint32_t cols, const float* w, float* y);
 const Kernels& avx512_table();
-const Kernels& avx512vnni_table(); // Q4_0/Q8_0 with int8 activations (vpdpbusd); F32/F16 as AVX-512
+const Kernels& avx512vnni_table(); // quantised tiles with int8 activations (vpdpbusd); F32/F16 as AVX-512
 #endif
 
 } // namespace cflow::kernels

@@ -80,7 +80,7 @@ struct Kernels {
     // F16 (attention's values: one call per head instead of an axpy per position); the same
     // arithmetic as axpy (or axpy_f16) called row after row. w: [rows], y: [cols].
     void (*weighted_row_sum)(DType dtype, const uint8_t* m, uint32_t rows, uint32_t cols, const float* w, float* y);
-    // Int8 paths only (null elsewhere), for Q4_0, Q8_0 and K-quant tiles: quantize_slice writes x [cols]
+    // Int8 paths only (null elsewhere), for every quantised tile type: quantize_slice writes x [cols]
     // (cols <= 256) into slice (kQuantizedSliceBytes, kQuantizedSliceAlign-aligned) as
     // tile_matvec_quantized reads it for that dtype; tile_matvec_quantized(dtype, payload, rows,
     // cols, slice, y) then gives exactly what tile_matvec(dtype, payload, rows, cols, x, y) gives.
