@@ -348,6 +348,19 @@ double session_matvec_seconds(const cflow::Kernels& k, TiledMatrix& m, double bu
     return fastest_pass_seconds([&] { full_matvec(k, m); }, budgetSeconds);
 }
 
+// One prefill pass of `tokens` tokens over m as the session runs it (the lanes copy where the path
+// has one): the fastest pass in seconds; lanes says which walk ran.
+double prefill_pass_seconds(const cflow::Kernels& k, TiledMatrix& m, uint32_t tokens, double budgetSeconds, bool& lanes) {
+    std::vector<uint8_t> sliceBytes(size_t{tokens} * (m.cols / cflow::kTileCols) * cflow::kQuantizedSliceBytes +
+                                    cflow::kQuantizedSliceAlign);
+    uint8_t* slices = sliceBytes.data() + (cflow::kQuantizedSliceAlign -
+                                           reinterpret_cast<uintptr_t>(sliceBytes.data()) % cflow::kQuantizedSliceAlign) %
+                                              cflow::kQuantizedSliceAlign;  // [tokens][cols / 256] slices
+    std::vector<float> y(size_t{tokens} * m.rows);  // [tokens][rows]
+    lanes = k.tile_matmat_quantized_lanes && !m.lanes.empty();
+    return fastest_pass_seconds([&] { full_matmat_quantized(k, m, tokens, slices, y, lanes); }, budgetSeconds);
+}
+
 // Q4_0, Q4_K and Q6_K of one shape on the selected ISA: GB/s of weight bytes and Q4_K / Q4_0.
 void report_kquant(uint32_t rows, uint32_t cols, double budgetSeconds) {
     const Isa isa = cflow::selected_isa();
@@ -374,15 +387,9 @@ void report_kquant(uint32_t rows, uint32_t cols, double budgetSeconds) {
     for (DType dtype : {DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
         TiledMatrix m;
         if (!(k.quantized_dtypes & cflow::dtype_bit(dtype)) || !build_matrix(dtype, rows, cols, m)) continue;
-        std::vector<uint8_t> sliceBytes(size_t{kTokens} * (m.cols / cflow::kTileCols) * cflow::kQuantizedSliceBytes +
-                                        cflow::kQuantizedSliceAlign);
-        uint8_t* slices = sliceBytes.data() + (cflow::kQuantizedSliceAlign -
-                                               reinterpret_cast<uintptr_t>(sliceBytes.data()) % cflow::kQuantizedSliceAlign) %
-                                                  cflow::kQuantizedSliceAlign;
-        std::vector<float> y(size_t{kTokens} * m.rows);
+        bool lanes = false;
+        const double s = prefill_pass_seconds(k, m, kTokens, budgetSeconds, lanes);
         const double macs = double(m.rows) * m.cols * kTokens;
-        const bool lanes = k.tile_matmat_quantized_lanes && !m.lanes.empty();
-        const double s = fastest_pass_seconds([&] { full_matmat_quantized(k, m, kTokens, slices, y, lanes); }, budgetSeconds);
         std::printf("%-18s %-10s %s %8.1f ms/pass  %6.2f GMAC/s\n", m.label.c_str(), std::string(cflow::isa_name(isa)).c_str(),
                     lanes ? "lanes" : "tiles", s * 1e3, macs / s / 1e9);
         if (dtype == DType::Q4_0) q4_0Macs = macs / s;
@@ -391,11 +398,11 @@ void report_kquant(uint32_t rows, uint32_t cols, double budgetSeconds) {
     if (q4_0Macs > 0.0 && q4_kMacs > 0.0) std::printf("ratio Q4_K / Q4_0 prefill (MAC/s) = %.2f\n", q4_kMacs / q4_0Macs);
 }
 
-// The 32-weight block types a GGUF may hold (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4: int8 activations on
-// the int8 paths) against Q8_0, what the default conversion made of most of them before they had
-// fast kernels, and Q4_0: time per matvec of one shape on the selected ISA (x quantized once per
-// slice where the path quantizes the type), and prefill MAC/s at 64 tokens per weight pass.
-void report_codebook(uint32_t rows, uint32_t cols, double budgetSeconds) {
+// Every ggml block type a GGUF may hold, each kept as its own tile type (int8 activations on the
+// int8 paths), against Q8_0 (what the conversion made of the 32-weight types before they had fast
+// kernels) and Q4_0: time per matvec of one shape on the selected ISA (x quantized once per slice
+// where the path quantizes the type), and prefill MAC/s at 64 tokens per weight pass.
+void report_ggml_blocks(uint32_t rows, uint32_t cols, double budgetSeconds) {
     const Isa isa = cflow::selected_isa();
     const cflow::Kernels& k = cflow::kernels_for(isa);
     std::printf("\n32-weight block report (%s, single thread)\n", std::string(cflow::isa_name(isa)).c_str());
@@ -411,7 +418,7 @@ void report_codebook(uint32_t rows, uint32_t cols, double budgetSeconds) {
         if (dtype == DType::Q4_0) q4Seconds = s;
         std::printf("%-18s %-10s %7.2f MB  %8.1f us/matvec  %6.2f GB/s", m.label.c_str(), std::string(cflow::isa_name(isa)).c_str(),
                     gb * 1e3, s * 1e6, gb / s);
-        if (q8Seconds > 0.0 && q4Seconds > 0.0 && dtype != DType::Q4_0 && dtype != DType::Q8_0)  // Q2_K / Q3_K: against Q6_K below
+        if (q8Seconds > 0.0 && q4Seconds > 0.0 && dtype != DType::Q4_0 && dtype != DType::Q8_0)
             std::printf("  time / Q8_0 = %.2f  / Q4_0 = %.2f", s / q8Seconds, s / q4Seconds);
         std::printf("\n");
     }
@@ -421,15 +428,9 @@ void report_codebook(uint32_t rows, uint32_t cols, double budgetSeconds) {
     for (DType dtype : kTypes) {
         TiledMatrix m;
         if (!(k.quantized_dtypes & cflow::dtype_bit(dtype)) || !build_matrix(dtype, rows, cols, m)) continue;
-        std::vector<uint8_t> sliceBytes(size_t{kTokens} * (m.cols / cflow::kTileCols) * cflow::kQuantizedSliceBytes +
-                                        cflow::kQuantizedSliceAlign);
-        uint8_t* slices = sliceBytes.data() + (cflow::kQuantizedSliceAlign -
-                                               reinterpret_cast<uintptr_t>(sliceBytes.data()) % cflow::kQuantizedSliceAlign) %
-                                                  cflow::kQuantizedSliceAlign;
-        std::vector<float> y(size_t{kTokens} * m.rows);
+        bool lanes = false;
+        const double s = prefill_pass_seconds(k, m, kTokens, budgetSeconds, lanes);
         const double macs = double(m.rows) * m.cols * kTokens;
-        const bool lanes = k.tile_matmat_quantized_lanes && !m.lanes.empty();
-        const double s = fastest_pass_seconds([&] { full_matmat_quantized(k, m, kTokens, slices, y, lanes); }, budgetSeconds);
         if (dtype == DType::Q4_0) q4Macs = macs / s;
         std::printf("%-18s %-10s prefill %s %8.1f ms/pass  %6.2f GMAC/s", m.label.c_str(), std::string(cflow::isa_name(isa)).c_str(),
                     lanes ? "lanes" : "tiles", s * 1e3, macs / s / 1e9);
@@ -495,6 +496,6 @@ int main(int argc, char** argv) {
 
     report_ratios(matrices, seconds);
     report_kquant(kqRows, kqCols, seconds);
-    report_codebook(kqRows, kqCols, seconds);
+    report_ggml_blocks(kqRows, kqCols, seconds);
     return 0;
 }

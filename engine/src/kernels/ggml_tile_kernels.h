@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cflow/formats/cflow_layout.h"
 #include "kernels/kernels_internal.h"
 
 namespace cflow::kernels {
@@ -35,6 +36,12 @@ CFLOW_G32_DECLARE_INT8(g32_int8_avx2)        // vpmaddubsw + vpmaddwd
 CFLOW_G32_DECLARE_INT8(g32_int8_avxvnni)     // VEX vpdpbusd
 CFLOW_G32_DECLARE_INT8(g32_int8_avx512vnni)  // EVEX vpdpbusd on ymm
 #undef CFLOW_G32_DECLARE_INT8
+// Whether tile_matvec of an int8 path takes the int8 kernel for this tile: a type above with whole
+// blocks of at most one tile row (the tile contract; one super-block for the 256-weight types).
+constexpr bool g32_int8_tile_fits(DType dtype, uint32_t cols) {
+    return is_ggml32_int8(dtype) && cols > 0 && cols <= kTileCols && cols % 32 == 0 &&
+           (ggml_tile_block_weights(dtype) == 32 || cols == kTileCols);
+}
 inline constexpr uint32_t kGgml32Int8DtypeBits = dtype_bit(DType::Q4_1) | dtype_bit(DType::Q5_0) | dtype_bit(DType::Q5_1) |
                                                  dtype_bit(DType::IQ4_NL) | dtype_bit(DType::MXFP4) | dtype_bit(DType::IQ4_XS) |
                                                  dtype_bit(DType::Q2_K) | dtype_bit(DType::Q3_K);

@@ -708,12 +708,7 @@ void tile_matvec_avx512vnni(DType dtype, const uint8_t* payload, uint32_t rows, 
         if constexpr (kKQuantInt8Activations) return kq_int8_avx512vnni::matvec(dtype, payload, rows, cols, x, y);
         return tile_matvec_avx512(dtype, payload, rows, cols, x, y);
     }
-    // The 32-weight ggml blocks: whole blocks of at most one tile row (the tile contract), else f32.
-    if (is_ggml32_int8(dtype)) {
-        if (cols == 0 || cols > kTileCols || cols % 32 != 0 || (ggml_tile_block_weights(dtype) != 32 && cols != kTileCols))
-            return tile_matvec_avx512(dtype, payload, rows, cols, x, y);
-        return g32_int8_avx512vnni::matvec_g32(dtype, payload, rows, cols, x, y);
-    }
+    if (g32_int8_tile_fits(dtype, cols)) return g32_int8_avx512vnni::matvec_g32(dtype, payload, rows, cols, x, y);
     // The quantized-x buffer is sized for one tile row; wider inputs are outside the tile
     // contract and take the f32 AVX-512 path instead.
     if (cols == 0 || cols > kTileCols || (dtype != DType::Q8_0 && dtype != DType::Q4_0))

@@ -39,6 +39,7 @@ namespace {
 void tile_matvec_int8_avx2(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
     // The quantized-x buffer holds one tile row; wider inputs take the f32 path.
     if (cols == 0 || cols > kTileCols) return tile_matvec_avx2(dtype, payload, rows, cols, x, y);
+    if (g32_int8_tile_fits(dtype, cols)) return g32_int8_avx2::matvec_g32(dtype, payload, rows, cols, x, y);
     switch (dtype) {
     case DType::Q8_0:
     case DType::Q4_0: int8_avx2::tile_matvec_q(dtype, payload, rows, cols, x, y); break;
@@ -46,17 +47,6 @@ void tile_matvec_int8_avx2(DType dtype, const uint8_t* payload, uint32_t rows, u
     case DType::Q5_K:
     case DType::Q6_K:  // int8 or f32 activations: kKQuantInt8Activations (kquant_kernels.h)
         if constexpr (kKQuantInt8Activations) kq_int8_avx2::matvec(dtype, payload, rows, cols, x, y);
-        else tile_matvec_avx2(dtype, payload, rows, cols, x, y);
-        break;
-    case DType::Q4_1:
-    case DType::Q5_0:
-    case DType::Q5_1:
-    case DType::IQ4_NL:
-    case DType::MXFP4:
-    case DType::IQ4_XS:
-    case DType::Q2_K:
-    case DType::Q3_K:  // whole blocks (the tile contract: one super-block for the 256-weight types); else the f32 kernel
-        if (cols % 32 == 0 && (ggml_tile_block_weights(dtype) == 32 || cols == 256)) g32_int8_avx2::matvec_g32(dtype, payload, rows, cols, x, y);
         else tile_matvec_avx2(dtype, payload, rows, cols, x, y);
         break;
     default: tile_matvec_avx2(dtype, payload, rows, cols, x, y); break;

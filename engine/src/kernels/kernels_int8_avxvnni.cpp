@@ -19,6 +19,7 @@ namespace {
 
 void tile_matvec_avxvnni(DType dtype, const uint8_t* payload, uint32_t rows, uint32_t cols, const float* x, float* y) {
     if (cols == 0 || cols > kTileCols) return tile_matvec_avx2(dtype, payload, rows, cols, x, y);
+    if (g32_int8_tile_fits(dtype, cols)) return g32_int8_avxvnni::matvec_g32(dtype, payload, rows, cols, x, y);
     switch (dtype) {
     case DType::Q8_0:
     case DType::Q4_0: int8_avxvnni::tile_matvec_q(dtype, payload, rows, cols, x, y); break;
@@ -26,17 +27,6 @@ void tile_matvec_avxvnni(DType dtype, const uint8_t* payload, uint32_t rows, uin
     case DType::Q5_K:
     case DType::Q6_K:  // int8 or f32 activations: kKQuantInt8Activations (kquant_kernels.h)
         if constexpr (kKQuantInt8Activations) kq_int8_avxvnni::matvec(dtype, payload, rows, cols, x, y);
-        else tile_matvec_avx2(dtype, payload, rows, cols, x, y);
-        break;
-    case DType::Q4_1:
-    case DType::Q5_0:
-    case DType::Q5_1:
-    case DType::IQ4_NL:
-    case DType::MXFP4:
-    case DType::IQ4_XS:
-    case DType::Q2_K:
-    case DType::Q3_K:  // whole blocks (the tile contract: one super-block for the 256-weight types); else the f32 kernel
-        if (cols % 32 == 0 && (ggml_tile_block_weights(dtype) == 32 || cols == 256)) g32_int8_avxvnni::matvec_g32(dtype, payload, rows, cols, x, y);
         else tile_matvec_avx2(dtype, payload, rows, cols, x, y);
         break;
     default: tile_matvec_avx2(dtype, payload, rows, cols, x, y); break;
