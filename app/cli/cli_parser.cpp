@@ -310,8 +310,8 @@ void declare_template(CLI::App& root, TemplateArgs& a) {
 void declare_synth(CLI::App& root, SynthArgs& a) {
     CLI::App* c = add_command(
         root, "synth", "a seeded random-weight llama model as .cflow (and GGUF)",
-        "Weights are generated as Q4_0/Q8_0 blocks (or llama.cpp's Q4_K_M mix); with --gguf the same tensors\n"
-        "as a GGUF that llama.cpp loads: benchmarks on bit-identical weights.\n"
+        "Weights are generated as Q4_0/Q8_0/Q4_1/Q5_0/Q5_1/IQ4_NL blocks (or llama.cpp's Q4_K_M mix); with --gguf\n"
+        "the same tensors as a GGUF that llama.cpp loads: benchmarks on bit-identical weights.\n"
         "dense-1b: d 2048, 22 layers, ffn 5632, 32/4 heads, vocab 32000; moe-1b: d 2048, 16 layers, 8 experts\n"
         "of 1408, top-2; llama3.2-1b: Llama 3.2 1B's shape (16 layers, ffn 8192, 32/8 heads, tied head, vocab\n"
         "128256, rope scaling); qwen3-moe: Qwen3-30B-A3B's (architecture qwen3moe, 48 layers of 128 experts of\n"
