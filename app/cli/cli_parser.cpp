@@ -124,13 +124,17 @@ void declare_perplexity(CLI::App& root, PerplexityArgs& a) {
         root, "perplexity", "perplexity of a text file with the model's own tokenizer",
         "Documents split at <|endoftext|> (else at blank lines), each BOS text EOS; windows of --ctx tokens\n"
         "(default: the model's context) advanced by --stride (default --ctx); every token after the first\n"
-        "scored once.");
+        "scored once. --llama-chunks counts as llama.cpp's llama-perplexity does (same -c = --ctx), so the\n"
+        "two tools print one number for one file.");
     c->add_option("MODEL", a.positionals, "the .cflow/.vflow model")->type_name("FILE");
     c->add_option("-f,--file", a.file, "the text file to score")->type_name("TEXT");
     a.session.kv_cache = KvCacheType::F32;
     add_session_options(*c, a.session, kSessionContext | kSessionLoad | kSessionKvCache);
     add_integer(*c, "--stride", a.stride, 0, 1 << 24, "tokens each window advances (0: --ctx)");
     add_integer(*c, "--max-tokens", a.max_tokens, 0, 1LL << 40, "score at most N tokens (0: all)");
+    add_flag(*c, "--llama-chunks", a.llama_chunks,
+             "llama-perplexity's recipe: the whole text with one BOS, --ctx-token chunks each starting with BOS, "
+             "the second half of each chunk scored");
     add_flag(*c, "--json", a.json, "the result as one JSON object");
     add_flag(*c, "--progress", a.progress, "progress on stderr");
 }

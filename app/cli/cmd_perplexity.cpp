@@ -1,4 +1,4 @@
-// cflow perplexity MODEL -f TEXT [--ctx N] [--stride N] [--max-tokens N] [--threads N] [--load auto|map|read|lanes] [--json]
+// cflow perplexity MODEL -f TEXT [--ctx N] [--stride N | --llama-chunks] [--max-tokens N] [--threads N] [--load auto|map|read|lanes] [--json]
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -36,9 +36,14 @@ int run_perplexity(const PerplexityArgs& args) {
     auto session = Session::create(model.value(), session_options);
     if (!session) return fail("perplexity", session.error());
 
+    if (args.llama_chunks && args.stride)
+        return fail("perplexity", "--stride has no meaning with --llama-chunks (chunks never overlap)");
     const auto documents = split_documents(text);
     if (documents.empty()) return fail("perplexity", *text_path + ": no text to score (the file is empty or blank)");
-    const auto ids = tokenize_documents((*model)->tokenizer(), documents);
+    const Tokenizer& tokenizer = (*model)->tokenizer();
+    // llama-perplexity tokenizes the file as it is, with the vocabulary's BOS in front.
+    const auto ids = args.llama_chunks ? tokenizer.encode(text, /*add_special=*/true) : tokenize_documents(tokenizer, documents);
+    const int32_t chunk_bos = !ids.empty() && tokenizer.bos_id() >= 0 && ids[0] == tokenizer.bos_id() ? tokenizer.bos_id() : -1;
 
     PerplexityOptions options;
     options.context_tokens = ctx;
@@ -47,10 +52,14 @@ int run_perplexity(const PerplexityArgs& args) {
     const bool show_progress = args.progress;
     CancelToken cancel;
     InterruptGuard guard(cancel);
-    auto stats = perplexity(**session, ids, options, [&](uint64_t done, uint64_t total) {
+    const PerplexityProgress report = [&](uint64_t done, uint64_t total) {
         if (show_progress) std::fprintf(stderr, "\rperplexity: %llu / %llu tokens", (unsigned long long)done, (unsigned long long)total);
         return true;
-    }, &cancel);
+    };
+    auto stats = args.llama_chunks
+                     ? perplexity_llama_chunks(**session, ids, ctx ? ctx : (*session)->context_length(), chunk_bos,
+                                               options.max_scored_tokens, report, &cancel)
+                     : perplexity(**session, ids, options, report, &cancel);
     if (show_progress) std::fputc('\n', stderr);
     if (!stats) return fail("perplexity", stats.error());
 
@@ -60,16 +69,19 @@ int run_perplexity(const PerplexityArgs& args) {
         nlohmann::json j{{"model", args.positionals[0]}, {"text", *text_path}, {"documents", documents.size()},
                          {"stream_tokens", ids.size()}, {"scored_tokens", stats->scored_tokens},
                          {"evaluated_tokens", stats->evaluated_tokens}, {"windows", stats->windows}, {"ctx", window},
-                         {"stride", step}, {"mean_nll", stats->mean_nll()}, {"perplexity", stats->perplexity()},
+                         {"stride", step}, {"recipe", args.llama_chunks ? "llama-chunks" : "documents"},
+                         {"mean_nll", stats->mean_nll()}, {"perplexity", stats->perplexity()},
                          {"elapsed_ms", stats->elapsed_ms}, {"tokens_per_s", tok_per_s},
                          {"kv_cache", std::string(kv_cache_type_name((*session)->kv_cache_type()))}};
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         std::printf("perplexity %.4f\n"
-                    "mean NLL %.6f nats over %llu scored tokens (%zu documents, %zu stream tokens), %u windows of %u, stride %u\n"
+                    "mean NLL %.6f nats over %llu scored tokens (%s, %zu stream tokens), %u %s of %u, stride %u\n"
                     "%llu forward steps in %.1f s (%.1f tok/s, %s, %u threads)\n",
-                    stats->perplexity(), stats->mean_nll(), (unsigned long long)stats->scored_tokens, documents.size(),
-                    ids.size(), stats->windows, window, step, (unsigned long long)stats->evaluated_tokens,
+                    stats->perplexity(), stats->mean_nll(), (unsigned long long)stats->scored_tokens,
+                    args.llama_chunks ? "the text as one stream" : (std::to_string(documents.size()) + " documents").c_str(),
+                    ids.size(), stats->windows, args.llama_chunks ? "llama-perplexity chunks" : "windows", window, step,
+                    (unsigned long long)stats->evaluated_tokens,
                     stats->elapsed_ms / 1000.0, tok_per_s, std::string(isa_name((*session)->isa())).c_str(),
                     (*session)->threads());
     }

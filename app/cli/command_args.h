@@ -71,6 +71,7 @@ struct PerplexityArgs {
     long long max_tokens = 0;
     SessionArgs session;  // --threads, --ctx, --load, --kv-cache (default f32)
     bool json = false, progress = false;
+    bool llama_chunks = false;  // --llama-chunks: llama-perplexity's counting instead of documents
 };
 
 struct BenchArgs {

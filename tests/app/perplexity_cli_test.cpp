@@ -104,6 +104,37 @@ TEST_F(PerplexityCli, BadInputFailsWithOneLine) {
     expect_one_line_failure(run_cflow({"perplexity", (tmp_ / "absent.cflow").string(), "-f", text_.string()}), "absent.cflow");
 }
 
+// --llama-chunks against llama.cpp's own number on the same file: stories260K.gguf (F32) converted
+// without re-quantising, the whole prefix text, -c 128. The golden value is llama-perplexity's final
+// estimate at llama.cpp 3f545be (`llama-perplexity -m stories260K.gguf -f <text> -c 128 -t 2`):
+// 786 chunks, PPL = 6.0256.
+TEST(PerplexityLlamaChunks, MatchesLlamaPerplexityOnTheSameGguf) {
+    const auto gguf = shared_asset("assets/models/llama2c-stories260K/stories260K.gguf");
+    const auto text = shared_asset("assets/corpora/tinystories/tinystories_prefix.Niklas6-Mini_GPT.txt");
+    if (gguf.empty() || text.empty() || !std::filesystem::exists(gguf) || !std::filesystem::exists(text))
+        GTEST_SKIP() << "stories260K.gguf / TinyStories prefix not found: this test needs ../shared beside the repository";
+    const auto model = (temp_dir("perplexity_llama_chunks") / "stories260K.cflow").string();
+    auto converted = run_cflow({"convert", gguf.string(), "-o", model, "--quant", "f32", "--quiet"});
+    ASSERT_EQ(converted.exit_code, 0) << converted.err;
+
+    auto r = run_cflow({"perplexity", model, "-f", text.string(), "--ctx", "128", "--llama-chunks", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    constexpr double kLlamaPerplexity = 6.0256;  // llama.cpp 3f545be, printed to 4 decimals
+    constexpr double kAgreement = 1e-3;          // relative: float summation order differs between the engines
+    std::cout << "[perplexity] --llama-chunks " << j.at("perplexity").get<double>() << " vs llama-perplexity "
+              << kLlamaPerplexity << "\n";
+    EXPECT_EQ(j.at("recipe").get<std::string>(), "llama-chunks");
+    EXPECT_EQ(j.at("stream_tokens").get<int>(), 100708);  // BOS + the text, as llama.cpp tokenizes it
+    EXPECT_EQ(j.at("windows").get<int>(), 786);           // floor(100708 / 128)
+    EXPECT_EQ(j.at("scored_tokens").get<int>(), 786 * (128 - 64 - 1));
+    EXPECT_NEAR(j.at("perplexity").get<double>(), kLlamaPerplexity, kAgreement * kLlamaPerplexity);
+
+    expect_one_line_failure(
+        run_cflow({"perplexity", model, "-f", text.string(), "--ctx", "128", "--stride", "64", "--llama-chunks"}),
+        "--stride has no meaning with --llama-chunks");
+}
+
 TEST(GenerateDefaultModel, WithoutModelArgumentUsesTheBundledModel) {
     const auto bundled = std::filesystem::path(CFLOW_CLI_PATH).parent_path() / "default-model.cflow";
     if (!std::filesystem::exists(bundled)) GTEST_SKIP() << "no default-model.cflow beside " << CFLOW_CLI_PATH;

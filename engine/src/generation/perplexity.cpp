@@ -22,6 +22,14 @@ double negative_log_prob(std::span<const float> logits, int32_t target) {
     return max_logit + std::log(sum) - double(logits[size_t(target)]);
 }
 
+Status check_ids(std::span<const int32_t> ids, uint32_t vocab) {
+    for (size_t i = 0; i < ids.size(); ++i)
+        if (ids[i] < 0 || uint32_t(ids[i]) >= vocab)
+            return make_error("perplexity: token " + std::to_string(i) + " has id " + std::to_string(ids[i]) +
+                              ", outside the vocabulary of " + std::to_string(vocab));
+    return {};
+}
+
 } // namespace
 
 Result<PerplexityStats> perplexity(Session& session, std::span<const int32_t> ids, const PerplexityOptions& options,
@@ -37,11 +45,7 @@ Result<PerplexityStats> perplexity(Session& session, std::span<const int32_t> id
     if (stride > context)
         return make_error("perplexity: stride " + std::to_string(stride) + " is larger than the window " +
                           std::to_string(context) + " (tokens between windows would never be scored)");
-    const uint32_t vocab = session.model().header().vocab_size;
-    for (size_t i = 0; i < ids.size(); ++i)
-        if (ids[i] < 0 || uint32_t(ids[i]) >= vocab)
-            return make_error("perplexity: token " + std::to_string(i) + " has id " + std::to_string(ids[i]) +
-                              ", outside the vocabulary of " + std::to_string(vocab));
+    if (auto ok = check_ids(ids, session.model().header().vocab_size); !ok) return ok.take_error();
 
     const uint64_t scorable = ids.size() - 1;
     const uint64_t budget = options.max_scored_tokens ? std::min<uint64_t>(options.max_scored_tokens, scorable) : scorable;
@@ -67,6 +71,58 @@ Result<PerplexityStats> perplexity(Session& session, std::span<const int32_t> id
         scored_to = end - 1;
         if (progress && !progress(stats.scored_tokens, budget)) return cancelled_error("perplexity");
         if (end == ids.size()) break;
+    }
+    stats.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return stats;
+}
+
+Result<PerplexityStats> perplexity_llama_chunks(Session& session, std::span<const int32_t> ids, uint32_t chunk_tokens,
+                                                int32_t bos_id, uint64_t max_scored_tokens,
+                                                const PerplexityProgress& progress, const CancelToken* cancel) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (chunk_tokens < 4) return make_error("perplexity: chunks of " + std::to_string(chunk_tokens) +
+                                            " tokens are too short (at least 4; llama-perplexity's usual is 512)");
+    if (chunk_tokens > session.context_length())
+        return make_error("perplexity: chunk of " + std::to_string(chunk_tokens) + " tokens exceeds the context of " +
+                          std::to_string(session.context_length()) + " positions");
+    if (ids.size() < 2 * size_t(chunk_tokens))
+        return make_error("perplexity: the text has " + std::to_string(ids.size()) + " tokens; chunks of " +
+                          std::to_string(chunk_tokens) + " need at least " + std::to_string(2 * size_t(chunk_tokens)) +
+                          " (as llama-perplexity asks)");
+    const uint32_t vocab = session.model().header().vocab_size;
+    if (auto ok = check_ids(ids, vocab); !ok) return ok.take_error();
+    if (bos_id >= 0 && uint32_t(bos_id) >= vocab)
+        return make_error("perplexity: BOS id " + std::to_string(bos_id) + " is outside the vocabulary of " +
+                          std::to_string(vocab));
+
+    const size_t chunks = ids.size() / chunk_tokens;
+    const uint32_t first = chunk_tokens / 2;
+    const uint64_t per_chunk = chunk_tokens - first - 1;
+    const uint64_t all = chunks * per_chunk;
+    const uint64_t budget = max_scored_tokens ? std::min(max_scored_tokens, all) : all;
+    PerplexityStats stats;
+    stats.context_tokens = chunk_tokens;
+    stats.stride_tokens = chunk_tokens;
+    std::vector<int32_t> chunk(chunk_tokens);  // [chunk_tokens] ids as the model sees them
+    for (size_t c = 0; c < chunks && stats.scored_tokens < budget; ++c) {
+        if (cancel && cancel->is_cancelled()) return cancelled_error("perplexity");
+        std::copy_n(ids.begin() + ptrdiff_t(c * chunk_tokens), chunk_tokens, chunk.begin());
+        if (bos_id >= 0) chunk[0] = bos_id;
+        session.reset();
+        // The unscored half needs no logits: one batched prefill.
+        if (auto r = session.prefill(std::span<const int32_t>(chunk.data(), first), /*want_logits=*/false); !r)
+            return r.take_error();
+        stats.evaluated_tokens += first;
+        for (uint32_t j = first; j + 1 < chunk_tokens; ++j) {
+            if (cancel && cancel->is_cancelled()) return cancelled_error("perplexity");
+            auto logits = session.step(chunk[j]);
+            if (!logits) return logits.take_error();
+            ++stats.evaluated_tokens;
+            stats.total_nll += negative_log_prob(logits.value(), chunk[j + 1]);
+            ++stats.scored_tokens;
+        }
+        ++stats.windows;
+        if (progress && !progress(stats.scored_tokens, budget)) return cancelled_error("perplexity");
     }
     stats.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return stats;

@@ -157,6 +157,70 @@ TEST(Perplexity, BadInputAndCancellationGiveErrors) {
     EXPECT_EQ(calls, 2);
 }
 
+TEST(Perplexity, LlamaChunksScoreTheSecondHalfOfEachWholeChunkAfterABos) {
+    auto model = small_moe_model();
+    ASSERT_TRUE(model);
+    auto session = Session::create(model, SessionOptions{1, 64});
+    ASSERT_TRUE(session.ok());
+    const auto ids = token_stream(29);  // 3 whole chunks of 8; the last 5 ids are never scored
+    constexpr int32_t kBos = 1;
+    auto stats = perplexity_llama_chunks(**session, ids, 8, kBos);
+    ASSERT_TRUE(stats.ok()) << stats.error();
+    EXPECT_EQ(stats->windows, 3u);
+    EXPECT_EQ(stats->scored_tokens, 3u * (8 - 4 - 1));  // targets 5, 6, 7 of each chunk
+    EXPECT_EQ(stats->evaluated_tokens, 3u * 7);
+    EXPECT_EQ(stats->context_tokens, 8u);
+    double expected = 0;
+    for (size_t c = 0; c < 3; ++c) {
+        std::vector<int32_t> chunk(ids.begin() + ptrdiff_t(c * 8), ids.begin() + ptrdiff_t(c * 8 + 8));
+        chunk[0] = kBos;
+        for (size_t t = 5; t < 8; ++t) expected += nll_with_history(**session, chunk, 0, t);
+    }
+    EXPECT_NEAR(stats->total_nll, expected, kNllTolerance * 9);
+
+    // Without a BOS the chunk's own first id stays: a different (finite) number.
+    auto own_first = perplexity_llama_chunks(**session, ids, 8, -1);
+    ASSERT_TRUE(own_first.ok()) << own_first.error();
+    EXPECT_EQ(own_first->scored_tokens, 9u);
+    EXPECT_NE(own_first->total_nll, stats->total_nll);
+
+    // The cap stops after the chunk that reaches it.
+    auto capped = perplexity_llama_chunks(**session, ids, 8, kBos, 4);
+    ASSERT_TRUE(capped.ok()) << capped.error();
+    EXPECT_EQ(capped->windows, 2u);
+    EXPECT_EQ(capped->scored_tokens, 6u);
+}
+
+TEST(Perplexity, LlamaChunksRefuseBadInput) {
+    auto model = small_moe_model();
+    ASSERT_TRUE(model);
+    auto session = Session::create(model, SessionOptions{1, 64});
+    ASSERT_TRUE(session.ok());
+    const auto ids = token_stream(40);
+    auto expect_invalid = [](const Result<PerplexityStats>& r, const std::string& names) {
+        ASSERT_FALSE(r.ok());
+        EXPECT_EQ(r.kind(), ErrorKind::InvalidInput) << r.error();
+        EXPECT_NE(r.error().find(names), std::string::npos) << r.error();
+    };
+    expect_invalid(perplexity_llama_chunks(**session, ids, 3, 1), "at least 4");
+    expect_invalid(perplexity_llama_chunks(**session, ids, 65, 1), "exceeds the context of 64");
+    expect_invalid(perplexity_llama_chunks(**session, token_stream(15), 8, 1), "need at least 16");
+    expect_invalid(perplexity_llama_chunks(**session, ids, 8, 300), "BOS id 300");
+    auto out_of_vocab = ids;
+    out_of_vocab[39] = -2;
+    expect_invalid(perplexity_llama_chunks(**session, out_of_vocab, 8, 1), "token 39 has id -2");
+    CancelToken cancel;
+    cancel.cancel();
+    auto cancelled = perplexity_llama_chunks(**session, ids, 8, 1, 0, {}, &cancel);
+    ASSERT_FALSE(cancelled.ok());
+    EXPECT_EQ(cancelled.kind(), ErrorKind::Cancelled) << cancelled.error();
+    int calls = 0;
+    auto stopped = perplexity_llama_chunks(**session, ids, 8, 1, 0, [&](uint64_t, uint64_t) { return ++calls < 2; });
+    ASSERT_FALSE(stopped.ok());
+    EXPECT_EQ(stopped.kind(), ErrorKind::Cancelled) << stopped.error();
+    EXPECT_EQ(calls, 2);
+}
+
 TEST(Perplexity, DocumentsSplitLikeTheTrainingEvaluation) {
     EXPECT_EQ(split_documents("One.\n\nTwo.\n \n\nThree.\n"), (std::vector<std::string>{"One.", "Two.", "Three."}));
     EXPECT_EQ(split_documents("a\nb\n\n\n"), (std::vector<std::string>{"a\nb"}));

@@ -44,6 +44,18 @@ using PerplexityProgress = std::function<bool(uint64_t scored_tokens, uint64_t t
 Result<PerplexityStats> perplexity(Session& session, std::span<const int32_t> ids, const PerplexityOptions& options,
                                    const PerplexityProgress& progress = {}, const CancelToken* cancel = nullptr);
 
+// llama.cpp's `llama-perplexity` recipe, so both tools report one number on one file: the whole text
+// as one stream (ids: BOS + text, as encode(text, add_special) gives it), cut into floor(N / chunk)
+// chunks of chunk_tokens ids; each chunk starts from an empty KV cache with its first id replaced by
+// bos_id (when >= 0) and scores only its second half: targets chunk[first + 1 .. chunk - 1] with
+// first = chunk / 2, so every scored token sees at least chunk / 2 tokens of history. Tokens after
+// the last whole chunk are not scored. max_scored_tokens (0 = all) stops after the chunk that
+// reaches it. ids: [N] token ids, N >= 2 * chunk_tokens (llama-perplexity's minimum).
+Result<PerplexityStats> perplexity_llama_chunks(Session& session, std::span<const int32_t> ids, uint32_t chunk_tokens,
+                                                int32_t bos_id, uint64_t max_scored_tokens = 0,
+                                                const PerplexityProgress& progress = {},
+                                                const CancelToken* cancel = nullptr);
+
 // A text file as scored documents: split at "<|endoftext|>" when the text contains it, otherwise at
 // blank lines; each non-empty (trimmed) document becomes BOS text EOS (where the vocabulary has them),
 // concatenated. The same recipe as resources/training/evaluate.py, so both report one number.
