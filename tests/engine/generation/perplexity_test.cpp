@@ -53,6 +53,13 @@ double nll_with_history(Session& s, const std::vector<int32_t>& ids, size_t from
     return mx + std::log(sum) - logits[size_t(ids[target])];
 }
 
+// Bad arguments are InvalidInput; the message names the offending value.
+void expect_invalid(const Result<PerplexityStats>& r, const std::string& names) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.kind(), ErrorKind::InvalidInput) << r.error();
+    EXPECT_NE(r.error().find(names), std::string::npos) << r.error();
+}
+
 TEST(Perplexity, NonOverlappingWindowsScoreEveryTokenOnceFromAFreshContext) {
     auto model = small_moe_model();
     ASSERT_TRUE(model);
@@ -126,12 +133,6 @@ TEST(Perplexity, BadInputAndCancellationGiveErrors) {
     auto session = Session::create(model, SessionOptions{1, 64});
     ASSERT_TRUE(session.ok());
     const auto ids = token_stream(20);
-    // Bad arguments are InvalidInput; the message names the offending value.
-    auto expect_invalid = [](const Result<PerplexityStats>& r, const std::string& names) {
-        ASSERT_FALSE(r.ok());
-        EXPECT_EQ(r.kind(), ErrorKind::InvalidInput) << r.error();
-        EXPECT_NE(r.error().find(names), std::string::npos) << r.error();
-    };
     expect_invalid(perplexity(**session, std::vector<int32_t>{5}, {}), "at least 2");
     PerplexityOptions too_long;
     too_long.context_tokens = 65;
@@ -197,11 +198,6 @@ TEST(Perplexity, LlamaChunksRefuseBadInput) {
     auto session = Session::create(model, SessionOptions{1, 64});
     ASSERT_TRUE(session.ok());
     const auto ids = token_stream(40);
-    auto expect_invalid = [](const Result<PerplexityStats>& r, const std::string& names) {
-        ASSERT_FALSE(r.ok());
-        EXPECT_EQ(r.kind(), ErrorKind::InvalidInput) << r.error();
-        EXPECT_NE(r.error().find(names), std::string::npos) << r.error();
-    };
     expect_invalid(perplexity_llama_chunks(**session, ids, 3, 1), "at least 4");
     expect_invalid(perplexity_llama_chunks(**session, ids, 65, 1), "exceeds the context of 64");
     expect_invalid(perplexity_llama_chunks(**session, token_stream(15), 8, 1), "need at least 16");
