@@ -18,7 +18,7 @@ Status forwards(ErrorKind kind) {
 
 TEST(Result, KindTravelsThroughResultAndStatus) {
     for (ErrorKind kind : {ErrorKind::InvalidInput, ErrorKind::Unsupported, ErrorKind::Io, ErrorKind::OutOfMemory,
-                           ErrorKind::Cancelled, ErrorKind::ContextFull, ErrorKind::Internal}) {
+                           ErrorKind::Cancelled, ErrorKind::ContextFull, ErrorKind::OverBudget, ErrorKind::Internal}) {
         const Status s = forwards(kind);
         ASSERT_FALSE(s.ok());
         EXPECT_EQ(s.kind(), kind) << error_kind_name(kind);

@@ -56,17 +56,6 @@ bool is_end_candidate(const Tokenizer& tokenizer, int32_t id) {
            !opens_content(tokenizer.piece(id));
 }
 
-// Conversations the template is asked to render to find the markers it writes even when it
-// builds them from pieces ('<|' + role + '|>'). Templates that reject a system message or
-// need strict alternation still render one of them.
-const std::vector<std::vector<ChatMessage>>& probe_conversations() {
-    static const std::vector<std::vector<ChatMessage>> probes = {
-        {{"system", "s", ""}, {"user", "u", ""}, {"assistant", "a", ""}, {"user", "v", ""}},
-        {{"user", "u", ""}, {"assistant", "a", ""}, {"user", "v", ""}},
-    };
-    return probes;
-}
-
 } // namespace
 
 std::vector<int32_t> end_of_turn_tokens(const Tokenizer& tokenizer, const ChatTemplate* chat_template) {
@@ -85,7 +74,8 @@ std::vector<int32_t> end_of_turn_tokens(const Tokenizer& tokenizer, const ChatTe
     TemplateOptions options;
     options.bos_token = special_piece(tokenizer, tokenizer.bos_id());
     options.eos_token = special_piece(tokenizer, tokenizer.eos_id());
-    for (const auto& probe : probe_conversations()) {
+    // The probes also find the markers a template builds from pieces ('<|' + role + '|>').
+    for (const auto& probe : chat_template_probes()) {
         auto rendered = chat_template->render(probe, options);
         if (!rendered) continue;
         for (int32_t id : tokenizer.encode(*rendered, /*add_special=*/false, /*parse_special=*/true))
@@ -134,7 +124,10 @@ Status ChatSession::set_template(const TemplateChoice& choice) {
         if (model_->chat_template().empty()) {
             note = "the model has no chat template";
         } else if (auto t = ChatTemplate::compile(model_->chat_template())) {
-            compiled = std::move(t).value();
+            if (Status probe = probe_chat_template(*t, template_options_); !probe)
+                note = "the model's chat template was refused at load: " + probe.error();
+            else
+                compiled = std::move(t).value();
         } else {
             note = "the model's chat template does not compile: " + t.error();
         }
@@ -150,6 +143,8 @@ Status ChatSession::set_template(const TemplateChoice& choice) {
     case TemplateChoice::Kind::Custom: {
         auto t = ChatTemplate::compile(choice.value);
         if (!t) return make_error(ErrorKind::InvalidInput, "the custom chat template does not compile: " + t.error());
+        if (Status probe = probe_chat_template(*t, template_options_); !probe)
+            return make_error(ErrorKind::InvalidInput, "the custom chat template was refused: " + probe.error());
         compiled = std::move(t).value();
         break;
     }

@@ -140,10 +140,12 @@ Result<std::string> ChatTemplate::render(const std::string& messages_json, const
         limits.max_steps = options.max_steps;
         limits.immutable = options.immutable_sandbox;
         limits.max_output_bytes = static_cast<size_t>(std::min<uint64_t>(options.max_output_bytes, SIZE_MAX / 4));
+        limits.max_allocated_bytes = options.max_allocated_bytes;
+        limits.max_wall_ms = options.time_limit_ms;
         jinja::Interpreter interpreter(limits);
         return interpreter.render(*program, globals);
     } catch (const jinja::JinjaError& e) {
-        return make_error("chat template: " + e.message);
+        return make_error(e.over_budget ? ErrorKind::OverBudget : ErrorKind::InvalidInput, "chat template: " + e.message);
     } catch (const std::bad_alloc&) {
         return make_error("chat template: out of memory while rendering");
     } catch (const std::length_error&) {
@@ -192,6 +194,30 @@ std::string render_fallback_chat(const std::vector<ChatMessage>& messages, bool 
     }
     if (add_generation_prompt) out += "assistant: ";
     return out;
+}
+
+const std::vector<std::vector<ChatMessage>>& chat_template_probes() {
+    static const std::vector<std::vector<ChatMessage>> probes = {
+        {{"system", "s", ""}, {"user", "u", ""}, {"assistant", "a", ""}, {"user", "v", ""}},
+        {{"user", "u", ""}, {"assistant", "a", ""}, {"user", "v", ""}},
+    };
+    return probes;
+}
+
+Status probe_chat_template(const ChatTemplate& chat_template, TemplateOptions options) {
+    options.time_limit_ms =
+        options.time_limit_ms == 0 ? kTemplateProbeTimeLimitMs : std::min(options.time_limit_ms, kTemplateProbeTimeLimitMs);
+    options.max_allocated_bytes = std::min(options.max_allocated_bytes, kTemplateProbeMaxAllocatedBytes);
+    for (bool add_generation_prompt : {true, false}) {
+        options.add_generation_prompt = add_generation_prompt;
+        for (const auto& probe : chat_template_probes()) {
+            auto rendered = chat_template.render(probe, options);
+            if (!rendered && rendered.kind() == ErrorKind::OverBudget)
+                return make_error(ErrorKind::OverBudget, rendered.error() + " while rendering a " +
+                                                             std::to_string(probe.size()) + "-message test conversation");
+        }
+    }
+    return {};
 }
 
 } // namespace cflow

@@ -105,6 +105,8 @@ void check_tokenizer_and_template(const SourceModel& source, PreflightReport& r)
                 "(a template can be chosen later in the chat settings)");
     } else if (auto compiled = ChatTemplate::compile(*chat_template); !compiled) {
         note(r, "chat template does not compile (" + compiled.error() + "): chat will use the fallback");
+    } else if (Status probe = probe_chat_template(*compiled, TemplateOptions{}); !probe) {
+        note(r, "chat template was refused (" + probe.error() + "): chat will use the fallback");
     }
 }
 

@@ -335,6 +335,38 @@ TEST(ChatSession, FallbackCarriesTheReasonAndRawModeFeedsTextVerbatim) {
     EXPECT_EQ(raw->ids[1], id_of("<|im_start|>"));
 }
 
+// Issue 38: this template hung `cflow serve` before it listened, `cflow chat`, and the desktop at
+// "Loading…" (its dict copies go quadratic inside the step budget). The load probe refuses it
+// within its time and memory budget; chat goes on with the visible fallback and the reason.
+const char* kQuadraticTemplate =
+    "{%- set ns = namespace(d={}) -%}"
+    "{%- for i in range(100000) -%}{%- set ns.d = dict(ns.d, **{('k' ~ i): i}) -%}{%- endfor -%}"
+    "{% for m in messages %}{{ m['content'] }}{% endfor %}";
+
+TEST(ChatSession, AHostileModelTemplateFallsBackAtLoadWithTheReason) {
+    auto hostile = model_with("hostile", kQuadraticTemplate);
+    ASSERT_TRUE(hostile);
+    ChatSession chat = chat_for(hostile);
+    EXPECT_FALSE(chat.has_model_template());
+    EXPECT_NE(chat.template_note().find("refused at load"), std::string::npos) << chat.template_note();
+    EXPECT_NE(chat.template_note().find("more than 64 MiB"), std::string::npos) << chat.template_note();
+    auto turn = chat.prepare({{"user", "hi", ""}});
+    ASSERT_TRUE(turn.ok()) << turn.error();
+    EXPECT_EQ(turn->source, PromptSource::Fallback);
+    EXPECT_NE(turn->note.find("refused at load"), std::string::npos) << turn->note;
+
+    // The same template typed in as a custom one is refused with the reason, and the session keeps
+    // what it had.
+    const Status custom = chat.set_template({TemplateChoice::Kind::Custom, kQuadraticTemplate});
+    ASSERT_FALSE(custom.ok());
+    EXPECT_EQ(custom.kind(), ErrorKind::InvalidInput);
+    EXPECT_NE(custom.error().find("was refused"), std::string::npos) << custom.error();
+    EXPECT_TRUE(chat.set_template({TemplateChoice::Kind::Custom, kChatMl}).ok());
+    auto templated = chat.prepare({{"user", "hi", ""}});
+    ASSERT_TRUE(templated.ok());
+    EXPECT_EQ(templated->source, PromptSource::ModelTemplate);
+}
+
 TEST(ChatSession, BuiltinTemplatesRenderEveryRoleAndCanReplaceTheModelsOwn) {
     auto plain = model_with("builtins", "");
     ASSERT_TRUE(plain);

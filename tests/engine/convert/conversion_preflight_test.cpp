@@ -14,6 +14,8 @@
 #include "cflow/engine/forward/model.h"
 #include "cflow/formats/conversion_plan.h"
 #include "cflow/formats/converter.h"
+#include "cflow/formats/gguf_writer.h"
+#include "synthetic_model.h"
 #include "test_support.h"
 
 namespace cflow::test {
@@ -212,6 +214,38 @@ TEST(ConversionPreflight, EveryRefusalNamesItsReason) {
     EXPECT_FALSE(tied.blocked()) << blocking_messages(tied);
     EXPECT_EQ(tied.plan.parameters_total, kStories260kParameters) << "the llama2.c file shares its classifier";
     EXPECT_EQ(tied.plan.output_bytes, 0u);
+}
+
+// Issue 38: a GGUF whose chat template never finishes converted with exit 0 and nothing said;
+// the preflight now names it (the conversion itself is not blocked: chat falls back).
+TEST(ConversionPreflight, AChatTemplateOverItsBudgetIsReported) {
+    const fs::path dir = temp_dir("preflight-template");
+    const SyntheticSpec spec;
+    const SourceModel source = make_synthetic_model(spec);
+    std::vector<GgufTensorData> tensors;
+    for (const auto& [name, view] : source.tensors) tensors.push_back(gguf_tensor(view));
+    auto write_with_template = [&](const std::string& file, const std::string& chat_template) {
+        std::vector<GgufKeyValue> metadata = synthetic_llama_gguf_metadata(spec, "preflight-template");
+        metadata.push_back({"tokenizer.chat_template", chat_template});
+        const Status s = write_gguf((dir / file).string(), metadata, tensors);
+        EXPECT_TRUE(s.ok()) << s.error();
+        return (dir / file).string();
+    };
+    const std::string hostile = write_with_template(
+        "hostile.gguf", "{%- set ns = namespace(d={}) -%}{%- for i in range(100000) -%}"
+                        "{%- set ns.d = dict(ns.d, **{('k' ~ i): i}) -%}{%- endfor -%}{{ messages | length }}");
+    const std::string plain = write_with_template(
+        "plain.gguf", "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}");
+
+    const PreflightReport refused = preflight(hostile, "", "");
+    EXPECT_FALSE(refused.blocked()) << blocking_messages(refused);
+    const std::string text = preflight_text(refused);
+    EXPECT_NE(text.find("chat template was refused"), std::string::npos) << text;
+    EXPECT_NE(text.find("more than 64 MiB"), std::string::npos) << text;
+    EXPECT_NE(text.find("chat will use the fallback"), std::string::npos) << text;
+
+    const PreflightReport fine = preflight(plain, "", "");
+    EXPECT_EQ(preflight_text(fine).find("chat template was refused"), std::string::npos) << preflight_text(fine);
 }
 
 } // namespace

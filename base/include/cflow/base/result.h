@@ -17,10 +17,12 @@ enum class ErrorKind : uint8_t {
     OutOfMemory,   // an allocation failed (std::bad_alloc caught at a public entry)
     Cancelled,     // the caller's CancelToken was set; the job stopped cleanly
     ContextFull,   // the session's KV cache cannot hold the tokens asked for
+    OverBudget,    // a sandboxed job ran out of its budget (a chat template's steps, memory or time)
     Internal,      // a broken invariant: a bug, never the user's input
 };
 
-// "invalid_input", "unsupported", "io", "out_of_memory", "cancelled", "context_full", "internal".
+// "invalid_input", "unsupported", "io", "out_of_memory", "cancelled", "context_full", "over_budget",
+// "internal".
 constexpr std::string_view error_kind_name(ErrorKind kind) {
     switch (kind) {
     case ErrorKind::InvalidInput: return "invalid_input";
@@ -29,6 +31,7 @@ constexpr std::string_view error_kind_name(ErrorKind kind) {
     case ErrorKind::OutOfMemory: return "out_of_memory";
     case ErrorKind::Cancelled: return "cancelled";
     case ErrorKind::ContextFull: return "context_full";
+    case ErrorKind::OverBudget: return "over_budget";
     case ErrorKind::Internal: return "internal";
     }
     return "internal";

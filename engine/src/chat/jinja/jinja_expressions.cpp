@@ -76,7 +76,13 @@ SliceRange adjust_slice(int64_t length, const Value& start_v, const Value& stop_
 // Expressions
 
 Value Interpreter::eval(const Expr& e, const ScopePtr& scope) {
-    return in_frame(e.pos, [&] { return eval_inner(e, scope); });
+    return in_frame(e.pos, [&] {
+        Value v = eval_inner(e, scope);
+        // A string Value is held by value: every expression that yields one (a name, an
+        // attribute, a concatenation) made a copy, and a loop of them is what goes quadratic.
+        if (v.is_string()) charge_copy(v);
+        return v;
+    });
 }
 
 Value Interpreter::eval_inner(const Expr& e, const ScopePtr& scope) {
@@ -207,6 +213,7 @@ Value Interpreter::eval_slice(const Expr& e, const ScopePtr& scope) {
         charge(out.size());
         Value result = Value::array(std::move(out));
         result.arr().is_tuple = obj.arr().is_tuple;
+        charge_copy(result);
         return result;
     }
     if (obj.is_string()) {
@@ -251,13 +258,14 @@ Value Interpreter::binary_op(const std::string& op, const Value& l, const Value&
         }
         if (l.is_string() && r.is_string()) {
             if (l.str().size() + r.str().size() > limits_.max_output_bytes)
-                fail("output larger than " + std::to_string(limits_.max_output_bytes) + " bytes");
+                fail_output_too_large(limits_.max_output_bytes);
             std::string out = l.str() + r.str();
             charge_bytes(out.size());
             return Value(std::move(out));
         }
         if (l.is_array() && r.is_array() && l.arr().is_tuple == r.arr().is_tuple) {
             charge(l.arr().items.size() + r.arr().items.size());
+            charge_allocation(copy_bytes(l) + copy_bytes(r));  // before copying, not after
             std::vector<Value> items = l.arr().items;
             items.insert(items.end(), r.arr().items.begin(), r.arr().items.end());
             Value out = Value::array(std::move(items));
@@ -284,7 +292,7 @@ Value Interpreter::binary_op(const std::string& op, const Value& l, const Value&
             uint64_t total = static_cast<uint64_t>(count) * seq->str().size();
             if (count != 0 && total / static_cast<uint64_t>(count) != seq->str().size()) total = UINT64_MAX;
             if (total > limits_.max_output_bytes)
-                fail("output larger than " + std::to_string(limits_.max_output_bytes) + " bytes");
+                fail_output_too_large(limits_.max_output_bytes);
             charge_bytes(static_cast<size_t>(total));
             std::string out;
             out.reserve(static_cast<size_t>(total));
@@ -294,6 +302,11 @@ Value Interpreter::binary_op(const std::string& op, const Value& l, const Value&
         uint64_t total = static_cast<uint64_t>(count) * seq->arr().items.size();
         if (count != 0 && total / static_cast<uint64_t>(count) != seq->arr().items.size()) total = UINT64_MAX;
         charge(total);
+        // Counted before the copies are made: [four_mb_string] * 1000 would be 4 GB.
+        const uint64_t one_copy = copy_bytes(*seq);
+        charge_allocation(count != 0 && one_copy > UINT64_MAX / static_cast<uint64_t>(count)
+                              ? UINT64_MAX
+                              : one_copy * static_cast<uint64_t>(count));
         std::vector<Value> items;
         items.reserve(static_cast<size_t>(total));
         for (int64_t i = 0; i < count; ++i) items.insert(items.end(), seq->arr().items.begin(), seq->arr().items.end());

@@ -409,7 +409,10 @@ Value f_dictsort(Interpreter& in, const Value& v, CallArgs& args) {
     size_t index = by == "value" ? 1 : 0;
     if (by != "key" && by != "value") fail("You can only sort by either \"key\" or \"value\"");
     std::vector<Value> pairs;
-    for (const auto& [key, value] : v.obj().entries()) pairs.push_back(Value::tuple({key, value}));
+    for (const auto& [key, value] : v.obj().entries()) {
+        pairs.push_back(Value::tuple({key, value}));
+        in.charge_copy(pairs.back());
+    }
     in.charge(pairs.size() * 8);
     std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
         int c = compare(sort_key(a.arr().items[index], case_sensitive), sort_key(b.arr().items[index], case_sensitive));
@@ -482,6 +485,7 @@ Value f_batch(Interpreter& in, const Value& v, CallArgs& args) {
         current.push_back(item);
         if (current.size() == count) {
             out.push_back(Value::array(std::move(current)));
+            in.charge_copy(out.back());
             current.clear();
         }
     }
@@ -491,6 +495,7 @@ Value f_batch(Interpreter& in, const Value& v, CallArgs& args) {
             while (current.size() < count) current.push_back(*fill);
         }
         out.push_back(Value::array(std::move(current)));
+        in.charge_copy(out.back());
     }
     return Value::array(std::move(out));
 }

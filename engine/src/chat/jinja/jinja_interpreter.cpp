@@ -96,37 +96,88 @@ ScopePtr make_builtin_scope() {
 Interpreter::DepthGuard::DepthGuard(Interpreter& interpreter) : in(interpreter) {
     if (++in.depth_ > in.limits_.max_depth) {
         --in.depth_;
-        fail("template nesting/recursion deeper than " + std::to_string(in.limits_.max_depth) + " levels");
+        fail_over_budget("template nesting/recursion deeper than " + std::to_string(in.limits_.max_depth) + " levels");
     }
 }
 
+namespace {
+
+// Reading the clock costs ~20 ns; a step ~10-100 ns: every 4096 steps keeps it under 1%.
+constexpr uint64_t kStepsPerClockCheck = 4096;
+
+std::string mib_text(uint64_t bytes) {
+    return bytes % (1u << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " bytes";
+}
+
+} // namespace
+
 void Interpreter::step() {
-    if (++steps_ > limits_.max_steps) fail("template exceeded " + std::to_string(limits_.max_steps) + " steps");
+    if (++steps_ > limits_.max_steps) fail_over_budget("template exceeded " + std::to_string(limits_.max_steps) + " steps");
+    if (steps_ >= next_clock_check_) check_clock();
 }
 
 void Interpreter::charge(uint64_t steps) {
     if (steps > limits_.max_steps || steps_ + steps > limits_.max_steps) {
         steps_ = limits_.max_steps;
-        fail("template exceeded " + std::to_string(limits_.max_steps) + " steps");
+        fail_over_budget("template exceeded " + std::to_string(limits_.max_steps) + " steps");
     }
     steps_ += steps;
+    if (steps_ >= next_clock_check_) check_clock();
 }
+
+void Interpreter::check_clock() {
+    next_clock_check_ = steps_ + kStepsPerClockCheck;
+    if (limits_.max_wall_ms != 0 && std::chrono::steady_clock::now() > deadline_)
+        fail_over_budget("template ran longer than " + std::to_string(limits_.max_wall_ms) + " ms");
+}
+
+void Interpreter::charge_allocation(uint64_t bytes) {
+    if (bytes > limits_.max_allocated_bytes || allocated_bytes_ + bytes > limits_.max_allocated_bytes) {
+        allocated_bytes_ = limits_.max_allocated_bytes;
+        fail_over_budget("template built or copied more than " + mib_text(limits_.max_allocated_bytes) +
+                         " of strings, lists and dicts");
+    }
+    allocated_bytes_ += bytes;
+    charge(bytes / 1024);
+}
+
+uint64_t copy_bytes(const Value& v) {
+    auto direct_bytes = [](const Value& item) -> uint64_t { return item.is_string() ? item.str().size() : 0; };
+    uint64_t bytes = 0;
+    switch (v.kind()) {
+    case Value::Kind::String: return v.str().size();
+    case Value::Kind::Array:
+        bytes = v.arr().items.size() * sizeof(Value);
+        for (const Value& item : v.arr().items) bytes += direct_bytes(item);
+        return bytes;
+    case Value::Kind::Object:
+        bytes = v.obj().size() * 2 * sizeof(Value);
+        for (const auto& [key, value] : v.obj().entries()) bytes += direct_bytes(key) + direct_bytes(value);
+        return bytes;
+    default: return 0;
+    }
+}
+
+void Interpreter::charge_copy(const Value& v) { charge_allocation(copy_bytes(v)); }
 
 void Interpreter::check_string(const std::string& s) {
     if (s.size() > limits_.max_output_bytes)
-        fail("output larger than " + std::to_string(limits_.max_output_bytes) + " bytes");
+        fail_output_too_large(limits_.max_output_bytes);
     charge_bytes(s.size());
 }
 
 void Interpreter::write(std::string_view text) {
     std::string& out = out_stack_.back();
     if (text.size() > limits_.max_output_bytes || out.size() > limits_.max_output_bytes - text.size())
-        fail("output larger than " + std::to_string(limits_.max_output_bytes) + " bytes");
+        fail_output_too_large(limits_.max_output_bytes);
     out.append(text);
 }
 
 std::string Interpreter::render(const Program& program, const ScopePtr& globals) {
     steps_ = 0;
+    allocated_bytes_ = 0;
+    next_clock_check_ = 0;
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(limits_.max_wall_ms);
     depth_ = 0;
     out_stack_.clear();
     out_stack_.emplace_back();
@@ -154,16 +205,38 @@ std::string Interpreter::render(const Program& program, const ScopePtr& globals)
 // ---------------------------------------------------------------------------------------------
 // Services
 
+namespace {
+
+// A container a call or filter hands back that it was given is shared, not a new allocation.
+bool is_one_of(const Value& result, const Value* input, const CallArgs& args) {
+    const void* id = result.identity();
+    if (!id) return false;
+    if (input && input->identity() == id) return true;
+    for (const Value& v : args.positional)
+        if (v.identity() == id) return true;
+    for (const auto& kv : args.keyword)
+        if (kv.second.identity() == id) return true;
+    return false;
+}
+
+} // namespace
+
 Value Interpreter::call(const Value& callee, CallArgs& args) {
-    if (callee.is_callable()) return callee.fn().fn(*this, args);
     if (callee.is_undefined()) fail_undefined(callee);
-    fail("'" + type_name(callee) + "' object is not callable");
+    if (!callee.is_callable()) fail("'" + type_name(callee) + "' object is not callable");
+    Value result = callee.fn().fn(*this, args);
+    // Strings are counted where every expression's value is (eval); containers here, since
+    // dict(d, **x), items() and friends copy theirs.
+    if (!result.is_string() && !is_one_of(result, nullptr, args)) charge_copy(result);
+    return result;
 }
 
 Value Interpreter::apply_filter(const std::string& name, const Value& input, CallArgs& args) {
     const FilterFn* f = find_filter(name);
     if (!f) fail("No filter named '" + name + "'");
-    return (*f)(*this, input, args);
+    Value result = (*f)(*this, input, args);
+    if (!result.is_string() && !is_one_of(result, &input, args)) charge_copy(result);
+    return result;
 }
 
 bool Interpreter::apply_test(const std::string& name, const Value& value, CallArgs& args) {
@@ -251,6 +324,7 @@ std::vector<Value> Interpreter::iterate(const Value& v) {
     switch (v.kind()) {
     case Value::Kind::Array:
         charge(v.arr().items.size());
+        charge_copy(v);
         return v.arr().items;
     case Value::Kind::Object: {
         if (v.obj().flavor != ObjectData::Flavor::Dict) fail("'" + type_name(v) + "' object is not iterable");
@@ -258,11 +332,14 @@ std::vector<Value> Interpreter::iterate(const Value& v) {
         std::vector<Value> keys;
         keys.reserve(v.obj().size());
         for (const auto& entry : v.obj().entries()) keys.push_back(entry.first);
+        charge_allocation(keys.size() * sizeof(Value));
+        for (const Value& key : keys) charge_copy(key);
         return keys;
     }
     case Value::Kind::String: {
         std::vector<size_t> offsets = utf8_offsets(v.str());
         charge(offsets.size());
+        charge_allocation(offsets.size() * (sizeof(Value) + sizeof(size_t)) + v.str().size());
         std::vector<Value> chars;
         chars.reserve(offsets.size());
         for (size_t i = 0; i + 1 < offsets.size(); ++i)
@@ -299,6 +376,7 @@ std::string Interpreter::capture(const Body& body, const ScopePtr& scope) {
     }
     std::string out = std::move(out_stack_.back());
     out_stack_.pop_back();
+    charge_allocation(out.size());
     return out;
 }
 

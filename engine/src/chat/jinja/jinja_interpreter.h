@@ -1,9 +1,12 @@
 #pragma once
 // Tree-walking interpreter for the Jinja AST with a sandbox: every evaluated node and statement
 // costs a step, bulk operations (range, list concatenation, long strings) cost proportionally,
-// each output buffer and string value is capped, and the evaluation depth (macro recursion,
-// nested expressions) is bounded so hostile templates fail with an error instead of hanging or
-// overflowing the stack.
+// every string, list and dict the render builds or copies counts against an allocation budget
+// (a step budget alone lets `dict(d, **x)` in a loop go quadratic, and a list of 4 MB strings
+// reach gigabytes), each output buffer and string value is capped, the evaluation depth (macro
+// recursion, nested expressions) is bounded, and an optional wall-clock limit backs them all, so
+// hostile templates fail with an error instead of hanging, swapping or overflowing the stack.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,6 +23,10 @@ struct Limits {
     uint64_t max_steps = 5'000'000;
     size_t max_output_bytes = 4u << 20;
     int max_depth = 200;  // nested evaluation frames (expressions, statements, macro calls)
+    // Bytes of the strings, list slots and dict entries the render creates or copies, summed over
+    // the whole render (not only what is alive at once, which this bounds from above).
+    uint64_t max_allocated_bytes = 256ull << 20;
+    uint32_t max_wall_ms = 0;  // 0: no time limit
     // jinja2's ImmutableSandboxedEnvironment (transformers): the list and dict methods that modify
     // their object are unsafe attributes, undefined, and calling one fails. false: a plain
     // jinja2 Environment (and llama.cpp's minja), where they work.
@@ -34,6 +41,10 @@ struct Scope {
     const Value* lookup(const std::string& name) const;
 };
 using ScopePtr = std::shared_ptr<Scope>;
+
+// Bytes a copy of v allocates: a string's bytes, or a container's slots plus the bytes of the
+// strings directly in it (nested containers are shared by reference, not copied).
+uint64_t copy_bytes(const Value& v);
 
 // A scope holding jinja2's builtin globals: range, namespace, dict, joiner.
 ScopePtr make_builtin_scope();
@@ -67,6 +78,10 @@ public:
     // ---- services for filters, tests, methods and globals ----
     void charge(uint64_t steps);
     void charge_bytes(size_t bytes) { charge(bytes / 1024); }
+    // Counts `bytes` newly allocated against the allocation budget (and bytes / 1024 steps).
+    void charge_allocation(uint64_t bytes);
+    // Counts a fresh copy of v (copy_bytes) against the allocation budget.
+    void charge_copy(const Value& v);
     size_t max_bytes() const { return limits_.max_output_bytes; }
     std::string str(const Value& v) const { return to_str(v, limits_.max_output_bytes); }
     // Fails when a produced string is over the size limit; charges its length.
@@ -86,6 +101,9 @@ private:
 
     Limits limits_;
     uint64_t steps_ = 0;
+    uint64_t next_clock_check_ = 0;  // steps_ at which the wall clock is read next
+    uint64_t allocated_bytes_ = 0;
+    std::chrono::steady_clock::time_point deadline_;
     int depth_ = 0;
     std::vector<std::string> out_stack_;
     std::vector<ScopePtr> macro_scopes_;
@@ -97,6 +115,7 @@ private:
     };
 
     void step();
+    void check_clock();
     // One evaluation frame of an expression or statement at pos: a step, a depth level, and an
     // error that does not say where yet is located at pos.
     template <class Body>

@@ -342,7 +342,7 @@ std::string python_format(Interpreter& in, const std::string& fmt, CallArgs& arg
         else if (conversion == "s")
             v = Value(in.str(v));
         out += apply_format_spec(in, v, spec);
-        if (out.size() > in.max_bytes()) fail("output larger than " + std::to_string(in.max_bytes()) + " bytes");
+        if (out.size() > in.max_bytes()) fail_output_too_large(in.max_bytes());
     }
     in.check_string(out);
     return out;
@@ -493,7 +493,7 @@ Value string_method(Interpreter& in, const std::string& s, const std::string& na
     }
     if (name == "center" || name == "ljust" || name == "rjust" || name == "zfill") {
         int64_t width = arg_int(a0, "width");
-        if (width > static_cast<int64_t>(in.max_bytes())) fail("output larger than " + std::to_string(in.max_bytes()) + " bytes");
+        if (width > static_cast<int64_t>(in.max_bytes())) fail_output_too_large(in.max_bytes());
         std::string fill = name == "zfill" ? "0" : in.str(args.get_or(1, "fillchar", Value(" ")));
         int64_t length = static_cast<int64_t>(utf8_length(s));
         if (width <= length) return Value(s);
@@ -627,9 +627,10 @@ Value dict_method(Interpreter& in, const Value& self, const std::string& name, C
         std::vector<Value> out;
         out.reserve(o.size());
         for (const auto& [key, value] : o.entries()) {
-            if (name == "items")
+            if (name == "items") {
                 out.push_back(Value::tuple({key, value}));
-            else
+                in.charge_copy(out.back());  // the pair copies its strings; the list itself is counted by the call
+            } else
                 out.push_back(name == "keys" ? key : value);
         }
         return Value::array(std::move(out));
@@ -803,7 +804,7 @@ std::string percent_format(Interpreter& in, const std::string& format, const Val
             break;
         default: fail(std::string("unsupported format character '") + type + "'");
         }
-        if (out.size() > in.max_bytes()) fail("output larger than " + std::to_string(in.max_bytes()) + " bytes");
+        if (out.size() > in.max_bytes()) fail_output_too_large(in.max_bytes());
     }
     if (next < positional.size() && !args.is_object()) fail("not all arguments converted during string formatting");
     in.check_string(out);

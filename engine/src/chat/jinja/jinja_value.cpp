@@ -10,21 +10,19 @@
 
 namespace cflow::jinja {
 
-void fail(std::string message) { throw JinjaError{std::move(message), false}; }
+void fail(std::string message) { throw JinjaError{std::move(message), false, false}; }
+void fail_over_budget(std::string message) { throw JinjaError{std::move(message), false, true}; }
+void fail_output_too_large(size_t max_bytes) { fail_over_budget("output larger than " + std::to_string(max_bytes) + " bytes"); }
 
 namespace {
 
-[[noreturn]] void fail_too_large(size_t max_bytes) {
-    fail("output larger than " + std::to_string(max_bytes) + " bytes");
-}
-
 void check_size(const std::string& out, size_t max_bytes) {
-    if (out.size() > max_bytes) fail_too_large(max_bytes);
+    if (out.size() > max_bytes) fail_output_too_large(max_bytes);
 }
 
 void check_depth(int depth) {
     if (depth > static_cast<int>(kMaxNesting))
-        fail("value nesting deeper than " + std::to_string(kMaxNesting) + " levels (self-referencing container?)");
+        fail_over_budget("value nesting deeper than " + std::to_string(kMaxNesting) + " levels (self-referencing container?)");
 }
 
 } // namespace
@@ -721,7 +719,7 @@ void json_into(std::string& out, const Value& v, const JsonOptions& o, const std
 
 std::string to_str(const Value& value, size_t max_bytes) {
     if (value.is_string()) {
-        if (value.str().size() > max_bytes) fail_too_large(max_bytes);
+        if (value.str().size() > max_bytes) fail_output_too_large(max_bytes);
         return value.str();
     }
     std::string out;

@@ -26,8 +26,13 @@ namespace cflow::jinja {
 struct JinjaError {
     std::string message;
     bool located = false;
+    // The render ran out of its budget (steps, memory, time, output size, nesting) rather than
+    // failing in the template's own logic: a load-time probe refuses such a template.
+    bool over_budget = false;
 };
 [[noreturn]] void fail(std::string message);
+[[noreturn]] void fail_over_budget(std::string message);
+[[noreturn]] void fail_output_too_large(size_t max_bytes);
 
 class Value;
 class Interpreter;

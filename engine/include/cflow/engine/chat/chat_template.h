@@ -53,8 +53,12 @@ struct TemplateOptions {
     bool immutable_sandbox = true;
     bool trim_blocks = true;        // as transformers configures its jinja environment
     bool lstrip_blocks = true;
+    // The sandbox's budget. Running out of any of them fails the render with
+    // ErrorKind::OverBudget; real templates use a few thousand steps and well under 1 MiB.
     uint64_t max_steps = 5'000'000;
     uint64_t max_output_bytes = 4 << 20;
+    uint64_t max_allocated_bytes = 256ull << 20;  // strings, lists and dicts built or copied, summed
+    uint32_t time_limit_ms = 10'000;              // 0: none
 };
 
 class ChatTemplate {
@@ -78,5 +82,20 @@ private:
 
 // Used when a model has no template: "role: content" lines, explicit and visible to the user.
 std::string render_fallback_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt);
+
+// Small conversations every template is tried on: with a system message and without one, so a
+// template that rejects a system message or needs strict alternation still renders one.
+const std::vector<std::vector<ChatMessage>>& chat_template_probes();
+
+// The load-time budget: a chat template that cannot render the probes within it is hostile or
+// broken, and a front end that waited on it would hang at "Loading".
+inline constexpr uint32_t kTemplateProbeTimeLimitMs = 2000;
+inline constexpr uint64_t kTemplateProbeMaxAllocatedBytes = 64ull << 20;
+
+// Renders the probes under the load-time budget (options' bos/eos and kwargs are used, its limits
+// tightened to the budget). Fails with ErrorKind::OverBudget and the reason when a probe runs out
+// of steps, memory, time or output; a probe the template rejects on purpose (raise_exception for
+// an unsupported role) is not a failure.
+Status probe_chat_template(const ChatTemplate& chat_template, TemplateOptions options);
 
 } // namespace cflow
