@@ -210,6 +210,10 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& req, httplib:
         return send_error(res, not_found("the model '" + request.model + "' does not exist; this server serves '" +
                                              options.model_id + "' (GET /v1/models)",
                                          "model_not_found"));
+    // A model file truncated or rewritten under the server is refused before a slot runs on it
+    // (one that changes during a generation fails that generation: Session::step).
+    if (Status unchanged = model->check_file_unchanged(); !unchanged)
+        return send_error(res, ApiError{503, "server_error", "model_changed", {}, unchanged.error() + " (restart cflow serve)"});
 
     std::string key;
     if (chat_endpoint) {
@@ -313,8 +317,13 @@ void OpenAiServer::Impl::install_routes() {
     });
 
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-        const nlohmann::json body = {{"status", "ok"}, {"model", options.model_id}, {"slots", pool->size()},
-                                     {"slots_busy", pool->busy()}, {"waiting", pool->waiting()}};
+        nlohmann::json body = {{"status", "ok"}, {"model", options.model_id}, {"slots", pool->size()},
+                               {"slots_busy", pool->busy()}, {"waiting", pool->waiting()}};
+        if (Status unchanged = model->check_file_unchanged(); !unchanged) {
+            body["status"] = "model_changed";
+            body["error"] = unchanged.error();
+            res.status = 503;
+        }
         res.set_content(body.dump(), "application/json");
     });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -31,22 +32,25 @@ const char* kChatMl =
     "{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n'}}{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
 
+// The synthetic chat model converted to `file_name` under the test's folder and loaded (mapped).
+std::shared_ptr<const Model> load_chat_model(const std::string& file_name) {
+    test::SyntheticSpec spec;
+    spec.vocab = 320;
+    spec.seed = 21;
+    spec.max_seq_len = 1024;
+    SourceModel source = test::make_synthetic_model(spec);
+    source.metadata.set("tokenizer.chat_template", std::string(kChatMl));
+    const auto path = test::temp_dir("openai_server") / file_name;
+    ConvertOptions options;
+    options.weight_quant = DType::F32;
+    EXPECT_TRUE(convert_to_cflow(source, path.string(), options).ok());
+    auto loaded = Model::load(path.string());
+    EXPECT_TRUE(loaded.ok());
+    return loaded.ok() ? loaded.value() : nullptr;
+}
+
 std::shared_ptr<const Model> chat_model() {
-    static std::shared_ptr<const Model> model = [] {
-        test::SyntheticSpec spec;
-        spec.vocab = 320;
-        spec.seed = 21;
-        spec.max_seq_len = 1024;
-        SourceModel source = test::make_synthetic_model(spec);
-        source.metadata.set("tokenizer.chat_template", std::string(kChatMl));
-        const auto path = test::temp_dir("openai_server") / "chat-model.cflow";
-        ConvertOptions options;
-        options.weight_quant = DType::F32;
-        EXPECT_TRUE(convert_to_cflow(source, path.string(), options).ok());
-        auto loaded = Model::load(path.string());
-        EXPECT_TRUE(loaded.ok());
-        return loaded.ok() ? loaded.value() : nullptr;
-    }();
+    static std::shared_ptr<const Model> model = load_chat_model("chat-model.cflow");
     return model;
 }
 
@@ -461,6 +465,55 @@ TEST(OpenAiServer, ExpertFetchArmsAndTheCacheAnswerAlike) {
     }
     EXPECT_EQ(replies[1], replies[0]) << "sync vs mapped";
     EXPECT_EQ(replies[2], replies[0]) << "staged vs mapped";
+}
+
+// Issue 38: truncating the served model file killed `cflow serve` with SIGBUS (exit 135). Now the
+// generation that reads past the new end fails with the reason (the file is cut after its third
+// step), later requests are refused before they run (503 model_changed), /health says so, and
+// the server keeps answering.
+TEST(OpenAiServer, AModelFileTruncatedUnderTheServerFailsRequestsNotTheProcess) {
+    const std::string path = (test::temp_dir("openai_server") / "truncated-model.cflow").string();
+    std::shared_ptr<const Model> model = load_chat_model("truncated-model.cflow");
+    ASSERT_TRUE(model);
+    auto steps = std::make_shared<std::atomic<int>>(0);
+    auto cut_at = std::make_shared<std::atomic<int>>(-1);  // set once the first reply is in
+    ServerObserver observer;
+    observer.on_step = [steps, cut_at, path](unsigned, const TokenTelemetry&) {
+        if (++*steps == cut_at->load()) std::filesystem::resize_file(path, 4096);
+    };
+    ServerOptions options;
+    options.port = 0;
+    options.model_id = "chat-model";
+    SessionOptions session;
+    session.threads = 1;
+    auto created = OpenAiServer::create(model, session, options, observer);
+    ASSERT_TRUE(created.ok()) << created.error();
+    std::unique_ptr<OpenAiServer> server = std::move(created).value();
+    ASSERT_TRUE(server->start().ok());
+    httplib::Client client("127.0.0.1", server->port());
+    client.set_read_timeout(60, 0);
+
+    auto fine = client.Post("/v1/chat/completions", chat_body(4, 1, false), "application/json");
+    ASSERT_TRUE(fine);
+    EXPECT_EQ(fine->status, 200) << fine->body;
+
+    *cut_at = *steps + 3;
+    auto during = client.Post("/v1/chat/completions", chat_body(16, 1, true), "application/json");
+    ASSERT_TRUE(during);
+    EXPECT_NE(during->body.find("changed on disk while in use"), std::string::npos) << during->body;
+    EXPECT_NE(during->body.find("read(s) past its end"), std::string::npos) << during->body;
+
+    auto after = client.Post("/v1/chat/completions", chat_body(4, 1, false), "application/json");
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->status, 503) << after->body;
+    EXPECT_EQ(json::parse(after->body)["error"]["code"], "model_changed") << after->body;
+    auto health = client.Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 503);
+    EXPECT_EQ(json::parse(health->body)["status"], "model_changed") << health->body;
+    auto models = client.Get("/v1/models");
+    ASSERT_TRUE(models);
+    EXPECT_EQ(models->status, 200) << "the server itself lives on";
 }
 
 } // namespace

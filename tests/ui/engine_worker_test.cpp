@@ -2,6 +2,7 @@
 // queued signals into this thread). Replies are compared with a direct engine run.
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -294,6 +295,25 @@ TEST(EngineWorkerTest, MissingModelReportsThePath) {
     QMetaObject::invokeMethod(engine.worker(), [w = engine.worker(), missing] { w->loadModel(missing, 1); });
     ASSERT_TRUE(QTest::qWaitFor([&] { return !c.loadError.isEmpty(); }, kWorkerTimeoutMs));
     EXPECT_TRUE(c.loadError.contains(missing)) << c.loadError.toStdString();
+}
+
+// Issue 38: the model file truncated while the app has it loaded killed the whole app with SIGBUS.
+// Now the next reply fails with an error naming the file, and the worker lives on.
+TEST(EngineWorkerTest, AModelFileTruncatedWhileLoadedFailsTheReplyNotTheApp) {
+    const auto path = cflow::ui::test::model_with_template(
+        "truncated", "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}");
+    EngineThread engine;
+    Collector c(engine.worker());
+    ASSERT_TRUE(load(engine.worker(), c, qpath(path)));
+    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Hello")}}, greedy_settings(4));
+    ASSERT_TRUE(c.waitReplies(1)) << c.errors.join(u'\n').toStdString();
+
+    std::filesystem::resize_file(path, 4096);
+    post_generate(engine.worker(), {{QStringLiteral("user"), QStringLiteral("Hello again")}}, greedy_settings(4));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !c.errors.isEmpty(); }, kWorkerTimeoutMs));
+    EXPECT_TRUE(c.errors[0].contains(QStringLiteral("changed on disk while in use"))) << c.errors[0].toStdString();
+    EXPECT_TRUE(c.errors[0].contains(qpath(path))) << c.errors[0].toStdString();
+    EXPECT_EQ(c.finished.size(), 1u);
 }
 
 } // namespace

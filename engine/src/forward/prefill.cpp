@@ -44,8 +44,15 @@ bool Session::batched_prefill() const {
 }
 
 Result<std::span<const float>> Session::prefill(std::span<const int32_t> tokens, bool want_logits) {
+    const uint32_t start = position_;
     try {
-        return prefill_unguarded(tokens, want_logits);
+        auto logits = prefill_unguarded(tokens, want_logits);
+        // As step(): what was computed from a file that changed meanwhile is never handed out.
+        if (Status unchanged = model_->check_file_unchanged(); logits && !unchanged) {
+            truncate(start);
+            return unchanged.take_error();
+        }
+        return logits;
     } catch (const std::bad_alloc&) {
         return out_of_memory_error("prefill at position " + std::to_string(position_));
     }

@@ -176,8 +176,14 @@ Result<std::span<const float>> Session::step(int32_t token, bool want_logits) {
     // Scratch buffers are sized at create(), but routing, staged expert reads and the fetcher's
     // slot table may still allocate; an allocation failure must come back as an error, not
     // unwind through the caller. position() only advances on success, so the session stays usable.
+    const uint32_t start = position_;
     try {
-        return step_unguarded(token, want_logits);
+        auto logits = step_unguarded(token, want_logits);
+        if (Status unchanged = model_->check_file_unchanged(); logits && !unchanged) {
+            truncate(start);
+            return unchanged.take_error();
+        }
+        return logits;
     } catch (const std::bad_alloc&) {
         return out_of_memory_error("step at position " + std::to_string(position_));
     }

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <vector>
 
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
@@ -129,6 +130,40 @@ TEST(ModelLoad, SessionOnAnIsaTheCpuLacksIsUnsupported) {
     ASSERT_FALSE(session.ok());
     EXPECT_EQ(session.kind(), ErrorKind::Unsupported) << session.error();
     EXPECT_NE(session.error().find(std::string(isa_name(*missing_isa))), std::string::npos) << session.error();
+}
+
+// Issue 38: a mapped model truncated while a session runs on it killed the process with SIGBUS.
+// The step that read past the new end fails with Io naming the file, its logits are never handed
+// out, position() stays, and so does every later step and prefill; a copy in memory runs on.
+TEST(ModelLoad, AFileTruncatedWhileInUseFailsTheStepNotTheProcess) {
+    SyntheticSpec spec;
+    spec.max_seq_len = 64;
+    const std::string path = convert_for_load(spec, "model-truncated");
+    const std::string copy_path = convert_for_load(spec, "model-truncated-copy");
+    auto mapped = Model::load(path, LoadOptions{LoadMode::Map});
+    auto copied = Model::load(copy_path, LoadOptions{LoadMode::ReadAnon});
+    ASSERT_TRUE(mapped.ok() && copied.ok());
+    SessionOptions options;
+    options.threads = 1;
+    auto session = Session::create(*mapped, options);
+    auto copy_session = Session::create(*copied, options);
+    ASSERT_TRUE(session.ok() && copy_session.ok());
+    ASSERT_TRUE((*session)->step(1).ok());
+    ASSERT_TRUE((*copy_session)->step(1).ok());
+
+    std::filesystem::resize_file(path, 4096);
+    std::filesystem::resize_file(copy_path, 4096);
+    auto failed = (*session)->step(2);
+    ASSERT_FALSE(failed.ok());
+    EXPECT_EQ(failed.kind(), ErrorKind::Io);
+    EXPECT_NE(failed.error().find(path + " changed on disk while in use"), std::string::npos) << failed.error();
+    EXPECT_EQ((*session)->position(), 1u);
+    const std::vector<int32_t> prompt = {3, 4, 5};
+    auto prefill = (*session)->prefill(prompt);
+    ASSERT_FALSE(prefill.ok());
+    EXPECT_NE(prefill.error().find("changed on disk while in use"), std::string::npos) << prefill.error();
+    EXPECT_EQ((*session)->position(), 1u);
+    EXPECT_TRUE((*copy_session)->step(2).ok()) << "weights in memory do not depend on the file";
 }
 
 } // namespace

@@ -33,6 +33,17 @@ public:
     // Bytes of the mapping currently resident in RAM (0 where the OS cannot tell).
     virtual uint64_t resident_bytes() const = 0;
 
+    // Whether the bytes read through data() are still the file's as opened. Fails with
+    // ErrorKind::Io, "PATH changed on disk while in use (...)", once the opened file was truncated
+    // or written (its size or modification time moved) or a read of the mapping faulted. On POSIX a
+    // read past the end of a truncated mapping raises SIGBUS: a guard maps a page of zeros there
+    // and records the fault, so the process lives and the caller learns it here (check after the
+    // reads, before using what they produced). A file replaced by rename is not a change: the
+    // mapping keeps the old file, which stays whole. A ReadAnon copy never changes. Windows refuses
+    // to truncate a mapped file, and a writer needs a handle this process does not share while
+    // opening; the default there is always ok.
+    virtual Status check_unchanged() const { return {}; }
+
     // Called once with a ReadAnon copy's writable bytes, after the file is read and before the copy
     // is made read-only: the engine rearranges tiles there for its kernels (LoadOptions::lanes).
     using AnonTransform = std::function<void(uint8_t* bytes, uint64_t size)>;

@@ -72,6 +72,9 @@ public:
     const SegmentView& lm_head() const { return *lm_head_; }      // TokenEmbd when tied
     const SegmentView& token_embd() const { return *token_embd_; }
     std::string name() const;  // general.name, else the file stem
+    // Io "PATH changed on disk while in use (...)" once the mapped file was truncated or
+    // rewritten (MappedFile::check_unchanged); ok for weights held in memory (LoadMode::ReadAnon).
+    Status check_file_unchanged() const { return file_->file().check_unchanged(); }
     const std::string& chat_template() const { return chat_template_; }  // "" when the model has none
     // [rotary dims / 2] divisors of the rotary frequencies (Llama 3 rope scaling), empty for plain RoPE.
     std::span<const float> rope_freq_factors() const { return rope_freq_factors_; }

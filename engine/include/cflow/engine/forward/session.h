@@ -66,8 +66,10 @@ public:
     // Feeds `token` at position(); returns the next-token logits [vocab] when want_logits
     // (an empty span otherwise: prompt tokens before the last skip the LM head).
     // Fails with ContextFull when the context is full, InvalidInput when the token id is out of
-    // range or expert data is corrupt, Io when a staged expert read fails, OutOfMemory when an
-    // allocation fails (position() is then unchanged).
+    // range or expert data is corrupt, Io when a staged expert read fails or the model file
+    // changed on disk while in use (Model::check_file_unchanged: truncated or rewritten; the step's
+    // result is thrown away, never returned), OutOfMemory when an allocation fails (position() is
+    // then unchanged).
     Result<std::span<const float>> step(int32_t token, bool want_logits = true);
 
     // Feeds `tokens` at position() .. position() + size - 1, as that many step() calls would,
