@@ -64,6 +64,8 @@ int fail(const std::string& command, const std::string& message) {
 int run_convert(const ConvertArgs& args) {
     if (args.positionals.size() != 1) return fail("convert", "expected exactly one source (model folder, .gguf or llama2.c .bin)");
     if (!args.output && !args.preflight) return fail("convert", "missing -o OUT.cflow (or OUT.vflow)");
+    // Refused before the source is read: an empty path only failed at the final rename.
+    if (args.output && args.output->empty()) return fail("convert", "-o: the output path is empty");
     const std::string out = args.output.value_or(std::string());  // empty: --preflight without -o
 
     ConvertOptions options;

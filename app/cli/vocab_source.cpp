@@ -15,17 +15,23 @@
 namespace cflow::cli {
 namespace {
 
-// A Hugging Face tokenizer.json: its first non-blank byte opens a JSON object.
-// A FIFO is never opened here (it would block); the mapping below then refuses it by name.
-bool starts_json_object(const std::string& path) {
-    if (!require_regular_file(path)) return false;
+// The first non-blank byte of the file ('{' opens a Hugging Face tokenizer.json), 0 when there is
+// none. A FIFO is never opened here (it would block); the mapping below then refuses it by name.
+char first_text_byte(const std::string& path) {
+    if (!require_regular_file(path)) return 0;
     std::ifstream in(path_from_utf8(path), std::ios::binary);
     char head[64] = {};
     in.read(head, sizeof(head));
     const size_t got = static_cast<size_t>(in.gcount());
     size_t first = 0;
     while (first < got && std::isspace(static_cast<unsigned char>(head[first]))) ++first;
-    return first < got && head[first] == '{';
+    return first < got ? head[first] : 0;
+}
+
+bool has_json_extension(const std::string& path) {
+    std::string ext = path_from_utf8(path).extension().string();
+    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return ext == ".json";
 }
 
 } // namespace
@@ -46,7 +52,12 @@ Result<Metadata> read_vocab_metadata(const std::string& path) {
     }
     default: break;
     }
-    if (starts_json_object(path)) return read_hf_tokenizer(path);
+    const char first = first_text_byte(path);
+    if (first == '{') return read_hf_tokenizer(path);
+    // Read as a .cflow, JSON would fail on "bad magic" or a header size: say what it is instead.
+    if (first == '[' || first == '"' || has_json_extension(path))
+        return make_error(path + ": a tokenizer.json must hold a JSON object (with \"model\"); this file " +
+                          (first == '[' ? "holds an array" : first == '"' ? "holds a string" : "is not one"));
     auto file = CflowFile::open(path);
     if (!file) return file.take_error();
     return (*file)->metadata();

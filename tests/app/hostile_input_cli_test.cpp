@@ -105,6 +105,19 @@ TEST(HostileInputCli, AFifoAsVocabularyOrModelIsRefusedNotWaitedOn) {
     expect_quick_failure([&] { return run_cflow({"generate", fifo_model, "-p", "x", "-n", "1"}); }, "is not a regular file");
 }
 
+// Issue 38: a tokenizer.json holding an array was read as a .cflow ("GlobalHeader at offset 0:
+// file is 6 bytes"), and `convert -o ""` converted the whole model before failing at the rename.
+TEST(HostileInputCli, JsonThatIsNotATokenizerAndAnEmptyOutputAreNamedAtOnce) {
+    const auto dir = temp_dir("hostile-json-vocab");
+    std::filesystem::create_directories(dir / "arr");
+    const std::string array = write_hostile_file(dir / "arr" / "tokenizer.json", "[1, 2]");
+    expect_quick_failure([&] { return run_cflow_with_input({"tokenize", array}, "hello"); },
+                         "a tokenizer.json must hold a JSON object (with \"model\"); this file holds an array");
+    const std::string text = write_hostile_file(dir / "vocab.json", "  \"a string\"");
+    expect_quick_failure([&] { return run_cflow_with_input({"tokenize", text}, "hello"); }, "this file holds a string");
+    expect_quick_failure([&] { return run_cflow({"convert", default_model(), "-o", ""}); }, "-o: the output path is empty");
+}
+
 TEST(HostileInputCli, GenerateUnderAnyAddressSpaceLimitEndsInOneLine) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     GTEST_SKIP() << "sanitizer runtimes reserve terabytes of address space: ulimit -v cannot apply";
