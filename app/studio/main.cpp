@@ -16,6 +16,8 @@
 
 #include "app_logging.h"
 #include "cflow/ui/app_icon.h"
+#include "cflow/ui/conversation_store.h"
+#include "cflow/ui/database_recovery.h"
 #include "cflow/ui/default_model.h"
 #include "cflow/ui/main_window.h"
 #include "compare_self_test.h"
@@ -162,6 +164,16 @@ int run_studio(int argc, char** argv) {
                  logPath.isEmpty() ? std::string("stderr") : logPath.toStdString());
 
     cflow::ui::MainWindowOptions windowOptions;
+    // Before any window: a damaged conversation database is asked about, and Quit ends here.
+    auto store = std::make_shared<cflow::ui::OpenedStore>(cflow::ui::open_conversation_store(
+        cflow::ui::default_database_path(), [](const QString& path, const QString& problem) {
+            return cflow::ui::ask_about_damaged_database(nullptr, path, problem);
+        }));
+    if (!store->store) {
+        spdlog::info("quitting: the conversation database could not be used");
+        return 1;
+    }
+    windowOptions.store = std::move(store);
     windowOptions.measureReadBandwidth = !parser.isSet(selfTest);  // the self-test measures nothing it does not need
     windowOptions.rememberLayout = !parser.isSet(selfTest);        // and always starts from the default layout
     cflow::ui::MainWindow window(nullptr, windowOptions);

@@ -263,6 +263,7 @@ void ChatPanel::syncEntry(int index) {
     const ChatEntry& e = entries[static_cast<size_t>(index)];
     if (view_->card(index)->text() != e.content) view_->setMessageText(index, e.content);
     view_->setStopped(index, e.stopped);
+    view_->setInterrupted(index, !e.complete);  // only a reply read back from the store can be incomplete
     view_->setAlternatives(index, e.version, static_cast<int>(e.versions.size()));
     view_->setEditing(index, index == editingIndex_);
 }
@@ -282,6 +283,7 @@ void ChatPanel::updateNotices() {
     systemNote_->setVisible(prompt.systemIgnored && controller_->setup().mode == PromptMode::Chat);
 
     QStringList info;
+    if (!storageNotice_.isEmpty()) info << storageNotice_.toHtmlEscaped();
     if (controller_->entries().empty() && !modelPurpose_.isEmpty())
         info << tr("<b>About this model:</b> %1").arg(modelPurpose_.toHtmlEscaped());
     const QString other = controller_->otherModelPath();
@@ -301,6 +303,11 @@ void ChatPanel::updateNotices() {
 
     notice_->setText(error_.toHtmlEscaped());
     notice_->setVisible(!error_.isEmpty());
+}
+
+void ChatPanel::setStorageNotice(const QString& notice) {
+    storageNotice_ = notice;
+    updateNotices();
 }
 
 void ChatPanel::setModelPurpose(const QString& purpose) {

@@ -54,12 +54,19 @@ ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidg
     markerFont.setItalic(true);
     stoppedMarker_->setFont(markerFont);
     stoppedMarker_->hide();
+    interruptedMarker_ = new QLabel(tr("interrupted"), this);
+    interruptedMarker_->setObjectName(QStringLiteral("interruptedMarker"));
+    interruptedMarker_->setAccessibleName(tr("Reply interrupted"));
+    interruptedMarker_->setToolTip(tr("The app ended while this reply was being written: it may be cut short."));
+    interruptedMarker_->setFont(markerFont);
+    interruptedMarker_->hide();
     activityMarker_ = new QLabel(this);
     activityMarker_->setObjectName(QStringLiteral("activityMarker"));
     activityMarker_->setFont(markerFont);
     activityMarker_->hide();
     header->addWidget(activityMarker_);
     header->addWidget(stoppedMarker_);
+    header->addWidget(interruptedMarker_);
     header->addStretch();
 
     previousAlternative_ = labelled_button<QToolButton>(QStringLiteral("\u2039"), QStringLiteral("previousAlternative"),
@@ -207,6 +214,11 @@ void ChatMessageCard::onAnchorClicked(const QUrl& url) {
 void ChatMessageCard::setStopped(bool stopped) {
     stopped_ = stopped;
     stoppedMarker_->setVisible(stopped);
+}
+
+void ChatMessageCard::setInterrupted(bool interrupted) {
+    interrupted_ = interrupted;
+    interruptedMarker_->setVisible(interrupted);
 }
 
 void ChatMessageCard::setAlternatives(int current, int count) {
@@ -375,6 +387,10 @@ void ChatView::setActivity(int index, const QString& text) {
 
 void ChatView::setStopped(int index, bool stopped) {
     if (index >= 0 && index < count()) card(index)->setStopped(stopped);
+}
+
+void ChatView::setInterrupted(int index, bool interrupted) {
+    if (index >= 0 && index < count()) card(index)->setInterrupted(interrupted);
 }
 
 void ChatView::setAlternatives(int index, int current, int alternatives) {

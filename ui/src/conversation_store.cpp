@@ -79,10 +79,19 @@ ConversationStore::ConversationStore(QString path, QString connection)
 
 ConversationStore::~ConversationStore() { close_sqlite(connection_); }
 
-Result<std::unique_ptr<ConversationStore>> ConversationStore::open(const QString& path) {
+Result<std::unique_ptr<ConversationStore>> ConversationStore::open(const QString& path, Access access) {
     static std::atomic<int> counter{0};
     const QString connection = QStringLiteral("cflow-store-%1").arg(counter.fetch_add(1));
     std::unique_ptr<ConversationStore> store(new ConversationStore(path, connection));
+    if (access == Access::ReadOnly) {
+        store->readOnly_ = true;
+        auto db = open_sqlite_read_only(path, connection);
+        if (!db) return db.take_error();
+        QSqlQuery q(*db);
+        if (!q.exec(QStringLiteral("SELECT count(*) FROM conversations")) || !q.next())
+            return sql_error(path, QStringLiteral("cannot read the conversations"), q.lastError());
+        return store;
+    }
     auto db = open_sqlite(path, connection, {"PRAGMA foreign_keys=ON"});
     if (!db) return db.take_error();
     QSqlQuery q(*db);
@@ -261,6 +270,16 @@ Result<std::vector<StoredMessage>> ConversationStore::messages(qint64 conversati
         out.push_back(std::move(m));
     }
     return out;
+}
+
+Result<QString> ConversationStore::quickCheck() const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    if (!q.exec(QStringLiteral("PRAGMA quick_check(20)")))
+        return sql_error(path_, QStringLiteral("quick_check"), q.lastError());
+    QStringList problems;
+    while (q.next()) problems << q.value(0).toString();
+    if (problems.isEmpty()) return sql_error(path_, QStringLiteral("quick_check gave no answer"), q.lastError());
+    return problems.join(u'\n');
 }
 
 Result<QString> ConversationStore::integrityCheck() const {

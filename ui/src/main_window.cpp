@@ -24,6 +24,7 @@
 #include <QPointer>
 #include <QSettings>
 #include <QStatusBar>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -67,15 +68,21 @@ const QString kRecentKey = QStringLiteral("recentModels");
 const QString kGeometryKey = QStringLiteral("mainWindow/geometry");
 const QString kStateKey = QStringLiteral("mainWindow/state");
 
-std::unique_ptr<ConversationStore> open_store_or_memory(QString& warning) {
-    const QString path = default_database_path();
-    auto store = ConversationStore::open(path);
-    if (store) return std::move(store).value();
-    // Without a writable database the app still chats; nothing is kept after exit.
-    warning = QString::fromStdString(store.error());
-    spdlog::warn("conversation store unavailable ({}); using an in-memory database", store.error());
-    auto memory = ConversationStore::open(QStringLiteral(":memory:"));
-    return memory ? std::move(memory).value() : nullptr;
+// The database the options carry, else default_database_path() with the user asked about damage.
+OpenedStore open_window_store(QWidget* window, MainWindowOptions& options, bool& quitRequested) {
+    if (options.store && options.store->store) return std::move(*options.store);
+    DamagedDatabaseAsk ask = options.onDamagedDatabase;
+    if (!ask) ask = [window](const QString& path, const QString& problem) { return ask_about_damaged_database(window, path, problem); };
+    OpenedStore opened = open_conversation_store(default_database_path(), ask);
+    if (opened.store) return opened;
+    // Quit: the widgets below still need a store until the event loop ends the application; an
+    // empty read-only one cannot keep or lose anything.
+    quitRequested = true;
+    QTimer::singleShot(0, qApp, &QCoreApplication::quit);
+    auto placeholder = ConversationStore::open(QDir(QDir::tempPath()).filePath(QStringLiteral("cflow-studio-quitting.sqlite")));
+    opened.store = placeholder ? std::move(placeholder).value() : nullptr;
+    opened.notice = QObject::tr("Closing: the conversation database could not be used.");
+    return opened;
 }
 
 QString data_size(uint64_t bytes) { return QLocale().formattedDataSize(static_cast<qint64>(bytes)); }
@@ -88,8 +95,9 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
       bundledModelsFolder_(options.bundledModelsFolder ? *options.bundledModelsFolder : bundled_models_folder()) {
     setWindowTitle(tr("cflow studio"));
     setWindowIcon(app_icon());
-    QString storeWarning;
-    store_ = open_store_or_memory(storeWarning);
+    OpenedStore opened = open_window_store(this, options, quitRequested_);
+    store_ = std::move(opened.store);
+    const QString storeNotice = opened.notice;
     ring_ = std::make_unique<TelemetryRing>();
     producer_ = std::make_unique<SharedRingProducer>(*ring_);
     engine_ = std::make_unique<EngineThread>();
@@ -132,8 +140,8 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
     status_ = new StatusArea(this);
     statusBar()->addWidget(status_, 1);
     statusBar()->setSizeGripEnabled(true);
-    if (storeWarning.isEmpty()) status_->showInfo(tr("No model open. File > Open model… to load a .cflow file."));
-    else status_->showError(tr("Conversations are not saved: %1").arg(storeWarning));
+    status_->showInfo(tr("No model open. File > Open model… to load a .cflow file."));
+    chat_->setStorageNotice(storeNotice);  // stays while this database is in use
     wireController();
 
     setMinimumSize(kMinimumWidth, kMinimumHeight);

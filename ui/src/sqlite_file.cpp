@@ -30,6 +30,16 @@ Result<QSqlDatabase> open_sqlite(const QString& path, const QString& connection,
     return db;
 }
 
+Result<QSqlDatabase> open_sqlite_read_only(const QString& path, const QString& connection) {
+    if (!QSqlDatabase::isDriverAvailable(QStringLiteral("QSQLITE")))
+        return make_error("the Qt SQLite driver (QSQLITE) is not available: install libqt6sql6-sqlite");
+    QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), connection);
+    db.setDatabaseName(path);
+    db.setConnectOptions(QStringLiteral("QSQLITE_OPEN_READONLY;QSQLITE_BUSY_TIMEOUT=5000"));
+    if (!db.open()) return sql_error(path, QStringLiteral("cannot open the database read-only"), db.lastError());
+    return db;
+}
+
 void close_sqlite(const QString& connection) {
     {
         QSqlDatabase db = QSqlDatabase::database(connection, false);

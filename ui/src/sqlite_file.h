@@ -22,6 +22,9 @@ Error sql_error(const QString& path, const QString& what, const QSqlError& error
 Result<QSqlDatabase> open_sqlite(const QString& path, const QString& connection,
                                  std::initializer_list<const char*> extra_pragmas = {});
 
+// Opens an existing file read-only (SQLITE_OPEN_READONLY): no folder, journal or pragma writes.
+Result<QSqlDatabase> open_sqlite_read_only(const QString& path, const QString& connection);
+
 // Closes the connection and removes it (a no-op for a name never added).
 void close_sqlite(const QString& connection);
 

@@ -50,6 +50,9 @@ public:
     void showRawPrompt();
     // What the loaded model is for (its card's first paragraph): shown while the chat is empty.
     void setModelPurpose(const QString& purpose);
+    // Where the conversations are kept when that is not the usual database (a read-only copy, a
+    // damaged file moved aside): shown above every conversation while it holds; "" hides it.
+    void setStorageNotice(const QString& notice);
 
 signals:
     void replyFinished(const cflow::ui::ReplyStats& stats);
@@ -76,6 +79,7 @@ private:
     QLabel* context_;
     QLabel* notice_;       // errors and context full, cleared by the next reply
     QLabel* info_;         // other model, dropped turns: follows the conversation
+    QString storageNotice_;
     QLabel* editBanner_;
     QPushButton* cancelEdit_;
     QString error_;

@@ -66,6 +66,9 @@ public:
     void setActivity(const QString& text);
     QString activity() const;
     bool isStopped() const { return stopped_; }
+    // A reply the app was still writing when it ended (a crash, kill -9): its text may be cut.
+    void setInterrupted(bool interrupted);
+    bool isInterrupted() const { return interrupted_; }
     // Alternative number current (0-based) of count is shown; ‹ › step through them.
     // Hidden for count <= 1.
     void setAlternatives(int current, int count);
@@ -107,11 +110,13 @@ private:
     QLabel* thinkingView_;
     QTextBrowser* browser_;
     QLabel* stoppedMarker_;
+    QLabel* interruptedMarker_;
     QLabel* activityMarker_;
     QToolButton* previousAlternative_;
     QLabel* alternativeLabel_;
     QToolButton* nextAlternative_;
     bool stopped_ = false;
+    bool interrupted_ = false;
     bool editing_ = false;
     QTimer* highlightTimer_;
     TokenSpans spans_;
@@ -136,6 +141,7 @@ public:
 
     // Card state for the chat controller; out-of-range indices are ignored.
     void setStopped(int index, bool stopped);
+    void setInterrupted(int index, bool interrupted);
     void setActivity(int index, const QString& text);
     void setAlternatives(int index, int current, int count);
     void setEditing(int index, bool editing);

@@ -42,8 +42,11 @@ QString default_database_path();
 
 class ConversationStore {
 public:
-    // Opens (creating if needed) the database at path and applies the schema.
-    static Result<std::unique_ptr<ConversationStore>> open(const QString& path);
+    // Opens (creating if needed) the database at path and applies the schema. Read-only: opens
+    // an existing file without writing anything (every change then fails with the driver's
+    // "readonly database" error); its tables must be there.
+    enum class Access { ReadWrite, ReadOnly };
+    static Result<std::unique_ptr<ConversationStore>> open(const QString& path, Access access = Access::ReadWrite);
     ~ConversationStore();
     ConversationStore(const ConversationStore&) = delete;
     ConversationStore& operator=(const ConversationStore&) = delete;
@@ -76,6 +79,10 @@ public:
 
     // PRAGMA integrity_check: "ok" for a sound file.
     Result<QString> integrityCheck() const;
+    // PRAGMA quick_check (one pass over the pages, O(size); no index cross-check): "ok" for a
+    // sound file, else what is wrong, one problem per line. Run at every start.
+    Result<QString> quickCheck() const;
+    bool readOnly() const { return readOnly_; }
 
 private:
     ConversationStore(QString path, QString connection);
@@ -83,6 +90,7 @@ private:
 
     QString path_;
     QString connection_;  // this store's QSqlDatabase connection name
+    bool readOnly_ = false;
 };
 
 } // namespace cflow::ui

@@ -15,6 +15,7 @@
 #include <QCoro/QCoroTask>
 
 #include "cflow/ui/chat_types.h"
+#include "cflow/ui/database_recovery.h"
 #include "cflow/ui/model_card.h"
 #include "cflow/ui/model_summary.h"
 
@@ -56,6 +57,12 @@ struct MainWindowOptions {
     // zoo beside the executable (default_model.h, bundled_models_folder()); an empty string
     // disables the entry.
     std::optional<QString> bundledModelsFolder;
+    // The conversation database, opened before the window (main() does, so that Quit in the
+    // damaged-database question ends the app before a window exists). Null: the window opens
+    // default_database_path() itself, asking onDamagedDatabase (empty: the message box); Quit
+    // there opens nothing usable, so the window then closes the application (quitRequested()).
+    std::shared_ptr<OpenedStore> store;
+    DamagedDatabaseAsk onDamagedDatabase;
 };
 
 class MainWindow : public QMainWindow {
@@ -84,6 +91,8 @@ public:
     QAction* serveAction() const { return serveAction_; }
     EngineWorker* engine() const;
     ConversationStore* store() const { return store_.get(); }
+    // The user chose Quit when asked about a damaged conversation database.
+    bool quitRequested() const { return quitRequested_; }
     QString metricsText() const;
     void setLogPath(const QString& path) { logPath_ = path; }
     // Docks back where a first start puts them (View > Reset layout).
@@ -135,6 +144,7 @@ private:
     void showServerStatus();
 
     std::unique_ptr<ConversationStore> store_;
+    bool quitRequested_ = false;
     std::unique_ptr<TelemetryRing> ring_;      // engine thread -> inspector; outlives both
     std::unique_ptr<SharedRingProducer> producer_;  // the engine thread and the server's threads push through it
     ServerController* server_ = nullptr;
