@@ -194,7 +194,10 @@ void declare_serve(CLI::App& root, ServeArgs& a) {
     c->add_option("MODEL", a.positionals, "the .cflow/.vflow model (default: the bundled model)")->type_name("FILE");
     c->add_option("--host", a.host, "the address to listen on")->type_name("HOST")->capture_default_str();
     add_integer(*c, "--port", a.port, 0, 65535, "the port (0: any free one)", "PORT");
-    c->add_option("--api-key", a.api_key, "require this bearer token")->type_name("KEY");
+    c->add_option("--api-key", a.api_key,
+                  "require this bearer token (visible to other users in the process list: prefer CFLOW_API_KEY or --api-key-file)")
+        ->type_name("KEY");
+    c->add_option("--api-key-file", a.api_key_file, "require the bearer token in FILE's first line")->type_name("FILE");
     add_integer(*c, "--parallel", a.parallel, 1, 64, "requests answered at once (one session each)");
     add_integer(*c, "--queue", a.queue, 0, 4096, "requests that may wait for a slot");
     add_integer(*c, "--max-body-mib", a.max_body_mib, 1, 1024, "the largest request body in MiB");

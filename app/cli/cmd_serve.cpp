@@ -3,12 +3,14 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
+#include "cflow/formats/whole_file.h"
 #include "chat_args.h"
 #include "commands.h"
 #include "default_model.h"
@@ -38,6 +40,33 @@ void log_served(const server::ServedRequest& served) {
 } // namespace
 #endif
 
+// The key from --api-key-file (its first line, blanks around it dropped), --api-key, or the
+// CFLOW_API_KEY environment variable; at most one of them. "" when none is given.
+Result<std::string> api_key_from(const ServeArgs& args) {
+    const char* env = std::getenv("CFLOW_API_KEY");
+    const bool from_env = env != nullptr && *env != '\0';
+    if (!args.api_key_file.empty() + !args.api_key.empty() + from_env > 1)
+        return make_error("give the API key one way: --api-key-file, --api-key or CFLOW_API_KEY");
+    auto trimmed = [](std::string key) {
+        key = key.substr(0, key.find_first_of("\r\n"));
+        const size_t first = key.find_first_not_of(" \t");
+        const size_t last = key.find_last_not_of(" \t");
+        return first == std::string::npos ? std::string() : key.substr(first, last - first + 1);
+    };
+    if (!args.api_key_file.empty()) {
+        auto text = read_whole_file(args.api_key_file, 64 * 1024, "an API key file");
+        if (!text) return text.take_error();
+        std::string key = trimmed(*text);
+        if (key.empty()) return make_error(args.api_key_file + ": the first line holds no key");
+        return key;
+    }
+    if (from_env) return trimmed(env);
+    if (!args.api_key.empty())
+        std::fprintf(stderr, "cflow serve: warning: --api-key is visible to other users in the process list; "
+                             "CFLOW_API_KEY or --api-key-file keep it out of it\n");
+    return args.api_key;
+}
+
 int run_serve(const ServeArgs& args) {
 #if !CFLOW_HAVE_SERVER
     (void)args;
@@ -51,7 +80,9 @@ int run_serve(const ServeArgs& args) {
     server::ServerOptions options;
     options.host = args.host;
     options.port = args.port;
-    options.api_key = args.api_key;
+    auto api_key = api_key_from(args);
+    if (!api_key) return fail("serve", api_key.error());
+    options.api_key = *api_key;
     options.parallel = args.parallel;
     options.max_waiting = args.queue;
     options.max_body_bytes = size_t(args.max_body_mib) << 20;

@@ -49,6 +49,7 @@ struct ServeArgs {
     std::string host = "127.0.0.1";
     int port = 8080;
     std::string api_key;
+    std::string api_key_file;
     unsigned parallel = 1;
     unsigned queue = 32;
     unsigned max_body_mib = 8;

@@ -2,11 +2,14 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -16,6 +19,7 @@
 #include "cflow/server/openai_response.h"
 #include "cflow/server/slot_pool.h"
 #include "cflow/server/sse.h"
+#include "request_threads.h"
 
 namespace cflow::server {
 namespace {
@@ -68,6 +72,8 @@ struct OpenAiServer::Impl {
     std::unique_ptr<SlotPool> pool;
     httplib::Server http;
     std::thread serving;
+    // Made by start() and handed to httplib when its loop begins (httplib then owns it).
+    std::unique_ptr<RequestThreads> prepared_threads;
     std::atomic<bool> stopping{false};
     std::atomic<bool> started{false};
     std::atomic<bool> listen_returned{false};
@@ -281,14 +287,23 @@ void OpenAiServer::Impl::install_routes() {
         int yes = 1;
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const char*>(&yes), sizeof(yes));
     });
-    const unsigned threads = options.parallel + options.max_waiting + 4;
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    http.new_task_queue = [this]() -> httplib::TaskQueue* {
+        if (prepared_threads) return prepared_threads.release();
+        // A second listen() (not done here): one thread, so it cannot fail where start() did not.
+        auto fallback = std::make_unique<RequestThreads>();
+        (void)fallback->start(1);
+        return fallback.release();
+    };
 
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         if (options.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
         const std::string authorization = req.get_header_value("Authorization");
-        constexpr std::string_view kBearer = "Bearer ";
-        const bool has_bearer = authorization.size() > kBearer.size() && authorization.compare(0, kBearer.size(), kBearer) == 0;
+        // The scheme name is case-insensitive (RFC 9110, 11.1): "bearer KEY" is as good.
+        constexpr std::string_view kBearer = "bearer ";
+        const bool has_bearer = authorization.size() > kBearer.size() &&
+                                std::equal(kBearer.begin(), kBearer.end(), authorization.begin(), [](char want, char got) {
+                                    return want == std::tolower(static_cast<unsigned char>(got));
+                                });
         if (has_bearer && same_secret(std::string_view(authorization).substr(kBearer.size()), options.api_key))
             return httplib::Server::HandlerResponse::Unhandled;
         send_error(res, unauthorized(has_bearer ? "incorrect API key provided"
@@ -366,6 +381,11 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::create(std::shared_ptr<const
 Status OpenAiServer::start() {
     Impl& s = *impl_;
     if (s.started.load()) return make_error(ErrorKind::Internal, "the server is already running");
+    // Every request holds a thread while it runs or waits for a slot: the slots, the queue, and a
+    // few for /health, /v1/models and refusals. Started before binding, so a refusal is an error.
+    auto threads = std::make_unique<RequestThreads>();
+    if (Status started = threads->start(size_t(s.options.parallel) + s.options.max_waiting + 4); !started) return started;
+    s.prepared_threads = std::move(threads);
     const std::string& host = s.options.host;
     int port = s.options.port;
     errno = 0;
@@ -384,10 +404,16 @@ Status OpenAiServer::start() {
     s.bound_port = port;
     s.started = true;
     s.listen_returned = false;
-    s.serving = std::thread([&s] {
-        s.http.listen_after_bind();
-        s.listen_returned = true;
-    });
+    try {
+        s.serving = std::thread([&s] {
+            s.http.listen_after_bind();
+            s.listen_returned = true;
+        });
+    } catch (const std::system_error& e) {
+        s.started = false;
+        s.prepared_threads.reset();
+        return make_error(ErrorKind::Io, std::string("cannot start the server's listening thread: ") + e.what());
+    }
     // httplib's stop() does nothing until its loop has started: wait for it, so a stop() right
     // after start() cannot leave the loop running.
     const auto deadline = Clock::now() + std::chrono::seconds(10);

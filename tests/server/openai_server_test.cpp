@@ -246,6 +246,15 @@ TEST(OpenAiServer, TheApiKeyIsRequiredWhenOneIsSet) {
     auto right = t.client().Get("/v1/models", {{"Authorization", "Bearer sekrit"}});
     ASSERT_TRUE(right);
     EXPECT_EQ(right->status, 200);
+    // The scheme name is case-insensitive (issue 38: "bearer" was refused); the key is not.
+    for (const char* scheme : {"bearer", "BEARER", "bEaReR"}) {
+        auto any_case = t.client().Get("/v1/models", {{"Authorization", std::string(scheme) + " sekrit"}});
+        ASSERT_TRUE(any_case);
+        EXPECT_EQ(any_case->status, 200) << scheme;
+    }
+    auto key_case = t.client().Get("/v1/models", {{"Authorization", "Bearer SEKRIT"}});
+    ASSERT_TRUE(key_case);
+    EXPECT_EQ(key_case->status, 401);
     auto chat = t.post("/v1/chat/completions", chat_body(4, 1, false), {{"Authorization", "Bearer nope"}});
     ASSERT_TRUE(chat);
     EXPECT_EQ(chat->status, 401);

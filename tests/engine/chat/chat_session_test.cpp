@@ -349,7 +349,11 @@ TEST(ChatSession, AHostileModelTemplateFallsBackAtLoadWithTheReason) {
     ChatSession chat = chat_for(hostile);
     EXPECT_FALSE(chat.has_model_template());
     EXPECT_NE(chat.template_note().find("refused at load"), std::string::npos) << chat.template_note();
-    EXPECT_NE(chat.template_note().find("more than 64 MiB"), std::string::npos) << chat.template_note();
+    // Which budget runs out first depends on the machine (a sanitized build is slower than 64 MiB
+    // of copies takes): either is the load-time budget.
+    EXPECT_TRUE(chat.template_note().find("more than 64 MiB") != std::string::npos ||
+                chat.template_note().find("ran longer than 2000 ms") != std::string::npos)
+        << chat.template_note();
     auto turn = chat.prepare({{"user", "hi", ""}});
     ASSERT_TRUE(turn.ok()) << turn.error();
     EXPECT_EQ(turn->source, PromptSource::Fallback);

