@@ -198,6 +198,12 @@ void declare_serve(CLI::App& root, ServeArgs& a) {
                   "require this bearer token (visible to other users in the process list: prefer CFLOW_API_KEY or --api-key-file)")
         ->type_name("KEY");
     c->add_option("--api-key-file", a.api_key_file, "require the bearer token in FILE's first line")->type_name("FILE");
+    c->add_option("--allowed-host", a.allowed_hosts,
+                  "also answer requests sent to this host name (IP addresses and localhost always are); repeatable")
+        ->type_name("NAME");
+    c->add_option("--cors", a.cors_origins,
+                  "answer browser requests from this origin (scheme://host[:port], or * for any); repeatable")
+        ->type_name("ORIGIN");
     add_integer(*c, "--parallel", a.parallel, 1, 64, "requests answered at once (one session each)");
     add_integer(*c, "--queue", a.queue, 0, 4096, "requests that may wait for a slot");
     add_integer(*c, "--max-body-mib", a.max_body_mib, 1, 1024, "the largest request body in MiB");

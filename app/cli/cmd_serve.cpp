@@ -83,6 +83,8 @@ int run_serve(const ServeArgs& args) {
     auto api_key = api_key_from(args);
     if (!api_key) return fail("serve", api_key.error());
     options.api_key = *api_key;
+    options.origin_policy.allowed_hosts = args.allowed_hosts;
+    options.origin_policy.cors_origins = args.cors_origins;
     options.parallel = args.parallel;
     options.max_waiting = args.queue;
     options.max_body_bytes = size_t(args.max_body_mib) << 20;

@@ -50,6 +50,8 @@ struct ServeArgs {
     int port = 8080;
     std::string api_key;
     std::string api_key_file;
+    std::vector<std::string> allowed_hosts;
+    std::vector<std::string> cors_origins;
     unsigned parallel = 1;
     unsigned queue = 32;
     unsigned max_body_mib = 8;

@@ -296,6 +296,28 @@ void OpenAiServer::Impl::install_routes() {
     };
 
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        const std::string host = req.get_header_value("Host");
+        const std::string origin = req.get_header_value("Origin");
+        if (auto refused = refuse_request(options.origin_policy, host, origin)) {
+            send_error(res, ApiError{403, "invalid_request_error", "forbidden_origin", {}, *refused});
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        const std::string cors = allowed_cors_origin(options.origin_policy, host, origin);
+        if (req.method == "OPTIONS") {  // a browser's preflight of an allowed origin: no key needed
+            res.status = 204;
+            if (!cors.empty()) {
+                res.set_header("Access-Control-Allow-Origin", cors);
+                res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+                res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
+                res.set_header("Access-Control-Max-Age", "600");
+                res.set_header("Vary", "Origin");
+            }
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        if (!cors.empty()) {
+            res.set_header("Access-Control-Allow-Origin", cors);
+            res.set_header("Vary", "Origin");
+        }
         if (options.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
         const std::string authorization = req.get_header_value("Authorization");
         // The scheme name is case-insensitive (RFC 9110, 11.1): "bearer KEY" is as good.

@@ -41,7 +41,7 @@ const std::map<std::string, std::vector<std::string>>& expected_options() {
                                kSampling),
                           kSession)},
         {"chat", join(join({"--system", "--template", "--context-policy", "--thinking", "--template-time", "--show-prompt"}, kSampling), kSession)},
-        {"serve", join({"--host", "--port", "--api-key", "--api-key-file", "--parallel", "--queue", "--max-body-mib", "--template",
+        {"serve", join({"--host", "--port", "--api-key", "--api-key-file", "--allowed-host", "--cors", "--parallel", "--queue", "--max-body-mib", "--template",
                         "--context-policy"},
                        kSession)},
         {"logits", {"-p", "--prompt", "--prompt-file", "--ids", "--top", "--out", "--isa", "--threads", "--ctx", "--load",

@@ -525,5 +525,39 @@ TEST(OpenAiServer, AModelFileTruncatedUnderTheServerFailsRequestsNotTheProcess) 
     EXPECT_EQ(models->status, 200) << "the server itself lives on";
 }
 
+// Issue 38: any web page could drive the local model (a `text/plain` POST from its origin needs
+// no preflight; DNS rebinding makes its host name point at 127.0.0.1). Both are refused before a
+// generation starts; an origin given with --cors is answered, with its CORS headers.
+TEST(OpenAiServer, ForeignHostsAndOriginsAreRefusedAndCorsOriginsAnswered) {
+    ServerOptions options;
+    options.origin_policy.cors_origins = {"http://localhost:3000"};
+    TestServer t(options);
+    ASSERT_TRUE(t.server);
+    auto rebound = t.client().Post("/v1/chat/completions", {{"Host", "evil.example:8080"}}, chat_body(4, 1, false), "text/plain");
+    ASSERT_TRUE(rebound);
+    EXPECT_EQ(rebound->status, 403) << rebound->body;
+    EXPECT_EQ(json::parse(rebound->body)["error"]["code"], "forbidden_origin");
+    auto foreign = t.client().Post("/v1/chat/completions", {{"Origin", "https://evil.example"}}, chat_body(4, 1, false), "text/plain");
+    ASSERT_TRUE(foreign);
+    EXPECT_EQ(foreign->status, 403) << foreign->body;
+    EXPECT_NE(foreign->body.find("--cors https://evil.example"), std::string::npos) << foreign->body;
+    EXPECT_TRUE(t.log->served.empty()) << "no generation ran for a refused request";
+
+    auto preflight = t.client().Options("/v1/chat/completions", {{"Origin", "http://localhost:3000"},
+                                                                 {"Access-Control-Request-Method", "POST"}});
+    ASSERT_TRUE(preflight);
+    EXPECT_EQ(preflight->status, 204);
+    EXPECT_EQ(preflight->get_header_value("Access-Control-Allow-Origin"), "http://localhost:3000");
+    EXPECT_NE(preflight->get_header_value("Access-Control-Allow-Headers").find("Authorization"), std::string::npos);
+    auto allowed = t.client().Post("/v1/chat/completions", {{"Origin", "http://localhost:3000"}}, chat_body(4, 1, false),
+                                   "application/json");
+    ASSERT_TRUE(allowed);
+    EXPECT_EQ(allowed->status, 200) << allowed->body;
+    EXPECT_EQ(allowed->get_header_value("Access-Control-Allow-Origin"), "http://localhost:3000");
+    auto plain = t.post("/v1/chat/completions", chat_body(4, 1, false));  // no Origin: not a browser
+    ASSERT_TRUE(plain);
+    EXPECT_EQ(plain->status, 200);
+}
+
 } // namespace
 } // namespace cflow::server

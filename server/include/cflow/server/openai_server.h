@@ -20,6 +20,7 @@
 #include "cflow/base/result.h"
 #include "cflow/engine/chat/chat_session.h"
 #include "cflow/engine/forward/telemetry.h"
+#include "cflow/server/origin_policy.h"
 #include "cflow/server/openai_request.h"
 
 namespace cflow::server {
@@ -36,6 +37,7 @@ struct ServerOptions {
     ContextPolicy context_policy = ContextPolicy::Stop;  // Stop: a prompt that does not fit gets 400
     TemplateChoice template_choice;      // the model's own by default
     RequestLimits limits;
+    OriginPolicy origin_policy;          // Host names and browser origins answered (origin_policy.h)
 };
 
 // One answered generation request, as the observer and the log see it.
