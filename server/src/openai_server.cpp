@@ -2,6 +2,10 @@
 
 #include <httplib.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -58,6 +62,14 @@ bool same_secret(std::string_view a, std::string_view b) {
     return diff == 0;
 }
 
+constexpr size_t kLargeBodyBytes = size_t(1) << 20;
+
+void return_free_heap_to_os() {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
+
 uint64_t random_seed() {
     static thread_local std::mt19937_64 rng{std::random_device{}()};
     return rng();
@@ -74,6 +86,9 @@ struct OpenAiServer::Impl {
     std::thread serving;
     // Made by start() and handed to httplib when its loop begins (httplib then owns it).
     std::unique_ptr<RequestThreads> prepared_threads;
+    // Set by a request with a large body: once its connection is done, the freed heap is handed
+    // back to the OS (glibc keeps freed arena memory: 60 requests of 7 MB left 1 GB resident).
+    std::atomic<bool> trim_heap{false};
     std::atomic<bool> stopping{false};
     std::atomic<bool> started{false};
     std::atomic<bool> listen_returned{false};
@@ -287,6 +302,9 @@ void OpenAiServer::Impl::install_routes() {
         int yes = 1;
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const char*>(&yes), sizeof(yes));
     });
+    http.set_logger([this](const httplib::Request& req, const httplib::Response&) {
+        if (req.body.size() >= kLargeBodyBytes) trim_heap = true;
+    });
     http.new_task_queue = [this]() -> httplib::TaskQueue* {
         if (prepared_threads) return prepared_threads.release();
         // A second listen() (not done here): one thread, so it cannot fail where start() did not.
@@ -406,6 +424,9 @@ Status OpenAiServer::start() {
     // Every request holds a thread while it runs or waits for a slot: the slots, the queue, and a
     // few for /health, /v1/models and refusals. Started before binding, so a refusal is an error.
     auto threads = std::make_unique<RequestThreads>();
+    threads->set_after_job([&s] {
+        if (s.trim_heap.exchange(false)) return_free_heap_to_os();
+    });
     if (Status started = threads->start(size_t(s.options.parallel) + s.options.max_waiting + 4); !started) return started;
     s.prepared_threads = std::move(threads);
     const std::string& host = s.options.host;

@@ -49,6 +49,7 @@ void RequestThreads::work() {
             jobs_.pop_front();
         }
         job();
+        if (after_job_) after_job_();
     }
 }
 

@@ -25,6 +25,10 @@ public:
     RequestThreads(const RequestThreads&) = delete;
     RequestThreads& operator=(const RequestThreads&) = delete;
 
+    // Runs on the worker thread after each job (one connection served), outside the lock.
+    // Set before start().
+    void set_after_job(std::function<void()> after_job) { after_job_ = std::move(after_job); }
+
     // Starts `count` threads. Fails with ErrorKind::Io naming how many started when the OS
     // refuses one; those are then stopped and joined again.
     Status start(size_t count);
@@ -40,6 +44,7 @@ private:
     std::deque<std::function<void()>> jobs_;
     std::vector<std::thread> threads_;
     bool stopping_ = false;
+    std::function<void()> after_job_;
 };
 
 } // namespace cflow::server
