@@ -151,6 +151,14 @@ TEST(ModelLoad, AFileTruncatedWhileInUseFailsTheStepNotTheProcess) {
     ASSERT_TRUE((*session)->step(1).ok());
     ASSERT_TRUE((*copy_session)->step(1).ok());
 
+#if defined(_WIN32)
+    // Windows refuses to truncate a file while a view of it is mapped: the model is safe as it is.
+    std::error_code refused;
+    std::filesystem::resize_file(path, 4096, refused);
+    EXPECT_TRUE(refused) << "a mapped file was truncated";
+    EXPECT_TRUE((*session)->step(2).ok());
+    return;
+#endif
     std::filesystem::resize_file(path, 4096);
     std::filesystem::resize_file(copy_path, 4096);
     auto failed = (*session)->step(2);
