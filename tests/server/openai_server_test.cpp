@@ -541,7 +541,10 @@ TEST(OpenAiServer, ForeignHostsAndOriginsAreRefusedAndCorsOriginsAnswered) {
     ASSERT_TRUE(foreign);
     EXPECT_EQ(foreign->status, 403) << foreign->body;
     EXPECT_NE(foreign->body.find("--cors https://evil.example"), std::string::npos) << foreign->body;
-    EXPECT_TRUE(t.log->served.empty()) << "no generation ran for a refused request";
+    {
+        std::lock_guard lock(t.log->mutex);  // the server's threads append under it
+        EXPECT_TRUE(t.log->served.empty()) << "no generation ran for a refused request";
+    }
 
     auto preflight = t.client().Options("/v1/chat/completions", {{"Origin", "http://localhost:3000"},
                                                                  {"Access-Control-Request-Method", "POST"}});
