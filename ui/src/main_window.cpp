@@ -75,8 +75,8 @@ OpenedStore open_window_store(QWidget* window, MainWindowOptions& options, bool&
     if (!ask) ask = [window](const QString& path, const QString& problem) { return ask_about_damaged_database(window, path, problem); };
     OpenedStore opened = open_conversation_store(default_database_path(), ask);
     if (opened.store) return opened;
-    // Quit: the widgets below still need a store until the event loop ends the application; an
-    // empty read-only one cannot keep or lose anything.
+    // Quit: the widgets below still need a store until the event loop ends the application; a
+    // scratch file in the temporary folder holds nothing of the user's.
     quitRequested = true;
     QTimer::singleShot(0, qApp, &QCoreApplication::quit);
     auto placeholder = ConversationStore::open(QDir(QDir::tempPath()).filePath(QStringLiteral("cflow-studio-quitting.sqlite")));
