@@ -207,6 +207,11 @@ void declare_serve(CLI::App& root, ServeArgs& a) {
     add_integer(*c, "--parallel", a.parallel, 1, 64, "requests answered at once (one session each)");
     add_integer(*c, "--queue", a.queue, 0, 4096, "requests that may wait for a slot");
     add_integer(*c, "--max-body-mib", a.max_body_mib, 1, 1024, "the largest request body in MiB");
+    add_integer(*c, "--max-connections", a.max_connections, 8, 4096, "connections open at once, of all clients");
+    add_integer(*c, "--max-connections-per-client", a.max_connections_per_client, 1, 4096,
+                "connections open at once from one address");
+    add_integer(*c, "--header-timeout", a.header_timeout_s, 1, 600, "seconds a request head may take to arrive", "S");
+    add_integer(*c, "--body-timeout", a.body_timeout_s, 1, 3600, "seconds a request body may take to arrive", "S");
     add_session_options(*c, a.session, kSessionAll, "worker threads per slot (0: the cores shared out between the slots)");
     add_chat_options(*c, a.chat, /*with_thinking=*/false);
 }

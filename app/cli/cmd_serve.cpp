@@ -88,6 +88,10 @@ int run_serve(const ServeArgs& args) {
     options.parallel = args.parallel;
     options.max_waiting = args.queue;
     options.max_body_bytes = size_t(args.max_body_mib) << 20;
+    options.http_limits.max_connections = args.max_connections;
+    options.http_limits.max_connections_per_client = args.max_connections_per_client;
+    options.http_limits.head_deadline = std::chrono::seconds(args.header_timeout_s);
+    options.http_limits.body_deadline = std::chrono::seconds(args.body_timeout_s);
     options.template_choice = *chosen_template;
     options.context_policy = args.chat.context_policy;
     options.model_id = server::model_id_for_path(*model_path);

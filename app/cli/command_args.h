@@ -55,6 +55,10 @@ struct ServeArgs {
     unsigned parallel = 1;
     unsigned queue = 32;
     unsigned max_body_mib = 8;
+    unsigned max_connections = 512;
+    unsigned max_connections_per_client = 64;
+    unsigned header_timeout_s = 10;
+    unsigned body_timeout_s = 60;
     SessionArgs session;
     ChatArgs chat;
 };

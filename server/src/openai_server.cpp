@@ -11,7 +11,9 @@
 #include <cctype>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <system_error>
 #include <thread>
@@ -23,7 +25,9 @@
 #include "cflow/server/openai_response.h"
 #include "cflow/server/slot_pool.h"
 #include "cflow/server/sse.h"
+#include "guarded_http_server.h"
 #include "request_threads.h"
+#include "socket_io.h"
 
 namespace cflow::server {
 namespace {
@@ -70,6 +74,37 @@ void return_free_heap_to_os() {
 #endif
 }
 
+// Reads a request body through httplib as it arrives, counting it against the size limit (a
+// chunked body declares no size: httplib 0.11.4 read 1 GiB of one into memory) and the body
+// deadline (a body sent a byte at a time). An error says which limit, or that it was malformed.
+std::optional<ApiError> read_body(const httplib::ContentReader& reader, httplib::Response& res, uint64_t max_bytes,
+                                  std::chrono::milliseconds body_deadline, std::string& body) {
+    const GuardedHttpServer::Connection* connection = GuardedHttpServer::current();
+    const Clock::time_point deadline = (connection ? connection->head_arrived : Clock::now()) + body_deadline;
+    bool too_large = false, too_late = false;
+    const bool complete = reader([&](const char* data, size_t length) {
+        if (body.size() + length > max_bytes) {
+            too_large = true;
+            return false;
+        }
+        if (Clock::now() > deadline) {
+            too_late = true;
+            return false;
+        }
+        body.append(data, length);
+        return true;
+    });
+    if (complete) return std::nullopt;
+    if (too_large || res.status == 413)
+        return ApiError{413, "invalid_request_error", "request_too_large", {},
+                        "the request body is larger than the " + std::to_string(max_bytes) +
+                            " bytes this server accepts (cflow serve --max-body-mib)"};
+    if (too_late)
+        return ApiError{408, "invalid_request_error", "request_timeout", {},
+                        "the request body did not arrive within " + std::to_string(body_deadline.count() / 1000) + " s"};
+    return bad_request("the request body could not be read (a malformed chunked body, or the client stopped sending)");
+}
+
 uint64_t random_seed() {
     static thread_local std::mt19937_64 rng{std::random_device{}()};
     return rng();
@@ -82,7 +117,8 @@ struct OpenAiServer::Impl {
     ServerOptions options;
     ServerObserver observer;
     std::unique_ptr<SlotPool> pool;
-    httplib::Server http;
+    GuardedHttpServer http;
+    std::atomic<socket_t> listen_socket{INVALID_SOCKET};  // captured when httplib creates it
     std::thread serving;
     // Made by start() and handed to httplib when its loop begins (httplib then owns it).
     std::unique_ptr<RequestThreads> prepared_threads;
@@ -99,7 +135,9 @@ struct OpenAiServer::Impl {
     std::mutex stop_mutex;
 
     void install_routes();
-    void handle_generation(const httplib::Request& req, httplib::Response& res, GenerationRequest::Kind kind);
+    void handle_generation(const httplib::Request& req, const std::string& body, httplib::Response& res,
+                           GenerationRequest::Kind kind);
+    void handle_post(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader);
 };
 
 namespace {
@@ -209,7 +247,13 @@ bool run_job(Job& job, httplib::DataSink& sink) {
         served.outcome = stopped ? "server stopped" : status.error();
         const std::string body = error_body(stopped ? server_busy("the server is shutting down")
                                                     : server_error("generation failed: " + status.error()));
-        write(job.request.stream ? sse_event(body) : body);
+        // A stream still ends the way clients wait for: the error as an event, then [DONE].
+        if (job.request.stream) {
+            write(sse_event(body));
+            write(std::string(kSseDone));
+        } else {
+            write(body);
+        }
     }
     served.total_ms = ms_between(job.arrived, Clock::now());
     if (!client_gone) sink.done();
@@ -219,12 +263,23 @@ bool run_job(Job& job, httplib::DataSink& sink) {
 
 } // namespace
 
-void OpenAiServer::Impl::handle_generation(const httplib::Request& req, httplib::Response& res,
+void OpenAiServer::Impl::handle_post(const httplib::Request& req, httplib::Response& res,
+                                    const httplib::ContentReader& reader) {
+    const bool chat_endpoint = req.path == "/v1/chat/completions";
+    if (!chat_endpoint && req.path != "/v1/completions") return send_error(res, error_for_status(404));
+    std::string body;
+    if (auto refused = read_body(reader, res, options.max_body_bytes, options.http_limits.body_deadline, body))
+        return send_error(res, *refused);
+    if (body.size() >= kLargeBodyBytes) trim_heap = true;
+    handle_generation(req, body, res, chat_endpoint ? GenerationRequest::Kind::Chat : GenerationRequest::Kind::Completion);
+}
+
+void OpenAiServer::Impl::handle_generation(const httplib::Request& req, const std::string& body, httplib::Response& res,
                                            GenerationRequest::Kind kind) {
     const Clock::time_point arrived = Clock::now();
     const bool chat_endpoint = kind == GenerationRequest::Kind::Chat;
-    ParsedRequest parsed = chat_endpoint ? parse_chat_completion_request(req.body, options.limits)
-                                         : parse_completion_request(req.body, options.limits);
+    ParsedRequest parsed = chat_endpoint ? parse_chat_completion_request(body, options.limits)
+                                         : parse_completion_request(body, options.limits);
     if (!parsed.ok()) return send_error(res, parsed.error);
     GenerationRequest request = std::move(*parsed.request);
     if (!request.model.empty() && request.model != options.model_id)
@@ -245,7 +300,12 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& req, httplib:
     } else {
         key = "\x02" + request.prompt;
     }
-    auto acquired = pool->acquire(key, std::chrono::milliseconds(int64_t(options.max_wait_s * 1000)));
+    std::function<bool()> client_left;
+    if (const GuardedHttpServer::Connection* connection = GuardedHttpServer::current()) {
+        const socket_t sock = connection->sock;
+        client_left = [sock] { return socket_io::peer_has_left(sock); };
+    }
+    auto acquired = pool->acquire(key, std::chrono::milliseconds(int64_t(options.max_wait_s * 1000)), client_left);
     if (auto* refusal = std::get_if<SlotPool::Refusal>(&acquired)) {
         switch (*refusal) {
         case SlotPool::Refusal::Busy:
@@ -255,6 +315,7 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& req, httplib:
             return send_error(res, server_busy("no generation slot became free within " +
                                                std::to_string(int(options.max_wait_s)) + " s; retry later"));
         case SlotPool::Refusal::ShuttingDown: return send_error(res, server_busy("the server is shutting down"));
+        case SlotPool::Refusal::ClientLeft: return send_error(res, server_busy("the client left while it waited"));
         }
     }
     auto job = std::make_shared<Job>(Job{this, std::move(std::get<SlotPool::Lease>(acquired)), std::move(request), {},
@@ -295,15 +356,15 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& req, httplib:
 }
 
 void OpenAiServer::Impl::install_routes() {
-    http.set_payload_max_length(options.max_body_bytes);
+    http.routes().set_payload_max_length(options.max_body_bytes);
+    http.set_limits(options.http_limits, options.max_body_bytes);
     // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port
     // and take half of the first one's connections: address reuse after a restart is enough.
-    http.set_socket_options([](socket_t sock) {
+    // The server's socket is the only one httplib::Server makes: kept for the listen backlog.
+    http.set_socket_options([this](socket_t sock) {
         int yes = 1;
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const char*>(&yes), sizeof(yes));
-    });
-    http.set_logger([this](const httplib::Request& req, const httplib::Response&) {
-        if (req.body.size() >= kLargeBodyBytes) trim_heap = true;
+        listen_socket = sock;
     });
     http.new_task_queue = [this]() -> httplib::TaskQueue* {
         if (prepared_threads) return prepared_threads.release();
@@ -313,7 +374,7 @@ void OpenAiServer::Impl::install_routes() {
         return fallback.release();
     };
 
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    http.routes().set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         const std::string host = req.get_header_value("Host");
         const std::string origin = req.get_header_value("Origin");
         if (auto refused = refuse_request(options.origin_policy, host, origin)) {
@@ -350,7 +411,7 @@ void OpenAiServer::Impl::install_routes() {
                                                 : "an API key is required: send 'Authorization: Bearer KEY'"));
         return httplib::Server::HandlerResponse::Handled;
     });
-    http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    http.routes().set_error_handler([](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return;
         ApiError error = error_for_status(res.status);
         // cpp-httplib caps form-encoded bodies at 8 KiB whatever the limit: curl -d sends that type.
@@ -358,7 +419,7 @@ void OpenAiServer::Impl::install_routes() {
             error.message += " (a form-encoded body is capped at 8 KiB: send 'Content-Type: application/json')";
         send_error(res, error);
     });
-    http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
+    http.routes().set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
         std::string what = "unknown error";
         try {
             if (error) std::rethrow_exception(error);
@@ -371,7 +432,7 @@ void OpenAiServer::Impl::install_routes() {
         send_error(res, server_error("internal error: " + what));
     });
 
-    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    http.routes().Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         nlohmann::json body = {{"status", "ok"}, {"model", options.model_id}, {"slots", pool->size()},
                                {"slots_busy", pool->busy()}, {"waiting", pool->waiting()}};
         if (Status unchanged = model->check_file_unchanged(); !unchanged) {
@@ -381,19 +442,18 @@ void OpenAiServer::Impl::install_routes() {
         }
         res.set_content(body.dump(), "application/json");
     });
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    http.routes().Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
         res.set_content(models_body(options.model_id, created), "application/json");
     });
-    http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    http.routes().Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
         if (req.matches[1] != options.model_id)
             return send_error(res, not_found("the model '" + std::string(req.matches[1]) + "' does not exist", "model_not_found"));
         res.set_content(model_body(options.model_id, created), "application/json");
     });
-    http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-        handle_generation(req, res, GenerationRequest::Kind::Chat);
-    });
-    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-        handle_generation(req, res, GenerationRequest::Kind::Completion);
+    // Every POST reads its body through the counting reader (httplib would read a chunked body
+    // to any path whole), and answers 404 for a path it does not serve.
+    http.routes().Post(".*", [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+        handle_post(req, res, reader);
     });
 }
 
@@ -427,6 +487,11 @@ Status OpenAiServer::start() {
     threads->set_after_job([&s] {
         if (s.trim_heap.exchange(false)) return_free_heap_to_os();
     });
+    threads->set_on_waiting([&s](size_t waiting) {
+        ConnectionGate& gate = s.http.gate();
+        gate.set_waiting_for_thread(waiting);
+        if (waiting > 0) gate.make_room();
+    });
     if (Status started = threads->start(size_t(s.options.parallel) + s.options.max_waiting + 4); !started) return started;
     s.prepared_threads = std::move(threads);
     const std::string& host = s.options.host;
@@ -444,6 +509,10 @@ Status OpenAiServer::start() {
                                              (error ? std::string(": ") + std::strerror(error) : std::string()) +
                                              " (is another server using the port, or the address not this machine's?)");
     }
+    // httplib listens with a backlog of 5: a burst of clients beyond it waited for SYN retries.
+    if (const socket_t sock = s.listen_socket.load(); sock != INVALID_SOCKET)
+        (void)socket_io::set_listen_backlog(sock, s.options.http_limits.listen_backlog);
+    s.http.start_serving(s.listen_socket.load());
     s.bound_port = port;
     s.started = true;
     s.listen_returned = false;
@@ -475,9 +544,11 @@ void OpenAiServer::stop() {
     Impl& s = *impl_;
     std::lock_guard lock(s.stop_mutex);
     s.stopping = true;
+    s.http.gate().shut_down();
     s.pool->shut_down();
     s.http.stop();
     if (s.serving.joinable()) s.serving.join();
+    s.http.stop_serving();
     s.started = false;
 }
 

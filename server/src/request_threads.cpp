@@ -23,6 +23,7 @@ void RequestThreads::enqueue(std::function<void()> job) {
     {
         std::lock_guard lock(mutex_);
         jobs_.push_back(std::move(job));
+        report_waiting_locked();
     }
     wake_.notify_one();
 }
@@ -38,15 +39,23 @@ void RequestThreads::shutdown() {
     threads_.clear();
 }
 
+void RequestThreads::report_waiting_locked() {
+    if (on_waiting_) on_waiting_(jobs_.size() > idle_ ? jobs_.size() - idle_ : 0);
+}
+
 void RequestThreads::work() {
     for (;;) {
         std::function<void()> job;
         {
             std::unique_lock lock(mutex_);
+            ++idle_;
+            report_waiting_locked();
             wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+            --idle_;
             if (jobs_.empty()) return;  // stopping, nothing left
             job = std::move(jobs_.front());
             jobs_.pop_front();
+            report_waiting_locked();
         }
         job();
         if (after_job_) after_job_();

@@ -28,6 +28,9 @@ public:
     // Runs on the worker thread after each job (one connection served), outside the lock.
     // Set before start().
     void set_after_job(std::function<void()> after_job) { after_job_ = std::move(after_job); }
+    // Called with how many queued connections wait for a thread (none idle), whenever that
+    // changes; under the queue's lock, so it must not call back. Set before start().
+    void set_on_waiting(std::function<void(size_t waiting)> on_waiting) { on_waiting_ = std::move(on_waiting); }
 
     // Starts `count` threads. Fails with ErrorKind::Io naming how many started when the OS
     // refuses one; those are then stopped and joined again.
@@ -38,13 +41,16 @@ public:
 
 private:
     void work();
+    void report_waiting_locked();
 
     std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<std::function<void()>> jobs_;
     std::vector<std::thread> threads_;
+    size_t idle_ = 0;  // threads waiting for a job
     bool stopping_ = false;
     std::function<void()> after_job_;
+    std::function<void(size_t)> on_waiting_;
 };
 
 } // namespace cflow::server

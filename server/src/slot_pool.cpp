@@ -41,7 +41,8 @@ void SlotPool::Lease::remember(std::string key) {
 }
 
 std::variant<SlotPool::Lease, SlotPool::Refusal> SlotPool::acquire(const std::string& key,
-                                                                   std::chrono::milliseconds max_wait) {
+                                                                   std::chrono::milliseconds max_wait,
+                                                                   const std::function<bool()>& client_left) {
     std::unique_lock lock(mutex_);
     if (shutting_down_) return Refusal::ShuttingDown;
     const auto has_free = [&] {
@@ -52,16 +53,36 @@ std::variant<SlotPool::Lease, SlotPool::Refusal> SlotPool::acquire(const std::st
         if (waiting_ >= max_waiting_) return Refusal::Busy;
         const uint64_t ticket = next_ticket_++;
         ++waiting_;
-        const bool served = freed_.wait_for(lock, max_wait, [&] {
-            return shutting_down_ || (ticket == serving_ticket_ && has_free());
-        });
+        const auto turn_came = [&] { return shutting_down_ || (ticket == serving_ticket_ && has_free()); };
+        const auto deadline = std::chrono::steady_clock::now() + max_wait;
+        constexpr std::chrono::milliseconds kClientCheck{200};
+        bool served = false, left = false;
+        for (;;) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now >= deadline) {
+                served = turn_came();
+                break;
+            }
+            const auto until = client_left ? std::min(deadline, now + kClientCheck) : deadline;
+            if (freed_.wait_until(lock, until, turn_came)) {
+                served = true;
+                break;
+            }
+            if (client_left) {
+                lock.unlock();  // the check is a socket call: not under the pool's lock
+                left = client_left();
+                lock.lock();
+                if (left && !turn_came()) break;
+                left = false;
+            }
+        }
         --waiting_;
         if (shutting_down_ || !served) {
             // Give up the turn: the next ticket may go.
             abandoned_tickets_.push_back(ticket);
             skip_abandoned_tickets();
             freed_.notify_all();
-            return shutting_down_ ? Refusal::ShuttingDown : Refusal::TimedOut;
+            return shutting_down_ ? Refusal::ShuttingDown : left ? Refusal::ClientLeft : Refusal::TimedOut;
         }
         ++serving_ticket_;
         skip_abandoned_tickets();

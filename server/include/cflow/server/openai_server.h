@@ -20,6 +20,7 @@
 #include "cflow/base/result.h"
 #include "cflow/engine/chat/chat_session.h"
 #include "cflow/engine/forward/telemetry.h"
+#include "cflow/server/http_limits.h"
 #include "cflow/server/origin_policy.h"
 #include "cflow/server/openai_request.h"
 
@@ -38,6 +39,7 @@ struct ServerOptions {
     TemplateChoice template_choice;      // the model's own by default
     RequestLimits limits;
     OriginPolicy origin_policy;          // Host names and browser origins answered (origin_policy.h)
+    HttpLimits http_limits;              // connection, head and body limits (http_limits.h)
 };
 
 // One answered generation request, as the observer and the log see it.

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,10 +50,13 @@ public:
         unsigned index_;
     };
 
-    enum class Refusal : uint8_t { Busy, TimedOut, ShuttingDown };
+    enum class Refusal : uint8_t { Busy, TimedOut, ShuttingDown, ClientLeft };
 
     // `conversation_key`: the request's messages in a canonical text form (conversation_key()).
-    std::variant<Lease, Refusal> acquire(const std::string& conversation_key, std::chrono::milliseconds max_wait);
+    // `client_left`, when given, is asked every 200 ms while the request waits: a client that
+    // went away gives up its place at once instead of when its turn comes.
+    std::variant<Lease, Refusal> acquire(const std::string& conversation_key, std::chrono::milliseconds max_wait,
+                                         const std::function<bool()>& client_left = {});
     void shut_down();  // refuses new leases and wakes every waiting request
 
     unsigned size() const { return static_cast<unsigned>(slots_.size()); }
