@@ -1,10 +1,15 @@
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <string>
+#include <system_error>
 
+#include "cflow/base/utf8_path.h"
 #include "cflow/engine/chat/chat_session.h"
 #include "cflow/engine/generation/generate.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
+#include "cflow/formats/mapped_file.h"
 #include "commands.h"
 #include "file_identity.h"
 #include "console.h"
@@ -39,21 +44,40 @@ int run_generate(const GenerateArgs& args) {
     }
 
     // --stats / --trace-experts: one JSON object per forward step, on stderr or --telemetry-file.
+    // A regular (or new) file is written beside the target and renamed over it at the end, so a
+    // full disk leaves the file that was there (it left a 0-byte one); a FIFO or a device (a
+    // live reader) is written directly.
     std::FILE* telemetry_out = stderr;
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> telemetry_file(nullptr, &std::fclose);
+    std::unique_ptr<AtomicFileWriter> telemetry_atomic;
+    auto telemetry_error = std::make_shared<std::string>();
     const bool want_stats = args.stats, want_experts = args.trace_experts;
     const std::string& telemetry_path = args.telemetry_file;
     if (!telemetry_path.empty()) {
         if (is_same_file(telemetry_path, *model_path))
             return fail("generate", telemetry_path + ": --telemetry-file names the model itself; choose another file");
-        telemetry_file.reset(std::fopen(telemetry_path.c_str(), "w"));
-        if (!telemetry_file) return fail("generate", telemetry_path + ": cannot open telemetry file for writing");
-        telemetry_out = telemetry_file.get();
+        std::error_code ec;
+        const auto kind = std::filesystem::status(path_from_utf8(telemetry_path), ec).type();
+        if (kind == std::filesystem::file_type::not_found || kind == std::filesystem::file_type::regular) {
+            telemetry_atomic = std::make_unique<AtomicFileWriter>(telemetry_path);
+            if (Status opened = telemetry_atomic->open(); !opened) return fail("generate", opened.error());
+        } else {
+            telemetry_file.reset(std::fopen(telemetry_path.c_str(), "w"));
+            if (!telemetry_file) return fail("generate", telemetry_path + ": cannot open telemetry file for writing");
+            telemetry_out = telemetry_file.get();
+        }
     }
-    if (want_stats || want_experts)
+    if (want_stats || want_experts) {
+        AtomicFileWriter* atomic = telemetry_atomic.get();
         request.on_step = [=](const TokenTelemetry& t) {
-            std::fprintf(telemetry_out, "%s\n", to_json_line(t, want_experts, want_stats).c_str());
+            const std::string line = to_json_line(t, want_experts, want_stats) + "\n";
+            if (!atomic) {
+                std::fwrite(line.data(), 1, line.size(), telemetry_out);
+            } else if (telemetry_error->empty()) {
+                if (Status written = atomic->write(line.data(), line.size()); !written) *telemetry_error = written.error();
+            }
         };
+    }
 
     std::fwrite(prompt.data(), 1, prompt.size(), stdout);
     std::fflush(stdout);
@@ -64,6 +88,14 @@ int run_generate(const GenerateArgs& args) {
         std::fflush(stdout);
         return true;
     }, &cancel);
+    // The telemetry of a failed or interrupted generation is kept too: it shows where it stopped.
+    if (telemetry_atomic) {
+        Status committed = telemetry_error->empty() ? telemetry_atomic->commit()
+                                                    : Status(make_error(ErrorKind::Io, *telemetry_error));
+        if (!committed)
+            return fail("generate", "writing the telemetry failed (disk full?), " + telemetry_path +
+                                        " is as it was: " + committed.error());
+    }
     if (!stats) return fail("generate", stats.error());
     if (telemetry_file) {
         // Buffered writes fail late: a full disk (or /dev/full) shows only at flush and close.

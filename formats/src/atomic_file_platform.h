@@ -24,6 +24,9 @@ Result<Target> inspect_target(const std::string& final_path);
 // of that name already exists, so the caller can try another random name.
 Result<std::FILE*> create_exclusive(const std::string& temp_path, const Target& target, bool& name_taken);
 
+// Whether a live process still writes temp_path (created by create_exclusive, which locks it
+// until it is closed; a killed writer's lock is gone). False where the OS cannot say.
+bool is_being_written(const std::string& temp_path);
 // Starts the disk writes of bytes [offset, offset + bytes) already written to f without waiting
 // for them (Linux: fflush + sync_file_range(SYNC_FILE_RANGE_WRITE)), so that the final fsync has
 // only the tail left; a no-op where the OS has no such call. Failures are ignored: the fsync in

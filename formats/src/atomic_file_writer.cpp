@@ -84,7 +84,10 @@ void AtomicFileWriter::sweep_earlier_temp_files() {
             continue;
         const auto written = fs::last_write_time(path, entry_ec);
         if (entry_ec) continue;
-        if (now - written >= kStaleTempAge && fs::remove(path, entry_ec))
+        // A killed writer's file goes at once (an 822 MB one waited an hour for the next run);
+        // one a live writer still holds is listed, unless untouched for kStaleTempAge.
+        const bool stale = now - written >= kStaleTempAge || !atomic_file::is_being_written(utf8_from_path(path));
+        if (stale && fs::remove(path, entry_ec))
             removed_stale_.push_back(utf8_from_path(path));
         else
             recent_temps_.push_back(utf8_from_path(path));

@@ -1,8 +1,14 @@
 // `cflow generate --stats --trace-experts` writes one JSON line per forward step with the
 // engine's telemetry records: bytes per stream, timings, chosen experts.
 #include <nlohmann/json.hpp>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#if defined(__linux__)
+#include <sys/resource.h>
+
+#include <csignal>
+#endif
 
 #include "cflow/formats/converter.h"
 #include "cli_runner.h"
@@ -72,6 +78,56 @@ TEST(TelemetryCli, UnwritableTelemetryFileFails) {
     EXPECT_NE(r.err.find("/dev/full: writing the telemetry failed"), std::string::npos) << r.err;
 #else
     GTEST_SKIP() << "needs /dev/full";
+#endif
+}
+
+// Issue 38: a full disk left a 0-byte telemetry file where the previous run's was. The file is
+// now written beside the target and renamed at the end; a failed write keeps the old file. The
+// disk fills through RLIMIT_FSIZE (inherited by the child; SIGXFSZ ignored so writes fail).
+TEST(TelemetryCli, AFullDiskKeepsThePreviousTelemetryFile) {
+#if defined(__linux__)
+    SyntheticSpec spec;
+    auto source = make_synthetic_model(spec);
+    const auto dir = temp_dir("telemetry_full_disk");
+    const auto model = (dir / "m.cflow").string();
+    ConvertOptions options;
+    options.weight_quant = DType::Q8_0;
+    ASSERT_TRUE(convert_to_cflow(source, model, options).ok());
+    const auto telemetry = dir / "steps.jsonl";
+    std::ofstream(telemetry) << "the previous run\n";
+
+    rlimit previous{};
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &previous), 0);
+    rlimit small = previous;
+    small.rlim_cur = 4096;
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+    auto r = run_cflow({"generate", model, "-p", "ab", "-n", "60", "--temp", "0", "--stats", "--telemetry-file",
+                        telemetry.string()});
+    setrlimit(RLIMIT_FSIZE, &previous);
+    std::signal(SIGXFSZ, old_handler);
+
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("writing the telemetry failed (disk full?), " + telemetry.string() + " is as it was"),
+              std::string::npos)
+        << r.err;
+    std::ifstream kept(telemetry);
+    std::stringstream text;
+    text << kept.rdbuf();
+    EXPECT_EQ(text.str(), "the previous run\n");
+    for (const auto& entry : std::filesystem::directory_iterator(dir))
+        EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << "left behind: " << entry.path();
+
+    // With room, the same command replaces the file with this run's lines.
+    auto ok = run_cflow({"generate", model, "-p", "ab", "-n", "60", "--temp", "0", "--stats", "--telemetry-file",
+                         telemetry.string()});
+    EXPECT_EQ(ok.exit_code, 0) << ok.err;
+    std::ifstream written(telemetry);
+    std::string first;
+    std::getline(written, first);
+    EXPECT_TRUE(nlohmann::json::parse(first).contains("layers")) << first;
+#else
+    GTEST_SKIP() << "needs RLIMIT_FSIZE";
 #endif
 }
 

@@ -152,23 +152,31 @@ TEST(AtomicFileWriter, ASymlinkedTargetIsReplacedNotWrittenThrough) {
     EXPECT_EQ(slurp(link), "converted");
 }
 
-TEST(AtomicFileWriter, TempFilesOfKilledRunsAreRemovedWhenStaleListedWhenRecent) {
+TEST(AtomicFileWriter, TempFilesOfKilledRunsAreRemovedThoseOfRunningOnesListed) {
     // kill -9 (or a power cut) leaves "<target>.tmp-<n>" behind; the next write to that target
-    // removes those untouched for an hour and lists younger ones without touching them.
+    // removes those no live writer holds at once, young or old (an 822 MB one used to wait an
+    // hour), and lists the file of a conversion still running without touching it.
     const fs::path dir = test::temp_dir("atomic_stale");
-    const fs::path stale = dir / "model.cflow.tmp-123", recent = dir / "model.cflow.tmp-456";
+    const fs::path stale = dir / "model.cflow.tmp-123", killed = dir / "model.cflow.tmp-456";
     const fs::path foreign = dir / "model.cflow.tmp-notours", other = dir / "other.cflow.tmp-789";
-    for (const auto& p : {stale, recent, foreign, other}) std::ofstream(p) << "partial";
+    for (const auto& p : {stale, killed, foreign, other}) std::ofstream(p) << "partial";
     const auto old_time = fs::file_time_type::clock::now() - std::chrono::hours(2);
     for (const auto& p : {stale, foreign, other}) fs::last_write_time(p, old_time);
 
-    AtomicFileWriter out((dir / "model.cflow").string());
-    ASSERT_TRUE(out.open().ok());
-    EXPECT_EQ(out.removed_stale_temp_files(), (std::vector<std::string>{stale.string()}));
-    EXPECT_EQ(out.recent_temp_files(), (std::vector<std::string>{recent.string()}));
-    ASSERT_TRUE(out.commit().ok());
-    EXPECT_EQ(names_in(dir), (std::vector<std::string>{"model.cflow", "model.cflow.tmp-456", "model.cflow.tmp-notours",
-                                                       "other.cflow.tmp-789"}));
+    AtomicFileWriter running((dir / "model.cflow").string());
+    ASSERT_TRUE(running.open().ok());
+    ASSERT_TRUE(running.write("half", 4).ok());
+    std::vector<std::string> removed = running.removed_stale_temp_files();
+    std::sort(removed.begin(), removed.end());
+    EXPECT_EQ(removed, (std::vector<std::string>{stale.string(), killed.string()}));
+
+    AtomicFileWriter second((dir / "model.cflow").string());
+    ASSERT_TRUE(second.open().ok());
+    EXPECT_TRUE(second.removed_stale_temp_files().empty());
+    EXPECT_EQ(second.recent_temp_files(), (std::vector<std::string>{running.temp_path()})) << "a running writer's file stays";
+    ASSERT_TRUE(second.commit().ok());
+    ASSERT_TRUE(running.commit().ok());
+    EXPECT_EQ(names_in(dir), (std::vector<std::string>{"model.cflow", "model.cflow.tmp-notours", "other.cflow.tmp-789"}));
 }
 
 } // namespace

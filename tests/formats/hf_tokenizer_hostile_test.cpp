@@ -50,6 +50,28 @@ TEST(HfTokenizerHostile, AnIdFarPastTheFilesTokensIsRefusedNamingIt) {
     EXPECT_NE(added.error().find("'<x>' has id 16777215"), std::string::npos) << added.error();
 }
 
+// Issue 38: a 50 MB added token took 3.4 GB and 20 s to build (500 MB: 11 GB); a token, or a
+// merge of two, longer than 64 KiB is refused with its id, and the message does not repeat it.
+TEST(HfTokenizerHostile, AHugeTokenOrMergeIsRefusedWithoutRepeatingIt) {
+    const std::string huge(size_t(1) << 20, 'a');
+    auto added = read_hf_tokenizer(
+        tokenizer_file("huge_added", bpe_json(10, "", R"([{"id":10,"content":")" + huge + R"(","special":true}])")));
+    ASSERT_FALSE(added.ok());
+    EXPECT_NE(added.error().find("token id 10 is 1048576 bytes long (a token may have at most 65536)"), std::string::npos)
+        << added.error().substr(0, 300);
+    EXPECT_LT(added.error().size(), 1000u);
+    auto vocab = read_hf_tokenizer(tokenizer_file("huge_vocab", bpe_json(10, "\"" + huge + "\":10")));
+    ASSERT_FALSE(vocab.ok());
+    EXPECT_NE(vocab.error().find("token id 10 is 1048576 bytes long"), std::string::npos) << vocab.error().substr(0, 300);
+    std::string merges_json = bpe_json(10);
+    merges_json.replace(merges_json.find(R"("merges":[])"), 11, R"("merges":["t1 )" + huge + R"("])");
+    auto merge = read_hf_tokenizer(tokenizer_file("huge_merge", merges_json));
+    ASSERT_FALSE(merge.ok());
+    EXPECT_NE(merge.error().find("model.merges[0] is 1048579 bytes long"), std::string::npos) << merge.error().substr(0, 300);
+    // The longest token a real vocabulary has (a few hundred bytes) still loads.
+    EXPECT_TRUE(read_hf_tokenizer(tokenizer_file("long_ok", bpe_json(10, "\"" + std::string(4096, ' ') + "\":10"))).ok());
+}
+
 TEST(HfTokenizerHostile, SmallGapsStillLoadAsPadding) {
     // 10 tokens and one added token at id 12: ids 10 and 11 become "[PADn]", as llama.cpp does.
     auto r = read_hf_tokenizer(tokenizer_file("gap", bpe_json(10, "", R"([{"id":12,"content":"<x>","special":true}])")));

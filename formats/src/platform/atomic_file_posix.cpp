@@ -1,5 +1,6 @@
 // POSIX side of atomic_file_platform.h.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,7 +63,18 @@ Result<std::FILE*> create_exclusive(const std::string& temp_path, const Target& 
         ::unlink(temp_path.c_str());
         return make_error(ErrorKind::Io, message);
     }
+    // Held until the file is closed, and released by the kernel when the writer dies (kill -9):
+    // is_being_written() tells a running conversion's file from a killed one's.
+    (void)::flock(fd, LOCK_EX | LOCK_NB);
     return f;
+}
+
+bool is_being_written(const std::string& temp_path) {
+    const int fd = ::open(temp_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ::close(fd);
+    return locked;
 }
 
 void start_writeback(std::FILE* f, uint64_t offset, uint64_t bytes) {

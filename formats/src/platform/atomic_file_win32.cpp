@@ -53,6 +53,10 @@ Status sync_and_close(std::FILE* f, const std::string& temp_path) {
     return {};
 }
 
+// A file another process has open cannot be removed on Windows (the C runtime opens without
+// FILE_SHARE_DELETE): the sweep's removal itself fails for a running writer's file.
+bool is_being_written(const std::string&) { return false; }
+
 Status replace(const std::string& temp_path, const std::string& final_path) {
     std::error_code ec;
     std::filesystem::rename(path_from_utf8(temp_path), path_from_utf8(final_path), ec);  // MoveFileEx, replacing

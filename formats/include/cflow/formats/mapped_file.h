@@ -79,8 +79,8 @@ public:
     const std::string& temp_path() const { return temp_path_; }
 
     // Temp files of this target left by earlier runs that were killed (kill -9, power loss),
-    // found by open(): those untouched for kStaleTempAge are removed, younger ones (maybe a
-    // conversion still running) are only listed.
+    // found by open(): those no live writer holds (a lock the OS drops when the writer dies) or
+    // untouched for kStaleTempAge are removed; ones a running conversion writes are only listed.
     static constexpr std::chrono::hours kStaleTempAge{1};
     const std::vector<std::string>& removed_stale_temp_files() const { return removed_stale_; }
     const std::vector<std::string>& recent_temp_files() const { return recent_temps_; }
