@@ -8,7 +8,9 @@
 #include <vector>
 
 #include <QAction>
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -119,8 +121,31 @@ TEST(BundledModels, WithoutAZooTheEntryIsDisabled) {
     auto* action = window.findChild<QAction*>(QStringLiteral("bundledModelsAction"));
     ASSERT_NE(action, nullptr);
     EXPECT_FALSE(action->isEnabled());
+    EXPECT_TRUE(action->toolTip().startsWith(QStringLiteral("Not available: no bundled models were found")))
+        << action->toolTip().toStdString() << ": a greyed-out entry says why";
     EXPECT_EQ(window.showModelFolder(QString()), nullptr);
     EXPECT_TRUE(window.findChildren<cflow::ui::ModelLibrary*>().isEmpty());
+}
+
+// Issue 37: started from the build tree as the README says, the app greyed out File > Bundled
+// models…, showed no card for the default model and the scorecard found no RESULTS.md. The build
+// now lays out beside each executable what an install puts in share/cflow-studio.
+TEST(BundledModels, TheBuildTreeHoldsWhatAnInstallHoldsBesideTheApp) {
+#ifdef CFLOW_STUDIO_DIR
+    for (const QString& exe_dir : {QStringLiteral(CFLOW_STUDIO_DIR), QFileInfo(QStringLiteral(CFLOW_CLI_PATH)).absolutePath()}) {
+        const QString zoo = cflow::ui::bundled_models_folder(exe_dir);
+        ASSERT_FALSE(zoo.isEmpty()) << exe_dir.toStdString();
+        for (const ZooFile& listed : listed_zoo())
+            EXPECT_TRUE(QFile::exists(QDir(zoo).filePath(listed.file))) << listed.file.toStdString();
+        const QString model = cflow::ui::default_model_path(exe_dir);
+        ASSERT_FALSE(model.isEmpty());
+        const QDir beside = QFileInfo(model).dir();
+        EXPECT_TRUE(QFile::exists(beside.filePath(QStringLiteral("default-model.md")))) << "the card the Model panel reads";
+        EXPECT_TRUE(QFile::exists(beside.filePath(QStringLiteral("training/RESULTS.md")))) << "Table 4.1 for the scorecard";
+    }
+#else
+    GTEST_SKIP() << "a build without the desktop app";
+#endif
 }
 
 } // namespace

@@ -318,11 +318,16 @@ void MainWindow::createMenus() {
     QAction* bundled = file->addAction(tr("&Bundled models…"), this, [this] { showModelFolder(bundledModelsFolder_); });
     bundled->setObjectName(QStringLiteral("bundledModelsAction"));
     bundled->setEnabled(!bundledModelsFolder_.isEmpty());
-    bundled->setStatusTip(bundledModelsFolder_.isEmpty()
-                              ? tr("This build has no bundled models (an installed cflow studio keeps them in "
-                                   "share/cflow-studio/models)")
-                              : tr("The trained models installed with cflow studio, in %1")
-                                    .arg(QDir::toNativeSeparators(bundledModelsFolder_)));
+    // A disabled entry says why where the user points at it, not only in the status bar.
+    const QString bundledWhy = bundledModelsFolder_.isEmpty()
+                                   ? tr("Not available: no bundled models were found beside this program (an installed "
+                                        "cflow studio keeps them in share/cflow-studio/models; a build tree in models/ "
+                                        "beside the executable)")
+                                   : tr("The trained models installed with cflow studio, in %1")
+                                         .arg(QDir::toNativeSeparators(bundledModelsFolder_));
+    bundled->setStatusTip(bundledWhy);
+    bundled->setToolTip(bundledWhy);
+    file->setToolTipsVisible(true);
     file->addAction(tr("&Convert model…"), this, [this] { offerConversion(QString()); });
     recentMenu_ = file->addMenu(tr("Recent models"));
     rebuildRecentMenu();
