@@ -38,6 +38,7 @@
 #include "cflow/ui/compare_samples.h"
 #include "cflow/ui/compare_store.h"
 #include "cflow/ui/conversation_store.h"
+#include "cflow/ui/screen_fit.h"
 #include "qt_text.h"
 #include "labelled_button.h"
 
@@ -619,7 +620,7 @@ CompareWizard::CompareWizard(QWidget* parent, const QString& databasePath)
     setPage(RunPageId, new RunPage(shared_));
     setPage(ResultsPageId, new ResultsPage(shared_));
     setStartId(ModelsPageId);
-    resize(980, 720);
+    resize_within_screen(this, QSize(980, 720));
 }
 
 CompareWizard::~CompareWizard() {

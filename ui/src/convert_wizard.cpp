@@ -39,6 +39,7 @@
 #include "cflow/formats/converter.h"
 #include "cflow/formats/model_path_kind.h"
 #include "cflow/ui/convert_paths.h"
+#include "cflow/ui/screen_fit.h"
 #include "qt_text.h"
 #include "labelled_button.h"
 
@@ -615,7 +616,7 @@ ConvertWizard::ConvertWizard(const QString& sourcePath, QWidget* parent) : QWiza
     connect(this, &QWizard::accepted, this, [this] {
         if (!shared_->converted.isEmpty()) emit converted(shared_->converted);
     });
-    resize(760, 560);
+    resize_within_screen(this, QSize(760, 560));
 }
 
 ConvertWizard::~ConvertWizard() {

@@ -58,6 +58,7 @@
 #include "cflow/ui/server_settings_dialog.h"
 #include "cflow/ui/status_area.h"
 #include "cflow/ui/telemetry_ring.h"
+#include "cflow/ui/screen_fit.h"
 
 namespace cflow::ui {
 namespace {
@@ -145,11 +146,12 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
     wireController();
 
     setMinimumSize(kMinimumWidth, kMinimumHeight);
-    resize(1200, 800);
+    resize_within_screen(this, QSize(1200, 800));
     defaultState_ = saveState();
     if (rememberLayout_) {
         QSettings settings;
         restoreGeometry(settings.value(kGeometryKey).toByteArray());
+        keep_on_screen(this);  // saved on a monitor that is no longer there, or a larger one
         restoredState_ = restoreState(settings.value(kStateKey).toByteArray());
     }
 }

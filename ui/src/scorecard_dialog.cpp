@@ -19,6 +19,7 @@
 #include <QVBoxLayout>
 
 #include "cflow/ui/default_model.h"
+#include "cflow/ui/screen_fit.h"
 
 namespace cflow::ui {
 namespace {
@@ -127,7 +128,7 @@ ScorecardDialog::ScorecardDialog(QWidget* parent) : QDialog(parent) {
     layout->addWidget(new QLabel(tr("Table 4.1 at our scale (the trained zoo):"), this));
     layout->addWidget(table41_, 1);
     layout->addLayout(buttons);
-    resize(960, 680);
+    resize_within_screen(this, QSize(960, 680));
     const QString model = default_model_path();
     if (!model.isEmpty()) resourcesDir_ = QFileInfo(model).absolutePath();
 }
