@@ -3,6 +3,7 @@
 // 800 x 600 window. Each test has its own QSettings (a unique organization name).
 #include <QApplication>
 #include <QComboBox>
+#include <QLabel>
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
@@ -71,6 +72,43 @@ TEST(SamplingPresets, FirstRunListsTheBuiltIns) {
         EXPECT_EQ(s.maxTokens, 77) << "a built-in sets sampling values only";
         EXPECT_EQ(s.threads, 3u);
     }
+}
+
+// Issue 37: the list still said "Creative" after the values had changed.
+TEST(SamplingPresets, ChangedValuesShowModifiedUntilSavedOrChosenAgain) {
+    ScopedSettings scoped("presets_modified");
+    SamplingPanel panel;
+    const auto* combo = panel.findChild<QComboBox*>(QStringLiteral("presets"));
+    const auto* modified = panel.findChild<QLabel*>(QStringLiteral("presetModified"));
+    ASSERT_NE(combo, nullptr);
+    ASSERT_NE(modified, nullptr);
+    EXPECT_FALSE(panel.presetModified());
+    EXPECT_FALSE(modified->isVisibleTo(&panel));
+
+    ASSERT_TRUE(panel.loadPreset(QStringLiteral("Creative")));
+    EXPECT_EQ(combo->currentText(), QStringLiteral("Creative")) << "the loaded preset is the one shown";
+    EXPECT_FALSE(panel.presetModified());
+    GenerationSettings s = panel.settings();
+    s.sampling.temperature = 0.5f;
+    panel.setSettings(s);
+    EXPECT_TRUE(panel.presetModified());
+    EXPECT_TRUE(modified->isVisibleTo(&panel));
+    EXPECT_TRUE(modified->toolTip().contains(QStringLiteral("Creative")));
+
+    ASSERT_TRUE(panel.loadPreset(QStringLiteral("Creative")));
+    EXPECT_FALSE(modified->isVisibleTo(&panel)) << "choosing the preset again restores its values";
+    s = panel.settings();
+    s.maxTokens = 99;  // not a preset's field
+    panel.setSettings(s);
+    EXPECT_FALSE(panel.presetModified());
+
+    s.sampling.top_k = 7;
+    panel.setSettings(s);
+    EXPECT_TRUE(panel.presetModified());
+    panel.savePreset(QStringLiteral("Narrow"));
+    EXPECT_EQ(combo->currentText(), QStringLiteral("Narrow"));
+    EXPECT_FALSE(modified->isVisibleTo(&panel));
+    EXPECT_EQ(panel.findChild<QPushButton*>(QStringLiteral("savePreset"))->text(), QStringLiteral("Save as…"));
 }
 
 TEST(SamplingPresets, ResetRestoresTheBuiltInsAndKeepsUserPresets) {

@@ -2,9 +2,11 @@
 #include "labelled_button.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include <QComboBox>
+#include <QLabel>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -102,13 +104,18 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     presets_->setObjectName(QStringLiteral("presets"));
     presets_->setAccessibleName(tr("Sampling preset"));
     presets_->setPlaceholderText(tr("Choose a preset"));
-    auto* savePresetButton =
-        labelled_button(tr("Save…"), QStringLiteral("savePreset"), tr("Save the current values as a preset"), content);
+    auto* savePresetButton = labelled_button(tr("Save as…"), QStringLiteral("savePreset"),
+                                             tr("Save the current values as a preset under a name"), content);
+    presetModified_ = new QLabel(tr("(modified)"), content);
+    presetModified_->setObjectName(QStringLiteral("presetModified"));
+    presetModified_->setAccessibleName(tr("The values differ from the preset"));
+    presetModified_->setVisible(false);
     deletePreset_ = labelled_button(tr("Delete"), QStringLiteral("deletePreset"), tr("Delete the chosen preset"), content);
     auto* resetPresetsButton = labelled_button(tr("Reset presets"), QStringLiteral("resetPresets"),
                                              tr("Restore the built-in presets Precise, Balanced and Creative"), content);
     auto* presetRow = new QHBoxLayout;
     presetRow->addWidget(presets_, 1);
+    presetRow->addWidget(presetModified_);
     presetRow->addWidget(savePresetButton);
     auto* presetActions = new QHBoxLayout;
     presetActions->addWidget(deletePreset_);
@@ -185,8 +192,11 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
         if (ok && !name.trimmed().isEmpty()) savePreset(name.trimmed());
     });
     connect(presets_, &QComboBox::textActivated, this, [this](const QString& name) { loadPreset(name); });
-    connect(presets_, &QComboBox::currentTextChanged, this,
-            [this](const QString& name) { deletePreset_->setEnabled(!name.isEmpty()); });
+    connect(presets_, &QComboBox::currentTextChanged, this, [this](const QString& name) {
+        deletePreset_->setEnabled(!name.isEmpty());
+        updatePresetState();
+    });
+    connect(this, &SamplingPanel::settingsChanged, this, &SamplingPanel::updatePresetState);
     connect(deletePreset_, &QPushButton::clicked, this, [this] { deletePreset(presets_->currentText()); });
     connect(resetPresetsButton, &QPushButton::clicked, this, &SamplingPanel::resetPresets);
     {
@@ -239,7 +249,36 @@ bool SamplingPanel::loadPreset(const QString& name) {
     const QVariant json = settings.value(preset_group() + u'/' + name);
     if (!json.isValid()) return false;
     setSettings(settings_from_json(json.toString(), this->settings()));
+    {
+        const QSignalBlocker blocker(presets_);
+        presets_->setCurrentIndex(presets_->findText(name));
+        deletePreset_->setEnabled(presets_->currentIndex() >= 0);
+    }
+    updatePresetState();
     return true;
+}
+
+bool SamplingPanel::presetModified() const {
+    const QString name = presets_->currentText();
+    if (name.isEmpty()) return false;
+    const QVariant json = QSettings().value(preset_group() + u'/' + name);
+    if (!json.isValid()) return false;
+    const GenerationSettings now = settings();
+    const GenerationSettings preset = settings_from_json(json.toString(), now);
+    // The spin boxes hold two decimals: a preset's 0.95 reads back as 0.95f, so compare at that step.
+    const auto differs = [](float a, float b) { return std::abs(a - b) > 0.004f; };
+    return differs(now.sampling.temperature, preset.sampling.temperature) || now.sampling.top_k != preset.sampling.top_k ||
+           differs(now.sampling.top_p, preset.sampling.top_p) || differs(now.sampling.min_p, preset.sampling.min_p) ||
+           differs(now.sampling.repeat_penalty, preset.sampling.repeat_penalty);
+}
+
+void SamplingPanel::updatePresetState() {
+    const bool modified = presetModified();
+    presetModified_->setVisible(modified);
+    presetModified_->setToolTip(modified ? tr("The values differ from the preset \"%1\": Save as… keeps them under a name, "
+                                              "choosing the preset again restores its values")
+                                               .arg(presets_->currentText())
+                                         : QString());
 }
 
 bool SamplingPanel::deletePreset(const QString& name) {
@@ -276,6 +315,7 @@ void SamplingPanel::refreshPresets() {
     // A preset no longer listed is not shown as chosen: the placeholder is.
     presets_->setCurrentIndex(presets_->findText(current));
     deletePreset_->setEnabled(presets_->currentIndex() >= 0);
+    updatePresetState();
 }
 
 } // namespace cflow::ui

@@ -11,6 +11,7 @@
 #include "cflow/ui/chat_types.h"
 
 class QComboBox;
+class QLabel;
 class QPushButton;
 class QDoubleSpinBox;
 class QSpinBox;
@@ -36,12 +37,15 @@ public:
     void resetPresets();
     // Built-ins first, in their order, then the user's presets by name.
     QStringList presetNames() const;
+    // Whether the values differ from the preset the list shows ("(modified)" beside it).
+    bool presetModified() const;
 
 signals:
     void settingsChanged();
 
 private:
     void refreshPresets();
+    void updatePresetState();
 
     QDoubleSpinBox* temperature_;
     QSpinBox* topK_;
@@ -56,6 +60,7 @@ private:
     QSpinBox* expertCache_;  // MiB; the minimum (kExpertCacheFit) is "fit to free memory"
     QComboBox* presets_;
     QPushButton* deletePreset_;
+    QLabel* presetModified_;
 };
 
 } // namespace cflow::ui
