@@ -369,6 +369,34 @@ TEST(ChatControllerTest, RegenerateReusesTheCacheKeepsVersionsAndStopAndEditAreV
     EXPECT_EQ(window.controller()->entries().size(), 4u);
 }
 
+// Issue 37: Esc did not cancel editing (Chat > Stop owns Esc as the window's shortcut). In the
+// input it leaves edit mode, and the input gets back the draft it held before (as Cancel edit).
+TEST(ChatControllerTest, EscapeCancelsEditingAndGivesBackTheDraft) {
+    ScopedDb db("controller_escape_edit");
+    MainWindow window;
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    settings(window, 4);
+    chat_once(window, QStringLiteral("hello"));
+    cflow::ui::ChatPanel* panel = window.chatPanel();
+    panel->input()->setPlainText(QStringLiteral("half a thought"));
+    panel->beginEdit(0);
+    EXPECT_EQ(panel->input()->toPlainText(), QStringLiteral("hello"));
+    QTest::keyClicks(panel->input(), QStringLiteral(" again"));
+    QTest::keyClick(panel->input(), Qt::Key_Escape);
+    EXPECT_EQ(panel->editingIndex(), -1);
+    EXPECT_FALSE(panel->noticeText().contains(QStringLiteral("Editing"))) << panel->noticeText().toStdString();
+    EXPECT_EQ(panel->sendButton()->text(), QStringLiteral("Send"));
+    EXPECT_EQ(panel->input()->toPlainText(), QStringLiteral("half a thought"));
+
+    panel->beginEdit(0);
+    panel->findChild<QPushButton*>(QStringLiteral("cancelEditButton"))->click();
+    EXPECT_EQ(panel->editingIndex(), -1);
+    EXPECT_EQ(panel->input()->toPlainText(), QStringLiteral("half a thought"));
+    EXPECT_EQ(window.controller()->entries().size(), 2u) << "nothing was sent or dropped";
+}
+
 TEST(ChatControllerTest, StatusClearsOldErrorsAndShowsPromptProgress) {
     ScopedDb db("controller_status");
     MainWindow window;

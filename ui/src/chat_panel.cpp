@@ -96,7 +96,7 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     connect(stop_, &QPushButton::clicked, this, &ChatPanel::stop);
     connect(regenerate_, &QPushButton::clicked, this, &ChatPanel::regenerate);
     connect(raw, &QPushButton::clicked, this, &ChatPanel::showRawPrompt);
-    connect(cancelEdit_, &QPushButton::clicked, this, &ChatPanel::cancelEdit);
+    connect(cancelEdit_, &QPushButton::clicked, this, &ChatPanel::abandonEdit);
     connect(view_, &ChatView::editRequested, this, &ChatPanel::beginEdit);
     connect(view_, &ChatView::alternativeRequested, this, [this](int index, int delta) {
         const auto& entries = controller_->entries();
@@ -178,10 +178,21 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
 }
 
 bool ChatPanel::eventFilter(QObject* watched, QEvent* event) {
+    // Esc in the input leaves edit mode (issue 37). The window's Chat > Stop owns Esc as a
+    // shortcut: while editing, the input claims the key first, so it arrives as a key press.
+    if (watched == input_ && event->type() == QEvent::ShortcutOverride && editingIndex_ >= 0 &&
+        static_cast<QKeyEvent*>(event)->key() == Qt::Key_Escape) {
+        event->accept();
+        return true;
+    }
     if (watched == input_ && event->type() == QEvent::KeyPress) {
         const auto* key = static_cast<QKeyEvent*>(event);
         if ((key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) && (key->modifiers() & Qt::ControlModifier)) {
             if (send_->isEnabled()) submit();
+            return true;
+        }
+        if (key->key() == Qt::Key_Escape && editingIndex_ >= 0) {
+            abandonEdit();
             return true;
         }
     }
@@ -221,6 +232,7 @@ void ChatPanel::beginEdit(int index) {
         entries[static_cast<size_t>(index)].role != QLatin1String("user"))
         return;
     if (editingIndex_ >= 0 && editingIndex_ < view_->count()) view_->setEditing(editingIndex_, false);
+    if (editingIndex_ < 0) draftBeforeEdit_ = input_->toPlainText();
     editingIndex_ = index;
     view_->setEditing(index, true);
     input_->setPlainText(entries[static_cast<size_t>(index)].content);
@@ -235,8 +247,16 @@ void ChatPanel::beginEdit(int index) {
     send_->setText(tr("Send edit"));
 }
 
+void ChatPanel::abandonEdit() {
+    if (editingIndex_ < 0) return;
+    const QString draft = draftBeforeEdit_;
+    cancelEdit();
+    input_->setPlainText(draft);
+}
+
 void ChatPanel::cancelEdit() {
     if (editingIndex_ < 0) return;
+    draftBeforeEdit_.clear();
     if (editingIndex_ < view_->count()) view_->setEditing(editingIndex_, false);
     editingIndex_ = -1;
     editBanner_->hide();

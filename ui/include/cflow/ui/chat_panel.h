@@ -39,6 +39,8 @@ public:
     // The input box's edit mode: the next Send replaces user message index and drops what follows.
     void beginEdit(int index);
     void cancelEdit();
+    // Esc or "Cancel edit": leaves edit mode and gives the input back the draft it held before.
+    void abandonEdit();
     int editingIndex() const { return editingIndex_; }
 
     ChatView* view() const { return view_; }
@@ -85,6 +87,7 @@ private:
     QString error_;
     QString modelPurpose_;
     int editingIndex_ = -1;
+    QString draftBeforeEdit_;  // the input's text when editing began
 };
 
 } // namespace cflow::ui
