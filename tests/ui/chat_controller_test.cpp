@@ -397,6 +397,20 @@ TEST(ChatControllerTest, EscapeCancelsEditingAndGivesBackTheDraft) {
     EXPECT_EQ(window.controller()->entries().size(), 2u) << "nothing was sent or dropped";
 }
 
+// Issue 37: the status bar kept the previous model's reply figures after a switch.
+TEST(ChatControllerTest, SwitchingModelsClearsTheLastReplysFigures) {
+    ScopedDb db("controller_switch_clears_metrics");
+    MainWindow window;
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    settings(window, 4);
+    chat_once(window, QStringLiteral("hello"));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.statusArea()->metrics().isEmpty(); }, kControllerTimeoutMs));
+    EXPECT_TRUE(window.statusArea()->metrics().contains(QStringLiteral("decode")));
+    ASSERT_TRUE(open_model(window, cflow::ui::test::moe_chatml_model()));
+    EXPECT_TRUE(window.statusArea()->metrics().isEmpty()) << window.statusArea()->metrics().toStdString();
+    EXPECT_TRUE(window.statusArea()->message().contains(QStringLiteral("ready"))) << window.statusArea()->message().toStdString();
+}
+
 TEST(ChatControllerTest, StatusClearsOldErrorsAndShowsPromptProgress) {
     ScopedDb db("controller_status");
     MainWindow window;

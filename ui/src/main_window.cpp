@@ -169,6 +169,9 @@ void MainWindow::wireController() {
             pendingModels_.erase(found);
         }
         inspector_->setModel(info.model);
+        // The last reply's figures belong to the model before (issue 37: they stayed after a switch).
+        status_->showMetrics(QString());
+        status_->clearActivity();
         status_->showInfo(tr("%1 ready: context %2 tokens%3")
                               .arg(info.name)
                               .arg(info.contextLength)
