@@ -20,6 +20,7 @@
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/converter.h"
 #include "cflow/ui/chat_controller.h"
+#include "cflow/ui/load_error_text.h"
 #include "cflow/ui/main_window.h"
 #include "cflow/ui/status_area.h"
 #include "cflow/ui/model_header_view.h"
@@ -209,12 +210,33 @@ TEST(MainWindowTest, CorruptFileReportsTheReadersError) {
     EXPECT_EQ(window.model(), nullptr);
     EXPECT_EQ(window.headerView()->topLevelItemCount(), 0);
 
-    // The message box is shown without blocking and carries the reader's text.
+    // The message box is shown without blocking: the file's name and plain words (issue 37: the
+    // user saw "GlobalHeader at offset 0: ..."), the reader's text in the disclosure.
     auto* box = window.findChild<QMessageBox*>(QStringLiteral("openErrorBox"));
     ASSERT_NE(box, nullptr);
     EXPECT_TRUE(box->isVisible());
-    EXPECT_EQ(box->informativeText(), window.lastError());
+    EXPECT_TRUE(box->text().contains(QString::fromStdString(garbage.filename().string()))) << box->text().toStdString();
+    EXPECT_EQ(box->informativeText(), cflow::ui::plain_load_error(qpath(garbage), window.lastError()));
+    EXPECT_FALSE(box->informativeText().contains(QStringLiteral("GlobalHeader"))) << box->informativeText().toStdString();
+    EXPECT_EQ(box->detailedText(), window.lastError());
     close_error_boxes(window);
+}
+
+TEST(LoadErrorText, ReadersMessagesInPlainWords) {
+    using cflow::ui::plain_load_error;
+    EXPECT_TRUE(plain_load_error(QStringLiteral("/m/x.cflow"), QStringLiteral("/m/x.cflow: GlobalHeader at offset 0: file is "
+                                                                              "11 bytes, smaller than the 88-byte header"))
+                    .startsWith(QStringLiteral("This file is not a cflow model")));
+    EXPECT_TRUE(plain_load_error(QStringLiteral("/m/x.gguf"), QStringLiteral("GlobalHeader.magic at offset 0: bad magic"))
+                    .contains(QStringLiteral("File › Convert model")));
+    EXPECT_TRUE(plain_load_error(QStringLiteral("/m/cut.cflow"),
+                                 QStringLiteral("GlobalHeader.file_bytes at offset 72: header says the file has 4911234 "
+                                                "bytes but it has 300000 (truncated)"))
+                    .startsWith(QStringLiteral("The file is incomplete")));
+    EXPECT_TRUE(plain_load_error(QStringLiteral("/m/gone.cflow"), QStringLiteral("/m/gone.cflow: cannot open: No such file or "
+                                                                                 "directory"))
+                    .startsWith(QStringLiteral("The file does not exist")));
+    EXPECT_TRUE(plain_load_error(QStringLiteral("/m/x.cflow"), QStringLiteral("something new")).contains(QStringLiteral("detail")));
 }
 
 TEST(MainWindowTest, MissingFileNamesThePath) {

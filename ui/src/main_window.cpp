@@ -58,6 +58,7 @@
 #include "cflow/ui/server_settings_dialog.h"
 #include "cflow/ui/status_area.h"
 #include "cflow/ui/telemetry_ring.h"
+#include "cflow/ui/load_error_text.h"
 #include "cflow/ui/screen_fit.h"
 
 namespace cflow::ui {
@@ -625,15 +626,18 @@ QCoro::Task<bool> MainWindow::openModel(QString path) {
 
 void MainWindow::reportError(const QString& path, const QString& message) {
     lastError_ = message;
-    status_->showError(tr("Could not open %1: %2").arg(QDir::toNativeSeparators(path), message));
+    const QString plain = plain_load_error(path, message);
+    status_->showError(tr("Could not open %1: %2").arg(QFileInfo(path).fileName(), plain));
     spdlog::warn("cannot open model '{}': {}", path.toStdString(), message.toStdString());
 
     // open() rather than exec(): window-modal without a nested event loop, so nothing
-    // (a test, a queued open) blocks on the dialog.
-    auto* box = new QMessageBox(QMessageBox::Warning, tr("Cannot open model"), tr("The model could not be opened."),
-                                QMessageBox::Ok, this);
+    // (a test, a queued open) blocks on the dialog. Plain words first; the reader's exact
+    // message (offsets, field names) in the disclosure.
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("Cannot open model"),
+                                tr("%1 could not be opened.").arg(QFileInfo(path).fileName()), QMessageBox::Ok, this);
     box->setObjectName(QStringLiteral("openErrorBox"));
-    box->setInformativeText(message);
+    box->setInformativeText(plain);
+    box->setDetailedText(message);
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->open();
     emit openFailed(path, message);
