@@ -527,6 +527,25 @@ namespace {
 
 // Qwen3's thinking switch in the Prompt panel: offered only when the template reads
 // enable_thinking, it reaches the rendered prompt, and the conversation keeps it.
+// Issue 37: the note read "This model has no chat template (the model has no chat template)".
+TEST(ChatControllerTest, AModelWithoutATemplateIsSaidOnce) {
+    ScopedDb db("controller_no_template");
+    MainWindow window;
+    ASSERT_TRUE(open_model(window, cflow::ui::test::model_with_template("no_template", "")));
+    const auto* note = window.promptPanel()->findChild<QLabel*>(QStringLiteral("templateNote"));
+    ASSERT_NE(note, nullptr);
+    window.controller()->newConversation();
+    QComboBox* mode = window.promptPanel()->modeBox();
+    mode->setCurrentIndex(0);  // Chat, as a user picks it (a model without a template opens in Completion)
+    emit mode->activated(0);
+    QComboBox* box = window.promptPanel()->templateBox();
+    box->setCurrentIndex(0);  // the model's own (it has none)
+    emit box->activated(0);
+    EXPECT_TRUE(QTest::qWaitFor([&] { return note->text().contains(QStringLiteral("chat template")); }, 5000));
+    EXPECT_TRUE(note->text().startsWith(QStringLiteral("This model has no chat template: replies use"))) << note->text().toStdString();
+    EXPECT_EQ(note->text().count(QStringLiteral("chat template")), 1) << note->text().toStdString();
+}
+
 TEST(ChatControllerTest, TheThinkingSwitchReachesTheTemplateAndIsStoredWithTheConversation) {
     ScopedDb db("controller_thinking");
     MainWindow window;

@@ -156,10 +156,17 @@ void PromptPanel::sync() {
                                          : tr("This chat template has no thinking switch (enable_thinking)."));
     QString note;
     if (!chat) note = tr("Completion: the messages are joined as one text and continued; no template, no system prompt.");
-    else if (index == kModelTemplate && controller_->model().model && !controller_->model().hasChatTemplate)
-        note = tr("This model has no chat template (%1): replies use the plain \"role: content\" fallback. Choose a "
-                  "built-in template or Completion mode.")
-                   .arg(controller_->model().templateNote);
+    else if (index == kModelTemplate && controller_->model().model && !controller_->model().hasChatTemplate) {
+        // The engine's note repeats "no chat template" when there is none (issue 37: "no chat
+        // template (the model has no chat template)"); it only adds something when one was refused.
+        const QString reason = controller_->model().templateNote;
+        const bool absent = reason.isEmpty() || reason == QLatin1String("the model has no chat template");
+        note = absent ? tr("This model has no chat template: replies use the plain \"role: content\" fallback. Choose a "
+                           "built-in template or Completion mode.")
+                      : tr("This model's chat template cannot be used (%1): replies use the plain \"role: content\" "
+                           "fallback. Choose a built-in template or Completion mode.")
+                            .arg(reason);
+    }
     else if (controller_->visiblePrompt().systemIgnored)
         note = tr("This template ignores the system prompt.");
     note_->setText(note);
