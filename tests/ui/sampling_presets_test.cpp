@@ -1,6 +1,7 @@
 // SamplingPanel presets and layout: the built-in presets on a first run, Reset presets,
 // deleting the user's presets, max tokens 0 = auto, and a panel short enough for an
 // 800 x 600 window. Each test has its own QSettings (a unique organization name).
+#include <QAbstractSpinBox>
 #include <QApplication>
 #include <QComboBox>
 #include <QLabel>
@@ -109,6 +110,22 @@ TEST(SamplingPresets, ChangedValuesShowModifiedUntilSavedOrChosenAgain) {
     EXPECT_EQ(combo->currentText(), QStringLiteral("Narrow"));
     EXPECT_FALSE(modified->isVisibleTo(&panel));
     EXPECT_EQ(panel.findChild<QPushButton*>(QStringLiteral("savePreset"))->text(), QStringLiteral("Save as…"));
+}
+
+// Issue 37: the sampling fields had no tooltips.
+TEST(SamplingPresets, EverySettingHasATooltip) {
+    ScopedSettings scoped("presets_tooltips");
+    SamplingPanel panel;
+    int checked = 0;
+    for (QAbstractSpinBox* box : panel.findChildren<QAbstractSpinBox*>()) {
+        EXPECT_FALSE(box->toolTip().isEmpty()) << box->objectName().toStdString() << " " << box->accessibleName().toStdString();
+        ++checked;
+    }
+    for (QComboBox* box : panel.findChildren<QComboBox*>()) {
+        if (box->objectName() == QStringLiteral("presets")) continue;
+        EXPECT_FALSE(box->toolTip().isEmpty()) << box->objectName().toStdString();
+    }
+    EXPECT_GE(checked, 9);
 }
 
 TEST(SamplingPresets, ResetRestoresTheBuiltInsAndKeepsUserPresets) {

@@ -135,6 +135,19 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     maxTokens_->setSpecialValueText(tr("auto (¼ of context)"));  // 0: the engine resolves it
     threads_ = int_box(0, 1024, content);
     threads_->setSpecialValueText(tr("auto (%1)").arg(QThread::idealThreadCount()));
+    // Every setting says what it does where the user points at it (issue 37).
+    temperature_->setToolTip(tr("How adventurous the choice of each token is: 0 always takes the most likely token "
+                                "(the same reply every time), higher values spread the choice wider."));
+    topK_->setToolTip(tr("Choose only among the K most likely tokens (0: no limit)."));
+    topP_->setToolTip(tr("Choose only among the most likely tokens that together reach this probability "
+                         "(nucleus sampling; 1: no limit)."));
+    minP_->setToolTip(tr("Drop tokens less likely than this fraction of the most likely one (0: keep all)."));
+    repeatPenalty_->setToolTip(tr("Make tokens already in the recent text less likely, against loops (1: off)."));
+    seed_->setToolTip(tr("The random seed: the same seed, prompt and settings give the same reply."));
+    maxTokens_->setToolTip(tr("The longest reply in tokens. Past the context length the reply goes on only under "
+                              "the Prompt tab's 'drop oldest turns' or 'sliding window' policy; 'auto' is a quarter "
+                              "of the context."));
+    threads_->setToolTip(tr("CPU threads that compute each token ('auto': one per core)."));
     form->addRow(tr("Temperature"), temperature_);
     form->addRow(tr("Top-k"), topK_);
     form->addRow(tr("Top-p"), topP_);

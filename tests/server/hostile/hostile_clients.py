@@ -68,8 +68,28 @@ def request(port, method, path, body=None, timeout=60.0):
     sock.sendall(head.encode() + b"\r\n" + payload)
     response = read_all(sock, 64 << 20)
     sock.close()
-    _, _, rest = response.partition(b"\r\n\r\n")
+    head, _, rest = response.partition(b"\r\n\r\n")
+    if b"transfer-encoding: chunked" in head.lower():
+        rest = dechunk(rest)
     return status_of(response), rest
+
+
+def dechunk(body):
+    """The payload of a chunked body (streams and generations are sent chunked); a framing
+    error keeps what was decoded, so the caller's check fails on it."""
+    out, pos = b"", 0
+    while True:
+        end = body.find(b"\r\n", pos)
+        if end < 0:
+            return out
+        try:
+            size = int(body[pos:end].split(b";")[0], 16)
+        except ValueError:
+            return out
+        if size == 0:
+            return out
+        out += body[end + 2:end + 2 + size]
+        pos = end + 2 + size + 2
 
 
 def healthy(port, timeout=5.0):
