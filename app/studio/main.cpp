@@ -189,9 +189,10 @@ int run_studio(int argc, char** argv) {
     } else {
         const QStringList positional = parser.positionalArguments();
         if (positional.size() > 1) spdlog::warn("ignoring {} extra command-line arguments", positional.size() - 1);
-        // Without an argument the embedded default model opens, so a first start needs no set-up.
+        // Without an argument the model (and conversation) of the last session reopen; on a first
+        // start the embedded default model opens, so it needs no set-up.
         const QString model = !positional.isEmpty() ? QDir::current().absoluteFilePath(positional.front())
-                                                    : cflow::ui::default_model_path();
+                                                    : window.startupModel(cflow::ui::default_model_path());
         if (!model.isEmpty()) {
             // The task suspends on the worker and finishes inside app.exec(); it reports through the window.
             window.openModel(model);

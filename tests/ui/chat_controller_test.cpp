@@ -4,6 +4,7 @@
 // the prompt and context controls (completion mode, template choice, the ignored system
 // prompt, max tokens from the context, dropped turns, regenerate with versions, stop, edit).
 #include <QComboBox>
+#include <QSettings>
 #include <QDialog>
 #include <QLineEdit>
 #include <QLabel>
@@ -409,6 +410,43 @@ TEST(ChatControllerTest, SwitchingModelsClearsTheLastReplysFigures) {
     ASSERT_TRUE(open_model(window, cflow::ui::test::moe_chatml_model()));
     EXPECT_TRUE(window.statusArea()->metrics().isEmpty()) << window.statusArea()->metrics().toStdString();
     EXPECT_TRUE(window.statusArea()->message().contains(QStringLiteral("ready"))) << window.statusArea()->message().toStdString();
+}
+
+// Issue 37: a restart reopened neither the last model nor its conversation.
+TEST(ChatControllerTest, ARestartReopensTheLastModelAndConversation) {
+    ScopedDb db("controller_restart_reopens");
+    const auto forget = [] {
+        QSettings settings;
+        settings.remove(QStringLiteral("session"));
+        settings.remove(QStringLiteral("recentModels"));
+        settings.remove(QStringLiteral("mainWindow"));
+    };
+    forget();
+    cflow::ui::MainWindowOptions options;
+    options.rememberLayout = true;
+    const QString fallback = QStringLiteral("default-model.cflow");
+    qint64 id = 0;
+    {
+        MainWindow window(nullptr, options);
+        EXPECT_EQ(window.startupModel(fallback), fallback) << "a first start opens the default model";
+        ASSERT_TRUE(open_model(window, cflow::ui::test::moe_chatml_model()));
+        settings(window, 2);
+        id = chat_once(window, QStringLiteral("hello"));
+        ASSERT_NE(id, 0);
+        chat_once(window, QStringLiteral("a later one"));
+        ASSERT_TRUE(window.controller()->openConversation(id));  // the user goes back to the first
+    }
+    MainWindow again(nullptr, options);
+    const QString chosen = again.startupModel(fallback);
+    EXPECT_EQ(chosen, qpath(cflow::ui::test::moe_chatml_model()));
+    ASSERT_TRUE(open_model(again, cflow::ui::test::moe_chatml_model()));
+    EXPECT_TRUE(QTest::qWaitFor([&] { return again.controller()->conversationId() == id; }, 5000))
+        << again.controller()->conversationId() << " instead of " << id;
+    EXPECT_EQ(again.controller()->entries().size(), 2u);
+    forget();
+
+    MainWindow without(nullptr, {});  // tests and the self-test: always the given default
+    EXPECT_EQ(without.startupModel(fallback), fallback);
 }
 
 TEST(ChatControllerTest, StatusClearsOldErrorsAndShowsPromptProgress) {

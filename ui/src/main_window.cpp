@@ -11,6 +11,7 @@
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <utility>
 #include <QLabel>
 #include <QLocale>
 #include <QMenuBar>
@@ -68,6 +69,7 @@ constexpr int kMaxRecentModels = 8;
 constexpr qint64 kMaxLogBytesShown = 1 << 20;
 const QString kRecentKey = QStringLiteral("recentModels");
 const QString kGeometryKey = QStringLiteral("mainWindow/geometry");
+const QString kLastConversationKey = QStringLiteral("session/lastConversation");
 const QString kStateKey = QStringLiteral("mainWindow/state");
 
 // The database the options carry, else default_database_path() with the user asked about damage.
@@ -182,6 +184,8 @@ void MainWindow::wireController() {
         currentModel_ = info;
         serveAction_->setEnabled(ServerController::available());
         if (server_->isRunning()) setServing(true);  // the server follows the chat to the new model
+        if (const qint64 id = std::exchange(reopenConversation_, 0); id != 0 && store_ && store_->conversation(id))
+            controller_->openConversation(id);
         emit engineReady(info);
     });
     connect(controller_, &ChatController::modelFailed, this,
@@ -189,6 +193,7 @@ void MainWindow::wireController() {
     connect(controller_, &ChatController::conversationChanged, this, [this](qint64 id) {
         sidebar_->refresh(id);
         inspector_->clearTelemetry();
+        if (rememberLayout_ && id != 0) QSettings().setValue(kLastConversationKey, id);
     });
     connect(controller_, &ChatController::conversationListChanged, this,
             [this] { sidebar_->refresh(controller_->conversationId()); });
@@ -548,6 +553,15 @@ void MainWindow::exportConversation(bool asJson) {
     const Status status = asJson ? store_->exportJson(id, path) : store_->exportMarkdown(id, path);
     if (status) status_->showInfo(tr("Exported to %1").arg(QDir::toNativeSeparators(path)));
     else status_->showError(QString::fromStdString(status.error()));
+}
+
+QString MainWindow::startupModel(const QString& fallback) {
+    if (!rememberLayout_) return fallback;
+    QSettings settings;
+    const QStringList recent = settings.value(kRecentKey).toStringList();
+    if (recent.isEmpty() || !QFileInfo(recent.front()).isFile()) return fallback;
+    reopenConversation_ = settings.value(kLastConversationKey).toLongLong();
+    return recent.front();
 }
 
 void MainWindow::rememberRecent(const QString& path) {

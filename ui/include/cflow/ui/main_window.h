@@ -97,6 +97,10 @@ public:
     void setLogPath(const QString& path) { logPath_ = path; }
     // Docks back where a first start puts them (View > Reset layout).
     void resetLayout();
+    // What a start without a model argument opens: with rememberLayout, the model used last
+    // (when it still exists), whose last conversation then reopens once it is loaded; else, and
+    // on a first start, `fallback` (the bundled default model). Issue 37: a restart reopened neither.
+    QString startupModel(const QString& fallback);
     static constexpr int kMinimumWidth = 800;  // the window stays usable down to 800 x 600
     static constexpr int kMinimumHeight = 600;
     // The .cflow/.vflow files of folder in a ModelLibrary dialog (File > Open model folder…,
@@ -159,6 +163,7 @@ private:
     bool rememberLayout_ = false;
     QString bundledModelsFolder_;
     bool restoredState_ = false;     // docks came from QSettings: keep their sizes
+    qint64 reopenConversation_ = 0;  // the last session's conversation, opened with its model
     bool dockSizesApplied_ = false;
     // Read headers and cards waiting for the engine to load their model.
     std::map<QString, std::pair<ModelCard, ModelSummary>> pendingModels_;
