@@ -313,10 +313,17 @@ void StallPanel::refreshArms(const TelemetryHistory& history) {
         lines << line;
     }
     if (sync.tokens > 0 && staged.tokens > 0 && sync.stallUs > 0) {
-        QString line = tr("Staged hides %1% of sync's expert wait and runs at %2× sync's speed")
-                           .arg(100.0 * (1.0 - staged.stallMsPerToken() / sync.stallMsPerToken()), 0, 'f', 1)
-                           .arg(sync.msPerToken() / std::max(1e-9, staged.msPerToken()), 0, 'f', 2);
-        if (mapped.tokens > 0) {
+        const double hidden = 1.0 - staged.stallMsPerToken() / sync.stallMsPerToken();
+        QString line = hidden >= 0 ? tr("Staged hides %1% of sync's expert wait").arg(100.0 * hidden, 0, 'f', 1)
+                                   : tr("Staged waits %1% longer than sync for its experts").arg(-100.0 * hidden, 0, 'f', 1);
+        line += tr(" and runs at %1× sync's speed").arg(sync.msPerToken() / std::max(1e-9, staged.msPerToken()), 0, 'f', 2);
+        // Without an expert delay each expert is needed right after its routing: there is no
+        // compute to read it behind, so the overlap model's prediction does not apply.
+        const bool no_overlap = geometry_.fromModel && !geometry_.dense() && geometry_.expertDelay == 0;
+        if (no_overlap) {
+            line += tr("; this model uses each expert right after routing it (no expert delay), so staged reads have no "
+                       "compute to overlap and cannot beat sync");
+        } else if (mapped.tokens > 0) {
             // The paper's model with C the mapped step and IO sync's wait.
             const double c = mapped.msPerToken(), io = sync.stallMsPerToken();
             line += tr("; (C+IO)/max(C,IO) predicts %1× (C = mapped step, IO = sync's wait)")
