@@ -19,7 +19,10 @@
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QScatterSeries>
 
+#include <QtCharts/QValueAxis>
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include <filesystem>
 
@@ -178,6 +181,31 @@ TEST(CompareCharts, ParetoFrontKeepsThePointsNothingBeats) {
     const std::vector<ParetoPoint> points = {{1.0, 5.0}, {2.0, 6.0}, {3.0, 4.0}, {3.0, 4.5}, {0.5, 9.0}};
     EXPECT_EQ(pareto_front(points), (std::vector<size_t>{4, 0, 2}));
     EXPECT_TRUE(pareto_front({}).empty());
+}
+
+// Issue 37: byte counts read as 2500000 and ticks fell on 484435.
+TEST(CompareCharts, BytesAreInMiBAndTicksFallOnNiceSteps) {
+    const CompareReport report = sample_report();
+    std::unique_ptr<QChart> bytes(make_metric_chart(report, CompareMetric::BytesPerToken));
+    ASSERT_TRUE(bytes);
+    auto* series = qobject_cast<QBarSeries*>(bytes->series().front());
+    ASSERT_TRUE(series);
+    for (int i = 0; i < 3; ++i)
+        EXPECT_DOUBLE_EQ(series->barSets().front()->at(i), *report.rows[size_t(i)].value(CompareMetric::BytesPerToken) / (1024.0 * 1024.0));
+    EXPECT_TRUE(bytes->title().contains(QStringLiteral("(MiB)"))) << bytes->title().toStdString();
+    for (std::unique_ptr<QChart>* chart : {&bytes}) {
+        auto* y = qobject_cast<QValueAxis*>((*chart)->axes(Qt::Vertical).front());
+        ASSERT_TRUE(y);
+        EXPECT_EQ(y->titleText(), QStringLiteral("MiB"));
+        const double step = (y->max() - y->min()) / (y->tickCount() - 1);
+        const double mantissa = step / std::pow(10.0, std::floor(std::log10(step)));
+        EXPECT_TRUE(std::abs(mantissa - 1) < 1e-9 || std::abs(mantissa - 2) < 1e-9 || std::abs(mantissa - 2.5) < 1e-9 ||
+                    std::abs(mantissa - 5) < 1e-9)
+            << "tick step " << step;
+        EXPECT_GE(y->max(), 2.5e6 / (1024.0 * 1024.0));
+    }
+    std::unique_ptr<QChart> decode(make_metric_chart(report, CompareMetric::DecodeTokPerS));
+    EXPECT_EQ(qobject_cast<QBarSeries*>(decode->series().front())->labelsPrecision(), 3) << "150.0, not 150.000000";
 }
 
 TEST(CompareCharts, ChartsShowTheReportsValuesAndSaveAsPng) {

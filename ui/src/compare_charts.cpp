@@ -1,6 +1,7 @@
 #include "cflow/ui/compare_charts.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <QApplication>
 #include <QDir>
@@ -40,6 +41,41 @@ QChartView* make_view(QChart* chart, QWidget* parent) {
     return view;
 }
 
+// Byte counts in KiB or MiB and shares in percent, so that an axis reads "2.4 MiB", not 2500000
+// (issue 37: ticks like 484435 and bar labels like 12333.1318).
+struct ChartUnit {
+    double divisor = 1;
+    QString suffix;  // "" = the metric's own unit, already in its label
+};
+
+bool is_byte_metric(CompareMetric metric) {
+    switch (metric) {
+    case CompareMetric::BytesPerToken:
+    case CompareMetric::AttentionBytesPerToken:
+    case CompareMetric::DenseBytesPerToken:
+    case CompareMetric::ExpertBytesPerToken:
+    case CompareMetric::RouterBytesPerToken:
+    case CompareMetric::VocabBytesPerToken: return true;
+    default: return false;
+    }
+}
+
+ChartUnit unit_for(CompareMetric metric, double max_value) {
+    if (is_byte_metric(metric)) {
+        if (max_value >= kMiB) return {kMiB, QObject::tr("MiB")};
+        if (max_value >= 1024) return {1024, QObject::tr("KiB")};
+        return {1, QObject::tr("bytes")};
+    }
+    if (metric == CompareMetric::Top1Agreement || metric == CompareMetric::ExpertWaitShare) return {0.01, QObject::tr("%")};
+    return {};
+}
+
+// Significant digits that show a value's whole part and, below 1000, a decimal or two.
+int label_precision(double max_value) {
+    const int whole_digits = max_value >= 1 ? int(std::floor(std::log10(max_value))) + 1 : 1;
+    return std::max(3, whole_digits);
+}
+
 } // namespace
 
 std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& points) {
@@ -55,15 +91,20 @@ std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& points) {
 }
 
 QChart* make_metric_chart(const CompareReport& report, CompareMetric metric) {
-    auto* set = new QBarSet(qt(compare_metric_label(metric)));
+    double raw_max = 0;
+    for (const CompareRow& row : report.rows)
+        if (const auto value = row.value(metric)) raw_max = std::max(raw_max, *value);
+    const ChartUnit unit = unit_for(metric, raw_max);
+    const QString label = qt(compare_metric_label(metric)) + (unit.suffix.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(unit.suffix));
+    auto* set = new QBarSet(label);
     QStringList categories;
     double max_value = 0;
     for (size_t i = 0; i < report.rows.size(); ++i) {
         const auto value = report.rows[i].value(metric);
         if (!value) continue;
-        *set << *value;
+        *set << *value / unit.divisor;
         categories << short_name(i, report.rows[i].displayName);
-        max_value = std::max(max_value, *value);
+        max_value = std::max(max_value, *value / unit.divisor);
     }
     if (categories.isEmpty()) {
         delete set;
@@ -75,7 +116,7 @@ QChart* make_metric_chart(const CompareReport& report, CompareMetric metric) {
     series->setLabelsVisible(true);
     series->setLabelsPosition(QAbstractBarSeries::LabelsOutsideEnd);
     series->setLabelsFormat(QStringLiteral("@value"));
-    series->setLabelsPrecision(max_value >= 1e4 ? 9 : 6);
+    series->setLabelsPrecision(label_precision(max_value));
     set->setLabelColor(Qt::black);  // the default white vanishes above the bars
     chart->addSeries(series);
     auto* x = new QBarCategoryAxis;
@@ -83,12 +124,17 @@ QChart* make_metric_chart(const CompareReport& report, CompareMetric metric) {
     chart->addAxis(x, Qt::AlignBottom);
     series->attachAxis(x);
     auto* y = new QValueAxis;
-    // Whole numbers for the byte counts (millions read badly as 1.5e+06), 4 figures otherwise.
-    y->setLabelFormat(max_value >= 1e4 ? QStringLiteral("%.0f") : QStringLiteral("%.4g"));
+    if (!unit.suffix.isEmpty()) y->setTitleText(unit.suffix);
     chart->addAxis(y, Qt::AlignLeft);
     series->attachAxis(y);
-    y->setRange(0, max_value > 0 ? max_value * 1.15 : 1);  // after attaching, which fits the range to the bars
-    chart->setTitle(qt(compare_metric_label(metric)) +
+    // After attaching (which fits the range to the bars): room for the labels above the bars,
+    // then ticks at 1, 2 or 5 times a power of ten.
+    y->setRange(0, max_value > 0 ? max_value * 1.15 : 1);
+    y->applyNiceNumbers();
+    const double step = (y->max() - y->min()) / std::max(1, y->tickCount() - 1);
+    const int decimals = step >= 1 ? 0 : std::min(6, int(std::ceil(-std::log10(step))));
+    y->setLabelFormat(QStringLiteral("%.") + QString::number(decimals) + QStringLiteral("f"));
+    chart->setTitle(label +
                     (compare_metric_higher_is_better(metric) ? QObject::tr(" (higher is better)") : QObject::tr(" (lower is better)")));
     chart->legend()->hide();
     return chart;
