@@ -415,6 +415,7 @@ TEST(ChatControllerTest, SwitchingModelsClearsTheLastReplysFigures) {
 // Issue 37: a restart reopened neither the last model nor its conversation.
 TEST(ChatControllerTest, ARestartReopensTheLastModelAndConversation) {
     ScopedDb db("controller_restart_reopens");
+    cflow::ui::test::IsolatedSettings own_settings("restart_reopens");
     const auto forget = [] {
         QSettings settings;
         settings.remove(QStringLiteral("session"));

@@ -56,6 +56,7 @@ TEST(ScreenFit, TheFirstWindowAndTheCompareWizardFitTheScreen) {
 // a window larger than the screen) where a window manager's frame makes Qt's check miss.
 TEST(ScreenFit, ASavedGeometryOffTheScreenIsBroughtBack) {
     cflow::ui::test::ScopedDb db("screen_fit_restore");
+    cflow::ui::test::IsolatedSettings own_settings("screen_fit_restore");
     QSettings().remove(QStringLiteral("mainWindow"));
     cflow::ui::MainWindowOptions options;
     options.rememberLayout = true;

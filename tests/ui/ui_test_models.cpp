@@ -1,5 +1,8 @@
 #include "ui_test_models.h"
 
+#include <QCoreApplication>
+#include <QSettings>
+
 #include <gtest/gtest.h>
 
 #include "cflow/formats/converter.h"
@@ -48,5 +51,16 @@ ScopedDb::ScopedDb(const std::string& name)
 }
 
 ScopedDb::~ScopedDb() { qputenv("CFLOW_STUDIO_DB", previous); }
+
+IsolatedSettings::IsolatedSettings(const std::string& name) : previous(QCoreApplication::organizationName()) {
+    QCoreApplication::setOrganizationName(
+        QStringLiteral("cflow-test-%1-%2").arg(QString::fromStdString(name)).arg(QCoreApplication::applicationPid()));
+    QSettings().clear();
+}
+
+IsolatedSettings::~IsolatedSettings() {
+    QSettings().clear();
+    QCoreApplication::setOrganizationName(previous);
+}
 
 } // namespace cflow::ui::test

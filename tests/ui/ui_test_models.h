@@ -32,4 +32,13 @@ struct ScopedDb {
     ~ScopedDb();
 };
 
+// QSettings of the test's own for its lifetime (an organization name with the test's name and
+// the process id): ctest runs suites' tests in parallel processes, which otherwise share one
+// settings file (the recent models, the window geometry).
+struct IsolatedSettings {
+    QString previous;
+    explicit IsolatedSettings(const std::string& name);
+    ~IsolatedSettings();
+};
+
 } // namespace cflow::ui::test
