@@ -50,7 +50,7 @@ int run_generate(const GenerateArgs& args) {
     std::FILE* telemetry_out = stderr;
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> telemetry_file(nullptr, &std::fclose);
     std::unique_ptr<AtomicFileWriter> telemetry_atomic;
-    auto telemetry_error = std::make_shared<std::string>();
+    std::string telemetry_error;  // the first failed write
     const bool want_stats = args.stats, want_experts = args.trace_experts;
     const std::string& telemetry_path = args.telemetry_file;
     if (!telemetry_path.empty()) {
@@ -69,12 +69,12 @@ int run_generate(const GenerateArgs& args) {
     }
     if (want_stats || want_experts) {
         AtomicFileWriter* atomic = telemetry_atomic.get();
-        request.on_step = [=](const TokenTelemetry& t) {
+        request.on_step = [=, &telemetry_error](const TokenTelemetry& t) {
             const std::string line = to_json_line(t, want_experts, want_stats) + "\n";
             if (!atomic) {
                 std::fwrite(line.data(), 1, line.size(), telemetry_out);
-            } else if (telemetry_error->empty()) {
-                if (Status written = atomic->write(line.data(), line.size()); !written) *telemetry_error = written.error();
+            } else if (telemetry_error.empty()) {
+                if (Status written = atomic->write(line.data(), line.size()); !written) telemetry_error = written.error();
             }
         };
     }
@@ -90,8 +90,8 @@ int run_generate(const GenerateArgs& args) {
     }, &cancel);
     // The telemetry of a failed or interrupted generation is kept too: it shows where it stopped.
     if (telemetry_atomic) {
-        Status committed = telemetry_error->empty() ? telemetry_atomic->commit()
-                                                    : Status(make_error(ErrorKind::Io, *telemetry_error));
+        Status committed = telemetry_error.empty() ? telemetry_atomic->commit()
+                                                   : Status(make_error(ErrorKind::Io, telemetry_error));
         if (!committed)
             return fail("generate", "writing the telemetry failed (disk full?), " + telemetry_path +
                                         " is as it was: " + committed.error());

@@ -57,12 +57,12 @@ const char* reason_phrase(int status) {
     }
 }
 
+} // namespace
+
 std::string seconds_text(std::chrono::milliseconds ms) {
     const long long whole = ms.count() / 1000, tenths = (ms.count() % 1000) / 100;
     return std::to_string(whole) + (tenths ? "." + std::to_string(tenths) : "") + " s";
 }
-
-} // namespace
 
 std::string refusal_response(int status, const std::string& message) {
     ApiError error = error_for_status(status);

@@ -10,6 +10,7 @@
 // the routes server's own, unchanged implementation (reached as guarded_http_server.cpp says).
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include <httplib.h>
 
@@ -53,5 +54,8 @@ private:
 
 // A whole HTTP/1.1 answer that closes the connection, with an OpenAI-style JSON error body.
 std::string refusal_response(int status, const std::string& message);
+
+// A deadline for messages: "10 s", "0.8 s".
+std::string seconds_text(std::chrono::milliseconds ms);
 
 } // namespace cflow::server

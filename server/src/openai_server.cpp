@@ -101,7 +101,7 @@ std::optional<ApiError> read_body(const httplib::ContentReader& reader, httplib:
                             " bytes this server accepts (cflow serve --max-body-mib)"};
     if (too_late)
         return ApiError{408, "invalid_request_error", "request_timeout", {},
-                        "the request body did not arrive within " + std::to_string(body_deadline.count() / 1000) + " s"};
+                        "the request body did not arrive within " + seconds_text(body_deadline)};
     return bad_request("the request body could not be read (a malformed chunked body, or the client stopped sending)");
 }
 

@@ -157,10 +157,10 @@ void PromptPanel::sync() {
     QString note;
     if (!chat) note = tr("Completion: the messages are joined as one text and continued; no template, no system prompt.");
     else if (index == kModelTemplate && controller_->model().model && !controller_->model().hasChatTemplate) {
-        // The engine's note repeats "no chat template" when there is none (issue 37: "no chat
-        // template (the model has no chat template)"); it only adds something when one was refused.
+        // The engine's note only adds something when the model has a template that was refused
+        // (issue 37: "no chat template (the model has no chat template)").
         const QString reason = controller_->model().templateNote;
-        const bool absent = reason.isEmpty() || reason == QLatin1String("the model has no chat template");
+        const bool absent = reason.isEmpty() || controller_->model().model->chat_template().empty();
         note = absent ? tr("This model has no chat template: replies use the plain \"role: content\" fallback. Choose a "
                            "built-in template or Completion mode.")
                       : tr("This model's chat template cannot be used (%1): replies use the plain \"role: content\" "
