@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <numbers>
+#include <span>
 
 #include "cflow/base/utf8_path.h"
 #include "cflow/engine/compare/agreement.h"
@@ -11,6 +13,7 @@
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/generation/perplexity.h"
 #include "cflow/engine/kernels/kernels.h"
+#include "cflow/engine/tokenizer/tokenizer.h"
 
 namespace cflow {
 namespace {
@@ -26,6 +29,7 @@ constexpr MetricInfo kMetrics[kCompareMetricCount] = {
     {"decode_tok_per_s", "Decode (tok/s)", true},
     {"prefill_tok_per_s", "Prefill (tok/s)", true},
     {"perplexity", "Perplexity", false},
+    {"bits_per_byte", "Bits per byte", false},
     {"top1_agreement", "Top-1 agreement", true},
     {"mean_kl_nats", "Mean KL (nats)", false},
     {"bytes_per_token", "Bytes/token", false},
@@ -95,6 +99,30 @@ Status check_request(const CompareRequest& request) {
     return {};
 }
 
+// Whitespace, as split_documents trims it.
+constexpr const char* kCompareSpace = " \t\r\n\f\v";
+
+// The first `bytes` bytes of the documents, whole words only: documents whole while they fit, then
+// the one that does not cut after its last word that ends at or before the budget.
+std::vector<std::string> compare_documents_prefix(const std::vector<std::string>& documents, uint64_t bytes) {
+    std::vector<std::string> prefix;
+    uint64_t left = bytes;
+    for (const std::string& doc : documents) {
+        if (doc.size() <= left) {
+            prefix.push_back(doc);
+            left -= doc.size();
+            continue;
+        }
+        // A whitespace at byte `left` ends a word of doc[0, left); with none, no word ends in it.
+        const size_t space = doc.find_last_of(kCompareSpace, size_t(left));
+        const size_t last = space == std::string::npos || space == 0 ? std::string::npos
+                                                                     : doc.find_last_not_of(kCompareSpace, space - 1);
+        if (last != std::string::npos) prefix.push_back(doc.substr(0, last + 1));
+        break;
+    }
+    return prefix;
+}
+
 } // namespace
 
 std::string_view compare_metric_key(CompareMetric metric) { return kMetrics[size_t(metric)].key; }
@@ -113,6 +141,59 @@ std::string compare_entry_display_name(const CompareEntry& entry) {
     if (entry.threads) name += ", " + std::to_string(entry.threads) + (entry.threads == 1 ? " thread" : " threads");
     if (entry.kvCache != KvCacheType::F32) name += ", " + std::string(kv_cache_type_name(entry.kvCache)) + " KV";
     return name + ")";
+}
+
+CompareMetric compare_quality_metric(const CompareReport& report) {
+    return report.tokenizersDiffer ? CompareMetric::BitsPerByte : CompareMetric::Perplexity;
+}
+
+std::vector<size_t> rank_compare_rows(const CompareReport& report, CompareMetric metric) {
+    std::vector<size_t> order;
+    for (size_t i = 0; i < report.rows.size(); ++i)
+        if (report.rows[i].value(metric)) order.push_back(i);
+    const bool higher = compare_metric_higher_is_better(metric);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        const double va = *report.rows[a].value(metric), vb = *report.rows[b].value(metric);
+        return higher ? va > vb : va < vb;
+    });
+    return order;
+}
+
+std::vector<std::string> common_scored_documents(const std::vector<const Tokenizer*>& tokenizers,
+                                                 const std::vector<std::string>& documents, uint64_t max_scored_tokens) {
+    if (max_scored_tokens == 0) return documents;
+    // Targets of the longest stream any tokenizer makes of these documents (ids[0] is no target).
+    auto most_targets = [&](const std::vector<std::string>& docs) {
+        uint64_t most = 0;
+        for (const Tokenizer* tokenizer : tokenizers) {
+            const size_t ids = tokenize_documents(*tokenizer, docs).size();
+            most = std::max<uint64_t>(most, ids ? ids - 1 : 0);
+        }
+        return most;
+    };
+    if (most_targets(documents) <= max_scored_tokens) return documents;
+    uint64_t total_bytes = 0;
+    for (const std::string& d : documents) total_bytes += d.size();
+    // The largest byte count whose prefix every tokenizer encodes in at most max_scored_tokens
+    // targets: a doubling search from a few bytes a token, then bisection (a longer prefix never
+    // encodes in fewer tokens).
+    uint64_t fits = 0, too_long = total_bytes;
+    for (uint64_t probe = std::min(total_bytes, max_scored_tokens * 2); probe < too_long; probe *= 2) {
+        if (most_targets(compare_documents_prefix(documents, probe)) > max_scored_tokens) {
+            too_long = probe;
+            break;
+        }
+        fits = probe;
+    }
+    while (too_long - fits > 1) {
+        const uint64_t mid = fits + (too_long - fits) / 2;
+        if (most_targets(compare_documents_prefix(documents, mid)) <= max_scored_tokens) fits = mid;
+        else too_long = mid;
+    }
+    std::vector<std::string> cut = compare_documents_prefix(documents, fits);
+    const std::string& first = documents.front();
+    if (cut.empty()) cut = compare_documents_prefix(documents, std::min(first.size(), first.find_first_of(kCompareSpace)));  // a word at least
+    return cut;
 }
 
 Result<CompareReport> run_comparison(const CompareRequest& request, const CompareProgress& progress,
@@ -163,6 +244,17 @@ Result<CompareReport> run_comparison(const CompareRequest& request, const Compar
     std::vector<int32_t> reference_ids;
     if (w.agreement) reference_ids = tokenize_documents(models[ref]->tokenizer(), documents);
     if (scoring) report.textTokens = tokenize_documents(models[w.agreement ? ref : 0]->tokenizer(), documents).size();
+    for (size_t i = 1; i < n; ++i)
+        if (!tokenizer_difference(models[0]->tokenizer(), models[i]->tokenizer()).empty()) report.tokenizersDiffer = true;
+    // Perplexity's text, one for every entry whatever its tokenizer, so that bits per byte divide
+    // each entry's loss by the same bytes.
+    std::vector<std::string> scored_documents;
+    if (w.perplexity) {
+        std::vector<const Tokenizer*> tokenizers;
+        for (const auto& model : models) tokenizers.push_back(&model->tokenizer());
+        scored_documents = common_scored_documents(tokenizers, documents, request.maxScoredTokens);
+        for (const std::string& d : scored_documents) report.scoredTextBytes += d.size();
+    }
 
     for (size_t i = 0; i < n; ++i) {
         CompareRow& row = report.rows[i];
@@ -203,15 +295,22 @@ Result<CompareReport> run_comparison(const CompareRequest& request, const Compar
             auto session = Session::create(models[i], options);
             if (!session) return for_entry(row, session.take_error());
             row.threads = (*session)->threads();
-            const auto ids = tokenize_documents(models[i]->tokenizer(), documents);
-            PerplexityOptions po;
-            po.max_scored_tokens = request.maxScoredTokens;
+            const auto ids = tokenize_documents(models[i]->tokenizer(), scored_documents);
+            PerplexityOptions po;  // every token of the common text: max_scored_tokens was applied by the cut
             auto stats = perplexity(**session, ids, po, [&](uint64_t done, uint64_t total) {
                 tracker.report(i, stage, "perplexity", total ? double(done) / double(total) : 0);
                 return true;
             }, cancel);
             if (!stats) return for_entry(row, stats.take_error());
             set(row, CompareMetric::Perplexity, stats->perplexity());
+            // Over the common text's own bytes, the same for every entry, rather than stats->scored_bytes
+            // (what the scored tokens decode to): a vocabulary that cannot spell a character (one
+            // without "▁", say) spells it in byte tokens that decode to other bytes. A stream's first
+            // token is never scored, so a vocabulary without BOS leaves out its first token's bytes.
+            uint64_t text_bytes = report.scoredTextBytes;
+            if (!ids.empty() && !models[i]->tokenizer().is_control(ids[0]))
+                text_bytes -= std::min<uint64_t>(text_bytes, token_text_bytes(models[i]->tokenizer(), std::span(ids).first(1))[0]);
+            if (text_bytes) set(row, CompareMetric::BitsPerByte, stats->total_nll / std::numbers::ln2 / double(text_bytes));
             ++stage;
         }
         if (w.agreement) {

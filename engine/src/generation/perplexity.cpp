@@ -3,13 +3,35 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numbers>
 
+#include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
 #include "cflow/engine/tokenizer/tokenizer.h"
 
 namespace cflow {
 
 double PerplexityStats::perplexity() const { return std::exp(mean_nll()); }
+
+double PerplexityStats::bits_per_byte() const {
+    return scored_bytes ? total_nll / std::numbers::ln2 / double(scored_bytes) : 0;
+}
+
+std::vector<uint32_t> token_text_bytes(const Tokenizer& tokenizer, std::span<const int32_t> ids) {
+    std::vector<uint32_t> bytes(ids.size(), 0);  // [N]
+    bool document_start = true;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (tokenizer.is_control(ids[i])) {
+            document_start = true;
+            continue;
+        }
+        const std::string text = tokenizer.token_bytes(ids[i]);
+        const bool stripped = document_start && tokenizer.strips_first_space() && !text.empty() && text.front() == ' ';
+        bytes[i] = uint32_t(text.size() - (stripped ? 1 : 0));
+        document_start = false;
+    }
+    return bytes;
+}
 
 namespace {
 
@@ -49,6 +71,7 @@ Result<PerplexityStats> perplexity(Session& session, std::span<const int32_t> id
 
     const uint64_t scorable = ids.size() - 1;
     const uint64_t budget = options.max_scored_tokens ? std::min<uint64_t>(options.max_scored_tokens, scorable) : scorable;
+    const std::vector<uint32_t> text_bytes = token_text_bytes(session.model().tokenizer(), ids);  // [N]
     PerplexityStats stats;
     stats.context_tokens = context;
     stats.stride_tokens = stride;
@@ -65,6 +88,7 @@ Result<PerplexityStats> perplexity(Session& session, std::span<const int32_t> id
             ++stats.evaluated_tokens;
             if (!score) continue;
             stats.total_nll += negative_log_prob(logits.value(), ids[i + 1]);
+            stats.scored_bytes += text_bytes[i + 1];
             ++stats.scored_tokens;
         }
         ++stats.windows;
@@ -100,6 +124,8 @@ Result<PerplexityStats> perplexity_llama_chunks(Session& session, std::span<cons
     const uint64_t per_chunk = chunk_tokens - first - 1;
     const uint64_t all = chunks * per_chunk;
     const uint64_t budget = max_scored_tokens ? std::min(max_scored_tokens, all) : all;
+    // Of the stream as given: a chunk's first id replaced by BOS is never a target.
+    const std::vector<uint32_t> text_bytes = token_text_bytes(session.model().tokenizer(), ids);  // [N]
     PerplexityStats stats;
     stats.context_tokens = chunk_tokens;
     stats.stride_tokens = chunk_tokens;
@@ -119,6 +145,7 @@ Result<PerplexityStats> perplexity_llama_chunks(Session& session, std::span<cons
             if (!logits) return logits.take_error();
             ++stats.evaluated_tokens;
             stats.total_nll += negative_log_prob(logits.value(), chunk[j + 1]);
+            stats.scored_bytes += text_bytes[c * chunk_tokens + j + 1];
             ++stats.scored_tokens;
         }
         ++stats.windows;

@@ -72,15 +72,24 @@ TEST(Comparison, MeasuresEveryChosenMetricAsTheEngineDoes) {
     for (size_t i = 0; i < 2; ++i) {
         const CompareRow& row = report->rows[i];
         auto model = Model::load(i == 0 ? a : b).value();
-        // Perplexity: the engine's sliding-window number on the same text and window.
+        // Perplexity: the engine's sliding-window number on the same text (the documents cut to
+        // about 48 scored tokens) and window.
         SessionOptions options{1, 32};
         auto session = Session::create(model, options).value();
-        const auto ids = tokenize_documents(model->tokenizer(), split_documents(kText));
-        PerplexityOptions po;
-        po.max_scored_tokens = 48;
-        auto ppl = perplexity(*session, ids, po);
+        const auto documents = common_scored_documents({&model->tokenizer()}, split_documents(kText), 48);
+        const auto ids = tokenize_documents(model->tokenizer(), documents);
+        EXPECT_LE(ids.size(), 49u);
+        EXPECT_GT(ids.size(), 40u);
+        auto ppl = perplexity(*session, ids, PerplexityOptions{});
         ASSERT_TRUE(ppl.ok());
         EXPECT_NEAR(*row.value(CompareMetric::Perplexity), ppl->perplexity(), 1e-9);
+        // Bits per byte over the text's own bytes: this 300-token vocabulary has no "▁" and spells
+        // every space in three byte tokens, so its tokens decode to more bytes than the text has.
+        size_t text_bytes = 0;
+        for (const std::string& d : documents) text_bytes += d.size();
+        EXPECT_EQ(report->scoredTextBytes, text_bytes);
+        EXPECT_GT(ppl->scored_bytes, text_bytes);
+        EXPECT_NEAR(*row.value(CompareMetric::BitsPerByte), ppl->total_nll / std::log(2.0) / double(text_bytes), 1e-12);
         auto path = analyze_file(model->file()).value();
         EXPECT_DOUBLE_EQ(*row.value(CompareMetric::BNaiveMiB), path.actual_totals.b_naive_bytes / kBytesPerMiB);
         EXPECT_DOUBLE_EQ(*row.value(CompareMetric::BCriticalMiB), path.actual_totals.b_critical_bytes / kBytesPerMiB);
@@ -106,6 +115,8 @@ TEST(Comparison, MeasuresEveryChosenMetricAsTheEngineDoes) {
     EXPECT_EQ(report->referenceName, "a");
     EXPECT_EQ(report->textName, "fox");
     EXPECT_GT(report->textTokens, 48u);
+    EXPECT_FALSE(report->tokenizersDiffer);
+    EXPECT_EQ(compare_quality_metric(*report), CompareMetric::Perplexity);
 }
 
 TEST(Comparison, OneModelUnderTwoExpertFetchArmsAgreesExactly) {

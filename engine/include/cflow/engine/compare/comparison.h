@@ -17,11 +17,14 @@
 
 namespace cflow {
 
+class Tokenizer;
+
 // One column of the results. Keys are stable (saved runs, CSV headers); labels carry units.
 enum class CompareMetric : uint8_t {
     DecodeTokPerS,
     PrefillTokPerS,
-    Perplexity,
+    Perplexity,              // per token: comparable only between entries of one tokenizer
+    BitsPerByte,             // per UTF-8 byte of the scored text: comparable across tokenizers
     Top1Agreement,           // share of positions, 0..1
     MeanKlNats,              // KL(reference || entry)
     BytesPerToken,           // weight bytes read per decoded token, all streams
@@ -88,6 +91,12 @@ struct CompareReport {
     std::vector<CompareRow> rows;    // in the request's order
     std::string textName;
     uint64_t textTokens = 0;         // the scored text's token stream (reference tokenizer)
+    // UTF-8 bytes of the text every entry scored for perplexity (the same text for all, see
+    // run_comparison); 0 without perplexity or in a run saved before it was recorded.
+    uint64_t scoredTextBytes = 0;
+    // Some entry's tokenizer differs from the first entry's: perplexities are then per different
+    // tokens and do not compare; compare_quality_metric() says BitsPerByte.
+    bool tokenizersDiffer = false;
     std::string referenceName;       // agreement's reference (display name), "" without agreement
     std::string isa;                 // kernel path of the runs
     double elapsedSeconds = 0;
@@ -101,9 +110,25 @@ struct CompareProgressInfo {
 };
 using CompareProgress = std::function<void(const CompareProgressInfo&)>;
 
+// The metric that ranks the entries' quality: bits per byte when their tokenizers differ (a
+// 512-token vocabulary predicts smaller pieces and so scores a lower perplexity without being a
+// better model), perplexity otherwise.
+CompareMetric compare_quality_metric(const CompareReport& report);
+// Indices of the rows that have metric, best first (ties in the rows' order).
+std::vector<size_t> rank_compare_rows(const CompareReport& report, CompareMetric metric);
+
+// The text every entry scores for perplexity, so that bits per byte divide by the same bytes: the
+// documents whole when every tokenizer encodes them in at most max_scored_tokens targets, else their
+// longest prefix that every tokenizer does, cut after a whole word (the last target is then the
+// EOS after the cut). Tokenizers: one per entry. max_scored_tokens 0 = no cut.
+std::vector<std::string> common_scored_documents(const std::vector<const Tokenizer*>& tokenizers,
+                                                 const std::vector<std::string>& documents, uint64_t max_scored_tokens);
+
 // Checks the request (2-8 entries, a reference in range, a text with at least 2 tokens when
 // perplexity or agreement are chosen, one tokenizer across all entries for agreement), loads every
-// model, then measures entry by entry. Errors: InvalidInput for a bad request or a tokenizer
+// model, then measures entry by entry. Perplexity and bits per byte: every entry scores all of
+// common_scored_documents(the text's documents, request.maxScoredTokens) with its own tokenizer.
+// Errors: InvalidInput for a bad request or a tokenizer
 // mismatch (naming both entries), the engine's errors prefixed with the entry, Cancelled.
 Result<CompareReport> run_comparison(const CompareRequest& request, const CompareProgress& progress = {},
                                      const CancelToken* cancel = nullptr);

@@ -26,13 +26,29 @@ struct PerplexityStats {
     double total_nll = 0;          // sum of -ln p(token | window prefix), nats
     uint64_t scored_tokens = 0;    // every stream token after the first is scored at most once
     uint64_t evaluated_tokens = 0; // forward steps run (> scored when windows overlap)
+    // UTF-8 bytes of the text the scored targets stand for (token_text_bytes summed over them): the
+    // tokenizer-independent denominator of bits_per_byte. BOS/EOS stand for no text, so when every
+    // token after a leading BOS is scored this is the documents' own byte length, the same for every
+    // tokenizer that encodes the text losslessly. A stream's first token is never scored, so a
+    // vocabulary without BOS leaves its first text token's bytes out.
+    uint64_t scored_bytes = 0;
     uint32_t windows = 0;
     uint32_t context_tokens = 0;   // the window and stride used (options resolved against the session)
     uint32_t stride_tokens = 0;
     double elapsed_ms = 0;
     double mean_nll() const { return scored_tokens ? total_nll / double(scored_tokens) : 0; }
     double perplexity() const;
+    // total_nll / ln 2 / scored_bytes: bits to encode the scored text, per byte; compares models
+    // whose tokenizers differ, where perplexity (per token) does not. 0 with no bytes scored.
+    double bits_per_byte() const;
 };
+
+// Per id, the UTF-8 bytes of the text it stands for in its document: token_bytes for a text token,
+// 0 for a control token (BOS, EOS, unknown); the first text token of a document (at the stream's
+// start or right after a control token) loses the leading space the tokenizer strips on decode (SPM's
+// dummy prefix), as decode() of that document alone does. Summed over a document's ids: the byte
+// length of decode(those ids). ids: [N]; returns [N].
+std::vector<uint32_t> token_text_bytes(const Tokenizer& tokenizer, std::span<const int32_t> ids);
 
 // Called after every window with (scored so far, tokens to score in all); return false to cancel.
 using PerplexityProgress = std::function<bool(uint64_t scored_tokens, uint64_t total_tokens)>;
