@@ -11,7 +11,7 @@
 #include "cflow/engine/forward/load_policy.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
-#include "cflow/engine/io/bandwidth_probe.h"
+#include "cflow/engine/io/bandwidth_probe_cache.h"
 #include "cflow/engine/kernels/kernels.h"
 #include "commands.h"
 #include "peak_rss.h"
@@ -57,7 +57,12 @@ int run_bench(const BenchArgs& args) {
     const bool json = args.json;
 
     ThreadPool pool{args.session.threads};
-    const BandwidthProbeResult probe = probe_read_bandwidth(pool);
+    // The machine's figure the inspector and the conversion preflight show too (stored once per
+    // machine and thread count); measured here only when none is stored or it went stale.
+    const SharedBandwidthProbe shared = shared_read_bandwidth(pool);
+    if (!shared.reused) std::fprintf(stderr, "cflow bench: measuring the read bandwidth (%s)\n", shared.remeasureReason.c_str());
+    if (!shared.storeError.empty()) std::fprintf(stderr, "cflow bench: read bandwidth not stored: %s\n", shared.storeError.c_str());
+    const BandwidthProbeResult probe = shared.probe.result;
     const BenchPlan plan{pool.size(), args.prompt_tokens, args.warmup, args.tokens, args.session.kv_cache};
     const std::string isa(isa_name(selected_isa()));
     constexpr int kArms = 3;
@@ -79,9 +84,9 @@ int run_bench(const BenchArgs& args) {
     if (defaultLoad.options.lanes && !lanesKept) note_no_lanes_copy(defaultLoad);
     const uint64_t peak = peak_rss_bytes();
     if (!json)
-        std::printf("kernel path %s%s, %u threads, %s KV cache; measured read bandwidth: %.2f GB/s (%llu MiB buffer)\n",
+        std::printf("kernel path %s%s, %u threads, %s KV cache; read bandwidth: %s, %llu MiB buffer\n",
                     isa.c_str(), amx_enabled() ? " (AMX prefill)" : "", plan.threads, std::string(kv_cache_type_name(plan.kvCache)).c_str(),
-                    probe.bytesPerSecond / 1e9, (unsigned long long)(probe.bufferBytes >> 20));
+                    shared_probe_text(shared.probe).c_str(), (unsigned long long)(probe.bufferBytes >> 20));
     for (int m = 0; m < kArms && !json; ++m) {
         const SpeedMeasurement* r = &results[m];
         const double achieved = r->decodeTokPerS * r->decodeBytesPerToken;
@@ -93,6 +98,7 @@ int run_bench(const BenchArgs& args) {
     if (json) {
         nlohmann::json out = speed_json(results[1], probe.bytesPerSecond);
         out["read_bandwidth_bytes_per_second"] = probe.bytesPerSecond;
+        out["read_bandwidth_source"] = shared_probe_text(shared.probe);
         out["peak_rss_bytes"] = peak;
         out["isa"] = isa;
         out["threads"] = plan.threads;

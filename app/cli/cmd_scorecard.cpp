@@ -25,7 +25,7 @@
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/thread_pool.h"
 #include "cflow/engine/install/default_model.h"
-#include "cflow/engine/io/bandwidth_probe.h"
+#include "cflow/engine/io/bandwidth_probe_cache.h"
 #include "cflow/engine/kernels/kernels.h"
 #include "cflow/engine/scorecard/scorecard.h"
 #include "cflow/formats/converter.h"
@@ -189,10 +189,12 @@ int run_scorecard(const ScorecardArgs& args) {
         return 0;
     }
     ThreadPool pool{options.threads};
-    const BandwidthProbeResult probe = probe_read_bandwidth(pool);
+    const SharedBandwidthProbe shared = shared_read_bandwidth(pool);  // the figure bench and the GUI show
+    if (!shared.reused) std::fprintf(stderr, "scorecard: measuring the read bandwidth (%s)\n", shared.remeasureReason.c_str());
+    if (!shared.storeError.empty()) std::fprintf(stderr, "scorecard: read bandwidth not stored: %s\n", shared.storeError.c_str());
     std::printf("cflow scorecard: the paper's eight claims measured here (kernel path %s, %u threads, read bandwidth "
-                "%.2f GB/s)%s\n\n",
-                std::string(isa_name(selected_isa())).c_str(), pool.size(), probe.bytesPerSecond / 1e9,
+                "%s)%s\n\n",
+                std::string(isa_name(selected_isa())).c_str(), pool.size(), shared_probe_text(shared.probe).c_str(),
                 quick ? " [--quick: small sizes]" : "");
     for (const ClaimResult& r : *results) {
         std::printf("Claim %d  %s: %s\n", r.claim, r.title.c_str(), std::string(verdict_name(r.verdict)).c_str());

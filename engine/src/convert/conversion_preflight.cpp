@@ -14,7 +14,7 @@
 #include "cflow/engine/forward/critical_path.h"
 #include "cflow/engine/forward/thread_pool.h"
 #include "cflow/engine/forward/session.h"
-#include "cflow/engine/io/bandwidth_probe.h"
+#include "cflow/engine/io/bandwidth_probe_cache.h"
 #include "cflow/engine/io/system_memory.h"
 #include "cflow/engine/tokenizer/tokenizer.h"
 #include "cflow/formats/gguf.h"
@@ -204,10 +204,14 @@ Result<PreflightReport> run_preflight(const PreflightRequest& request, const Can
     r.plan = *plan;
 
     if (request.probe_bandwidth) {
+        // The figure the inspector and `cflow bench` show too: stored once per machine.
         ThreadPool pool(request.threads);
-        const auto probe = probe_read_bandwidth(pool);
-        r.read_bandwidth_bytes_per_second = probe.bytesPerSecond;
-        r.probe_threads = probe.threads;
+        const SharedBandwidthProbe shared = shared_read_bandwidth(pool);
+        r.read_bandwidth_bytes_per_second = shared.probe.result.bytesPerSecond;
+        r.probe_threads = shared.probe.result.threads;
+        r.read_bandwidth_source = shared_probe_text(shared.probe);
+        if (!shared.reused) note(r, "read bandwidth measured now (" + shared.remeasureReason + ")");
+        if (!shared.storeError.empty()) note(r, "the read bandwidth was not stored for next time: " + shared.storeError);
     }
     const double bandwidth = r.read_bandwidth_bytes_per_second;
     for (DType q : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0}) {
@@ -302,10 +306,7 @@ std::string preflight_text(const PreflightReport& r) {
             line("output " + e.label, value);
         }
         if (r.read_bandwidth_bytes_per_second > 0) {
-            char buf[128];
-            std::snprintf(buf, sizeof buf, "%.1f GB/s with %u threads (decode tok/s at most this / bytes per token)",
-                          r.read_bandwidth_bytes_per_second / 1e9, r.probe_threads);
-            line("read bandwidth", buf);
+            line("read bandwidth", r.read_bandwidth_source + "; decode tok/s is at most this / bytes per token");
         }
         line("memory to run", size_text(r.run_memory_bytes) + " (weights + F16 KV cache of " +
                                   std::to_string(r.context_tokens) + " tokens " + size_text(r.kv_cache_bytes) + " + 64 MiB)" +
@@ -366,6 +367,7 @@ std::string preflight_json(const PreflightReport& r) {
         j["available_memory_bytes"] = r.available_memory_bytes;
         j["read_bandwidth_bytes_per_second"] = r.read_bandwidth_bytes_per_second;
         j["probe_threads"] = r.probe_threads;
+        j["read_bandwidth_source"] = r.read_bandwidth_source;
         j["pipeline_native"] = r.pipeline_native;
         if (r.pipeline_native) {
             j["b_naive_mib"] = r.b_naive_mib;

@@ -61,6 +61,7 @@ struct PreflightReport {
     uint64_t available_memory_bytes = 0;   // now, on this machine
     double read_bandwidth_bytes_per_second = 0;
     unsigned probe_threads = 0;
+    std::string read_bandwidth_source;     // shared_probe_text(): the figure, threads, when measured
     bool pipeline_native = false;          // a delayed schedule: B_naive / B_critical below apply
     double b_naive_mib = 0, b_critical_mib = 0;  // per token at 0.5 byte/weight (critical_path.h)
     std::vector<PreflightFinding> findings;

@@ -1,6 +1,7 @@
 #pragma once
 // A short streaming-read probe of the machine's memory bandwidth: the "speed of light" that
-// decode bandwidth is compared against (cflow bench, the GUI's bandwidth chart).
+// decode bandwidth is compared against. Front ends take it through bandwidth_probe_cache.h,
+// which measures it once per machine and thread count for all of them.
 #include <cstdint>
 
 namespace cflow {
