@@ -9,6 +9,7 @@
 #include <QLineEdit>
 #include <QLabel>
 #include <QListWidget>
+#include <QMenu>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QToolButton>
@@ -22,6 +23,7 @@
 #include "cflow/ui/chat_controller.h"
 #include "cflow/ui/chat_panel.h"
 #include "cflow/ui/chat_view.h"
+#include "cflow/ui/context_gauge.h"
 #include "cflow/ui/conversation_sidebar.h"
 #include "cflow/ui/conversation_store.h"
 #include "cflow/ui/engine_worker.h"
@@ -101,7 +103,20 @@ void expect_window_consistent(MainWindow& window) {
     for (size_t i = 0; i < stored->size(); ++i) EXPECT_EQ((*stored)[i].content, c->entries()[i].content);
 }
 
-TEST(ChatControllerTest, ClickingAnotherConversationWhileRegeneratingSwitchesOnlyWhenTheReplyStopped) {
+int list_row(MainWindow& window, qint64 id) {
+    QListWidget* list = window.sidebar()->list();
+    for (int i = 0; i < list->count(); ++i)
+        if (list->item(i)->data(Qt::UserRole).toLongLong() == id) return i;
+    return -1;
+}
+
+QString stored_reply(MainWindow& window, qint64 id, size_t index) {
+    auto stored = window.store()->messages(id);
+    return stored && stored->size() > index ? stored->at(index).content : QString();
+}
+
+// Issue 37: clicking another conversation used to stop the reply.
+TEST(ChatControllerTest, AReplyKeepsStreamingInItsConversationWhileAnotherIsShown) {
     ScopedDb db("controller_regenerate_switch");
     MainWindow window;
     ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
@@ -109,29 +124,73 @@ TEST(ChatControllerTest, ClickingAnotherConversationWhileRegeneratingSwitchesOnl
     const qint64 a = chat_once(window, QStringLiteral("first chat"));
     const qint64 b = chat_once(window, QStringLiteral("second chat"));
     ASSERT_NE(a, b);
-    settings(window, 600);
+    settings(window, 100000, true);
     SlowSteps slow(window);
     ASSERT_TRUE(window.chatPanel()->regenerate());
     QTest::qWait(100);
     click_conversation(window, a);
-    // Until the reply has stopped, everything still shows B.
-    EXPECT_EQ(window.controller()->conversationId(), b);
-    expect_window_consistent(window);
-    ASSERT_TRUE(idle(window));
+    // A is shown at once, and the reply goes on into B.
     EXPECT_EQ(window.controller()->conversationId(), a);
     expect_window_consistent(window);
+    EXPECT_TRUE(window.controller()->isGenerating());
+    EXPECT_FALSE(window.controller()->isReplyShown());
+    EXPECT_EQ(window.sidebar()->busyConversation(), b);
+    const int rowB = list_row(window, b);
+    ASSERT_GE(rowB, 0);
+    EXPECT_TRUE(window.sidebar()->list()->item(rowB)->text().endsWith(QStringLiteral("writing…")))
+        << window.sidebar()->list()->item(rowB)->text().toStdString();
+    EXPECT_TRUE(window.chatPanel()->noticeText().contains(QStringLiteral("A reply is being written in")))
+        << window.chatPanel()->noticeText().toStdString();
+    EXPECT_FALSE(window.chatPanel()->sendButton()->isEnabled()) << "one engine: sending waits for the reply";
+    EXPECT_FALSE(window.chatPanel()->findChild<QPushButton*>(QStringLiteral("stopButton"))->isEnabled())
+        << "Stop here would stop a reply the user does not see";
+    EXPECT_TRUE(window.chatPanel()->contextText().contains(QStringLiteral("measured when the other reply ends")))
+        << window.chatPanel()->contextText().toStdString() << " used " << window.controller()->contextUsed()
+        << " gauge prompt " << window.chatPanel()->contextGauge()->promptTokens();
+    const QString early = stored_reply(window, b, 1);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return stored_reply(window, b, 1).size() > early.size() + 8; }, kControllerTimeoutMs))
+        << "the reply in B keeps growing while A is shown";
+    EXPECT_EQ(window.store()->messages(a)->size(), 2u) << "nothing lands in A";
 
-    // The next message lands in the shown conversation, and Delete targets it too.
+    // Back in B: the reply is where it has got to, and goes on in view.
+    click_conversation(window, b);
+    ASSERT_TRUE(window.controller()->isReplyShown());
+    const int index = window.controller()->replyIndex();
+    ASSERT_EQ(index, 1);
+    const QString shown = window.chatPanel()->view()->card(index)->text();
+    EXPECT_GE(shown.size(), stored_reply(window, b, 1).size() - 32);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return window.chatPanel()->view()->card(index)->text().size() > shown.size(); },
+                                kControllerTimeoutMs));
+    EXPECT_TRUE(window.chatPanel()->findChild<QPushButton*>(QStringLiteral("stopButton"))->isEnabled());
+    EXPECT_GT(window.chatPanel()->contextGauge()->replyTokens(), 0) << "the gauge's reply part grows";
+
+    // Stopped from the list (A shown again): kept, marked stopped, the first version still there.
+    click_conversation(window, a);
+    QMenu* menu = window.sidebar()->contextMenuFor(list_row(window, b));
+    ASSERT_NE(menu, nullptr);
+    auto* stop = menu->findChild<QAction*>(QStringLiteral("stopReplyAction"));
+    ASSERT_NE(stop, nullptr);
+    stop->trigger();
+    menu->close();
+    ASSERT_TRUE(idle(window));
+    EXPECT_EQ(window.controller()->conversationId(), a);
+    EXPECT_EQ(window.sidebar()->busyConversation(), 0);
+    EXPECT_FALSE(window.chatPanel()->noticeText().contains(QStringLiteral("A reply is being written")));
+    auto inB = window.store()->messages(b);
+    ASSERT_EQ(inB->size(), 2u);
+    EXPECT_TRUE(inB->at(1).stopped) << "the interrupted version is marked stopped";
+    EXPECT_TRUE(inB->at(1).complete);
+    EXPECT_EQ(inB->at(1).versions.size(), 2) << "the first reply stays as a version";
+
+    // The next message lands in the shown conversation.
     settings(window, 4);
     ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("third message")));
     ASSERT_TRUE(idle(window));
     EXPECT_EQ(window.store()->messages(a)->size(), 4u);
     EXPECT_EQ(window.store()->messages(a)->at(2).content, QStringLiteral("third message"));
-    auto inB = window.store()->messages(b);
-    ASSERT_EQ(inB->size(), 2u) << "nothing was added to the regenerated conversation";
-    EXPECT_TRUE(inB->at(1).stopped) << "the interrupted version is marked stopped";
-    EXPECT_EQ(inB->at(1).versions.size(), 2) << "the first reply stays as a version";
+    EXPECT_EQ(window.store()->messages(b)->size(), 2u);
     EXPECT_EQ(window.sidebar()->selectedId(), a);
+    expect_window_consistent(window);
 }
 
 TEST(ChatControllerTest, MessageSentFromANewChatStaysThereWhenAnotherIsClickedRightAway) {
@@ -156,12 +215,16 @@ TEST(ChatControllerTest, MessageSentFromANewChatStaysThereWhenAnotherIsClickedRi
     const qint64 created = window.controller()->conversationId();
     ASSERT_NE(created, 0);
     click_conversation(window, a);
+    EXPECT_EQ(window.controller()->conversationId(), a) << "shown at once; the reply goes on in the new chat";
     ASSERT_TRUE(idle(window));
     EXPECT_EQ(window.controller()->conversationId(), a);
     expect_window_consistent(window);
     auto inNew = window.store()->messages(created);
-    ASSERT_GE(inNew->size(), 1u);
+    ASSERT_EQ(inNew->size(), 2u);
     EXPECT_EQ(inNew->at(0).content, QStringLiteral("typed in the new chat"));
+    EXPECT_FALSE(inNew->at(1).content.isEmpty());
+    EXPECT_FALSE(inNew->at(1).stopped) << "it ran to its end";
+    EXPECT_TRUE(inNew->at(1).complete);
     EXPECT_EQ(window.store()->messages(a)->size(), 2u) << "the other chat got nothing";
 }
 
@@ -206,10 +269,20 @@ TEST(ChatControllerTest, ContextGaugeAndRawPromptFollowTheShownConversationAndMo
         << window.chatPanel()->contextText().toStdString();
 }
 
-TEST(ChatControllerTest, OpeningAModelWhileGeneratingWaitsForTheReplyAndEveryViewFollows) {
+TEST(ChatControllerTest, OpeningAModelWhileGeneratingAsksThenWaitsForTheReplyAndEveryViewFollows) {
     ScopedDb db("controller_model_switch");
-    MainWindow window;
+    cflow::ui::MainWindowOptions options;
+    int asked = 0;
+    bool answer = false;
+    QString askedModel;
+    options.confirmStopReply = [&](const QString&, const QString& model) {
+        ++asked;
+        askedModel = model;
+        return answer;
+    };
+    MainWindow window(nullptr, options);
     ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    EXPECT_EQ(asked, 0) << "nothing streams: nothing to ask";
     EXPECT_TRUE(window.inspector()->statusText().startsWith(QString::fromStdString(
         cflow::Model::load(cflow::ui::test::chatml_model().string()).value()->name())));
     settings(window, 600);
@@ -217,7 +290,16 @@ TEST(ChatControllerTest, OpeningAModelWhileGeneratingWaitsForTheReplyAndEveryVie
         SlowSteps slow(window);
         ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("go on")));
         QTest::qWait(50);
+        // "Keep writing": nothing changes.
         window.openModel(qpath(cflow::ui::test::moe_chatml_model()));
+        EXPECT_EQ(asked, 1);
+        EXPECT_EQ(askedModel, qpath(cflow::ui::test::moe_chatml_model()));
+        QTest::qWait(100);
+        EXPECT_TRUE(window.controller()->isGenerating()) << "the reply goes on";
+        EXPECT_FALSE(window.controller()->switchPending());
+        answer = true;
+        window.openModel(qpath(cflow::ui::test::moe_chatml_model()));
+        EXPECT_EQ(asked, 2);
         QTest::qWait(50);
         if (window.controller()->isGenerating()) {
             EXPECT_TRUE(window.windowTitle().startsWith(QStringLiteral("chatml.cflow"))) << "renamed while the old model ran";

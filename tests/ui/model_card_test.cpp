@@ -81,13 +81,13 @@ TEST(ModelCard, TheWindowShowsTheCardAndTheEmptyChatSaysWhatTheModelIsFor) {
     EXPECT_TRUE(window.headerView()->isVisibleTo(panel));
     EXPECT_EQ(window.headerView()->shownValue(QStringLiteral("Global header"), QStringLiteral("n_experts")), QStringLiteral("8"));
 
-    EXPECT_TRUE(window.chatPanel()->noticeText().contains(QStringLiteral("About this model"))) << window.chatPanel()->noticeText().toStdString();
+    EXPECT_TRUE(window.chatPanel()->welcomeText().contains(QStringLiteral("About this model"))) << window.chatPanel()->welcomeText().toStdString();
     cflow::ui::GenerationSettings s;
     s.maxTokens = 4;
     s.threads = 1;
     window.samplingPanel()->setSettings(s);
     ASSERT_TRUE(window.chatPanel()->send(QStringLiteral("Once upon a time")));
-    EXPECT_FALSE(window.chatPanel()->noticeText().contains(QStringLiteral("About this model")));
+    EXPECT_FALSE(window.chatPanel()->welcomeText().contains(QStringLiteral("About this model")));
     ASSERT_TRUE(QTest::qWaitFor([&] { return !window.controller()->isGenerating(); }, 60000));
 }
 

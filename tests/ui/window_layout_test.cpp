@@ -65,6 +65,17 @@ TEST_P(WindowSizes, TakesTheSizeAndNothingIsClippedOrOverlaps) {
         << window.inspector()->minimumSizeHint().height() << ") bw " << window.inspector()->bandwidthPanel()->minimumSizeHint().height()
         << " routing " << window.inspector()->routingPanel()->minimumSizeHint().height() << " stalls "
         << window.inspector()->stallPanel()->minimumSizeHint().height();
+    // Issue 37: the inspector had a ~200 px strip at 1366x768. Where the width allows, it is a
+    // full-height column beside the chat.
+    if (GetParam().width() >= MainWindow::kInspectorBesideMinWidth) {
+        EXPECT_EQ(window.inspectorPlacement(), MainWindow::InspectorPlacement::Beside);
+        EXPECT_GE(window.inspector()->width(), GetParam().width() / 3) << "inspector " << window.inspector()->size().width();
+        EXPECT_GE(window.inspector()->height(), GetParam().height() * 3 / 4) << "inspector " << window.inspector()->height();
+        EXPECT_GE(window.chatPanel()->width(), GetParam().width() / 3) << "the chat keeps a readable column";
+    } else {
+        EXPECT_EQ(window.inspectorPlacement(), MainWindow::InspectorPlacement::Below);
+        EXPECT_GE(window.inspector()->height(), GetParam().height() / 5) << "inspector " << window.inspector()->height();
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(LaptopToDesktop, WindowSizes,
@@ -90,6 +101,47 @@ TEST(WindowLayoutTest, ViewMenuBringsBackEveryDockAndResetRestoresTheLayout) {
     inspector->close();
     window.resetLayout();
     EXPECT_TRUE(inspector->isVisible());
+}
+
+TEST(WindowLayoutTest, TheInspectorMovesBesideOrBelowTheChatAndTheChoiceIsRemembered) {
+    ScopedDb db("layout_inspector_placement");
+    cflow::ui::test::IsolatedSettings isolated("layout_inspector_placement");
+    cflow::ui::MainWindowOptions options;
+    options.rememberLayout = true;
+    {
+        MainWindow window(nullptr, options);
+        window.resize(1366, 768);
+        window.show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+        EXPECT_EQ(window.inspectorPlacement(), MainWindow::InspectorPlacement::Beside);
+        auto* below = window.findChild<QAction*>(QStringLiteral("inspectorBelowAction"));
+        auto* beside = window.findChild<QAction*>(QStringLiteral("inspectorBesideAction"));
+        ASSERT_NE(below, nullptr);
+        ASSERT_NE(beside, nullptr);
+        EXPECT_TRUE(beside->isChecked());
+        below->trigger();
+        QTest::qWait(20);
+        EXPECT_EQ(window.inspectorPlacement(), MainWindow::InspectorPlacement::Below);
+        EXPECT_TRUE(below->isChecked());
+        EXPECT_FALSE(beside->isChecked());
+        EXPECT_GE(window.inspector()->width(), window.width() / 2) << "below: the strip spans the chat";
+        // The settings stay tabbed with it, the inspector in front.
+        for (const char* name : {"promptDock", "samplingDock", "modelDock"})
+            EXPECT_EQ(window.dockWidgetArea(window.findChild<QDockWidget*>(QString::fromLatin1(name))), Qt::BottomDockWidgetArea)
+                << name;
+        EXPECT_TRUE(window.inspector()->isVisible());
+        window.close();
+    }
+    {
+        MainWindow again(nullptr, options);
+        again.show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(&again));
+        EXPECT_EQ(again.inspectorPlacement(), MainWindow::InspectorPlacement::Below) << "the user's choice comes back";
+        EXPECT_TRUE(again.findChild<QAction*>(QStringLiteral("inspectorBelowAction"))->isChecked());
+        again.resetLayout();
+        EXPECT_EQ(again.inspectorPlacement(), MainWindow::InspectorPlacement::Beside) << "reset: the first start's layout";
+        again.close();
+    }
 }
 
 TEST(WindowLayoutTest, SizeAndDocksAreRememberedAcrossStarts) {

@@ -74,11 +74,7 @@ ChatController::ChatController(EngineWorker* worker, ConversationStore* store, Q
     connect(worker_, &EngineWorker::promptReady, this, &ChatController::onPrompt);
     connect(worker_, &EngineWorker::measured, this, &ChatController::onMeasured);
     connect(worker_, &EngineWorker::promptProgress, this, &ChatController::promptProgress);
-    connect(worker_, &EngineWorker::tokensReady, this, [this](const QString& text, int tokens, const TokenPieces& pieces) {
-        if (!generating_) return;
-        setContext(contextUsed_ + tokens);
-        onTokens(text, tokens, pieces);
-    });
+    connect(worker_, &EngineWorker::tokensReady, this, &ChatController::onTokens);
     connect(worker_, &EngineWorker::finished, this, &ChatController::onFinished);
     connect(worker_, &EngineWorker::error, this, &ChatController::onError);
 }
@@ -116,8 +112,6 @@ void ChatController::runPending() {
     const Pending p = *pending_;
     pending_.reset();
     switch (p.kind) {
-    case Pending::Kind::Open: openConversation(p.id); break;
-    case Pending::Kind::New: newConversation(); break;
     case Pending::Kind::Delete: deleteConversation(p.id); break;
     case Pending::Kind::LoadModel: loadModel(p.path, p.threads); break;
     }
@@ -154,11 +148,9 @@ void ChatController::onLoadFailed(const QString& path, const QString& message) {
 }
 
 bool ChatController::openConversation(qint64 id) {
-    if (pending_ && pending_->kind == Pending::Kind::Open && pending_->id == id) return true;
-    if (id == conversationId_ && !pending_) return true;
+    if (id == conversationId_) return true;
     auto info = store_->conversation(id);
     if (!info) return check(info.take_error());
-    if (queueIfBusy({Pending::Kind::Open, id, {}, 0}, tr("opening \"%1\"").arg(info->title))) return true;
     auto messages = store_->messages(id);
     if (!messages) return check(messages.take_error());
     conversationId_ = id;
@@ -178,18 +170,35 @@ bool ChatController::openConversation(qint64 id) {
         }
         entries_.push_back(std::move(e));
     }
+    replyIndex_ = -1;
+    if (reply_ && reply_->conversationId == id) {
+        // Back where the reply streams: the row read back is as far as the last store write got
+        // (and marked incomplete); the streaming entry is newer.
+        for (size_t i = 0; i < entries_.size(); ++i)
+            if (entries_[i].rowId == reply_->entry.rowId) {
+                entries_[i] = reply_->entry;
+                replyIndex_ = static_cast<int>(i);
+            }
+    }
     setup_ = setup_from_json(info->settingsJson);
     if (settingsSource_) emit samplingRestored(settings_from_json(info->settingsJson, settingsSource_()));
     emit conversationChanged(id);
     emit setupChanged();
-    remeasure();
+    if (replyIndex_ >= 0) {
+        visiblePrompt_ = sentPrompt_;
+        setContext(reply_->contextUsed);
+        emit promptMeasured(visiblePrompt_);
+    } else {
+        if (generating_) setContext(-1);  // not the streaming conversation's figure: unknown until measured
+        remeasure();
+    }
     return true;
 }
 
 void ChatController::newConversation() {
-    if (queueIfBusy({Pending::Kind::New, 0, {}, 0}, tr("starting a new conversation"))) return;
     conversationId_ = 0;
     entries_.clear();
+    replyIndex_ = -1;
     // A template belongs to a model: a new conversation starts with the model's own, in the
     // mode the model is made for. The system prompt, the context policy and the thinking choice carry over.
     setup_.templateChoice = {};
@@ -200,7 +209,8 @@ void ChatController::newConversation() {
 }
 
 bool ChatController::deleteConversation(qint64 id) {
-    if (id == conversationId_ && queueIfBusy({Pending::Kind::Delete, id, {}, 0}, tr("deleting the conversation")))
+    if (reply_ && id == reply_->conversationId &&
+        queueIfBusy({Pending::Kind::Delete, id, {}, 0}, tr("deleting the conversation")))
         return true;
     if (!check(store_->deleteConversation(id))) return false;
     emit conversationListChanged();
@@ -271,8 +281,9 @@ bool ChatController::send(const QString& text) {
     return true;
 }
 
-void ChatController::startReply(int entryIndex, int seedOffset) {
+void ChatController::startReply(int entryIndex, int seedOffset, const QString& previous) {
     replyIndex_ = entryIndex;
+    reply_ = StreamingReply{conversationId_, entries_[static_cast<size_t>(entryIndex)], previous, 0};
     generating_ = true;
     emit generatingChanged(true);
     emit replyStarted();
@@ -291,14 +302,14 @@ bool ChatController::regenerate() {
         return false;
     const int index = static_cast<int>(entries_.size()) - 1;
     ChatEntry& reply = entries_.back();
-    replyPrevious_ = reply.content;
+    const QString previous = reply.content;
     reply.content.clear();
     reply.stopped = false;
     reply.modelPath = model_.path;
     if (!check(store_->updateMessage(reply.rowId, QString(), false))) return false;
     emit entryChanged(index);
     // Each version samples with its own seed, so the alternatives differ.
-    startReply(index, static_cast<int>(std::max<qsizetype>(1, reply.versions.size())));
+    startReply(index, static_cast<int>(std::max<qsizetype>(1, reply.versions.size())), previous);
     return true;
 }
 
@@ -317,6 +328,12 @@ void ChatController::stop() {
     if (generating_) worker_->stop();
 }
 
+void ChatController::mirrorReply() {
+    if (replyIndex_ < 0 || replyIndex_ >= static_cast<int>(entries_.size())) return;
+    entries_[static_cast<size_t>(replyIndex_)] = reply_->entry;
+    emit entryChanged(replyIndex_);
+}
+
 bool ChatController::showVersion(int index, int version) {
     if (index < 0 || index >= static_cast<int>(entries_.size()) || (generating_ && index == replyIndex_)) return false;
     ChatEntry& e = entries_[static_cast<size_t>(index)];
@@ -332,21 +349,28 @@ bool ChatController::showVersion(int index, int version) {
 void ChatController::onPrompt(const RenderedPrompt& prompt) {
     if (!generating_) return;
     sentPrompt_ = prompt;
+    reply_->contextUsed = prompt.promptTokens;
+    if (replyIndex_ < 0) return;
     visiblePrompt_ = prompt;
     setContext(prompt.promptTokens);
     emit promptMeasured(prompt);
 }
 
 void ChatController::onTokens(const QString& text, int tokens, const TokenPieces& pieces) {
-    if (replyIndex_ < 0 || replyIndex_ >= static_cast<int>(entries_.size())) return;
-    ChatEntry& reply = entries_[static_cast<size_t>(replyIndex_)];
+    if (!generating_) return;
+    ChatEntry& reply = reply_->entry;
     reply.content += text;
+    reply_->contextUsed += tokens;
     check(store_->updateMessage(reply.rowId, reply.content, false));
+    emit replyProgress(tokens);
+    if (replyIndex_ < 0 || replyIndex_ >= static_cast<int>(entries_.size())) return;
+    entries_[static_cast<size_t>(replyIndex_)].content = reply.content;
+    setContext(reply_->contextUsed);
     emit replyStreamed(replyIndex_, text, tokens, pieces);
 }
 
 void ChatController::endReply(bool stopped) {
-    ChatEntry& reply = entries_[static_cast<size_t>(replyIndex_)];
+    ChatEntry& reply = reply_->entry;
     reply.stopped = stopped;
     reply.complete = true;
     reply.versions.push_back(reply.content);
@@ -354,16 +378,18 @@ void ChatController::endReply(bool stopped) {
     check(store_->updateMessage(reply.rowId, reply.content, true));
     check(store_->setVersions(reply.rowId, reply.versions, reply.version));
     check(store_->setReplyDetails(reply.rowId, reply.modelPath, stopped));
-    emit entryChanged(replyIndex_);
+    mirrorReply();
 }
 
 void ChatController::onFinished(const ReplyStats& stats) {
     if (!generating_) return;
-    if (replyIndex_ >= 0 && replyIndex_ < static_cast<int>(entries_.size())) endReply(stats.cancelled);
+    endReply(stats.cancelled);
+    lastReplyShown_ = replyIndex_ >= 0;
     generating_ = false;
+    reply_.reset();
     replyIndex_ = -1;
     emit generatingChanged(false);
-    setContext(stats.contextUsed);
+    if (lastReplyShown_) setContext(stats.contextUsed);
     emit replyFinished(stats);
     emit conversationListChanged();
     if (pending_) runPending();
@@ -372,26 +398,30 @@ void ChatController::onFinished(const ReplyStats& stats) {
 
 void ChatController::onError(const QString& message) {
     if (!generating_) {
+        lastReplyShown_ = true;  // not a reply's error: the shown conversation's
         emit replyFailed(message);
         return;
     }
-    if (replyIndex_ >= 0 && replyIndex_ < static_cast<int>(entries_.size())) {
-        ChatEntry& reply = entries_[static_cast<size_t>(replyIndex_)];
-        if (!reply.content.isEmpty()) {
-            endReply(false);
-        } else if (!reply.versions.isEmpty()) {
-            // A regenerate that produced nothing: the version shown before comes back.
-            reply.content = replyPrevious_;
-            check(store_->updateMessage(reply.rowId, reply.content, true));
-            emit entryChanged(replyIndex_);
-        } else {
-            // Nothing was generated: the empty reply row would only clutter the history.
-            check(store_->deleteMessagesFrom(conversationId_, reply.rowId));
+    ChatEntry& reply = reply_->entry;
+    if (!reply.content.isEmpty()) {
+        endReply(false);
+    } else if (!reply.versions.isEmpty()) {
+        // A regenerate that produced nothing: the version shown before comes back.
+        reply.content = reply_->previous;
+        reply.complete = true;
+        check(store_->updateMessage(reply.rowId, reply.content, true));
+        mirrorReply();
+    } else {
+        // Nothing was generated: the empty reply row would only clutter the history.
+        check(store_->deleteMessagesFrom(reply_->conversationId, reply.rowId));
+        if (replyIndex_ >= 0 && replyIndex_ < static_cast<int>(entries_.size())) {
             entries_.resize(static_cast<size_t>(replyIndex_));
             emit entriesRemoved(replyIndex_);
         }
     }
+    lastReplyShown_ = replyIndex_ >= 0;
     generating_ = false;
+    reply_.reset();
     replyIndex_ = -1;
     emit generatingChanged(false);
     emit replyFailed(message);
@@ -428,7 +458,13 @@ void ChatController::remeasure() {
 
 void ChatController::measureNow() {
     const quint64 serial = ++measureSerial_;
-    if (generating_) return;  // the streaming reply's prompt is what the views show
+    if (generating_ && replyIndex_ >= 0) return;  // the streaming reply's prompt is what the views show
+    if (generating_) {
+        // The engine answers once the reply elsewhere ends; until then the gauge says so instead of
+        // showing the other conversation's figure.
+        contextUsed_ = -1;
+        emit contextChanged(-1, model_.contextLength);
+    }
     if (!model_.model || (entries_.empty() && (setup_.systemPrompt.trimmed().isEmpty() || setup_.mode != PromptMode::Chat))) {
         visiblePrompt_ = RenderedPrompt{};
         visiblePrompt_.contextLength = model_.contextLength;
@@ -443,7 +479,7 @@ void ChatController::measureNow() {
 }
 
 void ChatController::onMeasured(quint64 serial, const RenderedPrompt& prompt) {
-    if (serial != measureSerial_ || generating_) return;  // the conversation changed since it was asked
+    if (serial != measureSerial_ || (generating_ && replyIndex_ >= 0)) return;  // stale, or the reply's prompt is shown
     visiblePrompt_ = prompt;
     setContext(prompt.promptTokens);
     emit promptMeasured(prompt);

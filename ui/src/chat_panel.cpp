@@ -8,6 +8,7 @@
 #include <QShortcut>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QTextDocumentFragment>
@@ -16,6 +17,8 @@
 #include "cflow/ui/fixed_font.h"
 #include "cflow/ui/chat_controller.h"
 #include "cflow/ui/chat_view.h"
+#include "cflow/ui/context_gauge.h"
+#include "cflow/ui/conversation_store.h"
 #include "labelled_button.h"
 
 namespace cflow::ui {
@@ -71,8 +74,7 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     layout->addWidget(input_);
 
     auto* row = new QHBoxLayout;
-    context_ = new QLabel(this);
-    context_->setObjectName(QStringLiteral("context"));
+    context_ = new ContextGauge(this);
     row->addWidget(context_, 1);
     auto* raw = labelled_button(tr("Raw prompt"), QStringLiteral("rawPromptButton"),
                                 tr("Show the prompt exactly as the model reads it"), this);
@@ -108,6 +110,10 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
         if (link == QLatin1String("load-model")) {
             const QString path = controller_->otherModelPath();
             if (!path.isEmpty()) controller_->loadModel(path, 0);
+        } else if (link == QLatin1String("stop-reply")) {
+            controller_->stop();
+        } else if (link == QLatin1String("show-reply")) {
+            controller_->openConversation(controller_->replyConversationId());
         }
     });
 
@@ -130,29 +136,34 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
             });
     // The empty reply says what is happening until its first token: the prompt is being read.
     connect(controller_, &ChatController::promptProgress, this, [this](int processed, int total) {
-        if (controller_->isGenerating() && processed < total)
-            view_->setActivity(view_->count() - 1, tr("reading the prompt: %1 / %2 tokens…").arg(processed).arg(total));
+        if (controller_->isReplyShown() && processed < total)
+            view_->setActivity(controller_->replyIndex(),
+                               tr("reading the prompt: %1 / %2 tokens…").arg(processed).arg(total));
     });
     connect(controller_, &ChatController::generatingChanged, this, [this](bool generating) {
         if (!generating)
             for (int i = 0; i < view_->count(); ++i) view_->setActivity(i, QString());
         updateButtons();
+        updateNotices();  // the "a reply is being written in …" line comes and goes
     });
     connect(controller_, &ChatController::modelChanged, this, [this] {
         updateButtons();
         updateNotices();
     });
-    connect(controller_, &ChatController::modelLoading, this, &ChatPanel::updateButtons);
-    connect(controller_, &ChatController::modelFailed, this, &ChatPanel::updateButtons);
+    const auto modelMoved = [this] {
+        updateButtons();
+        updateNotices();  // the empty chat's welcome says what is loading, or that nothing is
+    };
+    connect(controller_, &ChatController::modelLoading, this, modelMoved);
+    connect(controller_, &ChatController::modelFailed, this, modelMoved);
     connect(controller_, &ChatController::switchQueued, this, &ChatPanel::updateButtons);
-    connect(controller_, &ChatController::contextChanged, this, [this](int used, int length) {
-        context_->setText(length > 0 ? tr("Context: %1 / %2 tokens").arg(used).arg(length) : tr("Context: no model"));
-    });
+    connect(controller_, &ChatController::contextChanged, this, &ChatPanel::updateGauge);
     connect(controller_, &ChatController::promptMeasured, this, &ChatPanel::updateNotices);
     connect(controller_, &ChatController::setupChanged, this, [this] {
         if (systemPrompt_->text() != controller_->setup().systemPrompt) systemPrompt_->setText(controller_->setup().systemPrompt);
         // Completion mode continues the texts as they are: there is no system prompt to give.
         systemPrompt_->setEnabled(controller_->setup().mode == PromptMode::Chat);
+        context_->setPolicy(controller_->setup().contextPolicy);
         updateNotices();
     });
     connect(controller_, &ChatController::replyStarted, this, [this] {
@@ -161,7 +172,8 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
         updateNotices();
     });
     connect(controller_, &ChatController::replyFinished, this, [this](const ReplyStats& stats) {
-        if (!stats.cancelled && stats.stopReason == StopReason::ContextFull)
+        // A reply that ended in another conversation says so in the status bar, not over this one.
+        if (controller_->lastReplyWasShown() && !stats.cancelled && stats.stopReason == StopReason::ContextFull)
             error_ = tr("The context is full (%1 tokens): the reply stopped there. Choose \"drop oldest turns\" or "
                         "\"sliding window\" under Prompt, or start a new conversation.")
                          .arg(stats.contextLength);
@@ -169,12 +181,18 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
         emit replyFinished(stats);
     });
     connect(controller_, &ChatController::replyFailed, this, [this](const QString& message) {
-        error_ = message;
+        if (controller_->lastReplyWasShown()) error_ = message;
         updateNotices();
         emit replyFailed(message);
     });
-    context_->setText(tr("Context: no model"));
     updateButtons();
+    updateNotices();
+}
+
+void ChatPanel::updateGauge(int used, int length) {
+    // While a reply streams here, the part past the prompt it was sent with is the reply's.
+    const int prompt = used < 0 ? -1 : controller_->isReplyShown() ? std::min(used, controller_->lastSentPrompt().promptTokens) : used;
+    context_->setUsage(prompt, used < 0 ? 0 : used - prompt, length);
 }
 
 bool ChatPanel::eventFilter(QObject* watched, QEvent* event) {
@@ -210,6 +228,18 @@ bool ChatPanel::isGenerating() const { return controller_->isGenerating(); }
 bool ChatPanel::modelReady() const { return controller_->modelReady(); }
 const RenderedPrompt& ChatPanel::lastPrompt() const { return controller_->lastSentPrompt(); }
 QString ChatPanel::contextText() const { return context_->text(); }
+
+QString ChatPanel::replyElsewhereText() const {
+    if (!controller_->isGenerating() || controller_->isReplyShown()) return {};
+    QString title = tr("another conversation");
+    if (auto info = controller_->store()->conversation(controller_->replyConversationId()))
+        title = QStringLiteral("“%1”").arg(info->title.left(60).toHtmlEscaped());
+    return tr("A reply is being written in %1: <a href=\"show-reply\">show it</a> or <a href=\"stop-reply\">stop it</a>. "
+              "You can send here once it ends.")
+        .arg(title);
+}
+
+QString ChatPanel::welcomeText() const { return view_->welcomeText(); }
 
 QString ChatPanel::noticeText() const {
     QStringList lines;
@@ -273,6 +303,9 @@ void ChatPanel::rebuild() {
         view_->addMessage(entries[i].role, entries[i].content);
         syncEntry(static_cast<int>(i));
     }
+    // Back in the conversation a reply streams into: it says it is still being written.
+    if (controller_->isReplyShown() && entries[size_t(controller_->replyIndex())].content.isEmpty())
+        view_->setActivity(controller_->replyIndex(), tr("reading the prompt…"));
     updateNotices();
     updateButtons();
 }
@@ -292,7 +325,9 @@ void ChatPanel::updateButtons() {
     const bool generating = controller_->isGenerating();
     const bool ready = controller_->modelReady() && !controller_->switchPending();
     send_->setEnabled(!generating && ready);
-    stop_->setEnabled(generating);
+    // Stop here stops the reply shown here; one in another conversation is stopped from there
+    // (or from its line above the transcript, or the conversation list).
+    stop_->setEnabled(generating && controller_->isReplyShown());
     const auto& entries = controller_->entries();
     regenerate_->setEnabled(!generating && ready && !entries.empty() && entries.back().role == QLatin1String("assistant"));
 }
@@ -304,8 +339,7 @@ void ChatPanel::updateNotices() {
 
     QStringList info;
     if (!storageNotice_.isEmpty()) info << storageNotice_.toHtmlEscaped();
-    if (controller_->entries().empty() && !modelPurpose_.isEmpty())
-        info << tr("<b>About this model:</b> %1").arg(modelPurpose_.toHtmlEscaped());
+    if (const QString elsewhere = replyElsewhereText(); !elsewhere.isEmpty()) info << elsewhere;
     const QString other = controller_->otherModelPath();
     if (!other.isEmpty())
         info << tr("This conversation was made with <b>%1</b>; the replies now come from %2. "
@@ -318,11 +352,35 @@ void ChatPanel::updateNotices() {
     else if (prompt.droppedTokens > 0)
         info << tr("Sliding window: the oldest %1 tokens no longer fit in the context and are left out.")
                     .arg(prompt.droppedTokens);
+    view_->setWelcome(welcomeHtml());
     info_->setText(info.join(QStringLiteral("<br>")));
     info_->setVisible(!info.isEmpty());
 
     notice_->setText(error_.toHtmlEscaped());
     notice_->setVisible(!error_.isEmpty());
+}
+
+QString ChatPanel::welcomeHtml() const {
+    const ModelInfo& model = controller_->model();
+    if (controller_->isModelLoading() && !model.model) return tr("<b>Loading the model…</b>");
+    if (!model.model)
+        return tr("<b>No model is open.</b><br>File › Open model… (Ctrl+O) opens a .cflow file; File › Bundled "
+                  "models… lists the models installed with cflow studio; File › Convert model… turns a GGUF, a "
+                  "Hugging Face folder or a llama2.c checkpoint into one.");
+    QString html = tr("<b>%1</b> · context %2 tokens · %3")
+                       .arg(model.name.toHtmlEscaped())
+                       .arg(model.contextLength)
+                       .arg(QLocale().formattedDataSize(qint64(model.fileBytes)));
+    if (!modelPurpose_.isEmpty()) html += tr("<br><b>About this model:</b> %1").arg(modelPurpose_.toHtmlEscaped());
+    if (controller_->setup().mode == PromptMode::Completion)
+        html += tr("<br>Completion mode: the model continues the text you write (it has no chat template, or "
+                   "the Prompt tab chose this). Type the start of a text and press Ctrl+Enter or Send.");
+    else
+        html += tr("<br>Type a message below and press Ctrl+Enter or Send. A system prompt above sets the "
+                   "model's role.");
+    html += tr("<br>While it answers, the inspector shows the read bandwidth, which experts each layer routes "
+               "to and where the time goes; click a word of the reply to find its token there.");
+    return html;
 }
 
 void ChatPanel::setStorageNotice(const QString& notice) {

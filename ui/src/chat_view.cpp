@@ -16,6 +16,7 @@
 #include <QScrollBar>
 #include <QTextBlock>
 #include <QTextBrowser>
+#include <QTextDocumentFragment>
 #include <QTimer>
 #include <QToolButton>
 #include <QUrl>
@@ -325,6 +326,14 @@ void ChatMessageCard::fitHeight() {
 ChatView::ChatView(QWidget* parent) : QScrollArea(parent) {
     auto* content = new QWidget(this);
     column_ = new QVBoxLayout(content);
+    welcome_ = new QLabel(content);
+    welcome_->setObjectName(QStringLiteral("chatWelcome"));
+    welcome_->setWordWrap(true);
+    welcome_->setTextFormat(Qt::RichText);
+    welcome_->setMargin(12);
+    welcome_->setFrameShape(QFrame::StyledPanel);
+    welcome_->hide();
+    column_->addWidget(welcome_);
     column_->addStretch();
     setWidget(content);
     setWidgetResizable(true);
@@ -335,6 +344,7 @@ int ChatView::addMessage(const QString& role, const QString& text) {
     const int index = count();
     column_->insertWidget(column_->count() - 1, card);  // before the trailing stretch
     cards_.push_back(card);
+    syncWelcome();
     connect(card, &ChatMessageCard::editRequested, this, [this, card] {
         if (const int i = indexOf(card); i >= 0) emit editRequested(i);
     });
@@ -364,7 +374,19 @@ void ChatView::removeFrom(int index) {
         column_->removeWidget(card);
         card->deleteLater();
     }
+    syncWelcome();
 }
+
+void ChatView::setWelcome(const QString& html) {
+    welcome_->setText(html);
+    syncWelcome();
+}
+
+QString ChatView::welcomeText() const {
+    return welcome_->isHidden() ? QString() : QTextDocumentFragment::fromHtml(welcome_->text()).toPlainText();
+}
+
+void ChatView::syncWelcome() { welcome_->setVisible(cards_.empty() && !welcome_->text().isEmpty()); }
 
 void ChatView::clearMessages() { removeFrom(0); }
 

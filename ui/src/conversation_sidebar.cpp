@@ -7,6 +7,7 @@
 #include <QInputDialog>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QVBoxLayout>
@@ -56,6 +57,11 @@ ConversationSidebar::ConversationSidebar(ConversationStore* store, QWidget* pare
     connect(remove, &QPushButton::clicked, this, &ConversationSidebar::askDelete);
     connect(list_, &QListWidget::itemClicked, this,
             [this](QListWidgetItem* item) { emit conversationActivated(item->data(Qt::UserRole).toLongLong()); });
+    list_->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(list_, &QListWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
+        const int row = list_->row(list_->itemAt(pos));
+        if (QMenu* menu = contextMenuFor(row)) menu->popup(list_->viewport()->mapToGlobal(pos));
+    });
     refresh();
 }
 
@@ -77,6 +83,48 @@ void ConversationSidebar::refresh(qint64 selectId) {
         item->setToolTip(info.modelPath.isEmpty() ? fullTitle : fullTitle + u'\n' + info.modelPath);
         if (info.id == selectId) list_->setCurrentItem(item);
     }
+    markBusy();
+}
+
+void ConversationSidebar::setBusyConversation(qint64 id) {
+    if (id == busyId_) return;
+    busyId_ = id;
+    markBusy();
+}
+
+void ConversationSidebar::markBusy() {
+    for (int i = 0; i < list_->count(); ++i) {
+        QListWidgetItem* item = list_->item(i);
+        const bool busy = busyId_ != 0 && item->data(Qt::UserRole).toLongLong() == busyId_;
+        QString text = item->text();
+        const QString mark = tr(" — writing…");
+        if (text.endsWith(mark)) text.chop(mark.size());
+        item->setText(busy ? text + mark : text);
+        QFont font = item->font();
+        font.setBold(busy);
+        item->setFont(font);
+        QString tip = item->toolTip();
+        const QString tipMark = tr("\nA reply is being written here (right-click: Stop the reply).");
+        if (tip.endsWith(tipMark)) tip.chop(tipMark.size());
+        item->setToolTip(busy ? tip + tipMark : tip);
+    }
+}
+
+QMenu* ConversationSidebar::contextMenuFor(int row) {
+    QListWidgetItem* item = list_->item(row);
+    if (!item) return nullptr;
+    const qint64 id = item->data(Qt::UserRole).toLongLong();
+    list_->setCurrentItem(item);
+    auto* menu = new QMenu(this);
+    menu->setObjectName(QStringLiteral("conversationMenu"));
+    menu->setAttribute(Qt::WA_DeleteOnClose);
+    if (id == busyId_) {
+        QAction* stop = menu->addAction(tr("&Stop the reply"), this, [this, id] { emit stopRequested(id); });
+        stop->setObjectName(QStringLiteral("stopReplyAction"));
+    }
+    menu->addAction(tr("&Rename…"), this, &ConversationSidebar::askRename);
+    menu->addAction(tr("&Delete…"), this, &ConversationSidebar::askDelete);
+    return menu;
 }
 
 qint64 ConversationSidebar::selectedId() const {

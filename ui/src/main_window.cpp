@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QClipboard>
 #include <QDialog>
@@ -18,6 +19,7 @@
 #include <QMessageBox>
 #include <QMetaObject>
 #include <QPlainTextEdit>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QCloseEvent>
 #include <QShowEvent>
@@ -96,7 +98,8 @@ QString data_size(uint64_t bytes) { return QLocale().formattedDataSize(static_ca
 MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
     : QMainWindow(parent),
       rememberLayout_(options.rememberLayout),
-      bundledModelsFolder_(options.bundledModelsFolder ? *options.bundledModelsFolder : bundled_models_folder()) {
+      bundledModelsFolder_(options.bundledModelsFolder ? *options.bundledModelsFolder : bundled_models_folder()),
+      confirmStopReply_(options.confirmStopReply) {
     setWindowTitle(tr("cflow studio"));
     setWindowIcon(app_icon());
     OpenedStore opened = open_window_store(this, options, quitRequested_);
@@ -182,6 +185,7 @@ void MainWindow::wireController() {
         rememberRecent(info.path);
         lastError_.clear();
         currentModel_ = info;
+        syncContextLimits();
         serveAction_->setEnabled(ServerController::available());
         if (server_->isRunning()) setServing(true);  // the server follows the chat to the new model
         if (const qint64 id = std::exchange(reopenConversation_, 0); id != 0 && store_ && store_->conversation(id))
@@ -192,7 +196,8 @@ void MainWindow::wireController() {
             [this](const QString& path, const QString& message) { reportError(path, message); });
     connect(controller_, &ChatController::conversationChanged, this, [this](qint64 id) {
         sidebar_->refresh(id);
-        inspector_->clearTelemetry();
+        // The charts follow the engine: a reply streaming on in another conversation keeps its history.
+        if (!controller_->isGenerating()) inspector_->clearTelemetry();
         if (rememberLayout_ && id != 0) QSettings().setValue(kLastConversationKey, id);
     });
     connect(controller_, &ChatController::conversationListChanged, this,
@@ -211,7 +216,10 @@ void MainWindow::wireController() {
         status_->showInfo(tr("Processing the prompt…"));
     });
     connect(controller_, &ChatController::promptProgress, status_, &StatusArea::showPromptProgress);
-    connect(controller_, &ChatController::replyStreamed, this, [this](int, const QString&, int tokens, const TokenPieces&) {
+    connect(controller_, &ChatController::generatingChanged, this,
+            [this] { sidebar_->setBusyConversation(controller_->replyConversationId()); });
+    connect(controller_, &ChatController::setupChanged, this, &MainWindow::syncContextLimits);
+    connect(controller_, &ChatController::replyProgress, this, [this](int tokens) {
         if (replyTokens_ == 0) {
             replyClock_.start();
             status_->showInfo(tr("Generating…"));
@@ -236,6 +244,9 @@ void MainWindow::wireController() {
         sidebar_->refresh(controller_->conversationId());
     });
     connect(sidebar_, &ConversationSidebar::deleteRequested, controller_, &ChatController::deleteConversation);
+    connect(sidebar_, &ConversationSidebar::stopRequested, controller_, [this](qint64 id) {
+        if (controller_->replyConversationId() == id) controller_->stop();
+    });
     connect(sidebar_, &ConversationSidebar::conversationDeleted, this, [this](qint64 id) {
         if (controller_->conversationId() == id) controller_->newConversation();
     });
@@ -258,9 +269,8 @@ void MainWindow::createDocks(const MainWindowOptions& options) {
     left->setWidget(sidebar_);
     addDockWidget(Qt::LeftDockWidgetArea, left);
 
-    // Chat first: the transcript keeps the whole width beside the conversation list; the
-    // inspector and the settings share one tabbed strip below it (a 800-pixel window has no
-    // room for a third column).
+    // The inspector and the settings share one tabbed dock, placed beside or below the chat once
+    // the window has its size (showEvent, placeInspector).
     InspectorOptions inspectorOptions;
     inspectorOptions.measureBandwidthAtStart = options.measureReadBandwidth;
     inspector_ = new InspectorDock(ring_.get(), this, inspectorOptions);
@@ -289,12 +299,15 @@ void MainWindow::showEvent(QShowEvent* event) {
     QMainWindow::showEvent(event);
     if (dockSizesApplied_) return;
     dockSizesApplied_ = true;
-    if (restoredState_) return;
-    // Sized once the window has its size: the strip below gets a quarter to a third of the height, the
-    // conversation list a fifth of the width (at most 260 px).
-    resizeDocks({inspector_}, {stripHeight()}, Qt::Vertical);
+    if (restoredState_) {
+        syncPlacementActions();
+        return;
+    }
+    // Sized once the window has its size: the conversation list a fifth of the width (at most
+    // 260 px), the inspector where the width leaves it room.
     if (auto* list = findChild<QDockWidget*>(QStringLiteral("conversationsDock")))
         resizeDocks({list}, {std::min(260, width() / 5)}, Qt::Horizontal);
+    placeInspector(width() >= kInspectorBesideMinWidth ? InspectorPlacement::Beside : InspectorPlacement::Below);
 }
 
 int MainWindow::stripHeight() const {
@@ -302,11 +315,47 @@ int MainWindow::stripHeight() const {
     return height() < 700 ? height() / 4 : height() / 3;
 }
 
+MainWindow::InspectorPlacement MainWindow::inspectorPlacement() const {
+    return dockWidgetArea(inspector_) == Qt::RightDockWidgetArea ? InspectorPlacement::Beside : InspectorPlacement::Below;
+}
+
+void MainWindow::placeInspector(InspectorPlacement placement) {
+    const Qt::DockWidgetArea area = placement == InspectorPlacement::Beside ? Qt::RightDockWidgetArea : Qt::BottomDockWidgetArea;
+    // The inspector first, the settings tabbed after it: addDockWidget moves a dock already in the window.
+    QList<QDockWidget*> docks{inspector_};
+    for (const char* name : {"promptDock", "samplingDock", "modelDock"})
+        if (auto* dock = findChild<QDockWidget*>(QString::fromLatin1(name))) docks << dock;
+    for (QDockWidget* dock : docks) addDockWidget(area, dock);
+    for (qsizetype i = 1; i < docks.size(); ++i) tabifyDockWidget(docks[i - 1], docks[i]);
+    inspector_->raise();
+    sizeInspector();
+    syncPlacementActions();
+}
+
+void MainWindow::sizeInspector() {
+    if (inspectorPlacement() == InspectorPlacement::Below) {
+        resizeDocks({inspector_}, {stripHeight()}, Qt::Vertical);
+        return;
+    }
+    // Beside: the chat and the inspector share what the conversation list leaves, the inspector
+    // a little less than half (the transcript stays readable at 1366 px).
+    int listWidth = 0;
+    if (auto* list = findChild<QDockWidget*>(QStringLiteral("conversationsDock")); list && list->isVisible())
+        listWidth = list->width();
+    resizeDocks({inspector_}, {(width() - listWidth) * 9 / 20}, Qt::Horizontal);
+}
+
+void MainWindow::syncPlacementActions() {
+    if (!besideAction_) return;
+    const bool beside = inspectorPlacement() == InspectorPlacement::Beside;
+    besideAction_->setChecked(beside);
+    belowAction_->setChecked(!beside);
+}
+
 void MainWindow::resetLayout() {
     restoreState(defaultState_);
     for (QDockWidget* dock : findChildren<QDockWidget*>()) dock->show();
-    inspector_->raise();
-    resizeDocks({inspector_}, {stripHeight()}, Qt::Vertical);
+    placeInspector(width() >= kInspectorBesideMinWidth ? InspectorPlacement::Beside : InspectorPlacement::Below);
 }
 
 void MainWindow::saveLayout() const {
@@ -388,6 +437,19 @@ void MainWindow::createMenus() {
     viewMenu_->setObjectName(QStringLiteral("viewMenu"));
     for (const char* name : {"conversationsDock", "promptDock", "samplingDock", "modelDock", "inspectorDock"})
         if (auto* dock = findChild<QDockWidget*>(QString::fromLatin1(name))) viewMenu_->addAction(dock->toggleViewAction());
+    viewMenu_->addSeparator();
+    auto* placements = new QActionGroup(viewMenu_);
+    besideAction_ = viewMenu_->addAction(tr("Inspector &beside the chat"), this,
+                                         [this] { placeInspector(InspectorPlacement::Beside); });
+    besideAction_->setObjectName(QStringLiteral("inspectorBesideAction"));
+    belowAction_ = viewMenu_->addAction(tr("Inspector b&elow the chat"), this,
+                                        [this] { placeInspector(InspectorPlacement::Below); });
+    belowAction_->setObjectName(QStringLiteral("inspectorBelowAction"));
+    for (QAction* action : {besideAction_, belowAction_}) {
+        action->setCheckable(true);
+        placements->addAction(action);
+    }
+    syncPlacementActions();
     viewMenu_->addSeparator();
     viewMenu_->addAction(tr("&Reset layout"), this, &MainWindow::resetLayout);
 
@@ -607,7 +669,33 @@ QString MainWindow::expertFetchText(const ReplyStats& stats) {
 
 QString MainWindow::metricsText() const { return status_->metrics(); }
 
+bool MainWindow::mayStopReplyFor(const QString& modelPath) {
+    if (!controller_->isGenerating()) return true;
+    QString title = tr("the current conversation");
+    if (auto info = store_->conversation(controller_->replyConversationId())) title = QStringLiteral("“%1”").arg(info->title);
+    if (confirmStopReply_) return confirmStopReply_(title, modelPath);
+    QMessageBox box(QMessageBox::Question, tr("Stop the reply?"),
+                    tr("A reply is being written in %1. Opening %2 stops it (what it has written so far is kept).")
+                        .arg(title, QFileInfo(modelPath).fileName()),
+                    QMessageBox::NoButton, this);
+    box.setObjectName(QStringLiteral("stopReplyForModelBox"));
+    QPushButton* open = box.addButton(tr("Stop and open"), QMessageBox::AcceptRole);
+    box.addButton(tr("Keep writing"), QMessageBox::RejectRole);
+    box.setDefaultButton(open);
+    box.exec();
+    return box.clickedButton() == open;
+}
+
+void MainWindow::syncContextLimits() {
+    sampling_->setContextLimits(controller_->contextLength(), controller_->setup().contextPolicy);
+}
+
 QCoro::Task<bool> MainWindow::openModel(QString path) {
+    // Asked before anything is read: the answer decides whether this call does anything.
+    if (!mayStopReplyFor(path)) {
+        status_->showInfo(tr("Kept writing the reply; %1 was not opened.").arg(QFileInfo(path).fileName()));
+        co_return false;
+    }
     const uint64_t request = ++openRequest_;
     QPointer<MainWindow> self(this);
     status_->showInfo(tr("Opening %1…").arg(QDir::toNativeSeparators(path)));

@@ -25,6 +25,8 @@
 namespace cflow::ui {
 namespace {
 
+constexpr int kMaxTokensLimit = 1 << 20;  // what the field takes when the context does not cap it
+
 QDoubleSpinBox* real_box(double lo, double hi, double step, int decimals, QWidget* parent) {
     auto* box = new QDoubleSpinBox(parent);
     box->setRange(lo, hi);
@@ -130,7 +132,7 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     minP_ = real_box(0, 1, 0.01, 2, content);
     repeatPenalty_ = real_box(0.5, 3, 0.01, 2, content);
     seed_ = int_box(0, std::numeric_limits<int>::max(), content);  // the UI offers 31-bit seeds
-    maxTokens_ = int_box(0, 1 << 20, content);
+    maxTokens_ = int_box(0, kMaxTokensLimit, content);
     maxTokens_->setObjectName(QStringLiteral("maxTokens"));
     maxTokens_->setSpecialValueText(tr("auto (¼ of context)"));  // 0: the engine resolves it
     threads_ = int_box(0, 1024, content);
@@ -155,6 +157,12 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Repeat penalty"), repeatPenalty_);
     form->addRow(tr("Seed"), seed_);
     form->addRow(tr("Max tokens"), maxTokens_);
+    maxTokensNote_ = new QLabel(content);
+    maxTokensNote_->setObjectName(QStringLiteral("maxTokensNote"));
+    maxTokensNote_->setWordWrap(true);
+    maxTokensNote_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    maxTokensNote_->hide();
+    form->addRow(QString(), maxTokensNote_);
     form->addRow(tr("Threads"), threads_);
     kvCache_ = new QComboBox(content);
     kvCache_->setObjectName(QStringLiteral("kvCache"));
@@ -198,6 +206,7 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
         connect(box, &QDoubleSpinBox::valueChanged, this, &SamplingPanel::settingsChanged);
     for (QSpinBox* box : {topK_, seed_, maxTokens_, threads_})
         connect(box, &QSpinBox::valueChanged, this, &SamplingPanel::settingsChanged);
+    connect(maxTokens_, &QSpinBox::valueChanged, this, &SamplingPanel::updateMaxTokensNote);
     connect(savePresetButton, &QPushButton::clicked, this, [this] {
         bool ok = false;
         const QString name = QInputDialog::getText(this, tr("Save preset"), tr("Preset name:"), QLineEdit::Normal,
@@ -248,6 +257,40 @@ void SamplingPanel::setSettings(const GenerationSettings& s) {
     expertFetch_->setCurrentIndex(expertFetch_->findData(int(s.expertFetch)));
     expertCache_->setValue(s.expertCacheMiB);
     expertCache_->setEnabled(s.expertFetch != ExpertFetch::Mapped);
+}
+
+void SamplingPanel::setContextLimits(int contextTokens, ContextPolicy policy) {
+    contextTokens_ = std::max(0, contextTokens);
+    contextPolicy_ = policy;
+    // Under Stop nothing past the context can be generated; the shifting policies go on.
+    maxTokens_->setMaximum(contextTokens_ > 0 && policy == ContextPolicy::Stop ? contextTokens_ : kMaxTokensLimit);
+    updateMaxTokensNote();
+}
+
+QString SamplingPanel::maxTokensNote() const { return maxTokensNote_->isHidden() ? QString() : maxTokensNote_->text(); }
+
+void SamplingPanel::updateMaxTokensNote() {
+    if (contextTokens_ <= 0) {
+        maxTokensNote_->hide();
+        return;
+    }
+    const int asked = maxTokens_->value();
+    QString note;
+    if (contextPolicy_ == ContextPolicy::Stop)
+        note = tr("At most %1 tokens: the context holds %1 and the Prompt tab's policy (Stop at the limit) ends a "
+                  "reply there, prompt included.")
+                   .arg(contextTokens_);
+    else if (asked > contextTokens_)
+        note = tr("Longer than the %1-token context: the reply goes on by %2 as it grows (Prompt tab's policy).")
+                   .arg(contextTokens_)
+                   .arg(contextPolicy_ == ContextPolicy::DropOldest ? tr("dropping the oldest turns")
+                                                                    : tr("sliding the oldest tokens out"));
+    else
+        note = tr("The context holds %1 tokens, prompt and reply together; 'auto' is %2.")
+                   .arg(contextTokens_)
+                   .arg(contextTokens_ / 4);
+    maxTokensNote_->setText(note);
+    maxTokensNote_->show();
 }
 
 void SamplingPanel::savePreset(const QString& name) {

@@ -4,10 +4,12 @@
 // window title and the status area — shows what this object says and changes it only through
 // its methods, so they cannot disagree.
 //
-// Switching (another conversation, a new one, another model, deleting the shown one) while a
-// reply streams is queued: the reply is stopped (it ends within one token and is kept, marked
-// stopped) and the switch runs when the engine reports the end. Until then every view keeps
-// showing the conversation the reply belongs to.
+// A reply keeps streaming into its own conversation while the user reads or starts another
+// (issue 37: switching used to stop it): the views show the other conversation at once, the
+// reply goes on into the store, and coming back shows it where it has got to. The engine runs
+// one reply at a time, so sending elsewhere waits until it ends or is stopped. Opening another
+// model or deleting the reply's conversation stops the reply first (it ends within one token and
+// is kept, marked stopped) and runs when the engine reports the end.
 //
 // Lives on the GUI thread; talks to the EngineWorker only through queued calls and signals.
 #include <functional>
@@ -65,6 +67,7 @@ public:
     bool modelReady() const { return model_.model != nullptr && !loadingPath_; }
     bool isModelLoading() const { return loadingPath_.has_value(); }
     const ModelInfo& model() const { return model_; }
+    ConversationStore* store() const { return store_; }
 
     // --- conversation
     qint64 conversationId() const { return conversationId_; }
@@ -92,6 +95,13 @@ public:
 
     // --- state
     bool isGenerating() const { return generating_; }
+    // The conversation the streaming reply writes into (0 when none streams), and its index in
+    // entries() when that conversation is the shown one (else -1).
+    qint64 replyConversationId() const { return reply_ ? reply_->conversationId : 0; }
+    int replyIndex() const { return replyIndex_; }
+    bool isReplyShown() const { return replyIndex_ >= 0; }
+    // Whether the reply that ended last (replyFinished / replyFailed) was in the shown conversation.
+    bool lastReplyWasShown() const { return lastReplyShown_; }
     bool switchPending() const { return pending_.has_value(); }
     int contextUsed() const { return contextUsed_; }
     int contextLength() const { return model_.contextLength; }
@@ -109,7 +119,10 @@ signals:
     void entryAdded(int index);
     void entryChanged(int index);          // content, versions or the stopped mark
     void entriesRemoved(int from);         // entries from index `from` on are gone
+    // Tokens of a reply in the shown conversation (index: its entry).
     void replyStreamed(int index, const QString& text, int tokens, const cflow::ui::TokenPieces& pieces);
+    // Every streamed batch, shown or not (the status bar's rate).
+    void replyProgress(int tokens);
     void generatingChanged(bool generating);
     void contextChanged(int used, int length);
     void promptMeasured(const cflow::ui::RenderedPrompt& prompt);
@@ -117,7 +130,7 @@ signals:
     void replyStarted();
     void replyFinished(const cflow::ui::ReplyStats& stats);
     void replyFailed(const QString& message);
-    void switchQueued(const QString& what);  // a switch waits for the streaming reply to stop
+    void switchQueued(const QString& what);  // a model switch or delete waits for the streaming reply to stop
     void setupChanged();
     // An opened conversation brings back the sampling settings it was last used with.
     void samplingRestored(const cflow::ui::GenerationSettings& settings);
@@ -126,14 +139,22 @@ signals:
 
 private:
     struct Pending {
-        enum class Kind { Open, New, Delete, LoadModel } kind;
+        enum class Kind { Delete, LoadModel } kind;
         qint64 id = 0;
         QString path;
         unsigned threads = 0;
     };
     bool queueIfBusy(Pending pending, const QString& what);
     void runPending();
-    void startReply(int entryIndex, int seedOffset);
+    // The reply streaming in the background or in view: the store and, when shown, entries_ follow it.
+    struct StreamingReply {
+        qint64 conversationId = 0;
+        ChatEntry entry;
+        QString previous;     // regenerate: the version shown before, restored if nothing came
+        int contextUsed = 0;  // prompt + reply tokens, as the engine counts them
+    };
+    void startReply(int entryIndex, int seedOffset, const QString& previous = QString());
+    void mirrorReply();  // entries_[replyIndex_] = the streaming entry, entryChanged
     Conversation history(size_t upTo) const;
     GenerationSettings requestSettings(int seedOffset) const;
     void remeasure();   // soon (coalesced)
@@ -163,8 +184,9 @@ private:
     std::vector<ChatEntry> entries_;
     ConversationSetup setup_;
     bool generating_ = false;
-    int replyIndex_ = -1;            // entry the streaming reply writes into
-    QString replyPrevious_;          // regenerate: the shown version before, restored if nothing came
+    std::optional<StreamingReply> reply_;  // set while generating_
+    int replyIndex_ = -1;                  // entry of reply_ in entries_, -1 when another conversation is shown
+    bool lastReplyShown_ = true;
     std::optional<Pending> pending_;
     quint64 measureSerial_ = 0;
     QTimer measureTimer_;

@@ -18,6 +18,7 @@ namespace cflow::ui {
 
 class ChatController;
 class ChatView;
+class ContextGauge;
 
 class ChatPanel : public QWidget {
     Q_OBJECT
@@ -48,7 +49,9 @@ public:
     QPlainTextEdit* input() const { return input_; }
     QPushButton* sendButton() const { return send_; }
     QString contextText() const;
-    QString noticeText() const;        // the visible notices, one per line ("" when none)
+    ContextGauge* contextGauge() const { return context_; }
+    QString noticeText() const;
+    QString welcomeText() const;  // what the empty conversation shows ("" once there is a message)        // the visible notices, one per line ("" when none)
     void showRawPrompt();
     // What the loaded model is for (its card's first paragraph): shown while the chat is empty.
     void setModelPurpose(const QString& purpose);
@@ -68,6 +71,9 @@ private:
     void syncEntry(int index);
     void updateButtons();
     void updateNotices();
+    void updateGauge(int used, int length);
+    QString replyElsewhereText() const;
+    QString welcomeHtml() const;  // the empty conversation's text: the model, how to send  // rich text; empty unless a reply streams in another conversation
     void submit();
 
     ChatController* controller_;
@@ -78,7 +84,7 @@ private:
     QPushButton* send_;
     QPushButton* stop_;
     QPushButton* regenerate_;
-    QLabel* context_;
+    ContextGauge* context_;
     QLabel* notice_;       // errors and context full, cleared by the next reply
     QLabel* info_;         // other model, dropped turns: follows the conversation
     QString storageNotice_;

@@ -137,6 +137,10 @@ public:
     void removeFrom(int index);  // drops message index and every later one
     void clearMessages();
     int count() const { return static_cast<int>(cards_.size()); }
+    // What an empty conversation shows at the top instead of nothing (rich text: what the model
+    // is and how to send); hidden once there is a message.
+    void setWelcome(const QString& html);
+    QString welcomeText() const;  // plain text, "" when hidden
     ChatMessageCard* card(int index) const { return cards_.at(static_cast<size_t>(index)); }
 
     // Card state for the chat controller; out-of-range indices are ignored.
@@ -156,6 +160,8 @@ signals:
 private:
     int indexOf(const ChatMessageCard* card) const;  // -1 when not listed
     QVBoxLayout* column_;
+    QLabel* welcome_ = nullptr;
+    void syncWelcome();
     std::vector<ChatMessageCard*> cards_;
 };
 

@@ -1,11 +1,13 @@
 #pragma once
 // The conversation list beside the chat: search filter, New, Rename, Delete. Reads and
 // writes through the ConversationStore it is given (not owned). Titles are listed as plain
-// text (plain_title), elided at the right, with the full title as the tooltip.
+// text (plain_title), elided at the right, with the full title as the tooltip. The conversation a
+// reply streams into is marked ("✎ writing…" and a bold title) and its context menu offers Stop.
 #include <QWidget>
 
 class QLineEdit;
 class QListWidget;
+class QMenu;
 
 namespace cflow::ui {
 
@@ -22,6 +24,11 @@ public:
     bool renameConversation(qint64 id, const QString& title);
     bool deleteConversation(qint64 id);
     qint64 selectedId() const;
+    // The conversation a reply is streaming into (0: none); marked in the list.
+    void setBusyConversation(qint64 id);
+    qint64 busyConversation() const { return busyId_; }
+    // The list's context menu for the conversation at row (Rename, Delete, and Stop the reply when busy).
+    QMenu* contextMenuFor(int row);
     QListWidget* list() const { return list_; }
 
 signals:
@@ -29,13 +36,17 @@ signals:
     void newConversationRequested();
     void conversationDeleted(qint64 id);
     void deleteRequested(qint64 id);  // the user confirmed deleting it
+    void stopRequested(qint64 id);    // stop the reply streaming into it
     void storeError(const QString& message);
 
 private:
     void askRename();
     void askDelete();
 
+    void markBusy();
+
     ConversationStore* store_;
+    qint64 busyId_ = 0;
     QLineEdit* search_;
     QListWidget* list_;
 };

@@ -4,6 +4,7 @@
 // header on a worker thread (QCoro task) and loads it into the engine thread; the window
 // never blocks on either.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -63,6 +64,9 @@ struct MainWindowOptions {
     // there opens nothing usable, so the window then closes the application (quitRequested()).
     std::shared_ptr<OpenedStore> store;
     DamagedDatabaseAsk onDamagedDatabase;
+    // Opening a model while a reply streams asks first (issue 37): true stops the reply and opens
+    // modelPath. Empty: a message box.
+    std::function<bool(const QString& conversationTitle, const QString& modelPath)> confirmStopReply;
 };
 
 class MainWindow : public QMainWindow {
@@ -97,6 +101,15 @@ public:
     void setLogPath(const QString& path) { logPath_ = path; }
     // Docks back where a first start puts them (View > Reset layout).
     void resetLayout();
+    // Where the inspector (tabbed with Prompt, Sampling and Model) sits: a full-height column
+    // beside the chat, or a strip below it. A first start puts it beside the chat in a window at
+    // least kInspectorBesideMinWidth wide (issue 37: a ~200 px strip at 1366x768), below in a
+    // narrower one; View > Inspector beside/below the chat moves it, and the choice is kept with
+    // the layout.
+    enum class InspectorPlacement { Beside, Below };
+    void placeInspector(InspectorPlacement placement);
+    InspectorPlacement inspectorPlacement() const;
+    static constexpr int kInspectorBesideMinWidth = 1200;
     // What a start without a model argument opens: with rememberLayout, the model used last
     // (when it still exists), whose last conversation then reopens once it is loaded; else, and
     // on a first start, `fallback` (the bundled default model). Issue 37: a restart reopened neither.
@@ -136,8 +149,15 @@ private:
     void wireController();
     void saveLayout() const;
     int stripHeight() const;
+    void sizeInspector();  // the inspector's share of the window where it now sits
+    void syncPlacementActions();
+    QAction* besideAction_ = nullptr;
+    QAction* belowAction_ = nullptr;
     void createDocks(const MainWindowOptions& options);
     void reportError(const QString& path, const QString& message);
+    // Whether opening modelPath may stop the streaming reply (asked only while one streams).
+    bool mayStopReplyFor(const QString& modelPath);
+    void syncContextLimits();  // the sampling panel's max tokens against the context and its policy
     void rememberRecent(const QString& path);
     void rebuildRecentMenu();
     void showStats(const ReplyStats& stats);
@@ -180,6 +200,7 @@ private:
     QString lastError_;
     QString logPath_;
     uint64_t openRequest_ = 0;  // id of the newest openModel call; older results are dropped
+    std::function<bool(const QString&, const QString&)> confirmStopReply_;
 };
 
 } // namespace cflow::ui

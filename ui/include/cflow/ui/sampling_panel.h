@@ -39,6 +39,12 @@ public:
     QStringList presetNames() const;
     // Whether the values differ from the preset the list shows ("(modified)" beside it).
     bool presetModified() const;
+    // Max tokens against the loaded model's context (0: no model) under the conversation's policy:
+    // with Stop a reply ends at the context, so the field is capped there; the shifting policies
+    // go on past it. The line under the field says which (issue 37: 100000 on a 512-token model
+    // was taken without a word).
+    void setContextLimits(int contextTokens, ContextPolicy policy);
+    QString maxTokensNote() const;
 
 signals:
     void settingsChanged();
@@ -54,6 +60,10 @@ private:
     QDoubleSpinBox* repeatPenalty_;
     QSpinBox* seed_;
     QSpinBox* maxTokens_;
+    QLabel* maxTokensNote_;
+    int contextTokens_ = 0;
+    ContextPolicy contextPolicy_ = ContextPolicy::DropOldest;
+    void updateMaxTokensNote();
     QSpinBox* threads_;
     QComboBox* kvCache_;
     QComboBox* expertFetch_;
