@@ -13,6 +13,7 @@
 
 #include "cflow/engine/convert/conversion_report.h"
 #include "cflow/ui/convert_wizard.h"
+#include "cflow/ui/layout_audit.h"
 
 namespace cflow::studio {
 namespace {
@@ -45,6 +46,12 @@ void ConvertSelfTest::start() {
 
 bool ConvertSelfTest::savePage() {
     const int id = wizard_->currentId();
+    // What a user would see as broken on this page, before its picture is kept.
+    const QStringList problems = cflow::ui::layout_problems(wizard_.get()) + cflow::ui::accessibility_problems(wizard_.get());
+    if (!problems.isEmpty()) {
+        fail(QStringLiteral("page %1: %2").arg(QString::fromLatin1(kConvertPageNames[id]), problems.join(QStringLiteral("; "))));
+        return false;
+    }
     const QString path = QDir(screenshotDir_).filePath(QString::fromLatin1(kConvertPageNames[id]) + QStringLiteral(".png"));
     if (!wizard_->grab().save(path)) {
         fail(QStringLiteral("cannot save %1").arg(path));
@@ -80,6 +87,9 @@ void ConvertSelfTest::poll() {
     if (!QFileInfo::exists(output_)) return fail(QStringLiteral("the wizard finished but %1 does not exist").arg(output_));
     if (!QFileInfo::exists(QString::fromStdString(report.json)))
         return fail(QStringLiteral("no conversion report beside %1").arg(output_));
+    // The wizard's defaults are chosen to pass its own validation (issue 37).
+    if (!verdict || !verdict->text().contains(QStringLiteral("<b>pass</b>")))
+        return fail(QStringLiteral("the default conversion did not pass its validation: %1").arg(verdict ? verdict->text() : QString()));
     done_ = true;
     std::printf("cflow-studio convert self-test passed: %s (%s)\n", output_.toLocal8Bit().constData(),
                 verdict ? verdict->text().toLocal8Bit().constData() : "");

@@ -1,8 +1,10 @@
 #pragma once
 // `cflow-studio --self-test convert --source SRC --output OUT --screenshot-dir DIR`: runs the
 // conversion wizard end to end unattended (each page's step on its worker, Next as soon as the
-// page is complete) and saves one PNG per page; exits 0 when the model is written, validated
-// and its report saved, 1 with the page's message otherwise. For CI under Xvfb.
+// page is complete) and saves one PNG per page; exits 0 when the model is written with the
+// wizard's default options, passes its validation and its report is saved, and no page has a
+// cut label, an overlap or a control without a spoken name (layout_audit.h); 1 with the
+// page's message otherwise. For CI under Xvfb.
 #include <memory>
 
 #include <QObject>

@@ -39,6 +39,7 @@
 #include "cflow/formats/converter.h"
 #include "cflow/formats/model_path_kind.h"
 #include "cflow/ui/convert_paths.h"
+#include "cflow/ui/default_quantisation.h"
 #include "cflow/ui/screen_fit.h"
 #include "qt_text.h"
 #include "labelled_button.h"
@@ -129,8 +130,10 @@ public:
         setSubTitle(tr("A Hugging Face folder (safetensors, sharded or not), a GGUF file or a llama2.c checkpoint."));
         source_ = new QLineEdit(this);
         source_->setObjectName(QStringLiteral("wizardSource"));
+        source_->setAccessibleName(tr("Source checkpoint"));
         tokenizer_ = new QLineEdit(this);
         tokenizer_->setObjectName(QStringLiteral("wizardTokenizer"));
+        tokenizer_->setAccessibleName(tr("Tokenizer file"));
         tokenizer_->setPlaceholderText(tr("llama2.c .bin sources only"));
         found_ = new QListWidget(this);
         found_->setObjectName(QStringLiteral("wizardFoundSources"));
@@ -201,9 +204,10 @@ private:
 };
 
 // A read-only monospace report of "key: value" lines.
-QPlainTextEdit* report_view(QWidget* parent, const QString& objectName) {
+QPlainTextEdit* report_view(QWidget* parent, const QString& objectName, const QString& spokenName) {
     auto* view = new QPlainTextEdit(parent);
     view->setObjectName(objectName);
+    view->setAccessibleName(spokenName);
     view->setReadOnly(true);
     view->setLineWrapMode(QPlainTextEdit::WidgetWidth);
     return view;
@@ -217,7 +221,7 @@ public:
         status_ = new QLabel(this);
         status_->setObjectName(QStringLiteral("preflightStatus"));
         status_->setWordWrap(true);
-        report_ = report_view(this, QStringLiteral("preflightReport"));
+        report_ = report_view(this, QStringLiteral("preflightReport"), tr("Preflight report"));
         auto* layout = new QVBoxLayout(this);
         layout->addWidget(status_);
         layout->addWidget(report_, 1);
@@ -299,6 +303,7 @@ public:
         form->addRow(tr("Container"), container_);
         output_ = new QLineEdit(this);
         output_->setObjectName(QStringLiteral("wizardOutput"));
+        output_->setAccessibleName(tr("Output file"));
         auto* browse = labelled_button(tr("Browse…"), QStringLiteral("wizardBrowseOutput"), tr("Choose the output file"), this);
         QObject::connect(browse, &QPushButton::clicked, this, [this] {
             const QString path = QFileDialog::getSaveFileName(this, tr("Output"), output_->text(), tr("cflow models (*.cflow *.vflow)"));
@@ -312,8 +317,12 @@ public:
         estimate_ = new QLabel(this);
         estimate_->setObjectName(QStringLiteral("wizardEstimate"));
         estimate_->setWordWrap(true);
+        defaultReason_ = new QLabel(this);
+        defaultReason_->setObjectName(QStringLiteral("wizardDefaultReason"));
+        defaultReason_->setWordWrap(true);
         auto* layout = new QVBoxLayout(this);
         layout->addLayout(form);
+        layout->addWidget(defaultReason_);
         layout->addWidget(estimate_);
         layout->addStretch(1);
     }
@@ -331,14 +340,21 @@ public:
         update();
         const uint64_t visit = ++visits_;
         const std::string source = utf8(shared_->source), tokenizer = utf8(shared_->tokenizer);
-        using Opened = std::shared_ptr<Result<SourceModel>>;
-        run_worker<Opened>(
-            this, shared_, [source, tokenizer] { return std::make_shared<Result<SourceModel>>(open_source_model(source, tokenizer)); },
-            [this, visit](Opened opened) {
+        const ConvertOptions base = chosen();
+        run_worker<std::shared_ptr<OpenedSource>>(
+            this, shared_,
+            [source, tokenizer, base] {
+                auto opened = std::make_shared<OpenedSource>(OpenedSource{open_source_model(source, tokenizer), {}});
+                // Planned once per candidate type: a few sampled rows per matrix, no byte written.
+                if (opened->model) opened->defaults = default_quantisation(*opened->model, base);
+                return opened;
+            },
+            [this, visit](std::shared_ptr<OpenedSource> opened) {
                 if (visit != visits_) return;  // the page was left and shown again: that visit's read counts
                 opening_ = false;
-                if (*opened) source_ = std::move(*opened).value();
-                else sourceError_ = qt(opened->error());
+                if (opened->model) source_ = std::move(opened->model).value();
+                else sourceError_ = qt(opened->model.error());
+                if (opened->defaults) applyDefault(*opened->defaults);
                 update();
             });
     }
@@ -359,6 +375,27 @@ public:
     }
 
 private:
+    // A source read on the worker, with the default its types and measured candidates give.
+    struct OpenedSource {
+        Result<SourceModel> model;
+        std::optional<Result<DefaultQuantisation>> defaults;
+    };
+
+    // Once per source: coming back to the page keeps what the user picked for it.
+    void applyDefault(const Result<DefaultQuantisation>& defaults) {
+        if (defaultsAppliedFor_ == shared_->source) return;
+        defaultsAppliedFor_ = shared_->source;
+        if (!defaults) {
+            defaultReason_->setText(tr("No default could be measured: %1").arg(qt(defaults.error())));
+            return;
+        }
+        for (const auto& [c, combo] : combos_) {
+            const int index = combo->findData(int(defaults->class_type));
+            if (index >= 0) combo->setCurrentIndex(index);
+        }
+        defaultReason_->setText(qt(defaults->reason));
+    }
+
     static QString class_label(TensorClass c) {
         switch (c) {
             case TensorClass::Embeddings: return tr("Embeddings");
@@ -426,6 +463,8 @@ private:
     QComboBox* container_ = nullptr;
     QLineEdit* output_ = nullptr;
     QLabel* estimate_ = nullptr;
+    QLabel* defaultReason_ = nullptr;
+    QString defaultsAppliedFor_;
     bool ok_ = false;
 };
 
@@ -544,7 +583,7 @@ public:
         verdict_ = new QLabel(this);
         verdict_->setObjectName(QStringLiteral("validationVerdict"));
         verdict_->setWordWrap(true);
-        report_ = report_view(this, QStringLiteral("validationReport"));
+        report_ = report_view(this, QStringLiteral("validationReport"), tr("Validation report"));
         auto* layout = new QVBoxLayout(this);
         layout->addWidget(status_);
         layout->addWidget(verdict_);

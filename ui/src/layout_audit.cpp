@@ -1,11 +1,19 @@
 #include "cflow/ui/layout_audit.h"
 
 #include <QAbstractButton>
+#include <QAbstractItemView>
+#include <QAbstractSlider>
+#include <QAbstractSpinBox>
+#include <QComboBox>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QTextEdit>
 #include <QCheckBox>
 #include <QLabel>
 #include <QLayout>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QScrollBar>
 #include <QStyle>
 #include <QStyleOptionButton>
 #include <QTextDocument>
@@ -31,6 +39,8 @@ bool shown(const QWidget* w, const QWidget* root) {
 void check_label(const QLabel* label, QStringList& problems) {
     if (label->wordWrap() || label->text().isEmpty() || !label->pixmap().isNull()) return;
     QString text = label->text();
+    // A label with a buddy draws "&Port:" as "Port:" with P underlined ("&&" is one '&').
+    if (label->buddy()) text.replace(QStringLiteral("&&"), QStringLiteral("\x01")).remove(u'&').replace(u'\x01', u'&');
     if (Qt::mightBeRichText(text) || label->textFormat() == Qt::RichText) {
         QTextDocument doc;
         doc.setHtml(text);
@@ -81,7 +91,44 @@ void check_layout(const QWidget* owner, const QLayout* layout, QStringList& prob
     }
 }
 
+bool audit_is_control(const QWidget* w) {
+    return qobject_cast<const QAbstractButton*>(w) || qobject_cast<const QLineEdit*>(w) ||
+           qobject_cast<const QPlainTextEdit*>(w) || qobject_cast<const QTextEdit*>(w) || qobject_cast<const QComboBox*>(w) ||
+           qobject_cast<const QAbstractSpinBox*>(w) || qobject_cast<const QAbstractItemView*>(w) ||
+           qobject_cast<const QAbstractSlider*>(w);
+}
+
+// What a screen reader says for it: its accessible name, its text, or the label it is the buddy of.
+QString audit_spoken_name(const QWidget* w, const QWidget* window) {
+    if (!w->accessibleName().isEmpty()) return w->accessibleName();
+    if (const auto* b = qobject_cast<const QAbstractButton*>(w); b && !b->text().isEmpty()) return b->text();
+    for (const QLabel* label : window->findChildren<const QLabel*>())
+        if (label->buddy() == w && !label->text().isEmpty()) return label->text();
+    return {};
+}
+
 } // namespace
+
+QStringList accessibility_problems(const QWidget* root) {
+    QStringList problems;
+    const QWidget* window = root->window();
+    for (const QWidget* w : root->findChildren<const QWidget*>()) {
+        // Line edits inside spin and combo boxes belong to them.
+        const QWidget* parent = w->parentWidget();
+        // So do a view's headers and corner button (cell widgets sit in its viewport, and count).
+        if (qobject_cast<const QAbstractSpinBox*>(parent) || qobject_cast<const QComboBox*>(parent) ||
+            qobject_cast<const QAbstractItemView*>(parent))
+            continue;
+        if (qobject_cast<const QScrollBar*>(w)) continue;  // reached through the view it scrolls
+        if (!w->isVisible() || !w->isEnabled() || !audit_is_control(w) || w->window() != window ||
+            w->objectName().startsWith(QLatin1String("qt_")))
+            continue;
+        const QString what = QString::fromLatin1(w->metaObject()->className()) + u' ' + where(w);
+        if (audit_spoken_name(w, window).isEmpty()) problems << what + QStringLiteral(": no accessible name");
+        if (!(w->focusPolicy() & Qt::TabFocus)) problems << what + QStringLiteral(": not reachable with Tab");
+    }
+    return problems;
+}
 
 QStringList layout_problems(const QWidget* root) {
     QStringList problems;

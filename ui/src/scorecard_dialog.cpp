@@ -101,6 +101,7 @@ ScorecardDialog::ScorecardDialog(QWidget* parent) : QDialog(parent) {
     bar_->setValue(0);
     table_ = new QTableWidget(0, 4, this);
     table_->setObjectName(QStringLiteral("scorecardTable"));
+    table_->setAccessibleName(tr("Claims and verdicts"));
     table_->setHorizontalHeaderLabels({tr("Claim"), tr("Title"), tr("Verdict"), tr("Why")});
     table_->horizontalHeader()->setStretchLastSection(true);
     table_->verticalHeader()->setVisible(false);
@@ -108,6 +109,7 @@ ScorecardDialog::ScorecardDialog(QWidget* parent) : QDialog(parent) {
     table_->setWordWrap(true);
     table41_ = new QTextBrowser(this);
     table41_->setObjectName(QStringLiteral("table41"));
+    table41_->setAccessibleName(tr("Table 4.1 at our scale"));
     table41_->setMinimumHeight(120);
     run_ = new QPushButton(tr("Run"), this);
     cancel_ = new QPushButton(tr("Cancel"), this);
