@@ -3,6 +3,7 @@
 // checked against the records; one test feeds the ring from a real generation on an engine thread.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -17,14 +18,19 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QHelpEvent>
+#include <QLabel>
+#include <QScrollArea>
 #include <QSettings>
+#include <QTest>
 #include <QTabWidget>
 #include <QToolTip>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cflow/engine/convert/conversion_preflight.h"
 #include "cflow/engine/generation/generate.h"
+#include "cflow/engine/io/bandwidth_probe_cache.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
 #include "cflow/formats/converter.h"
@@ -36,6 +42,7 @@
 #include "cflow/ui/inspector/stall_panel.h"
 #include "cflow/ui/telemetry_ring.h"
 #include "synthetic_model.h"
+#include "ui_test_models.h"
 #include "test_support.h"
 
 namespace {
@@ -452,13 +459,149 @@ TEST(DefaultModelPath, FindsTheModelBesideTheExecutableOrInShare) {
     EXPECT_EQ(default_model_path(binDir), QDir::cleanPath(QString::fromStdString((bin / kDefaultModelFileName).string())));
 }
 
-TEST(ReadBandwidthProbe, UsesTheCachedFigureWithoutMeasuring) {
-    QSettings().setValue(QString::fromLatin1(ReadBandwidthProbe::kSettingsKey), 23.5e9);
+// The shared read-bandwidth file of this test process: XDG_CACHE_HOME points at a fresh folder
+// (ctest runs the suites in parallel processes, and the user's own figure stays untouched).
+struct IsolatedProbeCache {
+    explicit IsolatedProbeCache(const std::string& name)
+        : hadPrevious(qEnvironmentVariableIsSet("XDG_CACHE_HOME")), previous(qgetenv("XDG_CACHE_HOME")) {
+        qputenv("XDG_CACHE_HOME", QByteArray::fromStdString(cflow::test::temp_dir("probe_cache_" + name).string()));
+    }
+    ~IsolatedProbeCache() {
+        if (hadPrevious) qputenv("XDG_CACHE_HOME", previous);
+        else qunsetenv("XDG_CACHE_HOME");
+    }
+    bool hadPrevious;
+    QByteArray previous;
+};
+
+int64_t probe_test_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// A fresh record from this machine for all its hardware threads (what the inspector and the
+// conversion wizard probe with), holding a figure no measurement gives exactly.
+StoredBandwidthProbe store_probe_record(double bytesPerSecond) {
+    StoredBandwidthProbe p;
+    p.result.bytesPerSecond = bytesPerSecond;
+    p.result.bufferBytes = 256ull << 20;
+    p.result.threads = bandwidth_probe_threads(0);
+    p.passes = 5;
+    p.method = kBandwidthProbeMethod;
+    p.cpuModel = this_cpu_model();
+    p.logicalCpus = bandwidth_probe_threads(0);
+    p.measuredAtUnixSeconds = probe_test_now() - 120;
+    const Status stored = store_shared_bandwidth_probe(default_bandwidth_probe_path(), p);
+    EXPECT_TRUE(stored.ok()) << (stored.ok() ? "" : stored.error());
+    return p;
+}
+
+bool wait_for_probe(const ReadBandwidthProbe* probe) {
+    return QTest::qWaitFor([probe] { return !probe->running(); }, 60000);
+}
+
+TEST(ReadBandwidthProbe, TheInspectorAndThePreflightShowOneStoredFigure) {
+    CFLOW_REQUIRE_ASSET(gguf, "assets/models/llama2c-stories260K/stories260K.gguf");
+    cflow::ui::test::IsolatedSettings settings("probe_one_figure");
+    IsolatedProbeCache cache("one_figure");
+    const StoredBandwidthProbe stored = store_probe_record(23.456e9);
+    const std::string line = shared_probe_text(stored);  // "23.5 GB/s with N threads (shared probe, measured ...)"
+
+    TelemetryRing ring;
+    InspectorOptions options;
+    options.measureBandwidthAtStart = true;
+    InspectorDock dock(&ring, nullptr, options);
+    dock.setModel(make_model(false, "probe_one_figure"));  // where a missing figure would be measured
+    EXPECT_FALSE(dock.readBandwidthProbe()->running()) << "a fresh stored figure is not measured again";
+    EXPECT_DOUBLE_EQ(dock.bandwidthPanel()->speedOfLightGBps(), 23.456);
+    EXPECT_TRUE(dock.bandwidthPanel()->readBandwidthText().contains(QString::fromStdString(line)))
+        << dock.bandwidthPanel()->readBandwidthText().toStdString();
+
+    PreflightRequest request;  // as the conversion wizard asks: all threads, the default file
+    request.source_path = gguf.string();
+    auto report = run_preflight(request);
+    ASSERT_TRUE(report.ok()) << report.error();
+    EXPECT_DOUBLE_EQ(report->read_bandwidth_bytes_per_second, 23.456e9);
+    const std::string text = preflight_text(*report);
+    EXPECT_NE(text.find("read bandwidth: " + line), std::string::npos) << text;
+    EXPECT_EQ(text.find("read bandwidth measured now"), std::string::npos) << text;
+}
+
+TEST(ReadBandwidthProbe, TheOldSettingsFigureIsRemovedNotShown) {
+    cflow::ui::test::IsolatedSettings settings("probe_legacy_key");
+    IsolatedProbeCache cache("legacy_key");
+    QSettings().setValue(QString::fromLatin1(ReadBandwidthProbe::kLegacySettingsKey), 17.9e9);
     ReadBandwidthProbe probe;
-    EXPECT_DOUBLE_EQ(probe.bytesPerSecond(), 23.5e9);
-    probe.ensureMeasured();
-    EXPECT_FALSE(probe.running());
-    QSettings().remove(QString::fromLatin1(ReadBandwidthProbe::kSettingsKey));
+    EXPECT_DOUBLE_EQ(probe.bytesPerSecond(), 0.0) << "a figure without machine, method or date is not the shared one";
+    EXPECT_TRUE(probe.sourceText().isEmpty());
+    EXPECT_FALSE(QSettings().contains(QString::fromLatin1(ReadBandwidthProbe::kLegacySettingsKey)));
+}
+
+// At the app's start the model loads right after the window is built; a probe running beside
+// that load measured the load's leftovers (and the old inspector kept that figure for good).
+TEST(ReadBandwidthProbe, AMissingFigureIsMeasuredAfterTheFirstModelLoadsAndStoredForEveryone) {
+    cflow::ui::test::IsolatedSettings settings("probe_after_load");
+    IsolatedProbeCache cache("after_load");
+    TelemetryRing ring;
+    InspectorOptions options;
+    options.measureBandwidthAtStart = true;
+    InspectorDock dock(&ring, nullptr, options);
+    ReadBandwidthProbe* probe = dock.readBandwidthProbe();
+    EXPECT_FALSE(probe->running()) << "nothing is measured before a model has loaded";
+    EXPECT_DOUBLE_EQ(dock.bandwidthPanel()->speedOfLightGBps(), 0.0);
+    dock.setModel(make_model(false, "probe_after_load"));
+    ASSERT_TRUE(wait_for_probe(probe));
+    QCoreApplication::processEvents();  // the watcher's finished signal
+    EXPECT_NE(probe->lastRemeasureReason().toStdString().find("no shared probe"), std::string::npos)
+        << probe->lastRemeasureReason().toStdString();
+    ASSERT_GT(dock.bandwidthPanel()->speedOfLightGBps(), 0.1);
+    EXPECT_TRUE(dock.bandwidthPanel()->readBandwidthText().contains(QStringLiteral("shared probe, measured")))
+        << dock.bandwidthPanel()->readBandwidthText().toStdString();
+    auto stored = load_shared_bandwidth_probe(default_bandwidth_probe_path(), 0, probe_test_now(), 3600);
+    ASSERT_TRUE(stored.ok()) << stored.error();
+    EXPECT_DOUBLE_EQ(stored->result.bytesPerSecond, dock.bandwidthPanel()->speedOfLightGBps() * 1e9);
+}
+
+TEST(ReadBandwidthProbe, MeasureAgainReplacesTheStoredFigure) {
+    cflow::ui::test::IsolatedSettings settings("probe_again");
+    IsolatedProbeCache cache("again");
+    store_probe_record(23.456e9);
+    TelemetryRing ring;
+    InspectorDock dock(&ring, nullptr, test_options());
+    ASSERT_DOUBLE_EQ(dock.bandwidthPanel()->speedOfLightGBps(), 23.456);
+    emit dock.bandwidthPanel()->remeasureRequested();  // the "Measure read bandwidth again" button
+    ASSERT_TRUE(wait_for_probe(dock.readBandwidthProbe()));
+    QCoreApplication::processEvents();
+    EXPECT_EQ(dock.readBandwidthProbe()->lastRemeasureReason(), QStringLiteral("asked to measure again"));
+    EXPECT_NE(dock.bandwidthPanel()->speedOfLightGBps(), 23.456);
+    auto stored = load_shared_bandwidth_probe(default_bandwidth_probe_path(), 0, probe_test_now(), 3600);
+    ASSERT_TRUE(stored.ok()) << stored.error();
+    EXPECT_NE(stored->result.bytesPerSecond, 23.456e9) << "the file holds the new figure for the preflight and bench";
+}
+
+// The explanation of an empty panel is read from its top: in a short dock (the panel's charts
+// keep their minimum height and the dock scrolls) a centred one sat below the visible part.
+TEST_F(InspectorDockTest, EmptyPanelsExplainThemselvesAtTheTopOfAShortPane) {
+    dock->setModel(make_model(false, "dense_short_pane"));
+    auto* scroll = qobject_cast<QScrollArea*>(dock->widget());
+    ASSERT_NE(scroll, nullptr);
+    for (int height : {200, 260, 700}) {
+        dock->resize(400, height);
+        for (QWidget* panel : {static_cast<QWidget*>(dock->routingPanel()), static_cast<QWidget*>(dock->stallPanel())}) {
+            dock->tabs()->setCurrentWidget(panel);
+            QApplication::processEvents();
+            auto* hint = panel->findChild<QLabel*>(QStringLiteral("panelHint"));
+            ASSERT_NE(hint, nullptr);
+            ASSERT_TRUE(hint->isVisible());
+            const int m = hint->margin();
+            const QRect text = hint->fontMetrics().boundingRect(hint->contentsRect().adjusted(m, m, -m, -m),
+                                                                int(hint->alignment()) | Qt::TextWordWrap, hint->text());
+            const QRect shown(hint->mapTo(scroll->viewport(), text.topLeft()), text.size());
+            EXPECT_GE(scroll->viewport()->height(), 120) << "dock height " << height;
+            EXPECT_TRUE(scroll->viewport()->rect().contains(shown))
+                << "dock height " << height << ": the hint's text at y " << shown.top() << ".." << shown.bottom()
+                << ", the pane shows 0.." << scroll->viewport()->height() - 1;
+        }
+    }
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 // skipped when nothing visible changed, summary text that follows live numbers a few times a
 // second, and labels whose changing text does not relayout their parents.
 #include <algorithm>
+#include <cstdlib>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -280,6 +281,90 @@ TEST(ExpertHeatmap, EveryCellIsPaintedFromItsCountIncludingZero) {
     heatmap.setCounts(counts);
     image = heatmap.grab().toImage();
     EXPECT_EQ(image.pixel(heatmap.cellRect(0, 0).center()) | 0xff000000u, base);
+}
+
+RoutingCounts routing_counts_3x4() {
+    RoutingCounts counts;
+    counts.layers = 3;
+    counts.experts = 4;
+    counts.tokens = 8;
+    counts.counts = {8, 0, 4, 2, 1, 1, 1, 1, 0, 8, 0, 0};
+    return counts;
+}
+
+// The scale under the heatmap runs from the empty cell's colour (0%) to the colour of an
+// expert every token chose (100%), and never overlaps a cell.
+TEST(ExpertHeatmap, TheColourScaleRunsFromNoneToEveryTokenBelowTheGrid) {
+    ExpertHeatmap heatmap;
+    heatmap.resize(400, 200);
+    heatmap.show();
+    heatmap.setCounts(routing_counts_3x4());
+    const QRect bar = heatmap.scaleBarRect();
+    ASSERT_FALSE(bar.isEmpty()) << "a 400x200 heatmap has room for its scale";
+    EXPECT_GE(bar.width(), 40);
+    EXPECT_GT(bar.top(), heatmap.cellRect(2, 0).bottom()) << "the scale sits below the last row";
+    EXPECT_LE(bar.bottom(), heatmap.height() - 1);
+    const QImage image = heatmap.grab().toImage();
+    const QRgb base = heatmap.palette().base().color().rgb() | 0xff000000u;
+    const auto channel_gap = [](QRgb a, QRgb b) {
+        return std::max({std::abs(qRed(a) - qRed(b)), std::abs(qGreen(a) - qGreen(b)), std::abs(qBlue(a) - qBlue(b))});
+    };
+    const QRgb left = image.pixel(bar.left() + 1, bar.center().y()) | 0xff000000u;
+    const QRgb right = image.pixel(bar.right() - 1, bar.center().y()) | 0xff000000u;
+    EXPECT_LE(channel_gap(left, base), 12) << "0% is the colour of a cell no token chose";
+    EXPECT_LE(channel_gap(right, ExpertHeatmap::hotColor()), 12) << "100% is the colour of a cell every token chose";
+    // The middle of the bar is the colour of a cell chosen by half the tokens (layer 0, expert 2).
+    const QRgb half = image.pixel(heatmap.cellRect(0, 2).center()) | 0xff000000u;
+    EXPECT_LE(channel_gap(image.pixel(bar.center()) | 0xff000000u, half), 12);
+}
+
+TEST(ExpertHeatmap, ASmallPaneHidesTheScaleRatherThanOverlapTheCells) {
+    ExpertHeatmap heatmap;
+    heatmap.setMinimumSize(0, 0);  // the sizes a crowded layout could give it
+    heatmap.setCounts(routing_counts_3x4());
+    heatmap.show();
+    for (const QSize size : {QSize(400, 40), QSize(60, 200)}) {
+        heatmap.resize(size);
+        EXPECT_TRUE(heatmap.scaleBarRect().isEmpty()) << size.width() << "x" << size.height();
+        EXPECT_EQ(heatmap.cellRect(2, 3).bottom(), size.height() - 3) << "the grid keeps the whole height";
+    }
+    heatmap.resize(400, 200);
+    EXPECT_FALSE(heatmap.scaleBarRect().isEmpty()) << "growing again brings it back";
+}
+
+// The strip's legend: a numbered swatch per expert in its expert_color(), below the grid.
+TEST(TokenStrip, TheLegendShowsEachExpertsColourBelowTheGrid) {
+    TokenStrip strip;
+    strip.resize(400, 200);
+    strip.show();
+    constexpr uint32_t kExperts = 4;
+    std::vector<TokenStrip::Column> columns(3);
+    for (uint32_t p = 0; p < 3; ++p) {
+        columns[p].position = p;
+        columns[p].layers.resize(3);
+    }
+    strip.setColumns(columns, 3, kExperts);
+    const QRect legend = strip.legendRect();
+    ASSERT_FALSE(legend.isEmpty());
+    EXPECT_GT(legend.top(), strip.cellRect(2, 0).bottom()) << "the legend sits below the last layer";
+    const QImage image = strip.grab().toImage();
+    for (uint32_t e = 0; e < kExperts; ++e) {
+        const QRect swatch = strip.legendSwatchRect(e);
+        ASSERT_FALSE(swatch.isEmpty()) << "expert " << e;
+        EXPECT_TRUE(legend.contains(swatch)) << "expert " << e;
+        EXPECT_EQ(image.pixel(swatch.center()) | 0xff000000u, expert_color(e, kExperts).rgb() | 0xff000000u) << "expert " << e;
+        if (e > 0) {
+            EXPECT_GT(swatch.left(), strip.legendSwatchRect(e - 1).right()) << "swatches do not overlap";
+        }
+    }
+    // Too many experts to number in 400 pixels: a hue bar instead of swatches; too short a pane: none.
+    strip.setColumns(columns, 3, 128);
+    EXPECT_FALSE(strip.legendRect().isEmpty());
+    EXPECT_TRUE(strip.legendSwatchRect(0).isEmpty());
+    strip.setMinimumSize(0, 0);  // the sizes a crowded layout could give it
+    strip.resize(400, 40);
+    EXPECT_TRUE(strip.legendRect().isEmpty());
+    EXPECT_EQ(strip.cellRect(2, 0).bottom(), 40 - 3) << "the grid keeps the whole height";
 }
 
 TEST(ThrottledText, FirstChangeShowsAtOnceLaterOnesAtTheEndOfTheInterval) {

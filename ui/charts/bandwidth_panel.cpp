@@ -33,6 +33,7 @@ BandwidthPanel::BandwidthPanel(QWidget* parent) : QWidget(parent) {
     summary_->setWordWrap(true);
     summaryText_ = std::make_unique<detail::ThrottledText>(summary_);
     probeLabel_ = new QLabel(this);
+    probeLabel_->setWordWrap(true);
     remeasure_ = new QPushButton(tr("Measure read bandwidth again"), this);
     connect(remeasure_, &QPushButton::clicked, this, &BandwidthPanel::remeasureRequested);
 
@@ -40,12 +41,15 @@ BandwidthPanel::BandwidthPanel(QWidget* parent) : QWidget(parent) {
     probeRow->addWidget(probeLabel_, 1);
     probeRow->addWidget(remeasure_);
     auto* layout = new QVBoxLayout(this);
-    layout->addWidget(chart_, 1);
+    // The summary first: before any token it is the panel's explanation, and a short dock
+    // shows the top of the panel.
     layout->addWidget(new detail::LabelBox(summary_, this));  // its numbers change every frame
+    layout->addWidget(chart_, 1);
     layout->addWidget(criticalPath_);
     layout->addLayout(probeRow);
 
     setCriticalPath(nullptr, tr("no model loaded"));
+    summaryText_->setText(tr("Generate text to see what each token reads."));
     setReadBandwidth(0);
 }
 
@@ -77,13 +81,14 @@ void BandwidthPanel::setCriticalPath(const CriticalPathReport* report, const QSt
     criticalPath_->setText(text);
 }
 
-void BandwidthPanel::setReadBandwidth(double bytesPerSecond) {
+void BandwidthPanel::setReadBandwidth(double bytesPerSecond, const QString& source) {
     readBytesPerSecond_ = bytesPerSecond;
     chart_->setSpeedOfLight(bytesPerSecond / 1e9);
-    probeLabel_->setText(bytesPerSecond > 0
-                             ? tr("Machine streaming read bandwidth: %1 GB/s (measured once, cached).")
-                                   .arg(bytesPerSecond / 1e9, 0, 'f', 1)
-                             : tr("Machine read bandwidth not measured yet."));
+    if (bytesPerSecond <= 0) probeLabel_->setText(tr("Machine read bandwidth not measured yet."));
+    else if (source.isEmpty()) probeLabel_->setText(tr("Machine streaming read bandwidth: %1 GB/s.").arg(bytesPerSecond / 1e9, 0, 'f', 1));
+    else probeLabel_->setText(tr("Machine streaming read bandwidth: %1.").arg(source));
+    probeLabel_->setToolTip(tr("The figure the conversion preflight and cflow bench print too, stored once per machine; "
+                               "\"Measure read bandwidth again\" replaces it for all of them."));
 }
 
 void BandwidthPanel::setMeasuring(bool measuring) {
@@ -140,5 +145,6 @@ double BandwidthPanel::barValue(int stream, int layer) const { return chart_->by
 
 QString BandwidthPanel::criticalPathText() const { return criticalPath_->text(); }
 QString BandwidthPanel::summaryText() const { return summaryText_->text(); }
+QString BandwidthPanel::readBandwidthText() const { return probeLabel_->text(); }
 
 } // namespace cflow::ui

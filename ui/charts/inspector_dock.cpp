@@ -54,15 +54,17 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
     scroll->setFrameShape(QFrame::NoFrame);
     setWidget(scroll);
 
-    probe_ = new ReadBandwidthProbe(this);
-    bandwidth_->setReadBandwidth(probe_->bytesPerSecond());
+    probe_ = new ReadBandwidthProbe(this, options_.bandwidthProbePath);
+    bandwidth_->setReadBandwidth(probe_->bytesPerSecond(), probe_->sourceText());
     connect(probe_, &ReadBandwidthProbe::started, this, [this] { bandwidth_->setMeasuring(true); });
     connect(probe_, &ReadBandwidthProbe::measured, this, [this](double bytesPerSecond) {
         bandwidth_->setMeasuring(false);
-        bandwidth_->setReadBandwidth(bytesPerSecond);
+        bandwidth_->setReadBandwidth(bytesPerSecond, probe_->sourceText());
     });
     connect(bandwidth_, &BandwidthPanel::remeasureRequested, probe_, &ReadBandwidthProbe::remeasure);
-    if (options_.measureBandwidthAtStart) probe_->ensureMeasured();
+    // A missing figure is measured in setModel, after the first load: the app opens its model
+    // right after building the window, and a probe running beside that load read a fraction of
+    // the machine's bandwidth (then kept it).
 
     // A hidden tab is redrawn when it becomes visible, not on every timer tick.
     connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) { refreshPanel(tabs_->widget(index)); });
@@ -91,6 +93,7 @@ void InspectorDock::setModel(std::shared_ptr<const cflow::Model> model) {
         updateStatus();
         return;
     }
+    if (options_.measureBandwidthAtStart) probe_->ensureMeasured();  // nothing to do once a figure is stored
     applyGeometry(geometry_of(*model_));
     auto report = analyze_file(model_->file());
     if (report) bandwidth_->setCriticalPath(&report.value());

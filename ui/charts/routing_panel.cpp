@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include <QEvent>
+#include <QFontMetrics>
+#include <QLinearGradient>
 #include <QLabel>
 #include <QPainter>
 #include <QRegion>
@@ -18,6 +20,9 @@ namespace {
 constexpr int kMarginLeft = 34;   // room for layer labels
 constexpr int kMarginTop = 16;    // room for column labels
 constexpr int kMinCell = 6;
+constexpr int kLegendGap = 4;     // pixels between the grid and its scale or legend, and between legend items
+constexpr int kScaleMinBar = 40;  // a narrower gradient says nothing: the scale hides instead
+constexpr int kScaleMaxBar = 200;
 
 // Cells stretch to fill the widget; index of the cell containing coordinate v, or -1.
 int cell_index(int v, int origin, int extent, int n) {
@@ -38,6 +43,49 @@ QRgb over(QRgb base, QRgb color, float alpha) {
     const int a = int(std::clamp(alpha, 0.0f, 1.0f) * 255.0f + 0.5f), b = 255 - a;
     return qRgb((qRed(color) * a + qRed(base) * b + 127) / 255, (qGreen(color) * a + qGreen(base) * b + 127) / 255,
                 (qBlue(color) * a + qBlue(base) * b + 127) / 255);
+}
+
+// The corner above the layer numbers names the rows (the columns are named by the panel's titles).
+// Left out where the font is too wide for the margin (an elided "lay…" says less than nothing).
+void draw_layer_axis_label(QPainter& p, const QFontMetrics& fm) {
+    const QString label = QObject::tr("layer");
+    if (fm.horizontalAdvance(label) <= kMarginLeft - 4)
+        p.drawText(QRect(0, 0, kMarginLeft - 4, kMarginTop), Qt::AlignRight | Qt::AlignVCenter, label);
+}
+
+// Where the heatmap's scale goes in the row under the grid: [label] 0% [gradient] 100%.
+struct HeatmapScaleLayout {
+    QRect label, zero, bar, full;  // all empty: no room
+    QString labelText;             // the longest wording that fits; "" when none does
+};
+
+HeatmapScaleLayout heatmap_scale_layout(const QRect& row, const QFontMetrics& fm) {
+    HeatmapScaleLayout out;
+    const QString zero = QStringLiteral("0%"), full = QStringLiteral("100%");
+    const int zeroW = fm.horizontalAdvance(zero), fullW = fm.horizontalAdvance(full);
+    const int fixed = zeroW + fullW + 2 * kLegendGap;
+    if (row.width() < fixed + kScaleMinBar) return out;
+    int labelW = 0;
+    for (const QString& wording : {QObject::tr("share of the window's tokens routed to the expert:"),
+                                   QObject::tr("share of tokens routed:"), QObject::tr("tokens:")}) {
+        const int w = fm.horizontalAdvance(wording) + kLegendGap;
+        if (row.width() < fixed + kScaleMinBar + w) continue;
+        out.labelText = wording;
+        labelW = w;
+        break;
+    }
+    const int barW = std::min(kScaleMaxBar, row.width() - fixed - labelW);
+    int x = row.left();
+    if (labelW > 0) {
+        out.label = QRect(x, row.top(), labelW - kLegendGap, row.height());
+        x += labelW;
+    }
+    out.zero = QRect(x, row.top(), zeroW, row.height());
+    x += zeroW + kLegendGap;
+    out.bar = QRect(x, row.top() + 2, barW, std::max(2, row.height() - 4));
+    x += barW + kLegendGap;
+    out.full = QRect(x, row.top(), fullW, row.height());
+    return out;
 }
 
 } // namespace
@@ -67,7 +115,31 @@ uint32_t ExpertHeatmap::count(int layer, int expert) const {
     return counts_.at(uint32_t(layer), uint32_t(expert));
 }
 
-QRect ExpertHeatmap::gridRect() const { return rect().adjusted(kMarginLeft, kMarginTop, -2, -2); }
+int ExpertHeatmap::scaleHeight() const {
+    // The cells keep their minimum size first: the scale goes when both do not fit.
+    const QFontMetrics fm = fontMetrics();
+    const int needed = fm.height() + kLegendGap;
+    if (rows() == 0 || height() - kMarginTop - 2 - needed < rows() * kMinCell) return 0;
+    const QRect row(kMarginLeft, 0, width() - kMarginLeft - 2, fm.height());
+    return heatmap_scale_layout(row, fm).bar.isEmpty() ? 0 : needed;
+}
+
+QRect ExpertHeatmap::gridRect() const {
+    // Cell geometry is asked for per cell and per frame: the scale's room is worked out once per size.
+    if (layoutSize_ != size() || layoutRows_ != rows()) {
+        layoutSize_ = size();
+        layoutRows_ = rows();
+        layoutScaleHeight_ = scaleHeight();
+    }
+    return rect().adjusted(kMarginLeft, kMarginTop, -2, -2 - layoutScaleHeight_);
+}
+
+QRect ExpertHeatmap::scaleBarRect() const {
+    const QRect g = gridRect();
+    if (layoutScaleHeight_ == 0) return {};
+    const QFontMetrics fm = fontMetrics();
+    return heatmap_scale_layout(QRect(g.left(), g.bottom() + 1 + kLegendGap, g.width(), fm.height()), fm).bar;
+}
 
 QRect ExpertHeatmap::cellRect(int layer, int expert) const {
     if (rows() == 0 || columns() == 0) return {};
@@ -96,7 +168,12 @@ QString ExpertHeatmap::cellToolTip(int layer, int expert) const {
 
 QString ExpertHeatmap::toolTipAt(QPoint pos) const {
     const auto cell = cellAt(pos);
-    return cell ? cellToolTip(cell->first, cell->second) : QString();
+    if (cell) return cellToolTip(cell->first, cell->second);
+    if (layoutScaleHeight_ > 0 && pos.y() > gridRect().bottom())
+        return tr("Cell colour: the share of the last %1 tokens whose router chose that expert at that layer "
+                  "(0%: none of them, 100%: every one)")
+            .arg(counts_.tokens);
+    return {};
 }
 
 QSize ExpertHeatmap::sizeHint() const {
@@ -135,6 +212,23 @@ void ExpertHeatmap::ensureStatic() {
         const QRect r = cellRect(0, e);
         p.drawText(QRect(r.left(), 0, r.width(), g.top()), Qt::AlignCenter, QString::number(e));
     }
+    const QFontMetrics fm = fontMetrics();
+    draw_layer_axis_label(p, fm);
+    const QRect bar = scaleBarRect();
+    if (bar.isEmpty()) return;
+    // The cells blend the hot colour over the base in proportion to the share (over()), which
+    // is this gradient's linear interpolation.
+    const HeatmapScaleLayout scale =
+        heatmap_scale_layout(QRect(g.left(), g.bottom() + 1 + kLegendGap, g.width(), fm.height()), fm);
+    if (!scale.label.isEmpty()) p.drawText(scale.label, Qt::AlignLeft | Qt::AlignVCenter, scale.labelText);
+    p.drawText(scale.zero, Qt::AlignLeft | Qt::AlignVCenter, QStringLiteral("0%"));
+    p.drawText(scale.full, Qt::AlignLeft | Qt::AlignVCenter, QStringLiteral("100%"));
+    QLinearGradient gradient(bar.left(), 0, bar.right(), 0);
+    gradient.setColorAt(0, palette().base().color());
+    gradient.setColorAt(1, QColor(hotColor()));
+    p.fillRect(bar, gradient);
+    p.setPen(palette().mid().color());
+    p.drawRect(bar.adjusted(-1, -1, 0, 0));
 }
 
 void ExpertHeatmap::paintEvent(QPaintEvent*) {
@@ -147,7 +241,7 @@ void ExpertHeatmap::paintEvent(QPaintEvent*) {
     p.setClipping(false);
     if (rows() == 0 || columns() == 0) return;
     const double maxCount = std::max<double>(1.0, counts_.tokens);
-    const QRgb base = palette().base().color().rgb(), hot = qRgb(0xc0, 0x39, 0x2b);
+    const QRgb base = palette().base().color().rgb(), hot = hotColor();
     for (int l = 0; l < rows(); ++l) {
         for (int e = 0; e < columns(); ++e) {
             const uint32_t n = count(l, e);
@@ -158,6 +252,10 @@ void ExpertHeatmap::paintEvent(QPaintEvent*) {
 
 bool ExpertHeatmap::event(QEvent* event) {
     if (detail::handle_tool_tip(this, event)) return true;
+    if (event->type() == QEvent::FontChange) {
+        layoutSize_ = QSize();  // the scale's room depends on the text size
+        static_ = QPixmap();
+    }
     return QWidget::event(event);
 }
 
@@ -170,7 +268,7 @@ TokenStrip::TokenStrip(QWidget* parent) : QWidget(parent) {
 }
 
 void TokenStrip::setColumns(std::vector<Column> columns, uint32_t layers, uint32_t experts) {
-    const bool sameRows = layers == layers_;
+    const bool sameRows = layers == layers_ && experts == experts_;  // the legend lists the experts
     columns_ = std::move(columns);
     layers_ = layers;
     if (experts != experts_ || expertRgb_.size() != experts) {
@@ -198,7 +296,56 @@ int TokenStrip::highlightedColumn() const {
     return -1;
 }
 
-QRect TokenStrip::gridRect() const { return rect().adjusted(kMarginLeft, kMarginTop, -2, -2); }
+TokenStrip::LegendLayout TokenStrip::legendLayout() const {
+    LegendLayout out;
+    const QFontMetrics fm = fontMetrics();
+    const int line = fm.height();
+    // The cells keep their minimum size first: the legend goes when both do not fit.
+    if (rows() == 0 || experts_ == 0 || height() - kMarginTop - 2 - (line + kLegendGap) < rows() * kMinCell) return out;
+    const QRect area(kMarginLeft, height() - 2 - line, width() - kMarginLeft - 2, line);
+    const int prefixW = fm.horizontalAdvance(tr("expert:")) + kLegendGap;
+    const int swatch = std::max(4, line - 4);
+    const int step = swatch + 2 + fm.horizontalAdvance(QString::number(experts_ - 1)) + kLegendGap;
+    const int noteW = kLegendGap + fm.horizontalAdvance(tr("paler: lower routing weight"));
+    if (prefixW + int(experts_) * step <= area.width()) {
+        out.swatchStep = step;
+        out.showsWeightNote = prefixW + int(experts_) * step + noteW <= area.width();
+    } else {
+        // Too many experts to number: one hue bar from expert 0 to the last.
+        const int ends = fm.horizontalAdvance(QStringLiteral("0")) + fm.horizontalAdvance(QString::number(experts_ - 1)) + 2 * kLegendGap;
+        const int room = area.width() - prefixW - ends;
+        if (room < kScaleMinBar) return out;
+        const int barW = std::min(room, std::max<int>(kScaleMinBar, std::min<int>(kScaleMaxBar, int(experts_) * 2)));
+        out.hueBar = QRect(area.left() + prefixW + fm.horizontalAdvance(QStringLiteral("0")) + kLegendGap, area.top() + 2, barW,
+                           std::max(2, line - 4));
+        out.showsWeightNote = out.hueBar.right() + ends + noteW <= area.right();
+    }
+    out.area = area;
+    out.swatchesLeft = area.left() + prefixW;
+    return out;
+}
+
+int TokenStrip::legendHeight() const { return legendLayout().area.isEmpty() ? 0 : fontMetrics().height() + kLegendGap; }
+
+QRect TokenStrip::gridRect() const {
+    // Cell geometry is asked for per cell and per frame: the legend's room is worked out once per shape.
+    if (layoutSize_ != size() || layoutRows_ != rows() || layoutExperts_ != experts_) {
+        layoutSize_ = size();
+        layoutRows_ = rows();
+        layoutExperts_ = experts_;
+        layoutLegendHeight_ = legendHeight();
+    }
+    return rect().adjusted(kMarginLeft, kMarginTop, -2, -2 - layoutLegendHeight_);
+}
+
+QRect TokenStrip::legendRect() const { return legendLayout().area; }
+
+QRect TokenStrip::legendSwatchRect(uint32_t expert) const {
+    const LegendLayout l = legendLayout();
+    if (l.area.isEmpty() || l.swatchStep == 0 || expert >= experts_) return {};
+    const int swatch = std::max(4, l.area.height() - 4);
+    return QRect(l.swatchesLeft + int(expert) * l.swatchStep, l.area.top() + (l.area.height() - swatch) / 2, swatch, swatch);
+}
 
 QRect TokenStrip::cellRect(int layer, int column) const {
     if (rows() == 0 || columns() == 0) return {};
@@ -207,6 +354,9 @@ QRect TokenStrip::cellRect(int layer, int column) const {
 
 QString TokenStrip::toolTipAt(QPoint pos) const {
     const QRect g = gridRect();
+    if (layoutLegendHeight_ > 0 && pos.y() > g.bottom())
+        return tr("Each expert has its own colour; a cell is split into one band per expert the token used at that "
+                  "layer, left to right in router order, paler where the routing weight is lower");
     const int layer = cell_index(pos.y(), g.top(), g.height(), rows());
     const int col = cell_index(pos.x(), g.left(), g.width(), columns());
     if (layer < 0 || col < 0) return {};
@@ -243,9 +393,12 @@ void TokenStrip::ensureStatic() {
     const qint64 paletteKey = palette().cacheKey();
     // Row labels depend on the row count and the grid's height only; the column count
     // (growing while the window fills) does not move them.
-    if (!static_.isNull() && staticSize_ == size() && staticRows_ == rows() && staticPalette_ == paletteKey) return;
+    if (!static_.isNull() && staticSize_ == size() && staticRows_ == rows() && staticExperts_ == experts_ &&
+        staticPalette_ == paletteKey)
+        return;
     staticSize_ = size();
     staticRows_ = rows();
+    staticExperts_ = experts_;
     staticPalette_ = paletteKey;
     static_ = detail::widget_pixmap(this);
     QPainter p(&static_);
@@ -257,6 +410,36 @@ void TokenStrip::ensureStatic() {
         const QRect r = cell_rect(g, l, 0, rows(), 1);
         p.drawText(QRect(0, r.top(), kMarginLeft - 4, r.height()), Qt::AlignRight | Qt::AlignVCenter, QString::number(l));
     }
+    const QFontMetrics fm = fontMetrics();
+    draw_layer_axis_label(p, fm);
+    const LegendLayout legend = legendLayout();
+    if (legend.area.isEmpty()) return;
+    const QRect& a = legend.area;
+    p.drawText(QRect(a.left(), a.top(), legend.swatchesLeft - a.left(), a.height()), Qt::AlignLeft | Qt::AlignVCenter, tr("expert:"));
+    int noteLeft = 0;
+    if (legend.swatchStep > 0) {
+        for (uint32_t e = 0; e < experts_; ++e) {
+            const QRect sw = legendSwatchRect(e);
+            p.fillRect(sw, expert_color(e, experts_));
+            p.drawText(QRect(sw.right() + 3, a.top(), legend.swatchStep, a.height()), Qt::AlignLeft | Qt::AlignVCenter,
+                       QString::number(e));
+        }
+        noteLeft = legend.swatchesLeft + int(experts_) * legend.swatchStep;
+    } else {
+        const QRect& bar = legend.hueBar;
+        p.drawText(QRect(legend.swatchesLeft, a.top(), bar.left() - legend.swatchesLeft, a.height()), Qt::AlignLeft | Qt::AlignVCenter,
+                   QStringLiteral("0"));
+        for (int x = 0; x < bar.width(); ++x)
+            p.fillRect(QRect(bar.left() + x, bar.top(), 1, bar.height()),
+                       expert_color(uint32_t(int64_t(x) * experts_ / bar.width()), experts_));
+        const QString last = QString::number(experts_ - 1);
+        p.drawText(QRect(bar.right() + 1 + kLegendGap, a.top(), fm.horizontalAdvance(last) + 1, a.height()),
+                   Qt::AlignLeft | Qt::AlignVCenter, last);
+        noteLeft = bar.right() + 1 + 2 * kLegendGap + fm.horizontalAdvance(last);
+    }
+    if (legend.showsWeightNote)
+        p.drawText(QRect(noteLeft + kLegendGap, a.top(), a.right() - noteLeft, a.height()), Qt::AlignLeft | Qt::AlignVCenter,
+                   tr("paler: lower routing weight"));
 }
 
 void TokenStrip::paintEvent(QPaintEvent*) {
@@ -316,16 +499,17 @@ void TokenStrip::paintEvent(QPaintEvent*) {
 
 bool TokenStrip::event(QEvent* event) {
     if (detail::handle_tool_tip(this, event)) return true;
+    if (event->type() == QEvent::FontChange) {
+        layoutSize_ = QSize();  // the legend's room depends on the text size
+        static_ = QPixmap();
+    }
     return QWidget::event(event);
 }
 
 // ---- RoutingPanel -------------------------------------------------------------------------
 
 RoutingPanel::RoutingPanel(QWidget* parent) : QWidget(parent) {
-    hint_ = new QLabel(this);
-    hint_->setWordWrap(true);
-    hint_->setAlignment(Qt::AlignCenter);
-    hint_->setMargin(16);
+    hint_ = detail::make_panel_hint(this);
 
     content_ = new QWidget(this);
     caption_ = new QLabel(content_);
@@ -333,7 +517,12 @@ RoutingPanel::RoutingPanel(QWidget* parent) : QWidget(parent) {
     heatmap_ = new ExpertHeatmap(content_);
     strip_ = new TokenStrip(content_);
     auto* heatTitle = new QLabel(tr("Experts chosen per layer over the recent tokens (rows: layers, columns: experts)"), content_);
-    auto* stripTitle = new QLabel(tr("Experts each recent token used (rows: layers, columns: tokens, newest right)"), content_);
+    auto* stripTitle = new QLabel(tr("Experts each recent token used (rows: layers, columns: tokens, newest right; "
+                                     "a cell holds one band per chosen expert, left to right in router order)"),
+                                  content_);
+    // Wrapped, the titles do not set the panel's minimum width (a narrow dock keeps them whole).
+    heatTitle->setWordWrap(true);
+    stripTitle->setWordWrap(true);
     auto* layout = new QVBoxLayout(content_);
     layout->addWidget(caption_);
     layout->addWidget(heatTitle);

@@ -187,10 +187,7 @@ bool StallTimeline::event(QEvent* event) {
 // ---- StallPanel ---------------------------------------------------------------------------
 
 StallPanel::StallPanel(QWidget* parent) : QWidget(parent) {
-    hint_ = new QLabel(this);
-    hint_->setWordWrap(true);
-    hint_->setAlignment(Qt::AlignCenter);
-    hint_->setMargin(16);
+    hint_ = detail::make_panel_hint(this);
 
     content_ = new QWidget(this);
     auto* title = new QLabel(tr("Last %1 tokens: compute (blue) and waiting for expert weights (red) per layer; "

@@ -33,7 +33,8 @@ public:
     void setInspectorGeometry(const InspectorGeometry& geometry);
     // The analytic figures of the loaded model; nullptr clears them (no model, or analysis failed: reason).
     void setCriticalPath(const CriticalPathReport* report, const QString& reason = {});
-    void setReadBandwidth(double bytesPerSecond);  // 0 = not measured yet
+    // 0 = not measured yet; source: shared_probe_text(), the line the preflight and bench print.
+    void setReadBandwidth(double bytesPerSecond, const QString& source = {});
     void setMeasuring(bool measuring);
     // Redraws the chart from the history's window (the dock calls it from its timer).
     void refresh(const TelemetryHistory& history);
@@ -47,6 +48,7 @@ public:
     double speedOfLightGBps() const { return readBytesPerSecond_ / 1e9; }
     QString criticalPathText() const;
     QString summaryText() const;
+    QString readBandwidthText() const;  // the probe line under the chart
 
 signals:
     void remeasureRequested();

@@ -36,9 +36,13 @@ class TelemetryRing;
 struct InspectorOptions {
     int refreshHz = 30;
     size_t windowTokens = TelemetryHistory::kDefaultWindowTokens;
-    // Measure the machine's read bandwidth in the background at the first start (when QSettings
-    // has no figure yet). Tests and benchmarks turn it off: the probe saturates memory.
+    // Measure the machine's read bandwidth in the background when the shared probe has no fresh
+    // figure for this machine, once the first model has loaded (measured during the load, the
+    // load's own reads would lower the figure). Tests and benchmarks turn it off: the probe
+    // saturates memory.
     bool measureBandwidthAtStart = true;
+    // The shared probe's file; "" = default_bandwidth_probe_path() (tests point it elsewhere).
+    QString bandwidthProbePath;
 };
 
 class InspectorDock : public QDockWidget {

@@ -40,6 +40,10 @@ public:
     QString toolTipAt(QPoint pos) const;  // the cell's tooltip under pos; empty outside the grid
     QRect cellRect(int layer, int expert) const;
     QSize sizeHint() const override;
+    // The colour scale under the grid: a gradient from "chosen by none" to "chosen by every token
+    // of the window"; empty when the widget is too small to show it beside readable cells.
+    QRect scaleBarRect() const;
+    static QRgb hotColor() { return qRgb(0xc0, 0x39, 0x2b); }  // a cell chosen by every token
 
 protected:
     void paintEvent(QPaintEvent* event) override;
@@ -47,13 +51,17 @@ protected:
 
 private:
     QRect gridRect() const;
-    void ensureStatic();  // background, grid lines and labels, cached until resize/shape change
+    int scaleHeight() const;  // pixel rows under the grid the scale takes (0: hidden)
+    void ensureStatic();  // background, grid lines, labels and the scale, cached until resize/shape change
     RoutingCounts counts_;
     QPixmap static_;
     QSize staticSize_;
     int staticRows_ = -1, staticCols_ = -1;
     QRegion staticOnly_;  // what the pixmap shows that the cell fills do not cover (outlines, labels)
     qint64 staticPalette_ = -1;
+    mutable QSize layoutSize_;  // the size and rows layoutScaleHeight_ was worked out for
+    mutable int layoutRows_ = -1;
+    mutable int layoutScaleHeight_ = 0;
 };
 
 class TokenStrip : public QWidget {
@@ -84,13 +92,27 @@ public:
     QString toolTipAt(QPoint pos) const;
     QRect cellRect(int layer, int column) const;
     QSize sizeHint() const override;
+    // The legend under the grid: one swatch per expert in its expert_color() (a continuous hue
+    // bar when there are too many to number) and what paler means; empty when there is no room.
+    QRect legendRect() const;
+    // Expert e's numbered swatch in the legend; empty when the legend is hidden or a hue bar.
+    QRect legendSwatchRect(uint32_t expert) const;
 
 protected:
     void paintEvent(QPaintEvent* event) override;
     bool event(QEvent* event) override;
 
 private:
+    struct LegendLayout {
+        QRect area;               // the legend's row under the grid
+        int swatchesLeft = 0;     // x of expert 0's swatch
+        int swatchStep = 0;       // pixels from one numbered swatch to the next; 0 = a hue bar
+        QRect hueBar;             // the continuous bar when swatchStep is 0
+        bool showsWeightNote = false;
+    };
     QRect gridRect() const;
+    int legendHeight() const;  // pixel rows under the grid the legend takes (0: hidden)
+    LegendLayout legendLayout() const;
     std::vector<Column> columns_;
     uint32_t layers_ = 0;
     uint32_t experts_ = 0;
@@ -100,10 +122,15 @@ private:
     QPixmap static_;
     QSize staticSize_;
     int staticRows_ = -1;
+    uint32_t staticExperts_ = ~0u;
     qint64 staticPalette_ = -1;
     std::vector<QRgb> expertRgb_;  // expert_color() per expert, for experts_
     QImage cells_;                 // [grid height][grid width] RGB32, the cells drawn as scanlines
     std::vector<QRgb> cellLine_;   // [grid width] one pixel row of a layer's band
+    mutable QSize layoutSize_;     // the shape layoutLegendHeight_ was worked out for
+    mutable int layoutRows_ = -1;
+    mutable uint32_t layoutExperts_ = ~0u;
+    mutable int layoutLegendHeight_ = 0;
 };
 
 // The colour of an expert: evenly spaced hues, the same in the heatmap legend and the strip.
