@@ -63,6 +63,16 @@ void SelfTest::succeed() {
                  .arg(size_.height()));
         return;
     }
+    // The screenshots are to show the inspector with this reply's data (issue 37), not a sliver of it.
+    const QWidget* inspector = window_.inspector();
+    if (!inspector->isVisible() || inspector->height() < window_.height() / 5 || inspector->width() < window_.width() / 3) {
+        fail(QStringLiteral("the inspector has %1x%2 of the %3x%4 window")
+                 .arg(inspector->isVisible() ? inspector->width() : 0)
+                 .arg(inspector->isVisible() ? inspector->height() : 0)
+                 .arg(window_.width())
+                 .arg(window_.height()));
+        return;
+    }
     const QStringList problems = cflow::ui::layout_problems(&window_);
     if (!problems.isEmpty()) {
         fail(QStringLiteral("the layout at %1x%2 has problems:\n  %3")

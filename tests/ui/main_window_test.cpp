@@ -7,6 +7,8 @@
 #include <string>
 
 #include <QLocale>
+#include <QMenu>
+#include <QMenuBar>
 #include <QMessageBox>
 #include <QSignalSpy>
 #include <QStatusBar>
@@ -294,6 +296,47 @@ TEST(MainWindowTest, ClosingTheWindowDuringAnOpenIsSafe) {
     delete window;
     gate.open();
     EXPECT_FALSE(finish(task)) << "a result arriving after the window closed must be dropped";
+}
+
+} // namespace
+
+namespace {
+
+// Every menu entry under the bar, submenus' own entries included.
+void collect_actions(QMenu* menu, QList<QAction*>& out) {
+    for (QAction* action : menu->actions()) {
+        if (action->isSeparator()) continue;
+        out << action;
+        if (action->menu()) collect_actions(action->menu(), out);
+    }
+}
+
+// Issue 37: File > Bundled models… was greyed out without a reason. Every entry that is
+// disabled says why in its tooltip, before and after a model is open.
+TEST(MainWindowTest, EveryDisabledMenuEntrySaysWhy) {
+    cflow::ui::test::ScopedDb db("main_window_disabled_entries");
+    cflow::ui::test::IsolatedSettings isolated("main_window_disabled_entries");
+    cflow::ui::MainWindowOptions options;
+    options.bundledModelsFolder = QString();  // a build without the zoo
+    cflow::ui::MainWindow window(nullptr, options);
+    const auto check = [&](const char* when) {
+        QList<QAction*> actions;
+        for (QAction* top : window.menuBar()->actions())
+            if (top->menu()) collect_actions(top->menu(), actions);
+        int disabled = 0;
+        for (QAction* action : actions) {
+            if (action->isEnabled()) continue;
+            ++disabled;
+            EXPECT_TRUE(action->toolTip().startsWith(QStringLiteral("Not available")))
+                << when << ": '" << action->text().toStdString() << "' is greyed out with the tooltip '"
+                << action->toolTip().toStdString() << "'";
+        }
+        return disabled;
+    };
+    EXPECT_GE(check("no model"), 3) << "bundled models, the server switch and the empty recent list";
+    window.openModel(qpath(cflow::ui::test::chatml_model()));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return window.controller()->modelReady(); }, 60000));
+    check("a model open");
 }
 
 } // namespace

@@ -187,6 +187,8 @@ void MainWindow::wireController() {
         currentModel_ = info;
         syncContextLimits();
         serveAction_->setEnabled(ServerController::available());
+        if (ServerController::available())
+            serveAction_->setToolTip(tr("Answers OpenAI-compatible requests (/v1/chat/completions) with %1").arg(info.name));
         if (server_->isRunning()) setServing(true);  // the server follows the chat to the new model
         if (const qint64 id = std::exchange(reopenConversation_, 0); id != 0 && store_ && store_->conversation(id))
             controller_->openConversation(id);
@@ -305,14 +307,12 @@ void MainWindow::showEvent(QShowEvent* event) {
     }
     // Sized once the window has its size: the conversation list a fifth of the width (at most
     // 260 px), the inspector where the width leaves it room.
-    if (auto* list = findChild<QDockWidget*>(QStringLiteral("conversationsDock")))
-        resizeDocks({list}, {std::min(260, width() / 5)}, Qt::Horizontal);
     placeInspector(width() >= kInspectorBesideMinWidth ? InspectorPlacement::Beside : InspectorPlacement::Below);
 }
 
 int MainWindow::stripHeight() const {
-    // A short window keeps its height for the transcript; a tall one gives the charts room.
-    return height() < 700 ? height() / 4 : height() / 3;
+    // A short window keeps 40% of its height for the transcript; a tall one gives the charts a third.
+    return height() < 700 ? height() * 7 / 25 : height() / 3;
 }
 
 MainWindow::InspectorPlacement MainWindow::inspectorPlacement() const {
@@ -333,6 +333,10 @@ void MainWindow::placeInspector(InspectorPlacement placement) {
 }
 
 void MainWindow::sizeInspector() {
+    // The conversation list a fifth of the width (at most 260 px), first: the inspector's share is
+    // taken from what it leaves.
+    if (auto* list = findChild<QDockWidget*>(QStringLiteral("conversationsDock")))
+        resizeDocks({list}, {std::min(260, width() / 5)}, Qt::Horizontal);
     if (inspectorPlacement() == InspectorPlacement::Below) {
         resizeDocks({inspector_}, {stripHeight()}, Qt::Vertical);
         return;
@@ -342,7 +346,7 @@ void MainWindow::sizeInspector() {
     int listWidth = 0;
     if (auto* list = findChild<QDockWidget*>(QStringLiteral("conversationsDock")); list && list->isVisible())
         listWidth = list->width();
-    resizeDocks({inspector_}, {(width() - listWidth) * 9 / 20}, Qt::Horizontal);
+    resizeDocks({inspector_}, {(width() - listWidth) / 2}, Qt::Horizontal);
 }
 
 void MainWindow::syncPlacementActions() {
@@ -409,9 +413,12 @@ void MainWindow::createMenus() {
     serveAction_->setObjectName(QStringLiteral("serveAction"));
     serveAction_->setCheckable(true);
     serveAction_->setEnabled(false);  // until a model is loaded
+    // A disabled entry says why where the user points at it.
     serveAction_->setToolTip(ServerController::available()
-                                 ? tr("Answers OpenAI-compatible requests (/v1/chat/completions) with the loaded model")
-                                 : tr("This build has no server (it was built without cpp-httplib)"));
+                                 ? tr("Not available yet: open a model first (File > Open model…); the server answers "
+                                      "OpenAI-compatible requests with the loaded model")
+                                 : tr("Not available: this build has no server (it was built without cpp-httplib)"));
+    serverMenu->setToolTipsVisible(true);
     connect(serveAction_, &QAction::triggered, this, &MainWindow::setServing);
     serverMenu->addAction(tr("Server s&ettings…"), this, &MainWindow::editServerSettings);
     serverMenu->addAction(tr("&Copy server URL"), this, [this] {
@@ -642,6 +649,8 @@ void MainWindow::rebuildRecentMenu() {
     for (const QString& path : recent)
         recentMenu_->addAction(QDir::toNativeSeparators(path), this, [this, path] { openModel(path); });
     recentMenu_->setEnabled(!recent.isEmpty());
+    recentMenu_->menuAction()->setToolTip(recent.isEmpty() ? tr("Not available yet: the models you open are listed here")
+                                                           : tr("The models opened last, newest first"));
 }
 
 void MainWindow::showStats(const ReplyStats& stats) {
