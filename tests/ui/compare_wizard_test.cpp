@@ -4,7 +4,13 @@
 // report's), PNG export, and the wizard end to end on two of the shipped models: run on the
 // worker, results shown, saved, reopened, cancelled.
 #include <QAbstractButton>
+#include <QApplication>
+#include <QFontMetricsF>
 #include <QDir>
+#include <QHelpEvent>
+#include <QJsonObject>
+#include <QTableView>
+#include <QToolTip>
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QFile>
@@ -16,6 +22,7 @@
 #include <QtCharts/QBarSeries>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QChart>
+#include <QtCharts/QChartView>
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QScatterSeries>
 
@@ -259,6 +266,202 @@ TEST(CompareCharts, ChartsShowTheReportsValuesAndSaveAsPng) {
     }
 }
 
+// Issue 37: stories260K (512-token vocabulary) "beat" the default model (4096 tokens) on perplexity
+// 4.6 to 16.97. A report whose tokenizers differ, with long entry names the charts must elide.
+CompareReport cross_tokenizer_report() {
+    CompareReport r;
+    r.textName = "bundled: short stories";
+    r.textTokens = 300;
+    r.scoredTextBytes = 1234;
+    r.tokenizersDiffer = true;
+    r.isa = "avx2";
+    struct {
+        const char* name;
+        double ppl, bpb, bytes, decode;
+    } rows[] = {{"stories260K converted from llama2.c, 512-token vocabulary", 4.6, 2.0468, 1.0e6, 812.25},
+                {"default-model.cflow trained on TinyStories with 4096 tokens", 16.97, 1.1302, 2.5e6, 95.5}};
+    for (const auto& in : rows) {
+        CompareRow row;
+        row.entry.modelPath = std::string("/models/") + in.name + ".cflow";
+        row.displayName = in.name;
+        row.values[size_t(CompareMetric::Perplexity)] = in.ppl;
+        row.values[size_t(CompareMetric::BitsPerByte)] = in.bpb;
+        row.values[size_t(CompareMetric::BytesPerToken)] = in.bytes;
+        row.values[size_t(CompareMetric::DecodeTokPerS)] = in.decode;
+        r.rows.push_back(row);
+    }
+    return r;
+}
+
+TEST(CompareCharts, CrossTokenizerEntriesAreRankedByBitsPerByteWithANote) {
+    const CompareReport report = cross_tokenizer_report();
+    EXPECT_EQ(compare_quality_metric(report), CompareMetric::BitsPerByte);
+    // The default model ranks first although its perplexity is higher.
+    const QString ranking = compare_quality_ranking(report);
+    EXPECT_TRUE(ranking.startsWith(QStringLiteral("Ranked by bits per byte (lower is better): 1. default-model.cflow"))) << ranking.toStdString();
+    EXPECT_TRUE(ranking.contains(QStringLiteral("(1.1302), 2. stories260K"))) << ranking.toStdString();
+    EXPECT_TRUE(compare_quality_note(report).contains(QStringLiteral("different tokenizers")));
+    EXPECT_TRUE(compare_quality_note(report).contains(QStringLiteral("same 1234 bytes")));
+
+    // The scatter plots bits per byte, and its Pareto front holds both (cheaper vs better).
+    std::unique_ptr<QChart> scatter(make_pareto_chart(report));
+    ASSERT_TRUE(scatter);
+    EXPECT_TRUE(scatter->title().startsWith(QStringLiteral("Bits per byte"))) << scatter->title().toStdString();
+    for (QAbstractSeries* s : scatter->series())
+        if (auto* sc = qobject_cast<QScatterSeries*>(s)) {
+            const size_t row = size_t(sc->name().section(u':', 0, 0).toInt() - 1);
+            EXPECT_DOUBLE_EQ(sc->at(0).y(), *report.rows[row].value(CompareMetric::BitsPerByte));
+        }
+    std::unique_ptr<QChart> ppl(make_metric_chart(report, CompareMetric::Perplexity));
+    EXPECT_TRUE(ppl->title().contains(QStringLiteral("not comparable across these tokenizers"))) << ppl->title().toStdString();
+
+    CompareChartsWidget widget;
+    widget.setReport(report);
+    ASSERT_FALSE(widget.chartNames().isEmpty());
+    EXPECT_EQ(widget.chartNames().front(), QString::fromLatin1(kParetoBitsChartName));
+
+    // The table keeps perplexity, with bits per byte beside it; the Markdown says why.
+    CompareResultsModel model;
+    model.setReport(report);
+    ASSERT_EQ(model.headerData(2, Qt::Horizontal).toString(), QStringLiteral("Perplexity"));
+    ASSERT_EQ(model.headerData(3, Qt::Horizontal).toString(), QStringLiteral("Bits per byte"));
+    EXPECT_EQ(model.data(model.index(0, 3)).toString(), QStringLiteral("2.0468"));
+    EXPECT_TRUE(model.headerData(2, Qt::Horizontal, Qt::ToolTipRole).toString().contains(QStringLiteral("bits per byte")));
+    EXPECT_TRUE(model.toMarkdown().contains(ranking));
+
+    // Saved and reopened (and a run saved before bits per byte still opens, ranked by perplexity).
+    auto reopened = report_from_json(report_to_json(report));
+    ASSERT_TRUE(reopened.ok()) << reopened.error();
+    EXPECT_TRUE(reopened->tokenizersDiffer);
+    EXPECT_EQ(reopened->scoredTextBytes, 1234u);
+    EXPECT_DOUBLE_EQ(*reopened->rows[1].value(CompareMetric::BitsPerByte), 1.1302);
+    QJsonObject old = report_to_json(report);
+    old.remove(QStringLiteral("tokenizers_differ"));
+    old.remove(QStringLiteral("scored_text_bytes"));
+    auto older = report_from_json(old);
+    ASSERT_TRUE(older.ok()) << older.error();
+    EXPECT_FALSE(older->tokenizersDiffer);
+    EXPECT_EQ(compare_quality_metric(*older), CompareMetric::Perplexity);
+    EXPECT_TRUE(compare_quality_note(*older).isEmpty());
+    EXPECT_TRUE(compare_quality_note(sample_report()).isEmpty());
+}
+
+// Where a value of a chart is drawn, in the view's viewport coordinates.
+QPoint view_point(const QChartView& view, QPointF value, QAbstractSeries* series) {
+    const QPointF inChart = view.chart()->mapToPosition(value, series);
+    return view.mapFromScene(view.chart()->mapToScene(inChart));
+}
+
+void show_at_minimum_size(QChartView& view) {
+    view.resize(view.minimumSize());
+    view.show();
+    for (int i = 0; i < 5; ++i) QApplication::processEvents();  // layout, then the label fit and its relayout
+}
+
+TEST(CompareCharts, HoveringGivesTheFullNameAndTheExactValueWithItsUnit) {
+    const CompareReport report = cross_tokenizer_report();
+    CompareChartView bars(make_metric_chart(report, CompareMetric::BytesPerToken), report, CompareMetric::BytesPerToken);
+    show_at_minimum_size(bars);
+    auto* series = bars.chart()->series().front();
+    const QRectF plot = bars.chart()->plotArea();
+    for (int i = 0; i < 2; ++i) {
+        const double bytes = *report.rows[size_t(i)].value(CompareMetric::BytesPerToken);
+        const QString expected = QString::fromStdString(report.rows[size_t(i)].displayName) +
+                                 QStringLiteral("\nBytes/token: ") + metric_value_text(CompareMetric::BytesPerToken, bytes);
+        // On the bar, halfway up.
+        const QPoint onBar = view_point(bars, QPointF(i, bytes / (1024.0 * 1024.0) / 2), series);
+        EXPECT_EQ(bars.toolTipAt(onBar), expected);
+        // On its (elided) axis label, under the plot.
+        const QPoint onLabel = bars.mapFromScene(bars.chart()->mapToScene(QPointF(view_point(bars, QPointF(i, 0), series).x(), plot.bottom() + 8)));
+        EXPECT_EQ(bars.toolTipAt(onLabel), expected);
+    }
+    EXPECT_EQ(metric_value_text(CompareMetric::BytesPerToken, 2.5e6), QStringLiteral("2500000 bytes (2.38 MiB)"));
+    EXPECT_TRUE(bars.toolTipAt(QPoint(2, 2)).isEmpty());  // the corner: no entry
+
+    // The real hover: Qt's tooltip event shows that text.
+    const QPoint onFirst = view_point(bars, QPointF(0, 0.5), series);
+    QHelpEvent help(QEvent::ToolTip, onFirst, bars.viewport()->mapToGlobal(onFirst));
+    QApplication::sendEvent(bars.viewport(), &help);
+    EXPECT_EQ(QToolTip::text(), bars.toolTipAt(onFirst));
+    EXPECT_TRUE(QToolTip::text().startsWith(QStringLiteral("stories260K converted from llama2.c, 512-token vocabulary\n")));
+
+    // A scatter point: the name, its bytes per token, bits per byte and the perplexity kept beside it.
+    CompareChartView scatter(make_pareto_chart(report), report, std::nullopt);
+    show_at_minimum_size(scatter);
+    int points = 0;
+    for (QAbstractSeries* s : scatter.chart()->series()) {
+        auto* sc = qobject_cast<QScatterSeries*>(s);
+        if (!sc) continue;
+        const size_t row = size_t(sc->name().section(u':', 0, 0).toInt() - 1);
+        const QString text = scatter.toolTipAt(view_point(scatter, sc->at(0), sc) + QPoint(2, 1));
+        EXPECT_TRUE(text.startsWith(QString::fromStdString(report.rows[row].displayName) + u'\n')) << text.toStdString();
+        EXPECT_TRUE(text.contains(QStringLiteral("Bits per byte: ") + metric_value_text(CompareMetric::BitsPerByte, *report.rows[row].value(CompareMetric::BitsPerByte))))
+            << text.toStdString();
+        EXPECT_TRUE(text.contains(QStringLiteral(" bits/byte")));
+        EXPECT_TRUE(text.contains(QStringLiteral("Perplexity: ") + format_metric(CompareMetric::Perplexity, *report.rows[row].value(CompareMetric::Perplexity))));
+        ++points;
+    }
+    EXPECT_EQ(points, 2);
+}
+
+// Value labels in a large font (a desktop with big fonts or a high scale factor).
+QChart* with_large_value_labels(QChart* chart) {
+    QFont large;
+    large.setPixelSize(26);
+    for (QAbstractSeries* s : chart->series()) {
+        if (auto* bars = qobject_cast<QBarSeries*>(s))
+            for (QBarSet* set : bars->barSets()) set->setLabelFont(large);
+        if (auto* points = qobject_cast<QScatterSeries*>(s)) points->setPointLabelsFont(large);
+    }
+    return chart;
+}
+
+// Every value label (above a bar; above a scatter point, with its marker) inside the plot area,
+// at the smallest size the charts page gives a chart, in a large font.
+TEST(CompareCharts, ValueLabelsStayInsideThePlot) {
+    CompareReport report = cross_tokenizer_report();
+    report.tokenizersDiffer = false;  // the perplexity scatter: 4.6 and 16.97 far apart
+    for (CompareMetric metric : {CompareMetric::DecodeTokPerS, CompareMetric::BytesPerToken, CompareMetric::Perplexity}) {
+        CompareChartView view(with_large_value_labels(make_metric_chart(report, metric)), report, metric);
+        show_at_minimum_size(view);
+        auto* series = qobject_cast<QBarSeries*>(view.chart()->series().front());
+        ASSERT_TRUE(series);
+        QBarSet* set = series->barSets().front();
+        const QRectF plot = view.chart()->plotArea();
+        const qreal labelHeight = QFontMetricsF(set->labelFont()).height();
+        for (int i = 0; i < set->count(); ++i) {
+            const QPointF top = view.chart()->mapToPosition(QPointF(i, set->at(i)), series);
+            EXPECT_GE(top.y() - labelHeight, plot.top() - 0.5) << compare_metric_key(metric) << " bar " << i;
+        }
+    }
+    // Six entries: the legend under the scatter takes rows, the plot is short.
+    for (int i = 0; i < 4; ++i) {
+        CompareRow row = report.rows[size_t(i % 2)];
+        row.displayName += " (variant " + std::to_string(i) + ")";
+        row.values[size_t(CompareMetric::Perplexity)] = 6.0 + 2.5 * i;
+        row.values[size_t(CompareMetric::BitsPerByte)] = 1.2 + 0.2 * i;
+        row.values[size_t(CompareMetric::BytesPerToken)] = 1.2e6 + 3e5 * i;
+        report.rows.push_back(row);
+    }
+    for (bool differ : {false, true}) {
+        report.tokenizersDiffer = differ;
+        CompareChartView view(with_large_value_labels(make_pareto_chart(report)), report, std::nullopt);
+        show_at_minimum_size(view);
+        const QRectF plot = view.chart()->plotArea();
+        for (QAbstractSeries* s : view.chart()->series()) {
+            auto* sc = qobject_cast<QScatterSeries*>(s);
+            if (!sc) continue;
+            const QPointF p = view.chart()->mapToPosition(sc->at(0), sc);
+            const QFontMetricsF metrics(sc->pointLabelsFont());
+            const qreal half = sc->markerSize() / 2;
+            EXPECT_GE(p.y() - half - metrics.height(), plot.top() - 0.5) << sc->name().toStdString();
+            EXPECT_LE(p.y() + half, plot.bottom() + 0.5) << sc->name().toStdString();
+            EXPECT_GE(p.x() - half, plot.left() - 0.5) << sc->name().toStdString();
+            EXPECT_LE(p.x() + half, plot.right() + 0.5) << sc->name().toStdString();
+        }
+    }
+}
+
 // The shipped models (resources/): the default one and a zoo model share the stories tokenizer.
 fs::path resource(const char* name) { return fs::path(CFLOW_SOURCE_DIR) / "resources" / name; }
 
@@ -341,6 +544,44 @@ TEST(CompareWizard, ComparesTwoShippedModelsSavesAndReopensTheRun) {
     EXPECT_EQ(reopened.resultsModel()->toCsv(), csvText);
     EXPECT_EQ(reopened.request().entries.size(), 2u);
     EXPECT_FALSE(reopened.openSaved(wizard.savedId() + 100).ok());
+}
+
+// Two models whose tokenizers differ (the default model's 4096 stories tokens, the synthetic
+// ChatML model's byte-level vocabulary): the run scores one text, ranks by bits per byte and says why.
+TEST(CompareWizard, CrossTokenizerRunRanksByBitsPerByteAndSaysWhy) {
+    const QString db = qpath(cflow::test::temp_dir("compare_wizard_tokenizers") / "studio.sqlite");
+    QFile::remove(db);
+    CompareWizard wizard(nullptr, db);
+    CompareRequest r = small_request();
+    r.entries[1] = CompareEntry{{}, cflow::ui::test::chatml_model().string(), 1};
+    r.workloads = CompareWorkloads{false, true, false, true, false, false};  // the scatter needs bytes per token
+    r.maxScoredTokens = 256;
+    wizard.setRequest(r);
+    wizard.show();
+    ASSERT_TRUE(wait_complete(wizard));
+    wizard.next();
+    ASSERT_TRUE(wait_complete(wizard));
+    wizard.next();
+    ASSERT_TRUE(wait_complete(wizard)) << wizard.lastError().toStdString();
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), CompareWizard::ResultsPageId);
+    const CompareReport& report = wizard.report();
+    EXPECT_TRUE(report.tokenizersDiffer);
+    EXPECT_GT(report.scoredTextBytes, 150u);
+    for (const CompareRow& row : report.rows) {
+        EXPECT_GT(*row.value(CompareMetric::BitsPerByte), 0);
+        EXPECT_GT(*row.value(CompareMetric::Perplexity), 1);
+    }
+    auto* note = wizard.findChild<QLabel*>(QStringLiteral("compareQualityNote"));
+    ASSERT_TRUE(note);
+    EXPECT_TRUE(note->isVisible());
+    EXPECT_TRUE(note->text().contains(QStringLiteral("different tokenizers")));
+    auto* summary = wizard.findChild<QLabel*>(QStringLiteral("compareSummary"));
+    ASSERT_TRUE(summary);
+    EXPECT_TRUE(summary->text().contains(QStringLiteral("Ranked by bits per byte"))) << summary->text().toStdString();
+    // The trained default model needs fewer bits a byte than the random synthetic one.
+    EXPECT_EQ(rank_compare_rows(report, CompareMetric::BitsPerByte).front(), 0u);
+    EXPECT_EQ(wizard.charts()->chartNames().front(), QString::fromLatin1(kParetoBitsChartName));
 }
 
 TEST(CompareWizard, CancelStopsARunningComparison) {

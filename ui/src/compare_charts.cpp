@@ -6,13 +6,16 @@
 #include <QApplication>
 #include <QDir>
 #include <QGridLayout>
+#include <QHelpEvent>
 #include <QScrollArea>
+#include <QToolTip>
 #include <QVBoxLayout>
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSeries>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
+#include <QtCharts/QLegendMarker>
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QScatterSeries>
 #include <QtCharts/QValueAxis>
@@ -34,12 +37,6 @@ QString short_name(size_t index, const std::string& name) {
 // Bytes per token on the scatter's x axis in MiB, like B_naive / B_critical.
 constexpr double kMiB = 1024.0 * 1024.0;
 
-QChartView* make_view(QChart* chart, QWidget* parent) {
-    auto* view = new QChartView(chart, parent);
-    view->setRenderHint(QPainter::Antialiasing);
-    view->setMinimumSize(420, 300);
-    return view;
-}
 
 // Byte counts in KiB or MiB and shares in percent, so that an axis reads "2.4 MiB", not 2500000
 // (issue 37: ticks like 484435 and bar labels like 12333.1318).
@@ -74,6 +71,35 @@ ChartUnit unit_for(CompareMetric metric, double max_value) {
 int label_precision(double max_value) {
     const int whole_digits = max_value >= 1 ? int(std::floor(std::log10(max_value))) + 1 : 1;
     return std::max(3, whole_digits);
+}
+
+// Decimals of a value axis's tick labels: none on whole steps, else enough to tell ticks apart.
+void set_tick_decimals(QValueAxis* axis) {
+    const double step = (axis->max() - axis->min()) / std::max(1, axis->tickCount() - 1);
+    const int decimals = step >= 1 || step <= 0 ? 0 : std::min(6, int(std::ceil(-std::log10(step) - 1e-9)));
+    axis->setLabelFormat(QStringLiteral("%.") + QString::number(decimals) + QStringLiteral("f"));
+}
+
+constexpr qreal kChartMarkerSize = 12;  // scatter markers, px
+constexpr qreal kChartLabelGap = 3;     // px between a value label and what it labels
+
+// Pixels a value label needs above what it labels, in the series' label font.
+qreal value_label_height(const QFont& font) { return QFontMetricsF(font).height() + kChartLabelGap; }
+
+// The range [lo, hi] that puts data [d0, d1] at least before_px from lo's edge and after_px from
+// hi's on an axis plot_px long, containing [lo, hi] already; lo stays >= 0 when d0 is (bytes and
+// losses are never negative).
+std::pair<double, double> padded_range(double lo, double hi, double d0, double d1, qreal before_px, qreal after_px, qreal plot_px) {
+    const double share = (before_px + after_px) / plot_px;
+    if (plot_px <= 0 || share >= 0.9) return {lo, hi};  // too small a plot to fit labels in at all
+    const double span = std::max(d1 - d0, 1e-12 * std::max(1.0, std::abs(d1)));
+    const double needed = std::max(hi - lo, span / (1 - share));  // the range length that leaves the room
+    const double spare = needed - span - share * needed;
+    double new_lo = d0 - before_px / plot_px * needed - spare / 2;
+    if (d0 >= 0 && new_lo < 0) new_lo = 0;
+    double new_hi = std::max(new_lo + needed, d1 + after_px / plot_px * needed);
+    if (new_lo == 0) new_hi = std::max(new_hi, d1 / (1 - after_px / plot_px));
+    return {std::min(lo, new_lo), std::max(hi, new_hi)};
 }
 
 } // namespace
@@ -131,34 +157,40 @@ QChart* make_metric_chart(const CompareReport& report, CompareMetric metric) {
     // then ticks at 1, 2 or 5 times a power of ten.
     y->setRange(0, max_value > 0 ? max_value * 1.15 : 1);
     y->applyNiceNumbers();
-    const double step = (y->max() - y->min()) / std::max(1, y->tickCount() - 1);
-    const int decimals = step >= 1 ? 0 : std::min(6, int(std::ceil(-std::log10(step))));
-    y->setLabelFormat(QStringLiteral("%.") + QString::number(decimals) + QStringLiteral("f"));
-    chart->setTitle(label +
-                    (compare_metric_higher_is_better(metric) ? QObject::tr(" (higher is better)") : QObject::tr(" (lower is better)")));
+    set_tick_decimals(y);
+    QString title = label + (compare_metric_higher_is_better(metric) ? QObject::tr(" (higher is better)") : QObject::tr(" (lower is better)"));
+    if (metric == CompareMetric::Perplexity && report.tokenizersDiffer)
+        title = label + QObject::tr(" (per token: not comparable across these tokenizers)");
+    chart->setTitle(title);
     chart->legend()->hide();
     return chart;
 }
 
-QChart* make_pareto_chart(const CompareReport& report) {
-    std::vector<ParetoPoint> points;
+std::vector<size_t> charted_rows(const CompareReport& report, std::optional<CompareMetric> metric) {
     std::vector<size_t> rows;
     for (size_t i = 0; i < report.rows.size(); ++i) {
-        const auto bytes = report.rows[i].value(CompareMetric::BytesPerToken);
-        const auto ppl = report.rows[i].value(CompareMetric::Perplexity);
-        if (!bytes || !ppl) continue;
-        points.push_back({*bytes / kMiB, *ppl});
-        rows.push_back(i);
+        const CompareRow& row = report.rows[i];
+        if (metric ? row.value(*metric).has_value()
+                   : row.value(CompareMetric::BytesPerToken) && row.value(compare_quality_metric(report)))
+            rows.push_back(i);
     }
+    return rows;
+}
+
+QChart* make_pareto_chart(const CompareReport& report) {
+    const CompareMetric quality = compare_quality_metric(report);
+    std::vector<ParetoPoint> points;
+    const std::vector<size_t> rows = charted_rows(report, std::nullopt);
+    for (size_t i : rows) points.push_back({*report.rows[i].value(CompareMetric::BytesPerToken) / kMiB, *report.rows[i].value(quality)});
     if (points.empty()) return nullptr;
     auto* chart = new QChart;
-    chart->setTitle(QObject::tr("Perplexity against bytes per token (lower left is better; line: Pareto front)"));
+    const bool bits = quality == CompareMetric::BitsPerByte;
+    chart->setTitle(bits ? QObject::tr("Bits per byte against bytes per token (lower left is better; line: Pareto front)")
+                         : QObject::tr("Perplexity against bytes per token (lower left is better; line: Pareto front)"));
     auto* x = new QValueAxis;
     auto* y = new QValueAxis;
     x->setTitleText(QObject::tr("weight bytes read per decoded token (MiB)"));
-    y->setTitleText(QObject::tr("perplexity"));
-    x->setLabelFormat(QStringLiteral("%.3f"));
-    y->setLabelFormat(QStringLiteral("%.2f"));
+    y->setTitleText(bits ? QObject::tr("bits per byte") : QObject::tr("perplexity"));
     double x0 = points[0].x, x1 = points[0].x, y0 = points[0].y, y1 = points[0].y;
     for (const ParetoPoint& p : points) {
         x0 = std::min(x0, p.x), x1 = std::max(x1, p.x), y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
@@ -177,7 +209,7 @@ QChart* make_pareto_chart(const CompareReport& report) {
     for (size_t k = 0; k < points.size(); ++k) {
         auto* s = new QScatterSeries;
         s->setName(short_name(rows[k], report.rows[rows[k]].displayName));
-        s->setMarkerSize(12);
+        s->setMarkerSize(kChartMarkerSize);
         s->append(points[k].x, points[k].y);
         s->setPointLabelsVisible(true);
         s->setPointLabelsFormat(QStringLiteral("%1").arg(rows[k] + 1));
@@ -188,8 +220,136 @@ QChart* make_pareto_chart(const CompareReport& report) {
     // After every series is attached (attaching refits the axes to the data).
     x->setRange(std::max(0.0, x0 - dx), x1 + dx);
     y->setRange(std::max(0.0, y0 - dy), y1 + dy);
+    x->applyNiceNumbers();
+    y->applyNiceNumbers();
+    set_tick_decimals(x);
+    set_tick_decimals(y);
     chart->legend()->setAlignment(Qt::AlignBottom);
+    // The legend's names are elided like the axis labels: hovering one gives the whole name.
+    for (QAbstractSeries* series : chart->series()) {
+        const auto* scatter = qobject_cast<QScatterSeries*>(series);
+        if (!scatter) continue;
+        const size_t row = size_t(scatter->name().section(u':', 0, 0).toInt() - 1);
+        const QString full = row < report.rows.size() ? QString::fromStdString(report.rows[row].displayName) : QString();
+        for (QLegendMarker* marker : chart->legend()->markers(series))
+            QObject::connect(marker, &QLegendMarker::hovered, marker, [full](bool over) {
+                if (over) QToolTip::showText(QCursor::pos(), full);
+                else QToolTip::hideText();
+            });
+    }
     return chart;
+}
+
+void keep_value_labels_inside(QChart* chart) {
+    if (!chart) return;
+    const QRectF plot = chart->plotArea();
+    if (plot.height() <= 0 || plot.width() <= 0 || chart->series().isEmpty()) return;
+    const auto vertical = chart->axes(Qt::Vertical);
+    const auto horizontal = chart->axes(Qt::Horizontal);
+    auto* y = vertical.isEmpty() ? nullptr : qobject_cast<QValueAxis*>(vertical.front());
+    if (!y) return;
+    if (auto* bars = qobject_cast<QBarSeries*>(chart->series().front())) {
+        // Labels stand on the bars' ends: the tallest needs a label's height above it.
+        double top = 0;
+        QFont font;
+        for (QBarSet* set : bars->barSets()) {
+            font = set->labelFont();
+            for (int i = 0; i < set->count(); ++i) top = std::max(top, set->at(i));
+        }
+        const auto [lo, hi] = padded_range(y->min(), y->max(), 0, top, 0, value_label_height(font), plot.height());
+        if (hi > y->max() + 1e-12 * std::abs(hi)) {
+            y->setRange(lo, hi);
+            y->applyNiceNumbers();
+            set_tick_decimals(y);
+        }
+        return;
+    }
+    auto* x = horizontal.isEmpty() ? nullptr : qobject_cast<QValueAxis*>(horizontal.front());
+    if (!x) return;
+    // Scatter: a marker around each point, its label above it.
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    qreal label_width = 0;
+    QFont font;
+    for (QAbstractSeries* series : chart->series()) {
+        auto* points = qobject_cast<QScatterSeries*>(series);
+        if (!points) continue;
+        font = points->pointLabelsFont();
+        label_width = std::max(label_width, QFontMetricsF(font).horizontalAdvance(points->pointLabelsFormat()));
+        for (const QPointF& p : points->points()) {
+            x0 = std::min(x0, p.x()), x1 = std::max(x1, p.x()), y0 = std::min(y0, p.y()), y1 = std::max(y1, p.y());
+        }
+    }
+    if (x0 > x1) return;
+    const qreal half_marker = kChartMarkerSize / 2 + 1;
+    const qreal side = std::max(half_marker, label_width / 2 + 1);
+    const auto [ylo, yhi] = padded_range(y->min(), y->max(), y0, y1, half_marker, half_marker + value_label_height(font), plot.height());
+    const auto [xlo, xhi] = padded_range(x->min(), x->max(), x0, x1, side, side, plot.width());
+    if (ylo < y->min() || yhi > y->max()) {
+        y->setRange(ylo, yhi);
+        y->applyNiceNumbers();
+        set_tick_decimals(y);
+    }
+    if (xlo < x->min() || xhi > x->max()) {
+        x->setRange(xlo, xhi);
+        x->applyNiceNumbers();
+        set_tick_decimals(x);
+    }
+}
+
+CompareChartView::CompareChartView(QChart* chart, CompareReport report, std::optional<CompareMetric> metric, QWidget* parent)
+    : QChartView(chart, parent), report_(std::move(report)), metric_(metric), rows_(charted_rows(report_, metric)) {
+    setRenderHint(QPainter::Antialiasing);
+    setMinimumSize(420, 300);
+    setMouseTracking(true);
+    // The axes only widen, so this settles after a layout or two.
+    QObject::connect(chart, &QChart::plotAreaChanged, this, [chart] { keep_value_labels_inside(chart); });
+}
+
+QString CompareChartView::toolTipAt(QPoint viewPos) const {
+    QChart* c = chart();
+    if (!c || c->series().isEmpty()) return {};
+    const QPointF at = c->mapFromScene(mapToScene(viewPos));
+    const QRectF plot = c->plotArea();
+    auto name = [&](size_t row) { return QString::fromStdString(report_.rows[row].displayName); };
+    auto line = [&](size_t row, CompareMetric m) {
+        const auto value = report_.rows[row].value(m);
+        return value ? QStringLiteral("\n%1: %2").arg(qt(compare_metric_label(m)), metric_value_text(m, *value)) : QString();
+    };
+    if (metric_) {
+        // A bar's column, from the plot's top down through the axis labels under it.
+        const qreal label_rows = 3 * QFontMetricsF(font()).height();
+        if (at.x() < plot.left() || at.x() > plot.right() || at.y() < plot.top() || at.y() > plot.bottom() + label_rows) return {};
+        const double category = c->mapToValue(at, c->series().front()).x();
+        const long k = std::lround(category);
+        if (k < 0 || size_t(k) >= rows_.size()) return {};
+        return name(rows_[size_t(k)]) + line(rows_[size_t(k)], *metric_);
+    }
+    // The scatter: the point under the pointer (within its marker and a little).
+    const CompareMetric quality = compare_quality_metric(report_);
+    for (QAbstractSeries* series : c->series()) {
+        auto* points = qobject_cast<QScatterSeries*>(series);
+        if (!points || points->count() == 0) continue;
+        const QPointF p = c->mapToPosition(points->at(0), points);
+        if (std::hypot(p.x() - at.x(), p.y() - at.y()) > kChartMarkerSize / 2 + 4) continue;
+        const size_t row = size_t(points->name().section(u':', 0, 0).toInt() - 1);
+        if (row >= report_.rows.size()) continue;
+        QString text = name(row) + line(row, CompareMetric::BytesPerToken) + line(row, quality);
+        if (quality == CompareMetric::BitsPerByte)
+            text += line(row, CompareMetric::Perplexity) + QObject::tr(" (per token of its own tokenizer)");
+        return text;
+    }
+    return {};
+}
+
+bool CompareChartView::viewportEvent(QEvent* event) {
+    if (event->type() == QEvent::ToolTip) {
+        const auto* help = static_cast<QHelpEvent*>(event);
+        const QString text = toolTipAt(help->pos());
+        if (text.isEmpty()) QToolTip::hideText();
+        else QToolTip::showText(help->globalPos(), text, viewport());
+        return true;
+    }
+    return QChartView::viewportEvent(event);
 }
 
 Status save_chart_png(QChart* chart, const QString& path, QSize size) {
@@ -201,6 +361,8 @@ Status save_chart_png(QChart* chart, const QString& path, QSize size) {
     view.setAttribute(Qt::WA_DontShowOnScreen);
     view.resize(size);
     view.show();
+    QApplication::processEvents();
+    keep_value_labels_inside(chart);  // at the PNG's size, as the views do on screen
     QApplication::processEvents();
     const bool saved = view.grab().save(path, "PNG");
     if (!saved) return make_error(QStringLiteral("%1: cannot write the PNG").arg(QDir::toNativeSeparators(path)).toStdString());
@@ -228,12 +390,13 @@ void CompareChartsWidget::setReport(const CompareReport& report) {
     report_ = report;
     auto* grid = static_cast<QGridLayout*>(grid_->layout());
     int bars = 0;
-    auto add = [&](const QString& name, QChart* chart) {
+    const QString pareto = QString::fromLatin1(pareto_chart_name(report));
+    auto add = [&](const QString& name, QChart* chart, std::optional<CompareMetric> metric) {
         if (!chart) return;
-        auto* view = make_view(chart, grid_);
+        auto* view = new CompareChartView(chart, report, metric, grid_);
         view->setObjectName(QStringLiteral("compareChart_") + name);
         // The scatter spans both columns of the first row; bars go two to a row below it.
-        if (name == QLatin1String(kParetoChartName)) {
+        if (!metric) {
             grid->addWidget(view, 0, 0, 1, 2);
         } else {
             grid->addWidget(view, 1 + bars / 2, bars % 2);
@@ -241,9 +404,9 @@ void CompareChartsWidget::setReport(const CompareReport& report) {
         }
         views_.emplace_back(name, view);
     };
-    add(QString::fromLatin1(kParetoChartName), make_pareto_chart(report));
+    add(pareto, make_pareto_chart(report), std::nullopt);
     for (size_t m = 0; m < kCompareMetricCount; ++m)
-        add(qt(compare_metric_key(CompareMetric(m))), make_metric_chart(report, CompareMetric(m)));
+        add(qt(compare_metric_key(CompareMetric(m))), make_metric_chart(report, CompareMetric(m)), CompareMetric(m));
 }
 
 QStringList CompareChartsWidget::chartNames() const {
@@ -258,7 +421,7 @@ Result<QStringList> CompareChartsWidget::savePngs(const QString& folder) const {
     QStringList written;
     for (const auto& [name, view] : views_) {
         // A fresh chart from the report: the one on screen keeps its size and scroll position.
-        QChart* chart = name == QLatin1String(kParetoChartName)
+        QChart* chart = name == QLatin1String(pareto_chart_name(report_))
                             ? make_pareto_chart(report_)
                             : make_metric_chart(report_, *parse_compare_metric(name.toStdString()));
         const QString path = QDir(folder).filePath(name + QStringLiteral(".png"));

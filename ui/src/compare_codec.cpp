@@ -85,6 +85,8 @@ QJsonObject report_to_json(const CompareReport& report) {
     return {{"rows", rows},
             {"text_name", qt(report.textName)},
             {"text_tokens", qint64(report.textTokens)},
+            {"scored_text_bytes", qint64(report.scoredTextBytes)},
+            {"tokenizers_differ", report.tokenizersDiffer},
             {"reference_name", qt(report.referenceName)},
             {"isa", qt(report.isa)},
             {"elapsed_seconds", report.elapsedSeconds}};
@@ -110,6 +112,9 @@ Result<CompareReport> report_from_json(const QJsonObject& j) {
     if (report.rows.empty()) return make_error("a saved comparison has no rows");
     report.textName = json_utf8(j["text_name"]);
     report.textTokens = uint64_t(j["text_tokens"].toInteger());
+    // Absent from runs saved before bits per byte: 0 bytes, one tokenizer (ranked by perplexity as then).
+    report.scoredTextBytes = uint64_t(std::max<qint64>(0, j["scored_text_bytes"].toInteger()));
+    report.tokenizersDiffer = j["tokenizers_differ"].toBool(false);
     report.referenceName = json_utf8(j["reference_name"]);
     report.isa = json_utf8(j["isa"]);
     report.elapsedSeconds = j["elapsed_seconds"].toDouble();

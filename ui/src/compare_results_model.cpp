@@ -12,6 +12,7 @@ int decimals(CompareMetric metric) {
         case CompareMetric::DecodeTokPerS:
         case CompareMetric::PrefillTokPerS: return 2;
         case CompareMetric::Perplexity: return 3;
+        case CompareMetric::BitsPerByte: return 4;
         case CompareMetric::Top1Agreement:
         case CompareMetric::ExpertWaitShare: return 4;
         case CompareMetric::MeanKlNats: return 5;
@@ -40,6 +41,52 @@ QString markdown_cell(const QString& s) {
 } // namespace
 
 QString format_metric(CompareMetric metric, double value) { return QString::number(value, 'f', decimals(metric)); }
+
+QString metric_value_text(CompareMetric metric, double value) {
+    const QString number = format_metric(metric, value);
+    switch (metric) {
+        case CompareMetric::DecodeTokPerS:
+        case CompareMetric::PrefillTokPerS: return number + QStringLiteral(" tok/s");
+        case CompareMetric::Top1Agreement:
+        case CompareMetric::ExpertWaitShare: return QString::number(value * 100, 'f', 2) + QStringLiteral(" %");
+        case CompareMetric::MeanKlNats: return number + QStringLiteral(" nats");
+        case CompareMetric::BitsPerByte: return number + QStringLiteral(" bits/byte");
+        case CompareMetric::BNaiveMiB:
+        case CompareMetric::BCriticalMiB: return number + QStringLiteral(" MiB/token");
+        case CompareMetric::Perplexity: return number;
+        default: break;  // bytes per token, all streams and each
+    }
+    const double kib = value / 1024.0, mib = kib / 1024.0;
+    const QString scaled = mib >= 1 ? QStringLiteral("%1 MiB").arg(mib, 0, 'f', 2)
+                           : kib >= 1 ? QStringLiteral("%1 KiB").arg(kib, 0, 'f', 2) : QString();
+    return number + QStringLiteral(" bytes") + (scaled.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(scaled));
+}
+
+QString compare_quality_note(const CompareReport& report) {
+    if (compare_quality_metric(report) != CompareMetric::BitsPerByte) return {};
+    QString note = QObject::tr("These entries use different tokenizers, so their perplexities do not compare: perplexity is per "
+                               "token, and a vocabulary of shorter pieces has more, easier tokens to predict, so it scores lower "
+                               "without being the better model. They are ranked by bits per byte instead, which does not depend "
+                               "on the tokenizer");
+    if (report.scoredTextBytes)
+        note += QObject::tr(" (every entry scored the same %1 bytes of text)").arg(report.scoredTextBytes);
+    return note + QObject::tr("; perplexity stays in the table beside it.");
+}
+
+QString compare_quality_ranking(const CompareReport& report) {
+    const CompareMetric metric = compare_quality_metric(report);
+    const std::vector<size_t> order = rank_compare_rows(report, metric);
+    if (order.empty()) return {};
+    QStringList places;
+    for (size_t k = 0; k < order.size(); ++k)
+        places << QStringLiteral("%1. %2 (%3)")
+                      .arg(k + 1)
+                      .arg(QString::fromStdString(report.rows[order[k]].displayName), format_metric(metric, *report.rows[order[k]].value(metric)));
+    return QObject::tr("Ranked by %1 (%2): %3.")
+        .arg(qt(compare_metric_label(metric)).toLower(),
+             compare_metric_higher_is_better(metric) ? QObject::tr("higher is better") : QObject::tr("lower is better"),
+             places.join(QStringLiteral(", ")));
+}
 
 CompareResultsModel::CompareResultsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -77,6 +124,15 @@ QVariant CompareResultsModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant CompareResultsModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (role == Qt::ToolTipRole && orientation == Qt::Horizontal && section >= 1 && size_t(section - 1) < metrics_.size()) {
+        const CompareMetric metric = metrics_[size_t(section - 1)];
+        if (metric == CompareMetric::BitsPerByte)
+            return tr("Bits to encode the scored text, per UTF-8 byte of it: compares models whatever their tokenizers.");
+        if (metric == CompareMetric::Perplexity)
+            return report_.tokenizersDiffer ? tr("Per token: these entries' tokenizers differ, so compare bits per byte instead.")
+                                            : tr("Per token of the entries' shared tokenizer.");
+        return {};
+    }
     if (role != Qt::DisplayRole) return {};
     if (orientation == Qt::Vertical) return section + 1;
     if (section == 0) return tr("Entry");
@@ -115,6 +171,8 @@ QString CompareResultsModel::toMarkdown() const {
     }
     if (!report_.textName.empty())
         out += QStringLiteral("\nPerplexity text: %1 (%2 tokens).").arg(QString::fromStdString(report_.textName)).arg(report_.textTokens);
+    if (const QString ranking = compare_quality_ranking(report_); !ranking.isEmpty() && report_.tokenizersDiffer)
+        out += u' ' + ranking + u' ' + compare_quality_note(report_);
     if (!report_.referenceName.empty())
         out += QStringLiteral(" Agreement and KL against %1.").arg(QString::fromStdString(report_.referenceName));
     if (!report_.isa.empty()) out += QStringLiteral(" Kernel path %1.").arg(QString::fromStdString(report_.isa));

@@ -535,8 +535,13 @@ public:
         summary_ = new QLabel(this);
         summary_->setObjectName(QStringLiteral("compareSummary"));
         summary_->setWordWrap(true);
+        qualityNote_ = new QLabel(this);
+        qualityNote_->setObjectName(QStringLiteral("compareQualityNote"));
+        qualityNote_->setWordWrap(true);
+        qualityNote_->hide();
         table_ = new QTableView(this);
         table_->setObjectName(QStringLiteral("compareResultsTable"));
+        table_->setAccessibleName(tr("Comparison results"));
         table_->setModel(shared_->model);
         table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
         shared_->charts = new CompareChartsWidget(this);
@@ -575,6 +580,7 @@ public:
         exportStatus_->setWordWrap(true);
         auto* layout = new QVBoxLayout(this);
         layout->addWidget(summary_);
+        layout->addWidget(qualityNote_);
         layout->addWidget(tabs_, 1);
         layout->addLayout(buttons);
         layout->addWidget(exportStatus_);
@@ -586,10 +592,16 @@ public:
         shared_->model->setReport(r);
         shared_->charts->setReport(r);
         QString text = tr("%1 entries, kernel path %2, %3 s.").arg(r.rows.size()).arg(qt(r.isa)).arg(r.elapsedSeconds, 0, 'f', 1);
-        if (!r.textName.empty()) text += tr(" Perplexity on %1 (%2 tokens).").arg(qt(r.textName)).arg(r.textTokens);
+        if (!r.textName.empty()) {
+            text += tr(" Perplexity on %1 (%2 tokens").arg(qt(r.textName)).arg(r.textTokens);
+            text += r.scoredTextBytes ? tr("; every entry scored the same %1 bytes of it).").arg(r.scoredTextBytes) : tr(").");
+        }
         if (!r.referenceName.empty()) text += tr(" Agreement against %1.").arg(qt(r.referenceName));
         if (shared_->savedId) text += tr(" Saved as comparison %1.").arg(shared_->savedId);
+        if (const QString ranking = compare_quality_ranking(r); !ranking.isEmpty()) text += u' ' + ranking;
         summary_->setText(text);
+        qualityNote_->setText(compare_quality_note(r));
+        qualityNote_->setVisible(!qualityNote_->text().isEmpty());
         exportStatus_->clear();
     }
     QTabWidget* tabs() const { return tabs_; }
@@ -600,6 +612,7 @@ private:
     }
     std::shared_ptr<CompareWizardState> shared_;
     QLabel* summary_ = nullptr;
+    QLabel* qualityNote_ = nullptr;  // compare_quality_note: why bits per byte ranks, when it does
     QTableView* table_ = nullptr;
     QTabWidget* tabs_ = nullptr;
     QLabel* exportStatus_ = nullptr;

@@ -14,6 +14,14 @@ namespace cflow::ui {
 
 // A metric's value as the table shows it: fixed decimals per metric, no thousands separators.
 QString format_metric(CompareMetric metric, double value);
+// The same with its unit, for hover texts: "123.46 tok/s", "2500000 bytes (2.38 MiB)", "45.67 %".
+QString metric_value_text(CompareMetric metric, double value);
+// Why the entries are ranked by bits per byte and not by perplexity, when their tokenizers differ;
+// "" when they share one.
+QString compare_quality_note(const CompareReport& report);
+// "Ranked by bits per byte (lower is better): 1. b (1.0235), 2. a (1.9870)." by
+// compare_quality_metric; "" when no entry has it.
+QString compare_quality_ranking(const CompareReport& report);
 
 class CompareResultsModel : public QAbstractTableModel {
     Q_OBJECT
