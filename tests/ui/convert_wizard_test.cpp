@@ -233,6 +233,17 @@ TEST_P(ConvertWizardDefaults, TheDefaultConversionOfStories260KPassesValidation)
     ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
     wizard.next();
     ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();
+    {
+        // The preflight's "chosen" line is the default mix the options page starts from.
+        const QStringList lines = page_text(wizard.currentPage()).split(u'\n');
+        auto figures = [&](const QString& label) {
+            for (const QString& line : lines)
+                if (line.startsWith(label)) return line.mid(label.size());
+            return QString();
+        };
+        EXPECT_FALSE(figures(QStringLiteral("output q8_0:")).isEmpty());
+        EXPECT_EQ(figures(QStringLiteral("output chosen:")).toStdString(), figures(QStringLiteral("output q8_0:")).toStdString());
+    }
     wizard.next();
     ASSERT_EQ(wizard.currentId(), ConvertWizard::OptionsPageId);
     ASSERT_TRUE(wait_convert_complete(wizard)) << page_text(wizard.currentPage()).toStdString();

@@ -96,6 +96,8 @@ struct ConvertWizard::PagesState {
     QStringList libraryFolders{QDir(QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation)).filePath(QStringLiteral("models"))};
     ConvertOptions options;
     std::optional<PreflightReport> preflight;
+    // The default quantisation of `source` (default_quantisation.h), measured with the preflight.
+    std::optional<Result<DefaultQuantisation>> defaults;
     QString converted;
     double convertSeconds = 0;
     uint64_t fileBytes = 0;
@@ -238,22 +240,43 @@ public:
         request.output_path = utf8(shared_->output);
         request.options = shared_->options;
         auto cancel = shared_->cancel;
-        run_worker<Result<PreflightReport>>(
-            this, shared_, [request, cancel] { return run_preflight(request, cancel.get()); },
-            [this](Result<PreflightReport> r) {
+        run_worker<std::shared_ptr<Measured>>(
+            this, shared_,
+            [request, cancel]() mutable {
+                // The default first, so the preflight's "chosen" line is the mix the options page
+                // will start from. A source that does not open is the preflight's blocking finding.
+                std::optional<Result<DefaultQuantisation>> defaults;
+                if (auto source = open_source_model(request.source_path, request.tokenizer_path)) {
+                    defaults = default_quantisation(*source, request.options);
+                    if (*defaults) {
+                        request.options.weight_quant = (*defaults)->class_type;
+                        for (TensorClass c : kTensorClasses) set_quant_for(request.options, c, (*defaults)->class_type);
+                        request.options.keep_source_types = (*defaults)->keeps_source_types;
+                        request.options.keep_dtype_mask = kNativeSpeedTileDtypes;
+                    }
+                }
+                return std::make_shared<Measured>(Measured{run_preflight(request, cancel.get()), std::move(defaults)});
+            },
+            [this](std::shared_ptr<Measured> measured) {
                 running_ = false;
-                if (!r) {
-                    status_->setText(qt(r.error()));
+                shared_->defaults = std::move(measured->defaults);
+                if (!measured->report) {
+                    status_->setText(qt(measured->report.error()));
                     emit completeChanged();
                     return;
                 }
-                shared_->preflight = *r;
-                show(*r);
+                shared_->preflight = *measured->report;
+                show(*shared_->preflight);
             });
     }
     bool isComplete() const override { return !running_ && shared_->preflight && !shared_->preflight->blocked(); }
 
 private:
+    struct Measured {
+        Result<PreflightReport> report;
+        std::optional<Result<DefaultQuantisation>> defaults;
+    };
+
     void show(const PreflightReport& r) {
         report_->setPlainText(qt(preflight_text(r)));
         status_->setText(r.blocked() ? tr("This checkpoint cannot be converted: see the lines marked \"blocked\".")
@@ -337,24 +360,18 @@ public:
         const bool gguf = sniff_model_path(utf8(shared_->source)) == ModelPathKind::Gguf;
         keepTypes_->setVisible(gguf);
         keepTypes_->setChecked(gguf);
+        if (shared_->defaults) applyDefault(*shared_->defaults);
         update();
         const uint64_t visit = ++visits_;
         const std::string source = utf8(shared_->source), tokenizer = utf8(shared_->tokenizer);
-        const ConvertOptions base = chosen();
-        run_worker<std::shared_ptr<OpenedSource>>(
-            this, shared_,
-            [source, tokenizer, base] {
-                auto opened = std::make_shared<OpenedSource>(OpenedSource{open_source_model(source, tokenizer), {}});
-                // Planned once per candidate type: a few sampled rows per matrix, no byte written.
-                if (opened->model) opened->defaults = default_quantisation(*opened->model, base);
-                return opened;
-            },
-            [this, visit](std::shared_ptr<OpenedSource> opened) {
+        using Opened = std::shared_ptr<Result<SourceModel>>;
+        run_worker<Opened>(
+            this, shared_, [source, tokenizer] { return std::make_shared<Result<SourceModel>>(open_source_model(source, tokenizer)); },
+            [this, visit](Opened opened) {
                 if (visit != visits_) return;  // the page was left and shown again: that visit's read counts
                 opening_ = false;
-                if (opened->model) source_ = std::move(opened->model).value();
-                else sourceError_ = qt(opened->model.error());
-                if (opened->defaults) applyDefault(*opened->defaults);
+                if (*opened) source_ = std::move(*opened).value();
+                else sourceError_ = qt(opened->error());
                 update();
             });
     }
@@ -375,12 +392,6 @@ public:
     }
 
 private:
-    // A source read on the worker, with the default its types and measured candidates give.
-    struct OpenedSource {
-        Result<SourceModel> model;
-        std::optional<Result<DefaultQuantisation>> defaults;
-    };
-
     // Once per source: coming back to the page keeps what the user picked for it.
     void applyDefault(const Result<DefaultQuantisation>& defaults) {
         if (defaultsAppliedFor_ == shared_->source) return;
