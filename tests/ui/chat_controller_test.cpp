@@ -338,6 +338,21 @@ TEST(ChatControllerTest, AConversationMadeWithAnotherModelSaysSoInsteadOfReloadi
     EXPECT_EQ(messages->at(3).modelPath, qpath(cflow::ui::test::moe_chatml_model()));
     EXPECT_EQ(window.store()->conversation(a)->modelPath, qpath(cflow::ui::test::moe_chatml_model()));
     EXPECT_FALSE(window.chatPanel()->noticeText().contains(QStringLiteral("was made with")));
+
+    // Its "Load chatml.cflow" link opens that model as File > Open does: the window's header and
+    // title follow (it used to load the engine alone, past the header, the card and the question).
+    click_conversation(window, chat_once(window, QStringLiteral("with the other one")));
+    ASSERT_TRUE(open_model(window, cflow::ui::test::chatml_model()));
+    click_conversation(window, a);
+    auto* info = window.chatPanel()->findChild<QLabel*>(QStringLiteral("info"));
+    ASSERT_NE(info, nullptr);
+    ASSERT_TRUE(info->text().contains(QStringLiteral("load-model"))) << info->text().toStdString();
+    QSignalSpy opened(&window, &MainWindow::modelOpened);
+    emit info->linkActivated(QStringLiteral("load-model"));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return window.controller()->model().path == qpath(cflow::ui::test::moe_chatml_model()); },
+                                kControllerTimeoutMs));
+    EXPECT_EQ(opened.count(), 1);
+    EXPECT_TRUE(window.windowTitle().startsWith(QStringLiteral("moe_chatml.cflow"))) << window.windowTitle().toStdString();
 }
 
 TEST(ChatControllerTest, BaseModelsContinueTextAndTemplatesAreChosenWithTheirEffectShown) {

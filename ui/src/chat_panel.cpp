@@ -109,7 +109,7 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     connect(info_, &QLabel::linkActivated, this, [this](const QString& link) {
         if (link == QLatin1String("load-model")) {
             const QString path = controller_->otherModelPath();
-            if (!path.isEmpty()) controller_->loadModel(path, 0);
+            if (!path.isEmpty()) emit loadModelRequested(path);
         } else if (link == QLatin1String("stop-reply")) {
             controller_->stop();
         } else if (link == QLatin1String("show-reply")) {

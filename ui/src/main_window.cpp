@@ -133,6 +133,7 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
     prompt_ = new PromptPanel(controller_, this);
     createDocks(options);
     createMenus();
+    connect(chat_, &ChatPanel::loadModelRequested, this, [this](const QString& path) { openModel(path); });
     // Clicking a token of a reply streamed in this session marks its column in the routing strip.
     connect(chat_->view(), &ChatView::tokenClicked, inspector_, &InspectorDock::highlightToken);
     // The stall view's arms switch and the sampling panel's "Expert reads" are one setting.

@@ -62,6 +62,9 @@ public:
 signals:
     void replyFinished(const cflow::ui::ReplyStats& stats);
     void replyFailed(const QString& message);
+    // "Load <model>" under a conversation made with another model: the window opens it as any
+    // other model (header, card, and the question when a reply streams).
+    void loadModelRequested(const QString& path);
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
