@@ -604,4 +604,33 @@ TEST_F(InspectorDockTest, EmptyPanelsExplainThemselvesAtTheTopOfAShortPane) {
     }
 }
 
+// A mixture-of-experts model before its first token: the routing and stall panels say so in
+// their first line, not under charts a short pane scrolls away.
+TEST_F(InspectorDockTest, BeforeTheFirstTokenTheExpertPanelsSayWhatWillAppearAtTheirTop) {
+    dock->setModel(make_model(true, "moe_no_tokens"));
+    dock->resize(400, 200);
+    auto* scroll = qobject_cast<QScrollArea*>(dock->widget());
+    ASSERT_NE(scroll, nullptr);
+    const struct {
+        QWidget* panel;
+        const char* label;
+        const char* text;
+    } panels[] = {{dock->routingPanel(), "routingCaption", "No tokens yet"},
+                  {dock->stallPanel(), "stallSummary", "Generate text to see where each token's time goes"}};
+    for (const auto& p : panels) {
+        dock->tabs()->setCurrentWidget(p.panel);
+        QApplication::processEvents();
+        auto* label = p.panel->findChild<QLabel*>(QString::fromLatin1(p.label));
+        ASSERT_NE(label, nullptr) << p.label;
+        EXPECT_TRUE(label->text().contains(QString::fromLatin1(p.text))) << label->text().toStdString();
+        const QRect shown(label->mapTo(scroll->viewport(), QPoint(0, 0)), label->size());
+        EXPECT_TRUE(scroll->viewport()->rect().contains(shown))
+            << p.label << " at y " << shown.top() << ".." << shown.bottom() << ", the pane shows 0.." << scroll->viewport()->height() - 1;
+    }
+    feed(0, 3);
+    dock->tabs()->setCurrentWidget(dock->routingPanel());
+    QApplication::processEvents();
+    EXPECT_TRUE(dock->routingPanel()->findChild<QLabel*>(QStringLiteral("routingCaption"))->text().startsWith(QStringLiteral("Top-2")));
+}
+
 } // namespace

@@ -20,9 +20,9 @@ namespace {
 constexpr int kMarginLeft = 34;   // room for layer labels
 constexpr int kMarginTop = 16;    // room for column labels
 constexpr int kMinCell = 6;
-constexpr int kLegendGap = 4;     // pixels between the grid and its scale or legend, and between legend items
-constexpr int kScaleMinBar = 40;  // a narrower gradient says nothing: the scale hides instead
-constexpr int kScaleMaxBar = 200;
+constexpr int kRoutingLegendGap = 4;     // pixels between the grid and its scale or legend, and between legend items
+constexpr int kRoutingScaleMinBar = 40;  // a narrower gradient says nothing: the scale hides instead
+constexpr int kRoutingScaleMaxBar = 200;
 
 // Cells stretch to fill the widget; index of the cell containing coordinate v, or -1.
 int cell_index(int v, int origin, int extent, int n) {
@@ -63,27 +63,27 @@ HeatmapScaleLayout heatmap_scale_layout(const QRect& row, const QFontMetrics& fm
     HeatmapScaleLayout out;
     const QString zero = QStringLiteral("0%"), full = QStringLiteral("100%");
     const int zeroW = fm.horizontalAdvance(zero), fullW = fm.horizontalAdvance(full);
-    const int fixed = zeroW + fullW + 2 * kLegendGap;
-    if (row.width() < fixed + kScaleMinBar) return out;
+    const int fixed = zeroW + fullW + 2 * kRoutingLegendGap;
+    if (row.width() < fixed + kRoutingScaleMinBar) return out;
     int labelW = 0;
     for (const QString& wording : {QObject::tr("share of the window's tokens routed to the expert:"),
                                    QObject::tr("share of tokens routed:"), QObject::tr("tokens:")}) {
-        const int w = fm.horizontalAdvance(wording) + kLegendGap;
-        if (row.width() < fixed + kScaleMinBar + w) continue;
+        const int w = fm.horizontalAdvance(wording) + kRoutingLegendGap;
+        if (row.width() < fixed + kRoutingScaleMinBar + w) continue;
         out.labelText = wording;
         labelW = w;
         break;
     }
-    const int barW = std::min(kScaleMaxBar, row.width() - fixed - labelW);
+    const int barW = std::min(kRoutingScaleMaxBar, row.width() - fixed - labelW);
     int x = row.left();
     if (labelW > 0) {
-        out.label = QRect(x, row.top(), labelW - kLegendGap, row.height());
+        out.label = QRect(x, row.top(), labelW - kRoutingLegendGap, row.height());
         x += labelW;
     }
     out.zero = QRect(x, row.top(), zeroW, row.height());
-    x += zeroW + kLegendGap;
+    x += zeroW + kRoutingLegendGap;
     out.bar = QRect(x, row.top() + 2, barW, std::max(2, row.height() - 4));
-    x += barW + kLegendGap;
+    x += barW + kRoutingLegendGap;
     out.full = QRect(x, row.top(), fullW, row.height());
     return out;
 }
@@ -118,7 +118,7 @@ uint32_t ExpertHeatmap::count(int layer, int expert) const {
 int ExpertHeatmap::scaleHeight() const {
     // The cells keep their minimum size first: the scale goes when both do not fit.
     const QFontMetrics fm = fontMetrics();
-    const int needed = fm.height() + kLegendGap;
+    const int needed = fm.height() + kRoutingLegendGap;
     if (rows() == 0 || height() - kMarginTop - 2 - needed < rows() * kMinCell) return 0;
     const QRect row(kMarginLeft, 0, width() - kMarginLeft - 2, fm.height());
     return heatmap_scale_layout(row, fm).bar.isEmpty() ? 0 : needed;
@@ -138,7 +138,7 @@ QRect ExpertHeatmap::scaleBarRect() const {
     const QRect g = gridRect();
     if (layoutScaleHeight_ == 0) return {};
     const QFontMetrics fm = fontMetrics();
-    return heatmap_scale_layout(QRect(g.left(), g.bottom() + 1 + kLegendGap, g.width(), fm.height()), fm).bar;
+    return heatmap_scale_layout(QRect(g.left(), g.bottom() + 1 + kRoutingLegendGap, g.width(), fm.height()), fm).bar;
 }
 
 QRect ExpertHeatmap::cellRect(int layer, int expert) const {
@@ -219,7 +219,7 @@ void ExpertHeatmap::ensureStatic() {
     // The cells blend the hot colour over the base in proportion to the share (over()), which
     // is this gradient's linear interpolation.
     const HeatmapScaleLayout scale =
-        heatmap_scale_layout(QRect(g.left(), g.bottom() + 1 + kLegendGap, g.width(), fm.height()), fm);
+        heatmap_scale_layout(QRect(g.left(), g.bottom() + 1 + kRoutingLegendGap, g.width(), fm.height()), fm);
     if (!scale.label.isEmpty()) p.drawText(scale.label, Qt::AlignLeft | Qt::AlignVCenter, scale.labelText);
     p.drawText(scale.zero, Qt::AlignLeft | Qt::AlignVCenter, QStringLiteral("0%"));
     p.drawText(scale.full, Qt::AlignLeft | Qt::AlignVCenter, QStringLiteral("100%"));
@@ -301,22 +301,22 @@ TokenStrip::LegendLayout TokenStrip::legendLayout() const {
     const QFontMetrics fm = fontMetrics();
     const int line = fm.height();
     // The cells keep their minimum size first: the legend goes when both do not fit.
-    if (rows() == 0 || experts_ == 0 || height() - kMarginTop - 2 - (line + kLegendGap) < rows() * kMinCell) return out;
+    if (rows() == 0 || experts_ == 0 || height() - kMarginTop - 2 - (line + kRoutingLegendGap) < rows() * kMinCell) return out;
     const QRect area(kMarginLeft, height() - 2 - line, width() - kMarginLeft - 2, line);
-    const int prefixW = fm.horizontalAdvance(tr("expert:")) + kLegendGap;
+    const int prefixW = fm.horizontalAdvance(tr("expert:")) + kRoutingLegendGap;
     const int swatch = std::max(4, line - 4);
-    const int step = swatch + 2 + fm.horizontalAdvance(QString::number(experts_ - 1)) + kLegendGap;
-    const int noteW = kLegendGap + fm.horizontalAdvance(tr("paler: lower routing weight"));
+    const int step = swatch + 2 + fm.horizontalAdvance(QString::number(experts_ - 1)) + kRoutingLegendGap;
+    const int noteW = kRoutingLegendGap + fm.horizontalAdvance(tr("paler: lower routing weight"));
     if (prefixW + int(experts_) * step <= area.width()) {
         out.swatchStep = step;
         out.showsWeightNote = prefixW + int(experts_) * step + noteW <= area.width();
     } else {
         // Too many experts to number: one hue bar from expert 0 to the last.
-        const int ends = fm.horizontalAdvance(QStringLiteral("0")) + fm.horizontalAdvance(QString::number(experts_ - 1)) + 2 * kLegendGap;
+        const int ends = fm.horizontalAdvance(QStringLiteral("0")) + fm.horizontalAdvance(QString::number(experts_ - 1)) + 2 * kRoutingLegendGap;
         const int room = area.width() - prefixW - ends;
-        if (room < kScaleMinBar) return out;
-        const int barW = std::min(room, std::max<int>(kScaleMinBar, std::min<int>(kScaleMaxBar, int(experts_) * 2)));
-        out.hueBar = QRect(area.left() + prefixW + fm.horizontalAdvance(QStringLiteral("0")) + kLegendGap, area.top() + 2, barW,
+        if (room < kRoutingScaleMinBar) return out;
+        const int barW = std::min(room, std::max<int>(kRoutingScaleMinBar, std::min<int>(kRoutingScaleMaxBar, int(experts_) * 2)));
+        out.hueBar = QRect(area.left() + prefixW + fm.horizontalAdvance(QStringLiteral("0")) + kRoutingLegendGap, area.top() + 2, barW,
                            std::max(2, line - 4));
         out.showsWeightNote = out.hueBar.right() + ends + noteW <= area.right();
     }
@@ -325,7 +325,7 @@ TokenStrip::LegendLayout TokenStrip::legendLayout() const {
     return out;
 }
 
-int TokenStrip::legendHeight() const { return legendLayout().area.isEmpty() ? 0 : fontMetrics().height() + kLegendGap; }
+int TokenStrip::legendHeight() const { return legendLayout().area.isEmpty() ? 0 : fontMetrics().height() + kRoutingLegendGap; }
 
 QRect TokenStrip::gridRect() const {
     // Cell geometry is asked for per cell and per frame: the legend's room is worked out once per shape.
@@ -433,12 +433,12 @@ void TokenStrip::ensureStatic() {
             p.fillRect(QRect(bar.left() + x, bar.top(), 1, bar.height()),
                        expert_color(uint32_t(int64_t(x) * experts_ / bar.width()), experts_));
         const QString last = QString::number(experts_ - 1);
-        p.drawText(QRect(bar.right() + 1 + kLegendGap, a.top(), fm.horizontalAdvance(last) + 1, a.height()),
+        p.drawText(QRect(bar.right() + 1 + kRoutingLegendGap, a.top(), fm.horizontalAdvance(last) + 1, a.height()),
                    Qt::AlignLeft | Qt::AlignVCenter, last);
-        noteLeft = bar.right() + 1 + 2 * kLegendGap + fm.horizontalAdvance(last);
+        noteLeft = bar.right() + 1 + 2 * kRoutingLegendGap + fm.horizontalAdvance(last);
     }
     if (legend.showsWeightNote)
-        p.drawText(QRect(noteLeft + kLegendGap, a.top(), a.right() - noteLeft, a.height()), Qt::AlignLeft | Qt::AlignVCenter,
+        p.drawText(QRect(noteLeft + kRoutingLegendGap, a.top(), a.right() - noteLeft, a.height()), Qt::AlignLeft | Qt::AlignVCenter,
                    tr("paler: lower routing weight"));
 }
 
@@ -513,6 +513,7 @@ RoutingPanel::RoutingPanel(QWidget* parent) : QWidget(parent) {
 
     content_ = new QWidget(this);
     caption_ = new QLabel(content_);
+    caption_->setObjectName(QStringLiteral("routingCaption"));
     caption_->setWordWrap(true);
     heatmap_ = new ExpertHeatmap(content_);
     strip_ = new TokenStrip(content_);
@@ -552,10 +553,15 @@ void RoutingPanel::refresh(const TelemetryHistory& history) {
     if (geometry_.dense()) return;
     const uint32_t layers = geometry_.layers, experts = geometry_.experts;
     RoutingCounts counts = count_routing(history, layers, experts);
-    const QString caption = tr("Top-%1 of %2 experts; window: the last %3 tokens. Hover a cell for details.")
-                                .arg(geometry_.topK)
-                                .arg(experts)
-                                .arg(history.windowTokens());
+    const QString caption =
+        history.window().empty()
+            ? tr("No tokens yet: generate text to see which of the %1 experts (top-%2) each token uses, layer by layer.")
+                  .arg(experts)
+                  .arg(geometry_.topK)
+            : tr("Top-%1 of %2 experts; window: the last %3 tokens. Hover a cell for details.")
+                  .arg(geometry_.topK)
+                  .arg(experts)
+                  .arg(history.windowTokens());
     if (caption_->text() != caption) caption_->setText(caption);  // setText relayouts even for the same text
     heatmap_->setCounts(std::move(counts));
 

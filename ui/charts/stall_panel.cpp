@@ -197,6 +197,7 @@ StallPanel::StallPanel(QWidget* parent) : QWidget(parent) {
     title->setWordWrap(true);
     timeline_ = new StallTimeline(content_);
     summary_ = new QLabel(content_);
+    summary_->setObjectName(QStringLiteral("stallSummary"));
     summary_->setWordWrap(true);
     summaryText_ = std::make_unique<detail::ThrottledText>(summary_);
     auto* summaryBox = new detail::LabelBox(summary_, content_);
@@ -237,11 +238,13 @@ StallPanel::StallPanel(QWidget* parent) : QWidget(parent) {
     armsText_ = std::make_unique<detail::ThrottledText>(arms_);
 
     auto* layout = new QVBoxLayout(content_);
+    // The summary first: before any token it is the panel's explanation, and a short dock
+    // shows the top of the panel.
+    layout->addWidget(summaryBox);
     layout->addLayout(armRow);
     layout->addWidget(new detail::LabelBox(arms_, content_));
     layout->addWidget(title);
     layout->addWidget(timeline_, 1);
-    layout->addWidget(summaryBox);
     layout->addWidget(totals_, 1);
 
     stack_ = new QStackedLayout(this);
