@@ -39,7 +39,7 @@
 #include "cflow/formats/converter.h"
 #include "cflow/formats/model_path_kind.h"
 #include "cflow/ui/convert_paths.h"
-#include "cflow/ui/default_quantisation.h"
+#include "cflow/formats/default_quantisation.h"
 #include "cflow/ui/screen_fit.h"
 #include "qt_text.h"
 #include "labelled_button.h"

@@ -4,15 +4,15 @@
 #include <gtest/gtest.h>
 
 #include "cflow/formats/source_model.h"
-#include "cflow/ui/default_quantisation.h"
+#include "cflow/formats/default_quantisation.h"
 #include "test_support.h"
 
 namespace {
 
 using cflow::DType;
-using cflow::ui::choose_default_quantisation;
-using cflow::ui::QuantCandidate;
-using cflow::ui::SourceMatrixTypes;
+using cflow::choose_default_quantisation;
+using cflow::QuantCandidate;
+using cflow::SourceMatrixTypes;
 
 // Sizes and changes shaped like a large model's: every K-quant is its own size.
 std::vector<QuantCandidate> large_model_candidates() {
@@ -65,16 +65,16 @@ TEST(DefaultQuantisation, MeasuredOnTheSharedTinyModels) {
     if (stories.empty() || random.empty()) GTEST_SKIP() << "needs ../shared";
     auto source = cflow::open_source_model(stories.string());
     ASSERT_TRUE(source.ok()) << source.error();
-    const auto types = cflow::ui::count_source_matrix_types(*source);
+    const auto types = cflow::count_source_matrix_types(*source);
     EXPECT_EQ(types.f32, 5u * 7u + 2u) << "7 matrices a layer, the embeddings and the stored LM head";
-    auto d = cflow::ui::default_quantisation(*source, {});
+    auto d = cflow::default_quantisation(*source, {});
     ASSERT_TRUE(d.ok()) << d.error();
     EXPECT_EQ(d->class_type, DType::Q8_0) << d->reason;  // q4_0 moves them by 8.8% (validation: warn, 77% top-1)
 
     auto f16 = cflow::open_source_model(random.string());
     ASSERT_TRUE(f16.ok()) << f16.error();
-    EXPECT_GT(cflow::ui::count_source_matrix_types(*f16).f16, 0u);
-    auto kept = cflow::ui::default_quantisation(*f16, {});
+    EXPECT_GT(cflow::count_source_matrix_types(*f16).f16, 0u);
+    auto kept = cflow::default_quantisation(*f16, {});
     ASSERT_TRUE(kept.ok()) << kept.error();
     EXPECT_EQ(kept->class_type, DType::F16) << kept->reason;
 }

@@ -1,11 +1,11 @@
-#include "cflow/ui/default_quantisation.h"
+#include "cflow/formats/default_quantisation.h"
 
 #include <algorithm>
 #include <cstdio>
 
 #include "cflow/formats/conversion_plan.h"
 
-namespace cflow::ui {
+namespace cflow {
 namespace {
 
 std::string dq_size_text(uint64_t bytes) {
@@ -130,4 +130,4 @@ Result<DefaultQuantisation> default_quantisation(const SourceModel& source, cons
     return choose_default_quantisation(count_source_matrix_types(source), candidates);
 }
 
-} // namespace cflow::ui
+} // namespace cflow

@@ -1,10 +1,11 @@
 #pragma once
-// The conversion wizard's default quantisation (issue 37): a choice whose conversion passes the
+// The default quantisation of a conversion, for the wizard and `cflow convert` alike (issue 37): a choice whose conversion passes the
 // wizard's own validation (conversion_validation.h: top-1 agreement >= 90%, mean KL <= 0.10).
 // Rule: keep the source's type where the engine runs it (a GGUF's quantised types, F16);
 // else (F32, and BF16, which the engine has no tiles for) the smallest type whose sampled weight
 // change (ConversionPlan::sampled_weight_change) stays within kDefaultMaxWeightChange.
-// Qt-free: the wizard's options page calls it on its worker and shows `reason`.
+// The wizard's preflight calls it on its worker and shows `reason`; `cflow convert` without a
+// quant option converts a non-GGUF source with it and prints `reason`.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,7 +14,7 @@
 #include "cflow/formats/converter.h"
 #include "cflow/formats/source_model.h"
 
-namespace cflow::ui {
+namespace cflow {
 
 // The most a default may move the weights it re-quantises, RMS over sampled rows. Measured on
 // the shared tiny models (tests/ui/default_quantisation_test.cpp, convert_wizard_test.cpp):
@@ -58,4 +59,4 @@ DefaultQuantisation choose_default_quantisation(const SourceMatrixTypes& types, 
 // quantised to sample the change) on top of `base` (container, threads) and chooses.
 Result<DefaultQuantisation> default_quantisation(const SourceModel& source, const ConvertOptions& base);
 
-} // namespace cflow::ui
+} // namespace cflow
