@@ -74,7 +74,7 @@ int label_precision(double max_value) {
 }
 
 // Decimals of a value axis's tick labels: none on whole steps, else enough to tell ticks apart.
-void set_tick_decimals(QValueAxis* axis) {
+void compare_tick_decimals(QValueAxis* axis) {
     const double step = (axis->max() - axis->min()) / std::max(1, axis->tickCount() - 1);
     const int decimals = step >= 1 || step <= 0 ? 0 : std::min(6, int(std::ceil(-std::log10(step) - 1e-9)));
     axis->setLabelFormat(QStringLiteral("%.") + QString::number(decimals) + QStringLiteral("f"));
@@ -84,22 +84,37 @@ constexpr qreal kChartMarkerSize = 12;  // scatter markers, px
 constexpr qreal kChartLabelGap = 3;     // px between a value label and what it labels
 
 // Pixels a value label needs above what it labels, in the series' label font.
-qreal value_label_height(const QFont& font) { return QFontMetricsF(font).height() + kChartLabelGap; }
+qreal compare_value_label_height(const QFont& font) { return QFontMetricsF(font).height() + kChartLabelGap; }
 
-// The range [lo, hi] that puts data [d0, d1] at least before_px from lo's edge and after_px from
-// hi's on an axis plot_px long, containing [lo, hi] already; lo stays >= 0 when d0 is (bytes and
-// losses are never negative).
-std::pair<double, double> padded_range(double lo, double hi, double d0, double d1, qreal before_px, qreal after_px, qreal plot_px) {
-    const double share = (before_px + after_px) / plot_px;
-    if (plot_px <= 0 || share >= 0.9) return {lo, hi};  // too small a plot to fit labels in at all
-    const double span = std::max(d1 - d0, 1e-12 * std::max(1.0, std::abs(d1)));
-    const double needed = std::max(hi - lo, span / (1 - share));  // the range length that leaves the room
-    const double spare = needed - span - share * needed;
-    double new_lo = d0 - before_px / plot_px * needed - spare / 2;
-    if (d0 >= 0 && new_lo < 0) new_lo = 0;
-    double new_hi = std::max(new_lo + needed, d1 + after_px / plot_px * needed);
-    if (new_lo == 0) new_hi = std::max(new_hi, d1 / (1 - after_px / plot_px));
-    return {std::min(lo, new_lo), std::max(hi, new_hi)};
+// The narrowest range containing [lo, hi] that puts data [d0, d1] at least before_px from its low
+// edge and after_px from its high edge on an axis plot_px long. The low edge stays >= 0 when d0 is
+// (bytes and losses are never negative; a point at 0 then sits on the axis).
+std::pair<double, double> compare_padded_range(double lo, double hi, double d0, double d1, qreal before_px, qreal after_px, qreal plot_px) {
+    if (plot_px <= 0 || (before_px + after_px) / plot_px >= 0.9) return {lo, hi};  // too small a plot to fit labels in at all
+    double low = lo, high = hi;
+    // Each pass widens by at most 0.9 of the last one's widening: a fixed point in a few dozen.
+    for (int pass = 0; pass < 200; ++pass) {
+        const double range = high - low;
+        double next_low = std::min(low, d0 - before_px / plot_px * range);
+        if (d0 >= 0) next_low = std::min(low, std::max(0.0, next_low));
+        const double next_high = std::max(high, d1 + after_px / plot_px * range);
+        const bool settled = next_high - high <= 1e-9 * range && low - next_low <= 1e-9 * range;
+        low = next_low, high = next_high;
+        if (settled) break;
+    }
+    return {low, high};
+}
+
+// Widens axis until data [d0, d1] has the room: nice numbers after each widening can take room
+// back at the other end, so a few rounds.
+void compare_widen_for_labels(QValueAxis* axis, double d0, double d1, qreal before_px, qreal after_px, qreal plot_px) {
+    for (int round = 0; round < 4; ++round) {
+        const auto [lo, hi] = compare_padded_range(axis->min(), axis->max(), d0, d1, before_px, after_px, plot_px);
+        if (lo >= axis->min() && hi <= axis->max()) return;
+        axis->setRange(lo, hi);
+        axis->applyNiceNumbers();
+        compare_tick_decimals(axis);
+    }
 }
 
 } // namespace
@@ -157,7 +172,7 @@ QChart* make_metric_chart(const CompareReport& report, CompareMetric metric) {
     // then ticks at 1, 2 or 5 times a power of ten.
     y->setRange(0, max_value > 0 ? max_value * 1.15 : 1);
     y->applyNiceNumbers();
-    set_tick_decimals(y);
+    compare_tick_decimals(y);
     QString title = label + (compare_metric_higher_is_better(metric) ? QObject::tr(" (higher is better)") : QObject::tr(" (lower is better)"));
     if (metric == CompareMetric::Perplexity && report.tokenizersDiffer)
         title = label + QObject::tr(" (per token: not comparable across these tokenizers)");
@@ -222,8 +237,8 @@ QChart* make_pareto_chart(const CompareReport& report) {
     y->setRange(std::max(0.0, y0 - dy), y1 + dy);
     x->applyNiceNumbers();
     y->applyNiceNumbers();
-    set_tick_decimals(x);
-    set_tick_decimals(y);
+    compare_tick_decimals(x);
+    compare_tick_decimals(y);
     chart->legend()->setAlignment(Qt::AlignBottom);
     // The legend's names are elided like the axis labels: hovering one gives the whole name.
     for (QAbstractSeries* series : chart->series()) {
@@ -256,12 +271,7 @@ void keep_value_labels_inside(QChart* chart) {
             font = set->labelFont();
             for (int i = 0; i < set->count(); ++i) top = std::max(top, set->at(i));
         }
-        const auto [lo, hi] = padded_range(y->min(), y->max(), 0, top, 0, value_label_height(font), plot.height());
-        if (hi > y->max() + 1e-12 * std::abs(hi)) {
-            y->setRange(lo, hi);
-            y->applyNiceNumbers();
-            set_tick_decimals(y);
-        }
+        compare_widen_for_labels(y, 0, top, 0, compare_value_label_height(font), plot.height());
         return;
     }
     auto* x = horizontal.isEmpty() ? nullptr : qobject_cast<QValueAxis*>(horizontal.front());
@@ -282,18 +292,8 @@ void keep_value_labels_inside(QChart* chart) {
     if (x0 > x1) return;
     const qreal half_marker = kChartMarkerSize / 2 + 1;
     const qreal side = std::max(half_marker, label_width / 2 + 1);
-    const auto [ylo, yhi] = padded_range(y->min(), y->max(), y0, y1, half_marker, half_marker + value_label_height(font), plot.height());
-    const auto [xlo, xhi] = padded_range(x->min(), x->max(), x0, x1, side, side, plot.width());
-    if (ylo < y->min() || yhi > y->max()) {
-        y->setRange(ylo, yhi);
-        y->applyNiceNumbers();
-        set_tick_decimals(y);
-    }
-    if (xlo < x->min() || xhi > x->max()) {
-        x->setRange(xlo, xhi);
-        x->applyNiceNumbers();
-        set_tick_decimals(x);
-    }
+    compare_widen_for_labels(y, y0, y1, half_marker, half_marker + compare_value_label_height(font), plot.height());
+    compare_widen_for_labels(x, x0, x1, side, side, plot.width());
 }
 
 CompareChartView::CompareChartView(QChart* chart, CompareReport report, std::optional<CompareMetric> metric, QWidget* parent)
