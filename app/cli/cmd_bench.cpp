@@ -57,12 +57,6 @@ int run_bench(const BenchArgs& args) {
     const bool json = args.json;
 
     ThreadPool pool{args.session.threads};
-    // The machine's figure the inspector and the conversion preflight show too (stored once per
-    // machine and thread count); measured here only when none is stored or it went stale.
-    const SharedBandwidthProbe shared = shared_read_bandwidth(pool);
-    if (!shared.reused) std::fprintf(stderr, "cflow bench: measuring the read bandwidth (%s)\n", shared.remeasureReason.c_str());
-    if (!shared.storeError.empty()) std::fprintf(stderr, "cflow bench: read bandwidth not stored: %s\n", shared.storeError.c_str());
-    const BandwidthProbeResult probe = shared.probe.result;
     const BenchPlan plan{pool.size(), args.prompt_tokens, args.warmup, args.tokens, args.session.kv_cache};
     const std::string isa(isa_name(selected_isa()));
     constexpr int kArms = 3;
@@ -80,6 +74,13 @@ int run_bench(const BenchArgs& args) {
         results[m] = *r;
     }
     if (!lanesKept) names[2] = "lanes (no copy: mapped)";
+    // The machine's figure the inspector and the conversion preflight show too (stored once per
+    // machine and thread count); measured here only when none is stored or it went stale, and
+    // after the model ran: a model that does not load fails on one line without a probe first.
+    const SharedBandwidthProbe shared = shared_read_bandwidth(pool);
+    if (!shared.reused) std::fprintf(stderr, "cflow bench: measured the read bandwidth (%s)\n", shared.remeasureReason.c_str());
+    if (!shared.storeError.empty()) std::fprintf(stderr, "cflow bench: read bandwidth not stored: %s\n", shared.storeError.c_str());
+    const BandwidthProbeResult probe = shared.probe.result;
     LoadChoice defaultLoad = choose_load_options(path, false);  // what generate/chat/the app load it as
     if (defaultLoad.options.lanes && !lanesKept) note_no_lanes_copy(defaultLoad);
     const uint64_t peak = peak_rss_bytes();

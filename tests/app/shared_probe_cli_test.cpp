@@ -69,7 +69,7 @@ TEST(SharedProbeCli, BenchAndThePreflightPrintTheStoredFigure) {
     const auto j = nlohmann::json::parse(bench.out);
     EXPECT_DOUBLE_EQ(j["read_bandwidth_bytes_per_second"].get<double>(), 23.456e9);
     EXPECT_EQ(j["read_bandwidth_source"], line);
-    EXPECT_EQ(bench.err.find("measuring the read bandwidth"), std::string::npos) << bench.err;
+    EXPECT_EQ(bench.err.find("measured the read bandwidth"), std::string::npos) << bench.err;
 
     auto text = run_cflow({"bench", model, "--threads", "1", "--tokens", "2", "--prompt-tokens", "2", "--warmup", "0"});
     ASSERT_EQ(text.exit_code, 0) << text.err;
@@ -86,7 +86,7 @@ TEST(SharedProbeCli, WithoutAStoredFigureBenchMeasuresOnceAndThePreflightPrintsI
     const std::string model = shared_probe_cli_model();
     auto bench = run_cflow({"bench", model, "--threads", "1", "--tokens", "2", "--prompt-tokens", "2", "--warmup", "0", "--json"});
     ASSERT_EQ(bench.exit_code, 0) << bench.err;
-    EXPECT_NE(bench.err.find("measuring the read bandwidth (no shared probe at " + default_bandwidth_probe_path() + ")"),
+    EXPECT_NE(bench.err.find("measured the read bandwidth (no shared probe at " + default_bandwidth_probe_path() + ")"),
               std::string::npos)
         << bench.err;
     const auto j = nlohmann::json::parse(bench.out);
