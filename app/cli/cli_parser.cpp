@@ -117,6 +117,10 @@ void declare_generate(CLI::App& root, GenerateArgs& a) {
     add_flag(*c, "--no-stats", a.no_stats, "no summary lines on stderr after the text");
     add_context_policy_option(*c, a.context_policy);
     add_flag(*c, "--ignore-eos", a.ignore_eos, "keep generating past the end-of-generation token");
+    c->add_option("--grammar", a.grammar_file,
+                  "only output that matches the GBNF grammar in FILE (llama.cpp's syntax, starting at root); "
+                  "generation stops when it is complete")
+        ->type_name("FILE");
 }
 
 void declare_perplexity(CLI::App& root, PerplexityArgs& a) {

@@ -10,6 +10,7 @@
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
 #include "cflow/formats/mapped_file.h"
+#include "cflow/formats/whole_file.h"
 #include "commands.h"
 #include "file_identity.h"
 #include "console.h"
@@ -27,6 +28,15 @@ int run_generate(const GenerateArgs& args) {
     request.max_tokens = sampling.max_tokens;
     request.sampling = sampling.sampling;
     request.stop_at_end_of_generation = !args.ignore_eos;
+
+    if (!args.grammar_file.empty()) {
+        auto source = read_whole_file(args.grammar_file, GrammarLimits{}.max_source_bytes, "a grammar");
+        if (!source) return fail("generate", source.error());
+        auto grammar = parse_grammar(*source);
+        // "grammar:LINE:COLUMN: what" -> "FILE:LINE:COLUMN: what"
+        if (!grammar) return fail("generate", args.grammar_file + grammar.error().substr(std::string_view("grammar").size()));
+        request.grammar = std::make_shared<const Grammar>(std::move(grammar.value()));
+    }
 
     auto loaded = load_for_session(args.session, *model_path);
     if (!loaded) return fail("generate", loaded.error());

@@ -30,6 +30,7 @@ struct GenerateArgs {
     SamplingArgs sampling;
     SessionArgs session;
     std::string telemetry_file;
+    std::string grammar_file;  // --grammar: a GBNF file the output must match; empty: none
     bool stats = false, trace_experts = false, no_stats = false;
     ContextPolicy context_policy = ContextPolicy::Stop;  // not Stop: a full context shifts and generation goes on
     bool ignore_eos = false;                              // run past EOS / BOS (benchmarks, long-context tests)

@@ -54,6 +54,7 @@ std::string_view finish_reason_of(StopReason reason) {
     case StopReason::EndOfGeneration:
     case StopReason::StopToken:
     case StopReason::StopSequence:
+    case StopReason::GrammarComplete:
     case StopReason::CallbackStopped: return "stop";
     }
     return "stop";

@@ -37,7 +37,7 @@ const std::map<std::string, std::vector<std::string>>& expected_options() {
                      "--ffn-quant", "--expert-quant", "--output-quant", "--tokenizer", "--threads", "--validate",
                      "--sample", "--preflight", "--json", "--quiet"}},
         {"generate", join(join({"-p", "--prompt", "--stats", "--trace-experts", "--telemetry-file", "--no-stats",
-                                "--context-policy", "--ignore-eos"},
+                                "--context-policy", "--ignore-eos", "--grammar"},
                                kSampling),
                           kSession)},
         {"chat", join(join({"--system", "--template", "--context-policy", "--thinking", "--template-time", "--show-prompt"}, kSampling), kSession)},
@@ -221,7 +221,7 @@ TEST(CliParser, ValuesReachTheirFields) {
     const Parsed g = parse(
         "generate m.cflow -p -hello -n 5 --temp 0 --top-k 3 --top-p 0.5 --min-p 0 --repeat-penalty 1.1 --repeat-last-n 8 "
         "--seed -1 --threads 3 --ctx 100 --load read --kv-cache f32 --expert-fetch staged --cache-mib fit "
-        "--io-backend threads --stats --trace-experts --telemetry-file t.jsonl --no-stats");
+        "--io-backend threads --stats --trace-experts --telemetry-file t.jsonl --no-stats --grammar g.gbnf");
     ASSERT_FALSE(g.outcome.exit_code.has_value()) << g.outcome.err;
     const GenerateArgs& a = g.args().generate;
     EXPECT_EQ(a.positionals, std::vector<std::string>{"m.cflow"});
@@ -243,6 +243,7 @@ TEST(CliParser, ValuesReachTheirFields) {
     EXPECT_EQ(a.session.io_backend, IoBackend::Threads);
     EXPECT_TRUE(a.stats && a.trace_experts && a.no_stats);
     EXPECT_EQ(a.telemetry_file, "t.jsonl");
+    EXPECT_EQ(a.grammar_file, "g.gbnf");
 
     // The long spellings and --opt=value; an option given twice keeps the last value.
     const Parsed g2 = parse("generate --n-predict=7 --prompt=hi --seed 42 --threads 2 --threads 4 --cache-mib 64");

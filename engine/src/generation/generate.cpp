@@ -5,6 +5,8 @@
 #include <new>
 #include <span>
 
+#include "cflow/engine/generation/grammar_matcher.h"
+
 namespace cflow {
 
 std::string_view stop_reason_name(StopReason reason) {
@@ -15,6 +17,7 @@ std::string_view stop_reason_name(StopReason reason) {
     case StopReason::ContextFull: return "context_full";
     case StopReason::CallbackStopped: return "callback_stopped";
     case StopReason::StopSequence: return "stop_sequence";
+    case StopReason::GrammarComplete: return "grammar_complete";
     }
     return "unknown";
 }
@@ -103,6 +106,24 @@ Result<GenerateStats> generate_unguarded(Session& session, const GenerateRequest
         return StopReason::MaxTokens;  // "not an end"
     };
 
+    // The grammar sees the bytes the decoder emits, the first token's dropped dummy space included.
+    std::optional<GrammarMatcher> grammar;
+    std::vector<int32_t> grammar_end_ids = request.stop_tokens;
+    std::vector<float> masked;  // [vocab] f32: the logits with the grammar's -inf
+    if (request.grammar) {
+        auto vocabulary = request.grammar_vocabulary ? request.grammar_vocabulary : GrammarVocabulary::from_tokenizer(tokenizer);
+        auto matcher = GrammarMatcher::create(request.grammar, std::move(vocabulary));
+        if (!matcher) return matcher.take_error();
+        grammar.emplace(std::move(matcher.value()));
+        const bool has_text = std::any_of(request.prompt.begin(), request.prompt.end(),
+                                          [&](int32_t id) { return !tokenizer.is_control(id); });
+        grammar->set_strip_first_space(tokenizer.strips_first_space() && !has_text);
+        if (request.stop_at_end_of_generation) {
+            if (tokenizer.eos_id() >= 0) grammar_end_ids.push_back(tokenizer.eos_id());
+            if (tokenizer.bos_id() >= 0) grammar_end_ids.push_back(tokenizer.bos_id());
+        }
+    }
+
     Sampler sampler(request.sampling);
     StreamingDecoder decoder(tokenizer);
     decoder.set_context(request.prompt);
@@ -114,7 +135,22 @@ Result<GenerateStats> generate_unguarded(Session& session, const GenerateRequest
             cancelled = true;
             break;
         }
-        const int32_t next = sampler.sample(logits, history);
+        std::span<const float> candidates = logits;
+        if (grammar) {
+            masked.assign(logits.begin(), logits.end());
+            auto allowed = grammar->mask(masked, grammar_end_ids);
+            if (!allowed) return allowed.take_error();
+            if (*allowed == 0) {
+                if (grammar->is_complete()) {
+                    stats.stop_reason = StopReason::GrammarComplete;
+                    break;
+                }
+                return make_error("generate: no token of the vocabulary continues the grammar after " +
+                                  std::to_string(stats.generated_tokens) + " generated tokens");
+            }
+            candidates = masked;
+        }
+        const int32_t next = sampler.sample(candidates, history);
         if (stats.generated_tokens == 0) {
             t_first = Clock::now();
             stats.time_to_first_token_ms = ms_since(t_start);
@@ -122,6 +158,9 @@ Result<GenerateStats> generate_unguarded(Session& session, const GenerateRequest
         if (auto end = is_end(next); end != StopReason::MaxTokens) {
             stats.stop_reason = end;
             break;
+        }
+        if (grammar) {
+            if (Status advanced = grammar->accept_token(next); !advanced) return advanced.take_error();
         }
         ++stats.generated_tokens;
         history.push_back(next);

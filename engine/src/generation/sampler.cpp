@@ -60,19 +60,21 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     // 4. Top-k, ordered by logit descending, ties by lower id.
     candidates_.clear();
     candidates_.reserve(vocab);
-    for (size_t i = 0; i < vocab; ++i) candidates_.push_back(Candidate{static_cast<int32_t>(i), work_[i], 0.0});
+    constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
+    for (size_t i = 0; i < vocab; ++i)
+        if (work_[i] != kMinusInfinity) candidates_.push_back(Candidate{static_cast<int32_t>(i), work_[i], 0.0});
+    if (candidates_.empty()) return greedy_token(work_);  // every logit -inf: the lowest id
+    const size_t finite = candidates_.size();
     const auto by_logit = [](const Candidate& a, const Candidate& b) {
         return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
     };
-    size_t keep = vocab;
-    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < vocab) keep = static_cast<size_t>(params_.top_k);
+    size_t keep = finite;
+    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < finite) keep = static_cast<size_t>(params_.top_k);
     std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep), candidates_.end(),
                       by_logit);
     candidates_.resize(keep);
 
-    // All remaining logits -inf (e.g. an all-NaN row): nothing to weigh, take the best-ordered id.
     const float max_logit = candidates_.front().logit;
-    if (max_logit == -std::numeric_limits<float>::infinity()) return candidates_.front().id;
 
     // 5. Temperature softmax (double accumulation; the maximum maps to exp(0) = 1).
     double total = 0.0;

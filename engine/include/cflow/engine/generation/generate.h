@@ -3,11 +3,14 @@
 // Runs on the caller's thread (the engine worker); never throws.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cflow/engine/generation/grammar.h"
+#include "cflow/engine/generation/grammar_vocabulary.h"
 #include "cflow/engine/generation/sampler.h"
 #include "cflow/engine/forward/session.h"
 #include "cflow/engine/forward/telemetry.h"
@@ -19,7 +22,16 @@ namespace cflow {
 // Why a generation that succeeded ended. Cancellation is not a stop reason: like every job,
 // a cancelled generation returns ErrorKind::Cancelled (its tokens were already streamed).
 // StopSequence: a stop string of ReplyOptions matched (set by the chat core, never by generate()).
-enum class StopReason : uint8_t { MaxTokens, EndOfGeneration, StopToken, ContextFull, CallbackStopped, StopSequence };
+// GrammarComplete: the request's grammar matched a whole string and allows no more text.
+enum class StopReason : uint8_t {
+    MaxTokens,
+    EndOfGeneration,
+    StopToken,
+    ContextFull,
+    CallbackStopped,
+    StopSequence,
+    GrammarComplete
+};
 std::string_view stop_reason_name(StopReason reason);
 
 // llama.cpp's context shift, for a generation that fills the context: the first `keep` tokens stay
@@ -44,6 +56,14 @@ struct GenerateRequest {
     std::function<void(const TokenTelemetry&)> on_step;
     // Set: a full context shifts (ContextShift) and the reply goes on; unset: it stops (ContextFull).
     std::optional<ContextShift> context_shift;
+    // Set: every sampled token keeps the output inside this grammar's language (the logits of the
+    // others are -inf before sampling, so top-k/p see only allowed tokens). The end tokens (EOS and
+    // BOS when stop_at_end_of_generation, stop_tokens) are allowed only where the grammar is
+    // complete; once it is complete and allows no more text, generation ends (GrammarComplete).
+    std::shared_ptr<const Grammar> grammar;
+    // The session's vocabulary as the grammar walks it; built for this request when unset (a few
+    // ms at 32k tokens: keep one per model to share it).
+    std::shared_ptr<const GrammarVocabulary> grammar_vocabulary;
 };
 
 struct GenerateStats {
@@ -67,7 +87,8 @@ struct GenerateStats {
 using TokenCallback = std::function<bool(int32_t token, std::string_view text)>;
 
 // Continues the session's context with request.prompt, then samples up to max_tokens.
-// Errors: ContextFull when the prompt does not fit, Cancelled when `cancel` was set (within one
+// Errors: ContextFull when the prompt does not fit, InvalidInput when no token can continue the
+// grammar (a vocabulary without the characters it needs), OverBudget past the grammar's limits, Cancelled when `cancel` was set (within one
 // token), OutOfMemory, or the step's own error. `stats_so_far`, when given, holds the counts and
 // timings of whatever ran, on every return (a cancelled reply's speed is still worth showing).
 // Thread safety: runs on the caller's thread; only `cancel` may be touched from other threads.

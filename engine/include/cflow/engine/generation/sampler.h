@@ -6,7 +6,8 @@
 //   2. repetition penalty over the distinct ids among the last repeat_last_n of `recent`
 //      (llama.cpp convention: logit > 0 ? logit / p : logit * p)
 //   3. temperature <= 0: greedy argmax (ties -> lowest id), stop here
-//   4. top-k: keep the k largest logits (ties -> lower id first)
+//   4. top-k: keep the k largest logits (ties -> lower id first); -inf logits (a grammar's mask, NaN)
+//      are no candidates unless every logit is -inf, so top-k/p/min-p see only allowed tokens
 //   5. temperature softmax over the survivors
 //   6. top-p: keep the smallest prefix (by descending probability) whose mass reaches top_p
 //   7. min-p: keep tokens with probability >= min_p * the largest probability
