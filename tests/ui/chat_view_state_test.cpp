@@ -124,4 +124,23 @@ TEST(ChatViewState, ButtonsHaveAccessibleNamesTooltipsAndKeyboardFocus) {
     EXPECT_NE(child<QPushButton>(c.view.card(1), "copyButton"), nullptr);
 }
 
+// A short conversation in a tall view: the cards are as tall as their content and the spare
+// height stays below them (the cards used to share it with the column's stretch, opening gaps
+// inside each card once the inspector moved beside the chat and the view grew tall).
+TEST(ChatViewState, ShortConversationsKeepTheirCardsTight) {
+    cflow::ui::ChatView view;
+    view.resize(520, 900);
+    view.addMessage(QStringLiteral("user"), QStringLiteral("Hello"));
+    view.addMessage(QStringLiteral("assistant"), QStringLiteral("Hi there. How can I help?"));
+    view.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&view));
+    QTest::qWait(20);
+    for (int i = 0; i < view.count(); ++i) {
+        const cflow::ui::ChatMessageCard* card = view.card(i);
+        EXPECT_LE(card->height(), card->sizeHint().height() + 2) << "card " << i << " is " << card->height() << " px for "
+                                                                  << card->sizeHint().height() << " px of content";
+    }
+    EXPECT_LT(view.card(1)->geometry().bottom(), 450) << "the conversation starts at the top of the view";
+}
+
 } // namespace

@@ -21,6 +21,7 @@
 #include <QLabel>
 #include <QScrollArea>
 #include <QSettings>
+#include <QScrollBar>
 #include <QTest>
 #include <QTabWidget>
 #include <QToolTip>
@@ -53,7 +54,8 @@ using namespace cflow::ui;
 constexpr uint32_t kLayers = 3;
 constexpr uint32_t kExperts = 4;
 
-std::shared_ptr<const Model> make_model(bool moe, const std::string& name, bool delayed = true) {
+std::shared_ptr<const Model> make_model(bool moe, const std::string& name, bool delayed = true,
+                                        const std::string& generalName = {}) {
     cflow::test::SyntheticSpec spec;
     spec.n_layers = kLayers;
     if (moe) {
@@ -67,7 +69,9 @@ std::shared_ptr<const Model> make_model(bool moe, const std::string& name, bool 
         }
     }
     const std::string path = (cflow::test::temp_dir("inspector_" + name) / (name + ".cflow")).string();
-    auto converted = convert_to_cflow(cflow::test::make_synthetic_model(spec), path, {.weight_quant = DType::F32});
+    auto source = cflow::test::make_synthetic_model(spec);
+    if (!generalName.empty()) source.metadata.set("general.name", generalName);
+    auto converted = convert_to_cflow(source, path, {.weight_quant = DType::F32});
     EXPECT_TRUE(converted.ok()) << (converted.ok() ? "" : converted.error());
     auto model = Model::load(path);
     EXPECT_TRUE(model.ok()) << (model.ok() ? "" : model.error());
@@ -147,6 +151,23 @@ TEST_F(InspectorDockTest, BandwidthChartHasOneCategoryPerLayerAndTheStreamBytes)
 
     bw->setReadBandwidth(12.5e9);
     EXPECT_DOUBLE_EQ(bw->speedOfLightGBps(), 12.5);
+}
+
+// Beside the chat the dock is a column (about 540 px at 1366x768, 470 px at 1200 px with a wide
+// conversation list): everything fits its width, with no horizontal scroll bar hiding the Export
+// button. The status line names the model and counts tokens: a long name must wrap.
+TEST_F(InspectorDockTest, AColumnBesideTheChatNeedsNoHorizontalScrolling) {
+    auto model = make_model(true, "moe_column", true, "cflow stories MoE - arch2_4_combined (trained)");
+    ASSERT_TRUE(model);
+    dock->setModel(model);
+    feed(0, 130);
+    dock->resize(400, 700);
+    QTest::qWait(400);  // the status line is throttled: its text arrives on the next tick
+    auto* scroll = qobject_cast<QScrollArea*>(dock->widget());
+    ASSERT_NE(scroll, nullptr);
+    EXPECT_EQ(scroll->horizontalScrollBar()->maximum(), 0)
+        << "content " << scroll->widget()->minimumSizeHint().width() << " px in a " << scroll->viewport()->width()
+        << " px column; status '" << dock->statusText().toStdString() << "'";
 }
 
 TEST_F(InspectorDockTest, HeatmapIsLayersByExpertsWithWindowCounts) {

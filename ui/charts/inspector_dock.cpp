@@ -36,6 +36,9 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
     tabs_->addTab(routing_, tr("Expert routing"));
     tabs_->addTab(stalls_, tr("Overlap stalls"));
     status_ = new QLabel(body);
+    // Wrapped: the model's name and the count on one line set the dock's minimum width and, in
+    // a column beside the chat, pushed the Export button out of view behind a scroll bar.
+    status_->setWordWrap(true);
     statusText_ = std::make_unique<detail::ThrottledText>(status_);
     auto* exportButton = new QPushButton(tr("Export telemetry…"), body);
     connect(exportButton, &QPushButton::clicked, this, &InspectorDock::exportWithDialog);

@@ -39,6 +39,10 @@ ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidg
     : QFrame(parent), role_(role), thinkingToggle_(new QToolButton(this)), thinkingView_(new QLabel(this)),
       browser_(new QTextBrowser(this)), highlightTimer_(new QTimer(this)) {
     setFrameShape(QFrame::NoFrame);
+    // As tall as its text and no taller: with the default Preferred policy the card took its
+    // children's vertical expansion and shared the transcript's spare height with the column's
+    // stretch, opening gaps inside every card of a short conversation in a tall view.
+    setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
     // A Plain Box is drawn in the foreground role's colour: the highlight while editing.
     setFrameShadow(QFrame::Plain);
     setForegroundRole(QPalette::Highlight);
