@@ -107,14 +107,7 @@ GrammarMatcher::Step GrammarMatcher::expand_pending(std::vector<uint32_t>& out) 
             continue;
         }
         const StackNode node = arena_[stack];
-        const uint32_t after = node.pos + 1;
-        const uint32_t base = grammar_is_end(elements_[after].op) ? node.parent : push(after, node.parent);
-        for (uint32_t a = grammar_->rule_start[elements_[node.pos].value];;) {
-            todo_.push_back(grammar_is_end(elements_[a].op) ? base : push(a, base));
-            while (!grammar_is_end(elements_[a].op)) ++a;
-            if (elements_[a].op == GrammarOp::End) break;
-            ++a;
-        }
+        push_alternatives(node.pos, node.parent);
         if (arena_.size() - step_base_ > grammar_->limits.max_expansion_steps) {
             over_stacks_ = false;
             todo_.clear();
@@ -122,6 +115,19 @@ GrammarMatcher::Step GrammarMatcher::expand_pending(std::vector<uint32_t>& out) 
         }
     }
     return Step::Alive;
+}
+
+// Queues the alternatives of the rule referenced at `ref_pos`, each above the rest of the
+// referencing sequence (nothing when the reference ends it) on `parent`.
+void GrammarMatcher::push_alternatives(uint32_t ref_pos, uint32_t parent) {
+    const uint32_t after = ref_pos + 1;
+    const uint32_t base = grammar_is_end(elements_[after].op) ? parent : push(after, parent);
+    for (uint32_t a = grammar_->rule_start[elements_[ref_pos].value];;) {
+        todo_.push_back(grammar_is_end(elements_[a].op) ? base : push(a, base));
+        while (!grammar_is_end(elements_[a].op)) ++a;
+        if (elements_[a].op == GrammarOp::End) break;
+        ++a;
+    }
 }
 
 uint32_t GrammarMatcher::class_end(uint32_t pos) const {
@@ -178,7 +184,9 @@ GrammarMatcher::Step GrammarMatcher::advance_code_point(const std::vector<uint32
         const StackNode node = arena_[stack];
         if (!class_matches(node.pos, code_point)) continue;
         const uint32_t after = class_end(node.pos);
-        todo_.push_back(grammar_is_end(elements_[after].op) ? node.parent : push(after, node.parent));
+        // A reference right after the class is expanded in place, without a node of its own.
+        if (elements_[after].op == GrammarOp::RuleRef) push_alternatives(after, node.parent);
+        else todo_.push_back(grammar_is_end(elements_[after].op) ? node.parent : push(after, node.parent));
         if (expand_pending(out) == Step::OverLimit) return Step::OverLimit;
     }
     return out.empty() ? Step::Dead : Step::Alive;
@@ -292,7 +300,7 @@ Result<size_t> GrammarMatcher::allowed_tokens(std::vector<uint8_t>& allowed, std
         depth_arena_.assign(1, base_nodes);
         size_t valid = 0;  // depth_stacks_[0..valid] hold the states of the current token's prefixes
         for (size_t i = 0; i < ids.size(); ++i) {
-            const std::string_view bytes = vocabulary.bytes(ids[i]);
+            const std::string_view bytes = vocabulary.sorted_bytes(i);
             valid = std::min<size_t>(valid, shared[i]);
             size_t depth = valid;
             arena_.resize(depth_arena_[depth]);  // the nodes of the previous token's deeper prefixes

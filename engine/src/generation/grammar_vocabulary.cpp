@@ -16,6 +16,11 @@ GrammarVocabulary::GrammarVocabulary(std::vector<std::string> token_bytes, std::
     std::sort(sorted_.begin(), sorted_.end(), [&](int32_t a, int32_t b) {
         return bytes_[size_t(a)] < bytes_[size_t(b)] || (bytes_[size_t(a)] == bytes_[size_t(b)] && a < b);
     });
+    sorted_offset_.push_back(0);
+    for (const int32_t id : sorted_) {
+        sorted_blob_ += bytes_[size_t(id)];
+        sorted_offset_.push_back(sorted_blob_.size());
+    }
     shared_prefix_.resize(sorted_.size(), 0);
     for (size_t i = 1; i < sorted_.size(); ++i) {
         const std::string& a = bytes_[size_t(sorted_[i - 1])];

@@ -174,6 +174,8 @@ const GrammarCase kGrammarCases[] = {
     {"astral_class", R"g(root ::= "a" | "é" | [😀-😂] "a")g", "a"},
     {"plus_of_group", R"g(root ::= ("ab" | "c")+ "." )g", "abc."},
     {"exact_count", R"g(root ::= [0-1]{3} | "x" [^x]{2})g", "01x"},
+    // A negated class that excludes a whole UTF-8 lead's range: "\xC3" alone must be refused.
+    {"negated_block", R"g(root ::= [^\u00c0-\u00ff\u20ac]+ "a")g", "ab"},
 };
 
 // Token 0: the end token (special). Then every 1-3 byte string over the alphabet, then pieces.

@@ -79,6 +79,7 @@ private:
     uint64_t stack_hash(uint32_t stack) const;
     bool same_stack(uint32_t a, uint32_t b) const;
     Step add_unique(std::vector<uint32_t>& out, uint32_t stack);
+    void push_alternatives(uint32_t ref_pos, uint32_t parent);
     Step expand_pending(std::vector<uint32_t>& out);  // drains todo_ into out
     Step advance_code_point(const std::vector<uint32_t>& in, uint32_t code_point, std::vector<uint32_t>& out);
     Step advance_byte(const std::vector<uint32_t>& in, Utf8State state, uint8_t byte, std::vector<uint32_t>& out,

@@ -32,12 +32,18 @@ public:
     const std::vector<int32_t>& sorted_ids() const { return sorted_; }
     // [text tokens] bytes shared with the previous sorted token (0 for the first).
     const std::vector<uint32_t>& shared_prefix() const { return shared_prefix_; }
+    // The bytes of the i-th sorted token, from one contiguous copy (the walk reads them in order).
+    std::string_view sorted_bytes(size_t i) const {
+        return std::string_view(sorted_blob_).substr(sorted_offset_[i], sorted_offset_[i + 1] - sorted_offset_[i]);
+    }
 
 private:
     std::vector<std::string> bytes_;      // [vocab]
     std::vector<bool> special_;           // [vocab]
     std::vector<int32_t> sorted_;         // [text tokens]
     std::vector<uint32_t> shared_prefix_; // [text tokens]
+    std::string sorted_blob_;             // every text token's bytes in sorted order
+    std::vector<size_t> sorted_offset_;   // [text tokens + 1] where each starts in sorted_blob_
 };
 
 } // namespace cflow
