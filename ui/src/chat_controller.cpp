@@ -360,7 +360,10 @@ void ChatController::onTokens(const QString& text, int tokens, const TokenPieces
     if (!generating_) return;
     ChatEntry& reply = reply_->entry;
     reply.content += text;
-    reply_->contextUsed += tokens;
+    // The newest token's KV position is what the context holds: counting the tokens alone ran
+    // past the context once the engine shifted it (a 2000-token reply read 2037 / 512).
+    if (!pieces.empty()) reply_->contextUsed = static_cast<int>(pieces.back().position) + 1;
+    else reply_->contextUsed += tokens;
     check(store_->updateMessage(reply.rowId, reply.content, false));
     emit replyProgress(tokens);
     if (replyIndex_ < 0 || replyIndex_ >= static_cast<int>(entries_.size())) return;
