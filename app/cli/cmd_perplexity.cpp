@@ -1,4 +1,5 @@
 // cflow perplexity MODEL -f TEXT [--ctx N] [--stride N | --llama-chunks] [--max-tokens N] [--threads N] [--load auto|map|read|lanes] [--json]
+// prints perplexity (per token) and bits per byte (per byte of the scored text: comparable across tokenizers)
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -71,14 +72,17 @@ int run_perplexity(const PerplexityArgs& args) {
                          {"evaluated_tokens", stats->evaluated_tokens}, {"windows", stats->windows}, {"ctx", window},
                          {"stride", step}, {"recipe", args.llama_chunks ? "llama-chunks" : "documents"},
                          {"mean_nll", stats->mean_nll()}, {"perplexity", stats->perplexity()},
+                         {"scored_bytes", stats->scored_bytes}, {"bits_per_byte", stats->bits_per_byte()},
                          {"elapsed_ms", stats->elapsed_ms}, {"tokens_per_s", tok_per_s},
                          {"kv_cache", std::string(kv_cache_type_name((*session)->kv_cache_type()))}};
         std::printf("%s\n", j.dump(2).c_str());
     } else {
-        std::printf("perplexity %.4f\n"
+        // Bits per byte compares models whose tokenizers differ (perplexity is per token).
+        std::printf("perplexity %.4f, %.4f bits per byte (%llu bytes scored)\n"
                     "mean NLL %.6f nats over %llu scored tokens (%s, %zu stream tokens), %u %s of %u, stride %u\n"
                     "%llu forward steps in %.1f s (%.1f tok/s, %s, %u threads)\n",
-                    stats->perplexity(), stats->mean_nll(), (unsigned long long)stats->scored_tokens,
+                    stats->perplexity(), stats->bits_per_byte(), (unsigned long long)stats->scored_bytes, stats->mean_nll(),
+                    (unsigned long long)stats->scored_tokens,
                     args.llama_chunks ? "the text as one stream" : (std::to_string(documents.size()) + " documents").c_str(),
                     ids.size(), stats->windows, args.llama_chunks ? "llama-perplexity chunks" : "windows", window, step,
                     (unsigned long long)stats->evaluated_tokens,

@@ -2,6 +2,8 @@
 // than the same words shuffled, text and --json output agree, bad input fails with one line.
 // Also `cflow generate` without MODEL (the bundled default model beside the executable).
 #include <gtest/gtest.h>
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -30,7 +32,7 @@ void write_text(const std::filesystem::path& p, const std::string& text) {
 
 double printed_perplexity(const CommandResult& r) {
     std::smatch m;
-    const bool found = std::regex_search(r.out, m, std::regex(R"(^perplexity ([0-9.]+)\n)"));
+    const bool found = std::regex_search(r.out, m, std::regex(R"(^perplexity ([0-9.]+)[,\n])"));
     EXPECT_TRUE(found) << r.out;
     return found ? std::stod(m[1]) : -1;
 }
@@ -82,6 +84,11 @@ TEST_F(PerplexityCli, RealStoriesScoreFarBetterThanShuffledWords) {
     EXPECT_EQ(j.at("ctx").get<int>(), 128);
     EXPECT_EQ(j.at("stride").get<int>(), 128);
     EXPECT_EQ(j.at("kv_cache").get<std::string>(), "f32") << "perplexity measures: the exact cache unless asked";
+    // Bits per byte (issue 37: comparable across tokenizers): the same NLL over the scored text's bytes.
+    const double bytes = j.at("scored_bytes").get<double>();
+    EXPECT_GT(bytes, 1500.0) << "1500 tokens of a 512-token vocabulary stand for more than a byte each";
+    EXPECT_NEAR(j.at("bits_per_byte").get<double>(), j.at("mean_nll").get<double>() * 1500.0 / std::log(2.0) / bytes, 1e-9);
+    EXPECT_NE(real.out.find(" bits per byte ("), std::string::npos) << real.out;
 }
 
 TEST_F(PerplexityCli, OverlappingWindowsSeeMoreHistoryAndNeverScoreWorse) {

@@ -231,7 +231,8 @@ public:
     void initializePage() override {
         if (shared_->preflight && shared_->preflight->source_path == utf8(shared_->source)) return show(*shared_->preflight);
         running_ = true;
-        status_->setText(tr("Reading %1 and measuring this machine's read bandwidth…").arg(QDir::toNativeSeparators(shared_->source)));
+        // The read bandwidth comes from the shared probe; only a missing or stale one is measured here.
+        status_->setText(tr("Reading %1 and planning the conversion…").arg(QDir::toNativeSeparators(shared_->source)));
         report_->clear();
         emit completeChanged();
         PreflightRequest request;
