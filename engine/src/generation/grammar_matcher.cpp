@@ -57,9 +57,13 @@ Result<GrammarMatcher> GrammarMatcher::create(std::shared_ptr<const Grammar> gra
 }
 
 Error GrammarMatcher::limit_error() const {
-    if (over_stacks_)
+    if (over_ == Limit::Stacks)
         return make_error(ErrorKind::OverBudget, "grammar: more than " + std::to_string(grammar_->limits.max_stacks) +
                                                      " parses are alive at once; the grammar is too ambiguous here");
+    if (over_ == Limit::Work)
+        return make_error(ErrorKind::OverBudget, "grammar: one step would compare more than " +
+                                                     std::to_string(grammar_->limits.max_step_work) +
+                                                     " parse stacks; the grammar is too ambiguous here");
     return make_error(ErrorKind::OverBudget, "grammar: one character expands to more than " +
                                                  std::to_string(grammar_->limits.max_expansion_steps) +
                                                  " stack entries; the grammar nests too many alternatives");
@@ -85,10 +89,15 @@ bool GrammarMatcher::same_stack(uint32_t a, uint32_t b) const {
 
 GrammarMatcher::Step GrammarMatcher::add_unique(std::vector<uint32_t>& out, uint32_t stack) {
     const uint64_t hash = stack_hash(stack);
+    work_ += out.size() + 1;
+    if (work_ > grammar_->limits.max_step_work) {
+        over_ = Limit::Work;
+        return Step::OverLimit;
+    }
     for (uint32_t other : out)
         if (other == stack || (stack_hash(other) == hash && same_stack(other, stack))) return Step::Alive;
     if (out.size() >= grammar_->limits.max_stacks) {
-        over_stacks_ = true;
+        over_ = Limit::Stacks;
         return Step::OverLimit;
     }
     out.push_back(stack);
@@ -109,7 +118,7 @@ GrammarMatcher::Step GrammarMatcher::expand_pending(std::vector<uint32_t>& out) 
         const StackNode node = arena_[stack];
         push_alternatives(node.pos, node.parent);
         if (arena_.size() - step_base_ > grammar_->limits.max_expansion_steps) {
-            over_stacks_ = false;
+            over_ = Limit::Expansion;
             todo_.clear();
             return Step::OverLimit;
         }
@@ -219,6 +228,11 @@ GrammarMatcher::Step GrammarMatcher::advance_byte(const std::vector<uint32_t>& i
     const uint32_t hi = std::min((state.value << shift) | ((1u << shift) - 1), 0x10FFFFu);
     if (lo > hi) return Step::Dead;
     bool viable = false;
+    work_ += in.size();
+    if (work_ > grammar_->limits.max_step_work) {
+        over_ = Limit::Work;
+        return Step::OverLimit;
+    }
     for (const uint32_t stack : in) {
         if (stack == kEmptyStack) continue;
         const uint32_t pos = arena_[stack].pos;
@@ -247,6 +261,7 @@ Status GrammarMatcher::accept_token(int32_t id) {
 Status GrammarMatcher::accept_bytes(std::string_view bytes) {
     try {
         if (strip_first_space_ && !bytes.empty() && bytes.front() == ' ') bytes.remove_prefix(1);
+        work_ = 0;
         std::vector<uint32_t> current = stacks_, next;  // [stacks]; committed only when every byte fits
         Utf8State state = utf8_;
         for (size_t i = 0; i < bytes.size(); ++i) {
@@ -293,6 +308,7 @@ Result<size_t> GrammarMatcher::allowed_tokens(std::vector<uint8_t>& allowed, std
     const std::vector<uint32_t>& shared = vocabulary.shared_prefix();
     allowed.assign(vocabulary.vocab_size(), 0);
     const size_t base_nodes = arena_.size();
+    work_ = 0;
     try {
         if (depth_stacks_.empty()) depth_stacks_.resize(1);
         depth_stacks_[0] = stacks_;

@@ -193,6 +193,39 @@ TEST(GrammarParser, AmbiguityStopsAtTheStackLimit) {
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
 }
 
+TEST(GrammarParser, AStepOverManyParsesStopsAtTheWorkLimit) {
+    // 3 * 2^n parses alive after n "a"s, compared pairwise as they are merged: about 0.3 M
+    // comparisons for the 8th "a", 1.2 M for the 9th. The default limit (2^27) bounds a call
+    // near 0.3 s; a small one shows the stop, before the stack limit.
+    GrammarLimits limits;
+    limits.max_step_work = 1000000;
+    auto grammar = parse_grammar("root ::= x\nx ::= \"a\" x \"b\" | \"a\" x \"c\" | \"\"", limits);
+    ASSERT_TRUE(grammar) << grammar.error();
+    std::vector<std::string> bytes;
+    for (size_t length = 1; length <= 6; ++length)
+        for (size_t bits = 0; bits < (size_t(1) << length); ++bits) {
+            std::string token;
+            for (size_t k = 0; k < length; ++k) token.push_back((bits >> k) & 1 ? 'b' : 'c');
+            bytes.push_back(token);
+        }
+    auto vocabulary = std::make_shared<const GrammarVocabulary>(bytes, std::vector<bool>{});
+    auto matcher = GrammarMatcher::create(std::make_shared<const Grammar>(std::move(grammar.value())), vocabulary);
+    ASSERT_TRUE(matcher) << matcher.error();
+    for (int i = 0; i < 8; ++i) ASSERT_TRUE(matcher->accept_bytes("a")) << i;
+    ASSERT_EQ(matcher->stack_count(), 768u);
+    const Status ninth = matcher->accept_bytes("a");
+    ASSERT_FALSE(ninth);
+    EXPECT_EQ(ninth.kind(), ErrorKind::OverBudget);
+    EXPECT_EQ(ninth.error(), "grammar: one step would compare more than 1000000 parse stacks; the grammar is too "
+                             "ambiguous here");
+    EXPECT_EQ(matcher->stack_count(), 768u) << "a refused step leaves the state as it was";
+    // The next call has its own budget: the mask over "b"/"c" strings fits.
+    std::vector<uint8_t> allowed;
+    auto counted = matcher->allowed_tokens(allowed, {});
+    ASSERT_TRUE(counted) << counted.error();
+    EXPECT_EQ(*counted, bytes.size());  // 8 pending "b"/"c" closers: any string of up to 6 fits
+}
+
 TEST(GrammarParser, ExponentialAlternativesStopAtTheExpansionLimit) {
     // a0 ::= a1 | a1, a1 ::= a2 | a2, ...: 2^40 ways to reach "x", one stack in the end.
     std::string source = "root ::= a0\n";

@@ -46,6 +46,9 @@ struct GrammarLimits {
     size_t max_elements = size_t(1) << 20;      // elements after expanding repetitions (8 bytes each)
     size_t max_stacks = 4096;                   // parse stacks alive at once in a matcher (ambiguity)
     size_t max_expansion_steps = size_t(1) << 20;  // stack nodes one code point may create
+    // Stack comparisons and visits one mask() or accept_bytes() may spend (about 0.3 s): many
+    // parses alive at once make every trie node's step quadratic in them.
+    size_t max_step_work = size_t(1) << 27;
 };
 
 struct Grammar {

@@ -12,8 +12,8 @@
 //
 // Stacks are persistent linked lists in an arena (a node: element position + parent), so a
 // code point pushes a node instead of copying a stack; the mask's nodes are dropped after it.
-// Bounds: GrammarLimits::max_stacks stacks at once and max_expansion_steps nodes per code point;
-// past either a call fails with ErrorKind::OverBudget instead of growing.
+// Bounds: GrammarLimits::max_stacks stacks at once, max_expansion_steps nodes per code point and
+// max_step_work stack visits per call; past any a call fails with ErrorKind::OverBudget.
 //
 // Thread safety: one thread at a time (a generation builds its own); the Grammar and the
 // GrammarVocabulary it holds are immutable and shared.
@@ -98,7 +98,9 @@ private:
     Utf8State utf8_;
     bool strip_first_space_ = false;
     size_t step_base_ = 0;                      // arena size when the current code point began
-    bool over_stacks_ = false;                  // which limit the last OverLimit hit
+    enum class Limit : uint8_t { Stacks, Expansion, Work };
+    Limit over_ = Limit::Stacks;                // which limit the last OverLimit hit
+    size_t work_ = 0;                           // stack visits and comparisons in this call
     size_t compact_at_ = 1 << 16;               // arena size that triggers compact()
 
     // Scratch, kept to avoid allocations per call.
