@@ -63,6 +63,9 @@ std::filesystem::path temp_dir(const std::string& name) {
     // removing each other's files.
     std::string unique = name + "." + process_token();
     if (info) unique = std::string(info->test_suite_name()) + "." + info->name() + "." + name;
+    // A ctest entry that runs tests again under other settings (the UI audits at QT_SCALE_FACTOR
+    // 1.5 and 2) names itself here, or it would share the plain run's folders while both run.
+    if (const char* tag = std::getenv("CFLOW_TEST_TMP_TAG"); tag && *tag) unique += std::string(".") + tag;
     auto dir = base / unique;
     remove_tree(dir);
     std::error_code ec;
