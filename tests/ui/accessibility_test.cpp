@@ -36,6 +36,7 @@
 #include "cflow/ui/server_settings_dialog.h"
 #include "test_support.h"
 #include "ui_test_models.h"
+#include "wizard_wait.h"
 
 namespace {
 
@@ -148,20 +149,6 @@ QString scale_note() {
         .arg(qApp->devicePixelRatio());
 }
 
-// Waits until the wizard's page may go on, or nothing runs and it still may not.
-template <typename Wizard>
-bool wait_page(Wizard& wizard, int timeoutMs = 240000) {
-    QElapsedTimer timer;
-    timer.start();
-    int idle = 0;
-    while (timer.elapsed() < timeoutMs) {
-        QTest::qWait(20);
-        if (wizard.currentPage()->isComplete()) return true;
-        idle = wizard.isBusy() ? 0 : idle + 1;
-        if (idle > 50) return false;
-    }
-    return false;
-}
 
 // The scaled ctest entries run what they say: Qt took the factor (read once, before the
 // QApplication) and the dialogs below are laid out in its logical pixels.
@@ -188,7 +175,7 @@ TEST(DialogAudit, EveryPageOfTheConversionWizard) {
     QStringList problems;
     int pages = 0;
     for (;;) {
-        ASSERT_TRUE(wait_page(wizard)) << wizard.currentPage()->title().toStdString();
+        ASSERT_TRUE(cflow::ui::test::wait_page_complete(wizard)) << wizard.currentPage()->title().toStdString();
         problems += dialog_problems(&wizard, wizard.currentPage()->title());
         ++pages;
         if (wizard.currentId() == cflow::ui::ConvertWizard::ValidationPageId) break;
@@ -219,7 +206,7 @@ TEST(DialogAudit, EveryPageOfTheComparisonWizard) {
     QStringList problems;
     int pages = 0;
     for (;;) {
-        ASSERT_TRUE(wait_page(wizard)) << wizard.currentPage()->title().toStdString() << wizard.lastError().toStdString();
+        ASSERT_TRUE(cflow::ui::test::wait_page_complete(wizard)) << wizard.currentPage()->title().toStdString() << wizard.lastError().toStdString();
         problems += dialog_problems(&wizard, wizard.currentPage()->title());
         ++pages;
         if (wizard.currentId() == cflow::ui::CompareWizard::ResultsPageId) break;

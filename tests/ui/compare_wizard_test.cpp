@@ -41,6 +41,7 @@
 #include "cflow/ui/compare_wizard.h"
 #include "test_support.h"
 #include "ui_test_models.h"
+#include "wizard_wait.h"
 
 namespace {
 
@@ -466,16 +467,7 @@ TEST(CompareCharts, ValueLabelsStayInsideThePlot) {
 fs::path resource(const char* name) { return fs::path(CFLOW_SOURCE_DIR) / "resources" / name; }
 
 bool wait_complete(CompareWizard& wizard, int timeoutMs = 240000) {
-    QElapsedTimer timer;
-    timer.start();
-    int idle = 0;
-    while (timer.elapsed() < timeoutMs) {
-        QTest::qWait(20);
-        if (wizard.currentPage()->isComplete()) return true;
-        idle = wizard.isBusy() ? 0 : idle + 1;
-        if (idle > 50) return false;
-    }
-    return false;
+    return cflow::ui::test::wait_page_complete(wizard, timeoutMs);
 }
 
 CompareRequest small_request() {

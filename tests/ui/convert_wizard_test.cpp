@@ -28,6 +28,7 @@
 #include "cflow/ui/convert_wizard.h"
 #include "test_support.h"
 #include "ui_test_models.h"
+#include "wizard_wait.h"
 
 namespace {
 
@@ -35,18 +36,8 @@ using cflow::ui::ConvertWizard;
 using cflow::ui::test::qpath;
 namespace fs = std::filesystem;
 
-// Waits until the current page may go on, or nothing runs and it still may not.
 bool wait_convert_complete(ConvertWizard& wizard, int timeoutMs = 120000) {
-    QElapsedTimer timer;
-    timer.start();
-    int idle = 0;
-    while (timer.elapsed() < timeoutMs) {
-        QTest::qWait(20);
-        if (wizard.currentPage()->isComplete()) return true;
-        idle = wizard.isBusy() ? 0 : idle + 1;
-        if (idle > 50) return false;
-    }
-    return false;
+    return cflow::ui::test::wait_page_complete(wizard, timeoutMs);
 }
 
 QString page_text(QWizardPage* page) {
