@@ -130,8 +130,17 @@ std::optional<ApiError> read_common(const json& body, const RequestLimits& limit
     if (const auto it = body.find("functions"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
         return bad_request("function calling is not supported by this server", "functions");
     if (const auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
-        const bool text = it->is_object() && it->value("type", json()).is_string() && it->value("type", "") == "text";
-        if (!text) return bad_request("only the 'text' response format is supported by this server", "response_format");
+        const std::string type = it->is_object() && it->value("type", json()).is_string() ? it->value("type", "") : "";
+        if (type == "json_object") {
+            request.json_object = true;  // grammar-constrained: the reply is one JSON object
+        } else if (type == "json_schema") {
+            return bad_request("'json_schema' response formats are not supported by this server yet; "
+                               "{\"type\": \"json_object\"} constrains the reply to a JSON object",
+                               "response_format");
+        } else if (type != "text") {
+            return bad_request("the response format must be {\"type\": \"text\"} or {\"type\": \"json_object\"}",
+                               "response_format");
+        }
     }
     return std::nullopt;
 }

@@ -1,3 +1,4 @@
+#include "cflow/engine/generation/json_grammar.h"
 #include "cflow/server/openai_server.h"
 
 #include <httplib.h>
@@ -154,6 +155,7 @@ struct Job {
     ResponseHeader header;
     Clock::time_point arrived;
     bool ran = false;
+    std::shared_ptr<const Grammar> grammar;  // response_format json_object: the reply is one JSON object
 };
 
 void report(ServedRequest& served, OpenAiServer::Impl& server) {
@@ -178,6 +180,7 @@ bool run_job(Job& job, httplib::DataSink& sink) {
     reply.stop_sequences = job.request.stop;
     // A max_tokens past the room left: shift the context (drop-oldest / sliding-window) or stop.
     reply.context_policy = server.options.context_policy;
+    reply.grammar = job.grammar;
 
     CancelToken cancel;
     bool client_gone = false;
@@ -292,6 +295,13 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& req, const st
     if (Status unchanged = model->check_file_unchanged(); !unchanged)
         return send_error(res, ApiError{503, "server_error", "model_changed", {}, unchanged.error() + " (restart cflow serve)"});
 
+    std::shared_ptr<const Grammar> grammar;
+    if (request.json_object) {
+        auto parsed_grammar = json_object_grammar();
+        if (!parsed_grammar) return send_error(res, server_error(parsed_grammar.error()));
+        grammar = std::move(parsed_grammar).value();
+    }
+
     std::string key;
     if (chat_endpoint) {
         key = conversation_key(request.messages);
@@ -339,6 +349,7 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& req, const st
                                                " resulted in " + std::to_string(turn->ids.size()) + " tokens",
                                            chat_endpoint ? "messages" : "prompt", "context_length_exceeded"));
     job->turn = std::move(turn).value();
+    job->grammar = std::move(grammar);
     job->header = {new_response_id(chat_endpoint ? "chatcmpl-" : "cmpl-"), unix_seconds(), options.model_id};
 
     if (job->request.stream) {

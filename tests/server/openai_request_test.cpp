@@ -98,7 +98,14 @@ TEST(OpenAiRequest, WhatTheServerCannotDoIsRefusedNotIgnored) {
     EXPECT_EQ(chat_refused("{" + ok + R"(,"n":2})").param, "n");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"logprobs":true})").param, "logprobs");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"tools":[{"type":"function"}]})").param, "tools");
-    EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":{"type":"json_object"}})").param, "response_format");
+    // json_object is served (a grammar); a schema is not yet, and says what is.
+    EXPECT_TRUE(chat_ok("{" + ok + R"(,"response_format":{"type":"json_object"}})").json_object);
+    EXPECT_FALSE(chat_ok("{" + ok + R"(,"response_format":{"type":"text"}})").json_object);
+    const ApiError schema = chat_refused("{" + ok + R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{}}}})");
+    EXPECT_EQ(schema.param, "response_format");
+    EXPECT_NE(schema.message.find("json_object"), std::string::npos) << schema.message;
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":{"type":"yaml"}})").param, "response_format");
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":"json_object"})").param, "response_format");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"logit_bias":{"50256":-100}})").param, "logit_bias");
 }
 

@@ -381,6 +381,11 @@ Status ChatSession::reply(const PreparedTurn& turn, const ReplyOptions& options,
     request.on_step = options.on_step;
     const uint32_t keep = static_cast<uint32_t>(std::min(turn.kept_head, turn.ids.size()));
     if (options.context_policy != ContextPolicy::Stop) request.context_shift = ContextShift{cached_, keep};
+    if (options.grammar) {
+        if (!grammar_vocabulary_) grammar_vocabulary_ = GrammarVocabulary::from_tokenizer(model_->tokenizer());
+        request.grammar = options.grammar;
+        request.grammar_vocabulary = grammar_vocabulary_;
+    }
 
     Session& session = *session_;
     StopSequenceMatcher stops(options.stop_sequences);

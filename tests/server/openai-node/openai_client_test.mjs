@@ -191,6 +191,27 @@ await check('a client aborting mid-stream does not disturb the others', async ()
   assert.match(server.log(), /client disconnected/, 'the server saw the disconnect and cancelled that generation');
 });
 
+await check('response_format json_object gives a JSON object, streamed or whole; json_schema is refused with a 400', async () => {
+  for (const seed of [1, 2, 3]) {
+    const reply = await client.chat.completions.create({
+      model: modelId, messages, seed, max_tokens: 200, response_format: { type: 'json_object' } });
+    const { content } = reply.choices[0].message;
+    assert.equal(content[0], '{', `seed ${seed}: ${JSON.stringify(content)}`);
+    if (reply.choices[0].finish_reason === 'stop') {
+      const parsed = JSON.parse(content);
+      assert.ok(parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed), content);
+    } else {
+      assert.equal(reply.choices[0].finish_reason, 'length');
+    }
+    const streamed = await streamedText({ model: modelId, messages, seed, max_tokens: 200,
+                                          response_format: { type: 'json_object' } });
+    assert.equal(streamed.text, content, 'the streamed deltas join to the same object');
+  }
+  await assert.rejects(client.chat.completions.create({
+    model: modelId, messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }),
+                       (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format');
+});
+
 await check('malformed JSON, wrong types and huge bodies get 4xx and the server lives on', async () => {
   const post = (body, type = 'application/json') => fetch(baseURL + '/chat/completions', {
     method: 'POST', headers: { 'Content-Type': type, Authorization: `Bearer ${apiKey}` }, body });

@@ -42,6 +42,7 @@ struct GenerationRequest {
     std::vector<std::string> stop;              // non-empty, valid UTF-8
     bool stream = false;
     bool include_usage = false;                 // stream_options.include_usage: a last chunk with the usage
+    bool json_object = false;                   // response_format {"type": "json_object"}: the reply is one JSON object
 };
 
 struct ParsedRequest {

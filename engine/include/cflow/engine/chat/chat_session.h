@@ -93,6 +93,10 @@ struct ReplyOptions {
     // SlidingWindow shift the context (generate.h ContextShift, keeping PreparedTurn::kept_head)
     // and the same reply goes on.
     ContextPolicy context_policy = ContextPolicy::Stop;
+    // Set: the reply stays inside this grammar's language (generate.h GenerateRequest::grammar);
+    // it ends with StopReason::GrammarComplete once the grammar allows no more text. The walk
+    // order of this model's vocabulary is built on the first such reply and kept.
+    std::shared_ptr<const Grammar> grammar;
 };
 
 // One streamed piece: the token that wrote it (-1 for the decoder's flushed tail) and the
@@ -184,6 +188,7 @@ private:
     std::optional<bool> thinking_;
     std::vector<int32_t> end_of_turn_;
     std::vector<int32_t> cached_;      // [session position] the ids the KV cache holds, in order
+    std::shared_ptr<const GrammarVocabulary> grammar_vocabulary_;  // built for the first grammar reply
 };
 
 // The one rules, usable on their own (the CLI's `template` and `tokenize` commands, tests).
