@@ -100,7 +100,7 @@ QString ChatController::otherModelPath() const {
 // --- switching -----------------------------------------------------------------------------
 
 bool ChatController::queueIfBusy(Pending pending, const QString& what) {
-    if (!generating_) return false;
+    if (!isGenerating()) return false;
     pending_ = std::move(pending);  // the newest wish wins
     worker_->stop();
     emit switchQueued(what);
@@ -108,7 +108,7 @@ bool ChatController::queueIfBusy(Pending pending, const QString& what) {
 }
 
 void ChatController::runPending() {
-    if (!pending_ || generating_) return;
+    if (!pending_ || isGenerating()) return;
     const Pending p = *pending_;
     pending_.reset();
     switch (p.kind) {
@@ -189,7 +189,7 @@ bool ChatController::openConversation(qint64 id) {
         setContext(reply_->contextUsed);
         emit promptMeasured(visiblePrompt_);
     } else {
-        if (generating_) setContext(-1);  // not the streaming conversation's figure: unknown until measured
+        if (isGenerating()) setContext(-1);  // not the streaming conversation's figure: unknown until measured
         remeasure();
     }
     return true;
@@ -248,7 +248,7 @@ Conversation ChatController::history(size_t upTo) const {
 }
 
 bool ChatController::send(const QString& text) {
-    if (!modelReady() || generating_ || pending_ || text.trimmed().isEmpty()) return false;
+    if (!modelReady() || isGenerating() || pending_ || text.trimmed().isEmpty()) return false;
     if (conversationId_ == 0) {
         auto created = store_->createConversation(title_from(text), model_.path, settingsJson());
         if (!created) return check(created.take_error());
@@ -284,7 +284,6 @@ bool ChatController::send(const QString& text) {
 void ChatController::startReply(int entryIndex, int seedOffset, const QString& previous) {
     replyIndex_ = entryIndex;
     reply_ = StreamingReply{conversationId_, entries_[static_cast<size_t>(entryIndex)], previous, 0};
-    generating_ = true;
     emit generatingChanged(true);
     emit replyStarted();
     const Conversation conversation = history(static_cast<size_t>(entryIndex));
@@ -297,7 +296,7 @@ void ChatController::startReply(int entryIndex, int seedOffset, const QString& p
 }
 
 bool ChatController::regenerate() {
-    if (!modelReady() || generating_ || pending_ || entries_.empty() ||
+    if (!modelReady() || isGenerating() || pending_ || entries_.empty() ||
         entries_.back().role != QLatin1String("assistant"))
         return false;
     const int index = static_cast<int>(entries_.size()) - 1;
@@ -314,7 +313,7 @@ bool ChatController::regenerate() {
 }
 
 bool ChatController::editAndResend(int index, const QString& text) {
-    if (!modelReady() || generating_ || pending_ || text.trimmed().isEmpty()) return false;
+    if (!modelReady() || isGenerating() || pending_ || text.trimmed().isEmpty()) return false;
     if (index < 0 || index >= static_cast<int>(entries_.size()) ||
         entries_[static_cast<size_t>(index)].role != QLatin1String("user"))
         return false;
@@ -325,7 +324,13 @@ bool ChatController::editAndResend(int index, const QString& text) {
 }
 
 void ChatController::stop() {
-    if (generating_) worker_->stop();
+    if (isGenerating()) worker_->stop();
+}
+
+QString ChatController::replyConversationTitle(int maxChars) const {
+    if (auto info = store_->conversation(replyConversationId()))
+        return QStringLiteral("“%1”").arg(plain_title(info->title, maxChars));
+    return tr("another conversation");
 }
 
 void ChatController::mirrorReply() {
@@ -335,7 +340,7 @@ void ChatController::mirrorReply() {
 }
 
 bool ChatController::showVersion(int index, int version) {
-    if (index < 0 || index >= static_cast<int>(entries_.size()) || (generating_ && index == replyIndex_)) return false;
+    if (index < 0 || index >= static_cast<int>(entries_.size()) || (isGenerating() && index == replyIndex_)) return false;
     ChatEntry& e = entries_[static_cast<size_t>(index)];
     if (version < 0 || version >= e.versions.size() || version == e.version) return false;
     if (!check(store_->setVersions(e.rowId, e.versions, version))) return false;
@@ -347,7 +352,7 @@ bool ChatController::showVersion(int index, int version) {
 }
 
 void ChatController::onPrompt(const RenderedPrompt& prompt) {
-    if (!generating_) return;
+    if (!isGenerating()) return;
     sentPrompt_ = prompt;
     reply_->contextUsed = prompt.promptTokens;
     if (replyIndex_ < 0) return;
@@ -357,7 +362,7 @@ void ChatController::onPrompt(const RenderedPrompt& prompt) {
 }
 
 void ChatController::onTokens(const QString& text, int tokens, const TokenPieces& pieces) {
-    if (!generating_) return;
+    if (!isGenerating()) return;
     ChatEntry& reply = reply_->entry;
     reply.content += text;
     // The newest token's KV position is what the context holds: counting the tokens alone ran
@@ -385,10 +390,9 @@ void ChatController::endReply(bool stopped) {
 }
 
 void ChatController::onFinished(const ReplyStats& stats) {
-    if (!generating_) return;
+    if (!isGenerating()) return;
     endReply(stats.cancelled);
     lastReplyShown_ = replyIndex_ >= 0;
-    generating_ = false;
     reply_.reset();
     replyIndex_ = -1;
     emit generatingChanged(false);
@@ -400,7 +404,7 @@ void ChatController::onFinished(const ReplyStats& stats) {
 }
 
 void ChatController::onError(const QString& message) {
-    if (!generating_) {
+    if (!isGenerating()) {
         lastReplyShown_ = true;  // not a reply's error: the shown conversation's
         emit replyFailed(message);
         return;
@@ -423,7 +427,6 @@ void ChatController::onError(const QString& message) {
         }
     }
     lastReplyShown_ = replyIndex_ >= 0;
-    generating_ = false;
     reply_.reset();
     replyIndex_ = -1;
     emit generatingChanged(false);
@@ -461,8 +464,8 @@ void ChatController::remeasure() {
 
 void ChatController::measureNow() {
     const quint64 serial = ++measureSerial_;
-    if (generating_ && replyIndex_ >= 0) return;  // the streaming reply's prompt is what the views show
-    if (generating_) {
+    if (isGenerating() && replyIndex_ >= 0) return;  // the streaming reply's prompt is what the views show
+    if (isGenerating()) {
         // The engine answers once the reply elsewhere ends; until then the gauge says so instead of
         // showing the other conversation's figure.
         contextUsed_ = -1;
@@ -482,7 +485,7 @@ void ChatController::measureNow() {
 }
 
 void ChatController::onMeasured(quint64 serial, const RenderedPrompt& prompt) {
-    if (serial != measureSerial_ || (generating_ && replyIndex_ >= 0)) return;  // stale, or the reply's prompt is shown
+    if (serial != measureSerial_ || (isGenerating() && replyIndex_ >= 0)) return;  // stale, or the reply's prompt is shown
     visiblePrompt_ = prompt;
     setContext(prompt.promptTokens);
     emit promptMeasured(prompt);

@@ -18,7 +18,6 @@
 #include "cflow/ui/chat_controller.h"
 #include "cflow/ui/chat_view.h"
 #include "cflow/ui/context_gauge.h"
-#include "cflow/ui/conversation_store.h"
 #include "labelled_button.h"
 
 namespace cflow::ui {
@@ -231,9 +230,8 @@ QString ChatPanel::contextText() const { return context_->text(); }
 
 QString ChatPanel::replyElsewhereText() const {
     if (!controller_->isGenerating() || controller_->isReplyShown()) return {};
-    QString title = tr("another conversation");
-    if (auto info = controller_->store()->conversation(controller_->replyConversationId()))
-        title = QStringLiteral("“%1”").arg(info->title.left(60).toHtmlEscaped());
+    constexpr int kReplyTitleChars = 60;
+    const QString title = controller_->replyConversationTitle(kReplyTitleChars).toHtmlEscaped();
     return tr("A reply is being written in %1: <a href=\"show-reply\">show it</a> or <a href=\"stop-reply\">stop it</a>. "
               "You can send here once it ends.")
         .arg(title);

@@ -60,7 +60,12 @@ void ContextGauge::refresh() {
     }
     setToolTip(tip);
     setAccessibleDescription(tip);
-    updateGeometry();
+    // The numbers change with every streamed batch: the layout is asked again only when the
+    // wanted width changes, not ten times a second for a repaint.
+    if (const int hintWidth = sizeHint().width(); hintWidth != hintWidthPx_) {
+        hintWidthPx_ = hintWidth;
+        updateGeometry();
+    }
     update();
 }
 

@@ -24,6 +24,9 @@ namespace {
 constexpr int kListTitleChars = 120;
 // Room beside the text of the rename dialog's title for the title bar's icon and buttons.
 constexpr int kTitleBarMarginPx = 160;
+// An item's plain title and tooltip without the "writing…" mark markBusy() adds to what it shows.
+constexpr int kTitleRole = Qt::UserRole + 1;
+constexpr int kTipRole = Qt::UserRole + 2;
 
 
 } // namespace
@@ -77,10 +80,11 @@ void ConversationSidebar::refresh(qint64 selectId) {
     list_->clear();
     for (const ConversationInfo& info : *listed) {
         // Titles are stored as typed (often Markdown); the list shows them plain.
-        auto* item = new QListWidgetItem(plain_title(info.title, kListTitleChars), list_);
+        auto* item = new QListWidgetItem(list_);
         item->setData(Qt::UserRole, info.id);
         const QString fullTitle = plain_title(info.title, 0);
-        item->setToolTip(info.modelPath.isEmpty() ? fullTitle : fullTitle + u'\n' + info.modelPath);
+        item->setData(kTitleRole, plain_title(info.title, kListTitleChars));
+        item->setData(kTipRole, info.modelPath.isEmpty() ? fullTitle : fullTitle + u'\n' + info.modelPath);
         if (info.id == selectId) list_->setCurrentItem(item);
     }
     markBusy();
@@ -96,17 +100,12 @@ void ConversationSidebar::markBusy() {
     for (int i = 0; i < list_->count(); ++i) {
         QListWidgetItem* item = list_->item(i);
         const bool busy = busyId_ != 0 && item->data(Qt::UserRole).toLongLong() == busyId_;
-        QString text = item->text();
-        const QString mark = tr(" — writing…");
-        if (text.endsWith(mark)) text.chop(mark.size());
-        item->setText(busy ? text + mark : text);
+        const QString title = item->data(kTitleRole).toString(), tip = item->data(kTipRole).toString();
+        item->setText(busy ? title + tr(" — writing…") : title);
+        item->setToolTip(busy ? tip + tr("\nA reply is being written here (right-click: Stop the reply).") : tip);
         QFont font = item->font();
         font.setBold(busy);
         item->setFont(font);
-        QString tip = item->toolTip();
-        const QString tipMark = tr("\nA reply is being written here (right-click: Stop the reply).");
-        if (tip.endsWith(tipMark)) tip.chop(tipMark.size());
-        item->setToolTip(busy ? tip + tipMark : tip);
     }
 }
 
@@ -162,7 +161,7 @@ void ConversationSidebar::askRename() {
     dialog->setWindowTitle(tr("Rename conversation"));
     dialog->setLabelText(tr("Title:"));
     const auto info = store_->conversation(id);
-    dialog->setTextValue(info ? plain_title(info->title, 0) : list_->currentItem()->text());
+    dialog->setTextValue(info ? plain_title(info->title, 0) : list_->currentItem()->data(kTitleRole).toString());
     // QInputDialog's layout sets the dialog's minimum size itself (SetMinAndMaxSize), so the
     // width goes on its text field.
     const QFontMetrics metrics = dialog->fontMetrics();
@@ -179,7 +178,7 @@ void ConversationSidebar::askDelete() {
     const qint64 id = selectedId();
     if (id == 0) return;
     if (QMessageBox::question(this, tr("Delete conversation"),
-                              tr("Delete \"%1\" and all its messages?").arg(list_->currentItem()->text())) ==
+                              tr("Delete \"%1\" and all its messages?").arg(list_->currentItem()->data(kTitleRole).toString())) ==
         QMessageBox::Yes)
         emit deleteRequested(id);  // the chat controller deletes it (after stopping a reply into it)
 }

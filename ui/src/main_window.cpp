@@ -306,14 +306,17 @@ void MainWindow::showEvent(QShowEvent* event) {
         syncPlacementActions();
         return;
     }
-    // Sized once the window has its size: the conversation list a fifth of the width (at most
-    // 260 px), the inspector where the width leaves it room.
-    placeInspector(width() >= kInspectorBesideMinWidth ? InspectorPlacement::Beside : InspectorPlacement::Below);
+    // Placed and sized once the window has its size.
+    placeInspector(defaultPlacement());
 }
 
 int MainWindow::stripHeight() const {
     // A short window keeps 40% of its height for the transcript; a tall one gives the charts a third.
     return height() < 700 ? height() * 7 / 25 : height() / 3;
+}
+
+MainWindow::InspectorPlacement MainWindow::defaultPlacement() const {
+    return width() >= kInspectorBesideMinWidth ? InspectorPlacement::Beside : InspectorPlacement::Below;
 }
 
 MainWindow::InspectorPlacement MainWindow::inspectorPlacement() const {
@@ -342,8 +345,8 @@ void MainWindow::sizeInspector() {
         resizeDocks({inspector_}, {stripHeight()}, Qt::Vertical);
         return;
     }
-    // Beside: the chat and the inspector share what the conversation list leaves, the inspector
-    // a little less than half (the transcript stays readable at 1366 px).
+    // Beside: the chat and the inspector share what the conversation list leaves, half each
+    // (at 1366 px the transcript keeps about 540 px, still a readable column).
     int listWidth = 0;
     if (auto* list = findChild<QDockWidget*>(QStringLiteral("conversationsDock")); list && list->isVisible())
         listWidth = list->width();
@@ -360,7 +363,7 @@ void MainWindow::syncPlacementActions() {
 void MainWindow::resetLayout() {
     restoreState(defaultState_);
     for (QDockWidget* dock : findChildren<QDockWidget*>()) dock->show();
-    placeInspector(width() >= kInspectorBesideMinWidth ? InspectorPlacement::Beside : InspectorPlacement::Below);
+    placeInspector(defaultPlacement());
 }
 
 void MainWindow::saveLayout() const {
@@ -681,8 +684,7 @@ QString MainWindow::metricsText() const { return status_->metrics(); }
 
 bool MainWindow::mayStopReplyFor(const QString& modelPath) {
     if (!controller_->isGenerating()) return true;
-    QString title = tr("the current conversation");
-    if (auto info = store_->conversation(controller_->replyConversationId())) title = QStringLiteral("“%1”").arg(info->title);
+    const QString title = controller_->replyConversationTitle();
     if (confirmStopReply_) return confirmStopReply_(title, modelPath);
     QMessageBox box(QMessageBox::Question, tr("Stop the reply?"),
                     tr("A reply is being written in %1. Opening %2 stops it (what it has written so far is kept).")

@@ -67,7 +67,6 @@ public:
     bool modelReady() const { return model_.model != nullptr && !loadingPath_; }
     bool isModelLoading() const { return loadingPath_.has_value(); }
     const ModelInfo& model() const { return model_; }
-    ConversationStore* store() const { return store_; }
 
     // --- conversation
     qint64 conversationId() const { return conversationId_; }
@@ -94,11 +93,14 @@ public:
     void setThinking(std::optional<bool> thinking);
 
     // --- state
-    bool isGenerating() const { return generating_; }
+    bool isGenerating() const { return reply_.has_value(); }
     // The conversation the streaming reply writes into (0 when none streams), and its index in
     // entries() when that conversation is the shown one (else -1).
     qint64 replyConversationId() const { return reply_ ? reply_->conversationId : 0; }
     int replyIndex() const { return replyIndex_; }
+    // The streaming reply's conversation title as the list shows it (plain_title, cut at maxChars;
+    // 0: whole), quoted; "another conversation" when there is none.
+    QString replyConversationTitle(int maxChars = 0) const;
     bool isReplyShown() const { return replyIndex_ >= 0; }
     // Whether the reply that ended last (replyFinished / replyFailed) was in the shown conversation.
     bool lastReplyWasShown() const { return lastReplyShown_; }
@@ -183,8 +185,7 @@ private:
     qint64 conversationId_ = 0;
     std::vector<ChatEntry> entries_;
     ConversationSetup setup_;
-    bool generating_ = false;
-    std::optional<StreamingReply> reply_;  // set while generating_
+    std::optional<StreamingReply> reply_;  // set while a reply streams
     int replyIndex_ = -1;                  // entry of reply_ in entries_, -1 when another conversation is shown
     bool lastReplyShown_ = true;
     std::optional<Pending> pending_;

@@ -39,6 +39,7 @@ private:
     int contextTokens_ = 0;
     ContextPolicy policy_ = ContextPolicy::DropOldest;
     QString text_;
+    int hintWidthPx_ = -1;  // sizeHint().width() when the layout was last asked
 };
 
 } // namespace cflow::ui

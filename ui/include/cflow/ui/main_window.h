@@ -150,6 +150,7 @@ private:
     void saveLayout() const;
     int stripHeight() const;
     void sizeInspector();  // the inspector's share of the window where it now sits
+    InspectorPlacement defaultPlacement() const;  // a first start's: beside when the window is wide enough
     void syncPlacementActions();
     QAction* besideAction_ = nullptr;
     QAction* belowAction_ = nullptr;
