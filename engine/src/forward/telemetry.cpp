@@ -29,6 +29,10 @@ std::string to_json_line(const TokenTelemetry& t, bool include_experts, bool inc
     j["position"] = t.position;
     j["token"] = t.token;
     if (t.tokens != 1) j["tokens"] = t.tokens;  // a batched prefill chunk
+    if (t.grammarVocabTokens != 0) {  // a grammar masked the sampling of this token
+        j["grammarAllowedTokens"] = t.grammarAllowedTokens;
+        j["grammarVocabTokens"] = t.grammarVocabTokens;
+    }
     if (include_stats) {
         j["totalUs"] = t.totalUs;
         j["vocabBytes"] = t.vocabBytes;

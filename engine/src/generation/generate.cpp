@@ -110,6 +110,10 @@ Result<GenerateStats> generate_unguarded(Session& session, const GenerateRequest
     std::optional<GrammarMatcher> grammar;
     std::vector<int32_t> grammar_end_ids = request.stop_tokens;
     std::vector<float> masked;  // [vocab] f32: the logits with the grammar's -inf
+    // The step's telemetry with the grammar's mask size added (on_step's record for the token the
+    // mask chose); kept across steps so the copy reuses its layer storage.
+    TokenTelemetry masked_step;
+    uint32_t grammar_allowed = 0;
     if (request.grammar) {
         auto vocabulary = request.grammar_vocabulary ? request.grammar_vocabulary : GrammarVocabulary::from_tokenizer(tokenizer);
         auto matcher = GrammarMatcher::create(request.grammar, std::move(vocabulary));
@@ -149,6 +153,7 @@ Result<GenerateStats> generate_unguarded(Session& session, const GenerateRequest
                                   std::to_string(stats.generated_tokens) + " generated tokens");
             }
             candidates = masked;
+            grammar_allowed = uint32_t(*allowed);
         }
         const int32_t next = sampler.sample(candidates, history);
         if (stats.generated_tokens == 0) {
@@ -192,7 +197,14 @@ Result<GenerateStats> generate_unguarded(Session& session, const GenerateRequest
         if (!r) return r.take_error();
         logits = r.value();
         if (request.context_shift) content.push_back(next);
-        if (request.on_step) request.on_step(session.telemetry());
+        if (request.on_step && grammar) {
+            masked_step = session.telemetry();
+            masked_step.grammarAllowedTokens = grammar_allowed;
+            masked_step.grammarVocabTokens = uint32_t(masked.size());
+            request.on_step(masked_step);
+        } else if (request.on_step) {
+            request.on_step(session.telemetry());
+        }
     }
     if (const std::string tail = decoder.flush(); !tail.empty() && on_token) on_token(-1, tail);
     if (cancelled) return cancelled_error("generation");

@@ -46,6 +46,11 @@ struct TokenTelemetry {
     uint8_t ioBackend = 0;            // the IoBackend that read the experts (io_backend.h: 1 uring, 2 overlapped,
                                       // 3 threads); 0 when nothing was read directly (mapped experts, dense)
     float totalUs = 0;
+    // Grammar-constrained sampling (generate.h GenerateRequest::grammar): how many tokens of the
+    // vocabulary the grammar allowed when the token fed here was sampled, and the vocabulary's
+    // size then; both 0 when no grammar masked this step (prefill chunks, free replies).
+    uint32_t grammarAllowedTokens = 0;
+    uint32_t grammarVocabTokens = 0;
 
     uint64_t bytes(Stream s) const;   // summed over layers (vocab included for Stream::Vocab)
 };
