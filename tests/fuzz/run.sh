@@ -30,7 +30,7 @@ report_one() {
   fi
   echo "::: fuzzed $target for ${seconds} s: $(grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' "$scratch/$target.log" | tr '\n' ' ')"
 }
-targets=(openai_request sse request_head gguf cflow_file safetensors llama2c jinja tokenizer)
+targets=(openai_request sse request_head gguf cflow_file safetensors llama2c jinja tokenizer grammar)
 failed=0
 for ((first = 0; first < ${#targets[@]}; first += jobs)); do
   batch=("${targets[@]:first:jobs}")
