@@ -302,14 +302,45 @@ void GrammarMatcher::compact() {
     compact_at_ = std::max<size_t>(size_t(1) << 16, arena_.size() * 4);
 }
 
+// The parse state a mask depends on, as one word string: the UTF-8 state and the first-space
+// rule, then every stack's element positions from top to bottom, stacks sorted (the same set can
+// be reached in another order) and each closed by a separator no position can take.
+void GrammarMatcher::mask_state_key(std::vector<uint32_t>& key) {
+    mask_key_stacks_.resize(stacks_.size());
+    for (size_t s = 0; s < stacks_.size(); ++s) {
+        std::vector<uint32_t>& positions = mask_key_stacks_[s];
+        positions.clear();
+        for (uint32_t node = stacks_[s]; node != kEmptyStack; node = arena_[node].parent) positions.push_back(arena_[node].pos);
+    }
+    std::sort(mask_key_stacks_.begin(), mask_key_stacks_.begin() + ptrdiff_t(stacks_.size()));
+    key.clear();
+    key.push_back(utf8_.value);
+    key.push_back(uint32_t(utf8_.remaining) | uint32_t(utf8_.length) << 8 | uint32_t(strip_first_space_) << 16);
+    for (size_t s = 0; s < stacks_.size(); ++s) {
+        key.insert(key.end(), mask_key_stacks_[s].begin(), mask_key_stacks_[s].end());
+        key.push_back(kEmptyStack);
+    }
+}
+
 Result<size_t> GrammarMatcher::allowed_tokens(std::vector<uint8_t>& allowed, std::span<const int32_t> end_ids) {
     const GrammarVocabulary& vocabulary = *vocabulary_;
     const std::vector<int32_t>& ids = vocabulary.sorted_ids();
     const std::vector<uint32_t>& shared = vocabulary.shared_prefix();
-    allowed.assign(vocabulary.vocab_size(), 0);
     const size_t base_nodes = arena_.size();
     work_ = 0;
     try {
+        mask_state_key(mask_key_);
+        ++mask_clock_;
+        MaskCacheEntry* cached = nullptr;
+        for (MaskCacheEntry& entry : mask_cache_)
+            if (entry.state == mask_key_) cached = &entry;
+        if (cached) {
+            ++mask_cache_hits_;
+            cached->last_used = mask_clock_;
+            allowed = cached->allowed;
+            return finish_allowed(allowed, end_ids);
+        }
+        allowed.assign(vocabulary.vocab_size(), 0);
         if (depth_stacks_.empty()) depth_stacks_.resize(1);
         depth_stacks_[0] = stacks_;
         depth_utf8_.assign(1, utf8_);
@@ -352,11 +383,25 @@ Result<size_t> GrammarMatcher::allowed_tokens(std::vector<uint8_t>& allowed, std
             while (i + 1 < ids.size() && shared[i + 1] >= depth + 1) ++i;
         }
         arena_.resize(base_nodes);
+        MaskCacheEntry* slot = nullptr;
+        if (mask_cache_.size() < kMaskCacheEntries) {
+            slot = &mask_cache_.emplace_back();
+        } else {
+            slot = &*std::min_element(mask_cache_.begin(), mask_cache_.end(),
+                                      [](const MaskCacheEntry& a, const MaskCacheEntry& b) { return a.last_used < b.last_used; });
+        }
+        slot->state = mask_key_;
+        slot->allowed = allowed;
+        slot->last_used = mask_clock_;
     } catch (const std::bad_alloc&) {
         arena_.resize(base_nodes);
         return out_of_memory_error("grammar mask");
     }
-    // End ids count as ends only: allowed exactly when the output may stop, whatever their bytes.
+    return finish_allowed(allowed, end_ids);
+}
+
+// End ids count as ends only: allowed exactly when the output may stop, whatever their bytes.
+size_t GrammarMatcher::finish_allowed(std::vector<uint8_t>& allowed, std::span<const int32_t> end_ids) const {
     size_t text_tokens = 0;
     for (const uint8_t a : allowed) text_tokens += a;
     for (const int32_t id : end_ids) {

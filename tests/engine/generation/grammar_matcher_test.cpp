@@ -293,5 +293,38 @@ TEST(GrammarMatcher, LongGenerationsKeepTheArenaBounded) {
     EXPECT_LE(matcher->node_count(), size_t(1) << 17);
 }
 
+TEST(GrammarMatcher, MasksOfARepeatedParseStateComeFromTheCacheAndEqualAFreshWalk) {
+    // Inside the string every letter leaves the parse state as it was: one walk, then hits.
+    auto grammar = std::make_shared<const Grammar>(parse_grammar(R"g(root ::= "\"" [a-z\u00e9]* "\"")g").value());
+    auto vocabulary = std::make_shared<const GrammarVocabulary>(
+        std::vector<std::string>{"</s>", "\"", "a", "bc", " a", "\xC3", "\xA9", "é", "\"a"}, std::vector<bool>{true});
+    const std::vector<int32_t> end_ids{0};
+    const std::vector<int32_t> fed{1, 2, 3, 2, 5, 6, 7, 3};  // "\"", "a", "bc", "a", "\xC3", "\xA9", "é", "bc"
+    auto matcher = GrammarMatcher::create(grammar, vocabulary);
+    ASSERT_TRUE(matcher);
+    std::vector<int32_t> so_far;
+    for (size_t step = 0; step <= fed.size(); ++step) {
+        for (const bool strip : {false, true}) {
+            matcher->set_strip_first_space(strip);
+            std::vector<uint8_t> cached_or_walked;
+            ASSERT_TRUE(matcher->allowed_tokens(cached_or_walked, end_ids));
+            auto fresh = GrammarMatcher::create(grammar, vocabulary);
+            ASSERT_TRUE(fresh);
+            for (int32_t id : so_far) ASSERT_TRUE(fresh->accept_token(id));
+            fresh->set_strip_first_space(strip);
+            std::vector<uint8_t> walked;
+            ASSERT_TRUE(fresh->allowed_tokens(walked, end_ids));
+            EXPECT_EQ(cached_or_walked, walked) << "step " << step << (strip ? ", first space stripped" : "");
+        }
+        matcher->set_strip_first_space(false);
+        if (step == fed.size()) break;
+        ASSERT_TRUE(matcher->accept_token(fed[step]));
+        so_far.push_back(fed[step]);
+    }
+    // Distinct states: before the quote, inside the string, inside "é" after its first byte (each
+    // with and without the first-space rule); every other step is a hit.
+    EXPECT_GE(matcher->mask_cache_hits(), 2 * (fed.size() + 1) - 6);
+}
+
 } // namespace
 } // namespace cflow

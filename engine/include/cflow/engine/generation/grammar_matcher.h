@@ -58,6 +58,13 @@ public:
     size_t stack_count() const { return stacks_.size(); }
     size_t node_count() const { return arena_.size(); }  // stack nodes held, garbage included
 
+    // Masks are remembered per parse state (the set of stacks, the pending UTF-8 bytes and the
+    // first-space rule): inside a JSON string or a free-text run the state after each token is
+    // the one before it, so the walk over the vocabulary runs once per distinct state instead of
+    // once per token. Exact: the walk is a function of that state alone.
+    static constexpr size_t kMaskCacheEntries = 8;
+    size_t mask_cache_hits() const { return mask_cache_hits_; }
+
 private:
     static constexpr uint32_t kEmptyStack = 0xFFFFFFFFu;  // the stack with nothing left to match
 
@@ -111,6 +118,19 @@ private:
     std::vector<Utf8State> depth_utf8_;                      // [depth]
     std::vector<size_t> depth_arena_;                        // [depth] arena size after that depth's state
     std::vector<uint8_t> allowed_;                           // [vocab]
+
+    struct MaskCacheEntry {
+        std::vector<uint32_t> state;    // [words] the parse state, canonical (see mask_state_key())
+        std::vector<uint8_t> allowed;   // [vocab] the walk's result before end ids are applied
+        uint64_t last_used = 0;
+    };
+    void mask_state_key(std::vector<uint32_t>& key);
+    size_t finish_allowed(std::vector<uint8_t>& allowed, std::span<const int32_t> end_ids) const;
+    std::vector<MaskCacheEntry> mask_cache_;                 // [<= kMaskCacheEntries]
+    std::vector<uint32_t> mask_key_;                         // [words] scratch
+    std::vector<std::vector<uint32_t>> mask_key_stacks_;     // [stacks][depth] scratch
+    uint64_t mask_clock_ = 0;
+    size_t mask_cache_hits_ = 0;
 };
 
 } // namespace cflow
