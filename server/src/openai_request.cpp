@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cflow/formats/json_depth.h"
+#include "openai_tool_request.h"
 #include <utility>
 
 namespace cflow::server {
@@ -125,10 +126,13 @@ std::optional<ApiError> read_common(const json& body, const RequestLimits& limit
     if (logprobs) return bad_request("log probabilities are not supported by this server", "logprobs");
     if (const auto it = body.find("logit_bias"); it != body.end() && !it->is_null() && !(it->is_object() && it->empty()))
         return bad_request("'logit_bias' is not supported by this server", "logit_bias");
-    if (const auto it = body.find("tools"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
-        return bad_request("tool calling is not supported by this server", "tools");
+    if (request.kind == GenerationRequest::Kind::Chat) {
+        if (auto e = read_tool_fields(body, limits, request)) return e;
+    } else if (const auto it = body.find("tools"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
+        return bad_request("tools are served by POST /v1/chat/completions, not by completions", "tools");
+    }
     if (const auto it = body.find("functions"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
-        return bad_request("function calling is not supported by this server", "functions");
+        return bad_request("the deprecated 'functions' is not served: send them as 'tools'", "functions");
     if (const auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
         const std::string type = it->is_object() && it->value("type", json()).is_string() ? it->value("type", "") : "";
         if (type == "json_object") {
@@ -193,8 +197,7 @@ std::optional<ApiError> read_messages(const json& body, const RequestLimits& lim
         } else if (auto e = read_content(*content, i, message)) {
             return e;
         }
-        if (const auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null())
-            message.extra_json = json{{"tool_calls", *calls}}.dump();
+        if (auto e = read_message_tool_fields(m, i, limits, message)) return e;
         request.messages.push_back(std::move(message));
     }
     return std::nullopt;

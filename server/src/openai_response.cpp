@@ -36,10 +36,21 @@ std::string new_response_id(std::string_view prefix) {
 }
 
 std::string chat_completion_body(const ResponseHeader& header, std::string_view content, std::string_view finish_reason,
-                                 const Usage& usage) {
+                                 const Usage& usage, std::span<const ToolCall> tool_calls) {
+    json message = {{"role", "assistant"}};
+    // OpenAI's shape: content null in a turn that only calls tools (clients test it for null).
+    message["content"] = tool_calls.empty() || !content.empty() ? json(std::string(content)) : json(nullptr);
+    if (!tool_calls.empty()) {
+        json calls = json::array();
+        for (const ToolCall& call : tool_calls)
+            calls.push_back({{"id", call.id},
+                             {"type", "function"},
+                             {"function", {{"name", call.name}, {"arguments", call.arguments_json}}}});
+        message["tool_calls"] = std::move(calls);
+    }
     json body = head(header, "chat.completion");
     body["choices"] = json::array({{{"index", 0},
-                                    {"message", {{"role", "assistant"}, {"content", std::string(content)}}},
+                                    {"message", std::move(message)},
                                     {"logprobs", nullptr},
                                     {"finish_reason", std::string(finish_reason)}}});
     body["usage"] = usage_json(usage);
@@ -53,6 +64,25 @@ std::string chat_chunk(const ResponseHeader& header, std::optional<std::string_v
     if (content) delta["content"] = std::string(*content);
     json body = head(header, "chat.completion.chunk");
     body["choices"] = json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", or_null(finish_reason)}}});
+    return line(body);
+}
+
+std::string chat_tool_call_head_chunk(const ResponseHeader& header, uint32_t index, const ToolCall& call) {
+    const json tool_call = {{"index", index},
+                            {"id", call.id},
+                            {"type", "function"},
+                            {"function", {{"name", call.name}, {"arguments", ""}}}};
+    json body = head(header, "chat.completion.chunk");
+    body["choices"] = json::array({{{"index", 0}, {"delta", {{"tool_calls", json::array({tool_call})}}},
+                                    {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+    return line(body);
+}
+
+std::string chat_tool_call_arguments_chunk(const ResponseHeader& header, uint32_t index, std::string_view arguments) {
+    const json tool_call = {{"index", index}, {"function", {{"arguments", std::string(arguments)}}}};
+    json body = head(header, "chat.completion.chunk");
+    body["choices"] = json::array({{{"index", 0}, {"delta", {{"tool_calls", json::array({tool_call})}}},
+                                    {"logprobs", nullptr}, {"finish_reason", nullptr}}});
     return line(body);
 }
 

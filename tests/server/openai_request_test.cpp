@@ -2,6 +2,7 @@
 // malformed or unsupported request is refused with status 400 and the field named.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cflow/server/openai_request.h"
@@ -26,7 +27,7 @@ ApiError chat_refused(const std::string& body) {
 TEST(OpenAiRequest, ChatFieldsMapToTheChatCoreOptions) {
     const GenerationRequest r = chat_ok(R"({"model":"m","messages":[{"role":"developer","content":"be brief"},
         {"role":"user","content":[{"type":"text","text":"hel"},{"type":"text","text":"lo"}]},
-        {"role":"assistant","content":null,"tool_calls":[{"id":"1"}]},{"role":"user","content":"again"}],
+        {"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"user","content":"again"}],
         "temperature":0.2,"top_p":0.5,"top_k":7,"min_p":0.1,"repeat_penalty":1.1,"max_tokens":33,"seed":-1,
         "stop":["\n\n","END"],"stream":true,"stream_options":{"include_usage":true},"n":1,"user":"u",
         "presence_penalty":0,"frequency_penalty":0.5,"logprobs":false,"tools":[],"response_format":{"type":"text"}})");
@@ -97,7 +98,8 @@ TEST(OpenAiRequest, WhatTheServerCannotDoIsRefusedNotIgnored) {
     const std::string ok = R"("messages":[{"role":"user","content":"hi"}])";
     EXPECT_EQ(chat_refused("{" + ok + R"(,"n":2})").param, "n");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"logprobs":true})").param, "logprobs");
-    EXPECT_EQ(chat_refused("{" + ok + R"(,"tools":[{"type":"function"}]})").param, "tools");
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"tools":[{"type":"function"}]})").param, "tools[0].function");
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"functions":[{"name":"f"}]})").param, "functions");
     // json_object is served (a grammar); a schema is not yet, and says what is.
     EXPECT_TRUE(chat_ok("{" + ok + R"(,"response_format":{"type":"json_object"}})").json_object);
     EXPECT_FALSE(chat_ok("{" + ok + R"(,"response_format":{"type":"text"}})").json_object);
@@ -107,6 +109,120 @@ TEST(OpenAiRequest, WhatTheServerCannotDoIsRefusedNotIgnored) {
     EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":{"type":"yaml"}})").param, "response_format");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":"json_object"})").param, "response_format");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"logit_bias":{"50256":-100}})").param, "logit_bias");
+}
+
+TEST(OpenAiRequest, ToolsAndToolChoiceAreRead) {
+    const GenerationRequest r = chat_ok(R"({"messages":[{"role":"user","content":"weather?"}],
+        "tools":[{"type":"function","function":{"name":"get_weather","description":"the weather in a city",
+                  "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"strict":true}},
+                 {"type":"function","function":{"name":"now-2"}}],
+        "tool_choice":{"type":"function","function":{"name":"now-2"}},"parallel_tool_calls":false})");
+    ASSERT_EQ(r.tools.size(), 2u);
+    EXPECT_EQ(r.tools[0].name, "get_weather");
+    EXPECT_EQ(r.tools[0].description, "the weather in a city");
+    const nlohmann::json parameters = nlohmann::json::parse(r.tools[0].parameters_json);
+    EXPECT_EQ(parameters["required"][0], "city");
+    EXPECT_EQ(r.tools[1].name, "now-2");
+    EXPECT_TRUE(r.tools[1].parameters_json.empty()) << "no parameters: any object";
+    EXPECT_EQ(r.tool_choice.kind, ToolChoice::Kind::Named);
+    EXPECT_EQ(r.tool_choice.name, "now-2");
+    EXPECT_FALSE(r.parallel_tool_calls);
+
+    const std::string tools = R"("messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}])";
+    EXPECT_EQ(chat_ok("{" + tools + "}").tool_choice.kind, ToolChoice::Kind::Auto) << "auto is the default with tools";
+    EXPECT_TRUE(chat_ok("{" + tools + "}").parallel_tool_calls);
+    EXPECT_EQ(chat_ok("{" + tools + R"(,"tool_choice":"auto"})").tool_choice.kind, ToolChoice::Kind::Auto);
+    EXPECT_EQ(chat_ok("{" + tools + R"(,"tool_choice":"none"})").tool_choice.kind, ToolChoice::Kind::None);
+    EXPECT_EQ(chat_ok("{" + tools + R"(,"tool_choice":"required"})").tool_choice.kind, ToolChoice::Kind::Required);
+    EXPECT_EQ(chat_ok(R"({"messages":[{"role":"user","content":"hi"}],"tool_choice":"none"})").tool_choice.kind,
+              ToolChoice::Kind::None) << "none without tools is what OpenAI accepts too";
+}
+
+TEST(OpenAiRequest, MalformedToolsAreRefusedNamingTheField) {
+    const std::string ok = R"("messages":[{"role":"user","content":"hi"}])";
+    const auto tools_with = [&](const std::string& tool) { return "{" + ok + R"(,"tools":[)" + tool + "]}"; };
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"tools":{"type":"function"}})").param, "tools");
+    EXPECT_EQ(chat_refused(tools_with("7")).param, "tools[0]");
+    EXPECT_EQ(chat_refused(tools_with(R"({"type":"web_search"})")).param, "tools[0].type");
+    EXPECT_EQ(chat_refused(tools_with(R"({"type":"function","function":{"description":"no name"}})")).param,
+              "tools[0].function.name");
+    for (const char* name : {"", "has space", "dot.ted", "sch\u00f6n", "x/y"}) {
+        const std::string tool = R"({"type":"function","function":{"name":")" + std::string(name) + R"("}})";
+        EXPECT_EQ(chat_refused(tools_with(tool)).param, "tools[0].function.name") << name;
+    }
+    const std::string name65(65, 'a');
+    EXPECT_EQ(chat_refused(tools_with(R"({"type":"function","function":{"name":")" + name65 + R"("}})")).param,
+              "tools[0].function.name");
+    const std::string name64(64, 'a');
+    EXPECT_EQ(chat_ok(tools_with(R"({"type":"function","function":{"name":")" + name64 + R"("}})")).tools[0].name, name64);
+    EXPECT_EQ(chat_refused(tools_with(R"({"type":"function","function":{"name":"f","parameters":"{}"}})")).param,
+              "tools[0].function.parameters");
+    EXPECT_EQ(chat_refused(tools_with(R"({"type":"function","function":{"name":"f","description":3}})")).param,
+              "tools[0].function.description");
+    EXPECT_EQ(chat_refused(tools_with(R"({"type":"function","function":{"name":"f","strict":"yes"}})")).param,
+              "tools[0].function.strict");
+    EXPECT_EQ(chat_refused(tools_with(R"({"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}})"))
+                  .param, "tools[1].function.name") << "names are unique";
+    std::string many = "{" + ok + R"(,"tools":[)";
+    for (int i = 0; i < 129; ++i) many += std::string(i ? "," : "") + R"({"type":"function","function":{"name":"f)" + std::to_string(i) + R"("}})";
+    EXPECT_EQ(chat_refused(many + "]}").param, "tools");
+
+    const std::string tools = ok + R"(,"tools":[{"type":"function","function":{"name":"f"}}])";
+    const ApiError unknown = chat_refused("{" + tools + R"(,"tool_choice":{"type":"function","function":{"name":"g"}}})");
+    EXPECT_EQ(unknown.param, "tool_choice");
+    EXPECT_NE(unknown.message.find("\"g\""), std::string::npos) << unknown.message;
+    EXPECT_EQ(chat_refused("{" + tools + R"(,"tool_choice":"any"})").param, "tool_choice");
+    EXPECT_EQ(chat_refused("{" + tools + R"(,"tool_choice":{"type":"function"}})").param, "tool_choice");
+    EXPECT_EQ(chat_refused("{" + tools + R"(,"tool_choice":5})").param, "tool_choice");
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"tool_choice":"required"})").param, "tool_choice") << "required needs tools";
+    EXPECT_EQ(chat_refused("{" + tools + R"(,"parallel_tool_calls":"no"})").param, "parallel_tool_calls");
+    ParsedRequest completion = parse_completion_request(R"({"prompt":"x","tools":[{"type":"function","function":{"name":"f"}}]})");
+    ASSERT_FALSE(completion.ok());
+    EXPECT_EQ(completion.error.param, "tools");
+}
+
+TEST(OpenAiRequest, ToolCallsAndToolResultsInMessagesReachTheTemplate) {
+    const GenerationRequest r = chat_ok(R"({"messages":[{"role":"user","content":"weather in Oslo?"},
+        {"role":"assistant","content":null,"tool_calls":[
+            {"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Oslo\"}"}},
+            {"id":"call_2","type":"function","function":{"name":"now","arguments":""}}]},
+        {"role":"tool","tool_call_id":"call_1","content":"-3 C"},
+        {"role":"tool","tool_call_id":"call_2","name":"now","content":[{"type":"text","text":"noon"}]}]})");
+    ASSERT_EQ(r.messages.size(), 4u);
+    // Templates index the arguments as a mapping (Qwen's `| tojson`, Llama's items()): an object, not the string.
+    const nlohmann::json calls = nlohmann::json::parse(r.messages[1].extra_json);
+    ASSERT_EQ(calls["tool_calls"].size(), 2u);
+    EXPECT_EQ(calls["tool_calls"][0]["id"], "call_1");
+    EXPECT_EQ(calls["tool_calls"][0]["function"]["name"], "get_weather");
+    EXPECT_EQ(calls["tool_calls"][0]["function"]["arguments"], (nlohmann::json{{"city", "Oslo"}}));
+    EXPECT_EQ(calls["tool_calls"][1]["function"]["arguments"], nlohmann::json::object()) << "an empty string: no arguments";
+    const nlohmann::json result = nlohmann::json::parse(r.messages[2].extra_json);
+    EXPECT_EQ(result["tool_call_id"], "call_1");
+    EXPECT_EQ(r.messages[2].content, "-3 C");
+    EXPECT_EQ(nlohmann::json::parse(r.messages[3].extra_json)["name"], "now");
+    EXPECT_EQ(r.messages[3].content, "noon");
+
+    const auto with_arguments = [](const std::string& arguments) {
+        return R"({"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function",)"
+               R"("function":{"name":"f","arguments":)" + arguments + "}}]}]}";
+    };
+    EXPECT_EQ(nlohmann::json::parse(chat_ok(with_arguments(R"({"a":1})")).messages[0].extra_json)["tool_calls"][0]["function"]["arguments"]["a"], 1)
+        << "an object where OpenAI sends a string is taken as it is";
+    const ApiError not_json = chat_refused(with_arguments(R"("{city: Oslo")"));
+    EXPECT_EQ(not_json.param, "messages[0].tool_calls[0].function.arguments");
+    EXPECT_NE(not_json.message.find("JSON"), std::string::npos) << not_json.message;
+    EXPECT_EQ(chat_refused(with_arguments(R"("[1,2]")")).param, "messages[0].tool_calls[0].function.arguments")
+        << "arguments are an object";
+    EXPECT_EQ(chat_refused(with_arguments("7")).param, "messages[0].tool_calls[0].function.arguments");
+    const std::string deep = "\"" + std::string(100000, '[') + "\"";
+    EXPECT_EQ(chat_refused(with_arguments(deep)).param, "messages[0].tool_calls[0].function.arguments")
+        << "the body's depth check cannot see inside the string";
+    EXPECT_EQ(chat_refused(R"({"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"arguments":"{}"}}]}]})")
+                  .param, "messages[0].tool_calls[0].function.name");
+    EXPECT_EQ(chat_refused(R"({"messages":[{"role":"assistant","tool_calls":{"id":"c"}}]})").param, "messages[0].tool_calls");
+    EXPECT_EQ(chat_refused(R"({"messages":[{"role":"user","content":"x","tool_calls":[]}]})").param, "messages[0].tool_calls");
+    EXPECT_EQ(chat_refused(R"({"messages":[{"role":"tool","content":"x"}]})").param, "messages[0].tool_call_id");
+    EXPECT_EQ(chat_refused(R"({"messages":[{"role":"tool","tool_call_id":5,"content":"x"}]})").param, "messages[0].tool_call_id");
 }
 
 TEST(OpenAiRequest, DeepNestingIsRefusedBeforeParsing) {

@@ -6,8 +6,10 @@
 // a random seed; for chat, a reply until end of turn or a full context; for completions, 16
 // tokens (the OpenAI default). Fields OpenAI defines that change nothing here are accepted
 // (user, metadata, store, presence_penalty, frequency_penalty, ...); fields asking for what the
-// server cannot do (n > 1, logprobs, tools, non-text content, echo, suffix, JSON mode) are
-// refused rather than silently ignored. Extensions, as llama.cpp's server names them: top_k,
+// server cannot do (n > 1, logprobs, non-text content, echo, suffix) are refused rather than
+// silently ignored. Tools (OpenAI's `tools`, `tool_choice`, `parallel_tool_calls`, assistant
+// `tool_calls` and role `tool` messages) are read here and checked against the model's template
+// when the request is served. Extensions, as llama.cpp's server names them: top_k,
 // min_p, repeat_penalty.
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "cflow/engine/chat/chat_template.h"
+#include "cflow/engine/chat/tool_calls.h"
 #include "cflow/engine/generation/sampler.h"
 #include "cflow/server/api_error.h"
 
@@ -27,6 +30,7 @@ struct RequestLimits {
     size_t max_messages = 10000;
     size_t max_stop_sequences = 16;    // OpenAI allows 4
     size_t max_stop_bytes = 512;       // per stop string
+    size_t max_tools = 128;            // as OpenAI allows
 };
 
 struct GenerationRequest {
@@ -43,6 +47,9 @@ struct GenerationRequest {
     bool stream = false;
     bool include_usage = false;                 // stream_options.include_usage: a last chunk with the usage
     bool json_object = false;                   // response_format {"type": "json_object"}: the reply is one JSON object
+    std::vector<ToolDefinition> tools;          // Chat: `tools`, names unique and valid
+    ToolChoice tool_choice;                     // Required / Named only with tools; Named names one of them
+    bool parallel_tool_calls = true;            // false: only the reply's first call is returned
 };
 
 struct ParsedRequest {

@@ -5,8 +5,11 @@
 // UTF-8; the replacement only guards against a model whose vocabulary holds broken bytes).
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+
+#include "cflow/engine/chat/tool_calls.h"
 
 namespace cflow::server {
 
@@ -25,12 +28,20 @@ struct ResponseHeader {
 // "chatcmpl-" or "cmpl-" + 24 random hex digits.
 std::string new_response_id(std::string_view prefix);
 
+// `tool_calls`: the calls the reply made, as message.tool_calls (arguments as a JSON string, as
+// OpenAI sends them); a reply that is only calls has content null (finish_reason is the caller's:
+// "tool_calls" when there are calls).
 std::string chat_completion_body(const ResponseHeader& header, std::string_view content, std::string_view finish_reason,
-                                 const Usage& usage);
+                                 const Usage& usage, std::span<const ToolCall> tool_calls = {});
 // A streamed delta: the first chunk carries the role, the others content; the last one an empty
 // delta and the finish reason. `content` nullopt: no content key in the delta.
 std::string chat_chunk(const ResponseHeader& header, std::optional<std::string_view> content, bool with_role,
                        std::optional<std::string_view> finish_reason);
+// A streamed tool call as OpenAI streams one, in delta.tool_calls[0]: the head names it (index,
+// id, type, function.name, empty arguments); arguments chunks (one or more) carry pieces of the
+// arguments text that the client appends per index.
+std::string chat_tool_call_head_chunk(const ResponseHeader& header, uint32_t index, const ToolCall& call);
+std::string chat_tool_call_arguments_chunk(const ResponseHeader& header, uint32_t index, std::string_view arguments);
 // stream_options.include_usage: the chunk after the last one, with no choices and the usage.
 std::string usage_chunk(const ResponseHeader& header, std::string_view object, const Usage& usage);
 
