@@ -15,7 +15,6 @@
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -27,6 +26,8 @@
 #include "cflow/server/slot_pool.h"
 #include "cflow/server/sse.h"
 #include "guarded_http_server.h"
+#include "openai_reply_writer.h"
+#include "reply_job.h"
 #include "request_threads.h"
 #include "socket_io.h"
 
@@ -35,10 +36,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_between(Clock::time_point from, Clock::time_point to) {
-    return std::chrono::duration<double, std::milli>(to - from).count();
-}
-
 int64_t unix_seconds() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -46,19 +43,6 @@ int64_t unix_seconds() {
 void send_error(httplib::Response& res, const ApiError& error) {
     res.status = error.status;
     res.set_content(error_body(error), "application/json");
-}
-
-std::string_view finish_reason_of(StopReason reason) {
-    switch (reason) {
-    case StopReason::MaxTokens:
-    case StopReason::ContextFull: return "length";
-    case StopReason::EndOfGeneration:
-    case StopReason::StopToken:
-    case StopReason::StopSequence:
-    case StopReason::GrammarComplete:
-    case StopReason::CallbackStopped: return "stop";
-    }
-    return "stop";
 }
 
 // Constant-time comparison: the key's bytes do not leak through the answer's timing.
@@ -107,11 +91,6 @@ std::optional<ApiError> read_body(const httplib::ContentReader& reader, httplib:
     return bad_request("the request body could not be read (a malformed chunked body, or the client stopped sending)");
 }
 
-uint64_t random_seed() {
-    static thread_local std::mt19937_64 rng{std::random_device{}()};
-    return rng();
-}
-
 } // namespace
 
 struct OpenAiServer::Impl {
@@ -139,133 +118,10 @@ struct OpenAiServer::Impl {
     void install_routes();
     void handle_generation(const httplib::Request& req, const std::string& body, httplib::Response& res,
                            GenerationRequest::Kind kind);
+    void serve_reply(const httplib::Request& req, httplib::Response& res, ReplyPlan plan);
+    ReplyJobHost job_host();
     void handle_post(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader);
 };
-
-namespace {
-
-// Everything one generation needs once the headers are sent; shared with the content provider.
-struct Job {
-    OpenAiServer::Impl* server = nullptr;
-    SlotPool::Lease lease;
-    GenerationRequest request;
-    PreparedTurn turn;
-    std::string key;             // the conversation's key, before the reply
-    std::string endpoint;
-    ResponseHeader header;
-    Clock::time_point arrived;
-    bool ran = false;
-    std::shared_ptr<const Grammar> grammar;  // response_format json_object: the reply is one JSON object
-};
-
-void report(ServedRequest& served, OpenAiServer::Impl& server) {
-    server.served.fetch_add(1);
-    if (server.observer.on_served) server.observer.on_served(served);
-}
-
-// Runs the generation and writes the whole response through `sink`. Returns false when the
-// client is gone (httplib then drops the connection instead of asking for more); the lease (and
-// its slot) is released when the provider is destroyed.
-bool run_job(Job& job, httplib::DataSink& sink) {
-    OpenAiServer::Impl& server = *job.server;
-    ChatSession& chat = job.lease.chat();
-    const bool chat_endpoint = job.request.kind == GenerationRequest::Kind::Chat;
-    const uint32_t context = chat.session().context_length();
-
-    ReplyOptions reply;
-    reply.sampling = job.request.sampling;
-    reply.sampling.seed = job.request.seed.value_or(random_seed());
-    const uint32_t room = context > job.turn.ids.size() ? context - uint32_t(job.turn.ids.size()) : 0;
-    reply.max_tokens = job.request.max_tokens ? *job.request.max_tokens : int32_t(room);
-    reply.stop_sequences = job.request.stop;
-    // A max_tokens past the room left: shift the context (drop-oldest / sliding-window) or stop.
-    reply.context_policy = server.options.context_policy;
-    reply.grammar = job.grammar;
-
-    CancelToken cancel;
-    bool client_gone = false;
-    bool first_content = true;
-    Clock::time_point first_token_at{};
-    const auto write = [&](const std::string& bytes) {
-        if (client_gone) return;
-        if (!sink.write(bytes.data(), bytes.size())) {
-            client_gone = true;
-            cancel.cancel();
-        }
-    };
-    const unsigned slot = job.lease.index();
-    reply.on_step = [&](const TokenTelemetry& step) {
-        if (server.stopping.load()) cancel.cancel();
-        else if (!client_gone && !sink.is_writable()) {
-            client_gone = true;
-            cancel.cancel();
-        }
-        if (server.observer.on_step) server.observer.on_step(slot, step);
-    };
-    if (job.request.stream)
-        write(sse_event(chat_endpoint ? chat_chunk(job.header, std::string_view(""), true, std::nullopt)
-                                      : text_chunk(job.header, "", std::nullopt)));
-    const PieceCallback on_piece = [&](const ChatPiece& piece) {
-        if (first_content && piece.token >= 0) {
-            first_content = false;
-            first_token_at = Clock::now();
-        }
-        if (!job.request.stream || piece.text.empty()) return;
-        write(sse_event(chat_endpoint ? chat_chunk(job.header, piece.text, false, std::nullopt)
-                                      : text_chunk(job.header, piece.text, std::nullopt)));
-    };
-
-    ChatTurnOutcome outcome;
-    const Status status = chat.reply(job.turn, reply, on_piece, &cancel, outcome);
-    job.lease.remember(chat_endpoint ? job.key + conversation_key({{"assistant", outcome.text, ""}}) : job.key + outcome.text);
-
-    ServedRequest served;
-    served.endpoint = job.endpoint;
-    served.slot = slot;
-    served.stream = job.request.stream;
-    served.prompt_tokens = uint32_t(job.turn.ids.size());
-    served.reused_tokens = uint32_t(job.turn.reused_tokens);
-    served.completion_tokens = uint32_t(outcome.tokens.size());
-    served.decode_tokens_per_s = outcome.stats.decode_tokens_per_s();
-    if (!first_content) served.time_to_first_token_ms = ms_between(job.arrived, first_token_at);
-    const Usage usage{served.prompt_tokens, served.completion_tokens};
-
-    if (status.ok()) {
-        const std::string_view finish = finish_reason_of(outcome.stats.stop_reason);
-        served.finish_reason = std::string(finish);
-        served.outcome = "ok";
-        if (job.request.stream) {
-            write(sse_event(chat_endpoint ? chat_chunk(job.header, std::nullopt, false, finish)
-                                          : text_chunk(job.header, "", finish)));
-            if (job.request.include_usage)
-                write(sse_event(usage_chunk(job.header, chat_endpoint ? "chat.completion.chunk" : "text_completion", usage)));
-            write(std::string(kSseDone));
-        } else {
-            write(chat_endpoint ? chat_completion_body(job.header, outcome.text, finish, usage)
-                                : text_completion_body(job.header, outcome.text, finish, usage));
-        }
-    } else if (client_gone) {
-        served.outcome = "client disconnected";
-    } else {
-        const bool stopped = status.kind() == ErrorKind::Cancelled;
-        served.outcome = stopped ? "server stopped" : status.error();
-        const std::string body = error_body(stopped ? server_busy("the server is shutting down")
-                                                    : server_error("generation failed: " + status.error()));
-        // A stream still ends the way clients wait for: the error as an event, then [DONE].
-        if (job.request.stream) {
-            write(sse_event(body));
-            write(std::string(kSseDone));
-        } else {
-            write(body);
-        }
-    }
-    served.total_ms = ms_between(job.arrived, Clock::now());
-    if (!client_gone) sink.done();
-    report(served, server);
-    return !client_gone;
-}
-
-} // namespace
 
 void OpenAiServer::Impl::handle_post(const httplib::Request& req, httplib::Response& res,
                                     const httplib::ContentReader& reader) {
@@ -285,25 +141,53 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& req, const st
     ParsedRequest parsed = chat_endpoint ? parse_chat_completion_request(body, options.limits)
                                          : parse_completion_request(body, options.limits);
     if (!parsed.ok()) return send_error(res, parsed.error);
-    GenerationRequest request = std::move(*parsed.request);
+    ReplyPlan plan;
+    plan.arrived = arrived;
+    plan.request = std::move(*parsed.request);
+    const ResponseHeader header{new_response_id(chat_endpoint ? "chatcmpl-" : "cmpl-"), unix_seconds(), options.model_id};
+    if (chat_endpoint)
+        plan.writer = std::make_unique<OpenAiChatWriter>(header, plan.request.stream, plan.request.include_usage);
+    else
+        plan.writer = std::make_unique<OpenAiTextWriter>(header, plan.request.stream, plan.request.include_usage);
+    if (plan.request.json_object) {
+        auto parsed_grammar = json_object_grammar();
+        if (!parsed_grammar) return send_error(res, server_error(parsed_grammar.error()));
+        plan.grammar = std::move(parsed_grammar).value();
+    }
+    serve_reply(req, res, std::move(plan));
+}
+
+ReplyJobHost OpenAiServer::Impl::job_host() {
+    ReplyJobHost host;
+    host.stopping = &stopping;
+    host.observer = &observer;
+    host.context_policy = options.context_policy;
+    host.report = [this](const ServedRequest& served) {
+        this->served.fetch_add(1);
+        if (observer.on_served) observer.on_served(served);
+    };
+    return host;
+}
+
+void OpenAiServer::Impl::serve_reply(const httplib::Request& req, httplib::Response& res, ReplyPlan plan) {
+    const ReplyWriter& writer = *plan.writer;
+    const auto refuse = [&res, &writer](const ApiError& error) {
+        res.status = error.status;
+        res.set_content(writer.refusal(error), "application/json");
+    };
+    const bool chat_turn = plan.request.kind == GenerationRequest::Kind::Chat;
+    const GenerationRequest& request = plan.request;
     if (!request.model.empty() && request.model != options.model_id)
-        return send_error(res, not_found("the model '" + request.model + "' does not exist; this server serves '" +
-                                             options.model_id + "' (GET /v1/models)",
-                                         "model_not_found"));
+        return refuse(not_found("the model '" + request.model + "' does not exist; this server serves '" +
+                                    options.model_id + "' (GET /v1/models)",
+                                "model_not_found"));
     // A model file truncated or rewritten under the server is refused before a slot runs on it
     // (one that changes during a generation fails that generation: Session::step).
     if (Status unchanged = model->check_file_unchanged(); !unchanged)
-        return send_error(res, ApiError{503, "server_error", "model_changed", {}, unchanged.error() + " (restart cflow serve)"});
-
-    std::shared_ptr<const Grammar> grammar;
-    if (request.json_object) {
-        auto parsed_grammar = json_object_grammar();
-        if (!parsed_grammar) return send_error(res, server_error(parsed_grammar.error()));
-        grammar = std::move(parsed_grammar).value();
-    }
+        return refuse(ApiError{503, "server_error", "model_changed", {}, unchanged.error() + " (restart cflow serve)"});
 
     std::string key;
-    if (chat_endpoint) {
+    if (chat_turn) {
         key = conversation_key(request.messages);
     } else if (request.prompt_ids) {
         key = "\x02ids:";
@@ -320,49 +204,49 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& req, const st
     if (auto* refusal = std::get_if<SlotPool::Refusal>(&acquired)) {
         switch (*refusal) {
         case SlotPool::Refusal::Busy:
-            return send_error(res, server_busy("every generation slot is busy and " + std::to_string(options.max_waiting) +
-                                               " requests are already waiting; retry later"));
+            return refuse(server_busy("every generation slot is busy and " + std::to_string(options.max_waiting) +
+                                      " requests are already waiting; retry later"));
         case SlotPool::Refusal::TimedOut:
-            return send_error(res, server_busy("no generation slot became free within " +
-                                               std::to_string(int(options.max_wait_s)) + " s; retry later"));
-        case SlotPool::Refusal::ShuttingDown: return send_error(res, server_busy("the server is shutting down"));
-        case SlotPool::Refusal::ClientLeft: return send_error(res, server_busy("the client left while it waited"));
+            return refuse(server_busy("no generation slot became free within " + std::to_string(int(options.max_wait_s)) +
+                                      " s; retry later"));
+        case SlotPool::Refusal::ShuttingDown: return refuse(server_busy("the server is shutting down"));
+        case SlotPool::Refusal::ClientLeft: return refuse(server_busy("the client left while it waited"));
         }
     }
-    auto job = std::make_shared<Job>(Job{this, std::move(std::get<SlotPool::Lease>(acquired)), std::move(request), {},
-                                         std::move(key), req.path, {}, arrived});
+    auto job = std::make_shared<ReplyJob>(ReplyJob{std::move(std::get<SlotPool::Lease>(acquired)), std::move(plan.request), {},
+                                                   std::move(key), req.path, std::move(plan.writer), std::move(plan.grammar),
+                                                   plan.arrived});
     ChatSession& chat = job->lease.chat();
-    PrepareOptions prepare;
+    PrepareOptions prepare = std::move(plan.prepare);
     prepare.policy = options.context_policy;
     prepare.reserve_tokens = uint32_t(job->request.max_tokens.value_or(0));
-    Result<PreparedTurn> turn = chat_endpoint        ? chat.prepare(job->request.messages, prepare)
+    const char* input = chat_turn ? "messages" : "prompt";
+    Result<PreparedTurn> turn = chat_turn                  ? chat.prepare(job->request.messages, prepare)
                                 : job->request.prompt_ids ? chat.prepare_ids(*job->request.prompt_ids, prepare)
-                                                      : chat.prepare_raw(job->request.prompt, prepare);
+                                                          : chat.prepare_raw(job->request.prompt, prepare);
     if (!turn) {
-        if (turn.kind() == ErrorKind::InvalidInput)
-            return send_error(res, bad_request(turn.error(), chat_endpoint ? "messages" : "prompt"));
-        return send_error(res, server_error("preparing the prompt failed: " + turn.error()));
+        if (turn.kind() == ErrorKind::InvalidInput) return refuse(bad_request(turn.error(), input));
+        return refuse(server_error("preparing the prompt failed: " + turn.error()));
     }
     if (!turn->fits())
-        return send_error(res, bad_request("this model's maximum context length is " + std::to_string(turn->context_length) +
-                                               " tokens, but the " + (chat_endpoint ? "messages" : "prompt") +
-                                               " resulted in " + std::to_string(turn->ids.size()) + " tokens",
-                                           chat_endpoint ? "messages" : "prompt", "context_length_exceeded"));
+        return refuse(bad_request("this model's maximum context length is " + std::to_string(turn->context_length) +
+                                      " tokens, but the " + input + " resulted in " + std::to_string(turn->ids.size()) +
+                                      " tokens",
+                                  input, "context_length_exceeded"));
     job->turn = std::move(turn).value();
-    job->grammar = std::move(grammar);
-    job->header = {new_response_id(chat_endpoint ? "chatcmpl-" : "cmpl-"), unix_seconds(), options.model_id};
 
-    if (job->request.stream) {
+    const bool stream = job->writer->streams();
+    if (stream) {
         res.set_header("Cache-Control", "no-cache");
         res.set_header("X-Accel-Buffering", "no");
     }
     active.fetch_add(1);
     res.set_chunked_content_provider(
-        job->request.stream ? "text/event-stream" : "application/json",
-        [job](size_t, httplib::DataSink& sink) {
+        stream ? "text/event-stream" : "application/json",
+        [job, host = job_host()](size_t, httplib::DataSink& sink) {
             // Called again only if a previous call neither finished nor failed: never run twice.
             if (std::exchange(job->ran, true)) return false;
-            return run_job(*job, sink);
+            return run_reply_job(*job, host, sink);
         },
         [this](bool) { active.fetch_sub(1); });
 }
