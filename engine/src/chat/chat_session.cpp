@@ -35,13 +35,18 @@ bool ends_generation(std::string_view piece) {
 std::vector<ChatMessage> harmony_history(const std::vector<ChatMessage>& messages) {
     std::vector<ChatMessage> out = messages;
     for (ChatMessage& m : out) {
-        if (m.role != "assistant" || !m.extra_json.empty()) continue;
+        if (m.role != "assistant") continue;
         const ReasoningSplit split = split_reasoning(m.content);
         if (!split.harmony) continue;
+        // A reply that made a tool call keeps its calls (extra_json); its analysis joins them as `thinking`.
+        nlohmann::json extra = m.extra_json.empty() ? nlohmann::json::object()
+                                                    : nlohmann::json::parse(m.extra_json, nullptr, /*allow_exceptions=*/false);
+        if (!extra.is_object() || extra.contains("thinking")) continue;
         std::string thinking = split.has_reasoning ? m.content.substr(split.reasoning_begin, split.reasoning_end - split.reasoning_begin)
                                                    : std::string();
         m.content = m.content.substr(split.answer_begin);
-        if (!thinking.empty()) m.extra_json = nlohmann::json{{"thinking", std::move(thinking)}}.dump();
+        if (!thinking.empty()) extra["thinking"] = std::move(thinking);
+        m.extra_json = extra.empty() ? std::string() : extra.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     return out;
 }
@@ -167,24 +172,31 @@ bool ChatSession::template_reads_thinking() const {
     return template_ && template_->source().find("enable_thinking") != std::string::npos;
 }
 
+ToolCallFormat ChatSession::tool_call_format() const {
+    return template_ ? detect_tool_call_format(template_->source()) : ToolCallFormat::None;
+}
+
 std::optional<std::string> ChatSession::render_with_template(const std::vector<ChatMessage>& messages,
-                                                             std::string& note, bool add_generation_prompt) const {
+                                                             std::string& note, bool add_generation_prompt,
+                                                             const std::string& tools_json) const {
     if (!template_) {
         note = template_note_;
         return std::nullopt;
     }
     TemplateOptions options = template_options_;
     options.add_generation_prompt = add_generation_prompt;
+    options.tools_json = tools_json;
     auto rendered = template_->render(harmony_history(messages), options);
     if (rendered) return std::move(rendered).value();
     note = "the chat template failed: " + rendered.error();
     return std::nullopt;
 }
 
-Result<PreparedTurn> ChatSession::render_and_encode(const std::vector<ChatMessage>& messages) const {
+Result<PreparedTurn> ChatSession::render_and_encode(const std::vector<ChatMessage>& messages,
+                                                    const std::string& tools_json) const {
     PreparedTurn turn;
     try {
-        if (auto text = render_with_template(messages, turn.note, /*add_generation_prompt=*/true)) {
+        if (auto text = render_with_template(messages, turn.note, /*add_generation_prompt=*/true, tools_json)) {
             turn.text = std::move(*text);
             turn.source = PromptSource::ModelTemplate;
         } else {
@@ -209,16 +221,22 @@ uint32_t ChatSession::prompt_budget(const PrepareOptions& options) const {
 }
 
 Result<PreparedTurn> ChatSession::prepare(const std::vector<ChatMessage>& messages, const PrepareOptions& options) const {
-    auto whole = render_and_encode(messages);
+    std::string tools_json;
+    try {
+        if (!options.tools.empty()) tools_json = tools_template_json(options.tools);
+    } catch (const std::bad_alloc&) {
+        return out_of_memory_error("writing the tools for the template");
+    }
+    auto whole = render_and_encode(messages, tools_json);
     if (!whole) return whole;
     PreparedTurn turn = std::move(whole).value();
     // What a sliding window or a context shift keeps; under Stop nothing is cut, so no render for it.
-    if (options.policy != ContextPolicy::Stop) turn.kept_head = system_head(messages, turn.ids);
+    if (options.policy != ContextPolicy::Stop) turn.kept_head = system_head(messages, turn.ids, tools_json);
     const uint32_t budget = prompt_budget(options);
     if (turn.ids.size() > budget) {
         if (options.policy == ContextPolicy::DropOldest) {
             const size_t head = turn.kept_head;  // the system messages stay first: the same tokens
-            auto dropped = drop_oldest(messages, std::move(turn), budget);
+            auto dropped = drop_oldest(messages, std::move(turn), budget, tools_json);
             if (!dropped) return dropped;
             turn = std::move(dropped).value();
             turn.kept_head = head;
@@ -266,7 +284,7 @@ Result<PreparedTurn> ChatSession::prepare_ids(std::vector<int32_t> ids, const Pr
 }
 
 Result<PreparedTurn> ChatSession::drop_oldest(const std::vector<ChatMessage>& messages, PreparedTurn whole,
-                                              uint32_t budget) const {
+                                              uint32_t budget, const std::string& tools_json) const {
     size_t first = 0;  // the leading system messages always stay
     while (first < messages.size() && messages[first].role == "system") ++first;
     const size_t last = messages.empty() ? 0 : messages.size() - 1;
@@ -275,7 +293,7 @@ Result<PreparedTurn> ChatSession::drop_oldest(const std::vector<ChatMessage>& me
         if (messages[from].role != "user" && from != last) continue;
         std::vector<ChatMessage> kept(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(first));
         kept.insert(kept.end(), messages.begin() + static_cast<std::ptrdiff_t>(from), messages.end());
-        auto turn = render_and_encode(kept);
+        auto turn = render_and_encode(kept, tools_json);
         if (!turn) return turn;
         if (turn->ids.size() <= budget || from == last) {
             turn->dropped_messages = from - first;
@@ -286,7 +304,8 @@ Result<PreparedTurn> ChatSession::drop_oldest(const std::vector<ChatMessage>& me
     return whole;  // nothing but the last message: there is no turn to drop
 }
 
-size_t ChatSession::system_head(const std::vector<ChatMessage>& messages, const std::vector<int32_t>& ids) const {
+size_t ChatSession::system_head(const std::vector<ChatMessage>& messages, const std::vector<int32_t>& ids,
+                                const std::string& tools_json) const {
     const Tokenizer& tokenizer = model_->tokenizer();
     const size_t bos = !ids.empty() && ids.front() == tokenizer.bos_id() ? 1 : 0;
     size_t head = bos;
@@ -297,7 +316,8 @@ size_t ChatSession::system_head(const std::vector<ChatMessage>& messages, const 
     }
     if (!system.empty()) {
         std::string note;
-        auto text = render_with_template(system, note, /*add_generation_prompt=*/false);
+        // The tools render in the system turn in most templates (Qwen, Hermes, gpt-oss), so they stay with it.
+        auto text = render_with_template(system, note, /*add_generation_prompt=*/false, tools_json);
         const std::vector<int32_t> system_ids =
             encode_chat_prompt(tokenizer, text ? *text : render_fallback_chat(system, /*add_generation_prompt=*/false));
         const size_t limit = std::min(system_ids.size(), ids.size());

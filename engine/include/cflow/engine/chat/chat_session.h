@@ -27,6 +27,7 @@
 #include "cflow/base/cancel.h"
 #include "cflow/base/result.h"
 #include "cflow/engine/chat/chat_template.h"
+#include "cflow/engine/chat/tool_calls.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
 #include "cflow/engine/generation/generate.h"
@@ -54,6 +55,9 @@ struct PrepareOptions {
     ContextPolicy policy = ContextPolicy::Stop;
     // Tokens DropOldest / SlidingWindow keep free for the reply (clamped to half the context).
     uint32_t reserve_tokens = 0;
+    // Tools the model may call: rendered by the template as its `tools` variable (tool_calls.h
+    // tools_template_json), so they belong to the prompt's head; empty = no `tools` variable.
+    std::vector<ToolDefinition> tools;
 };
 
 // Which template a ChatSession renders with.
@@ -148,6 +152,9 @@ public:
     void set_template_clock(std::optional<TemplateTime> now) { template_options_.now = now; }
     // Whether the template in use reads enable_thinking (so a thinking switch means something).
     bool template_reads_thinking() const;
+    // How the template in use writes tool calls (detect_tool_call_format on its source); None
+    // without a template (the "role: content" fallback renders no tools).
+    ToolCallFormat tool_call_format() const;
 
     // Feeds the prepared prompt (reusing the cache when prepare() planned it and the cache is
     // unchanged since) and streams the reply. Errors: ContextFull when the prompt does not fit
@@ -167,17 +174,20 @@ public:
 
 private:
     Result<PreparedTurn> finish_prepare(PreparedTurn turn) const;
-    Result<PreparedTurn> render_and_encode(const std::vector<ChatMessage>& messages) const;
-    Result<PreparedTurn> drop_oldest(const std::vector<ChatMessage>& messages, PreparedTurn whole, uint32_t budget) const;
+    // tools_json: the `tools` variable ("" = none), the same for every rendering of one prepare().
+    Result<PreparedTurn> render_and_encode(const std::vector<ChatMessage>& messages, const std::string& tools_json) const;
+    Result<PreparedTurn> drop_oldest(const std::vector<ChatMessage>& messages, PreparedTurn whole, uint32_t budget,
+                                     const std::string& tools_json) const;
     // Keeps turn.kept_head (or BOS alone when that is over half the budget) and the newest tokens.
     void slide_window(PreparedTurn& turn, uint32_t budget) const;
     // BOS and the tokens the leading system messages render to (the common prefix of their own
     // rendering and ids), else BOS alone.
-    size_t system_head(const std::vector<ChatMessage>& messages, const std::vector<int32_t>& ids) const;
+    size_t system_head(const std::vector<ChatMessage>& messages, const std::vector<int32_t>& ids,
+                       const std::string& tools_json = {}) const;
     void plan_reuse(PreparedTurn& turn) const;
     uint32_t prompt_budget(const PrepareOptions& options) const;
     std::optional<std::string> render_with_template(const std::vector<ChatMessage>& messages, std::string& note,
-                                                    bool add_generation_prompt) const;
+                                                    bool add_generation_prompt, const std::string& tools_json) const;
 
     std::shared_ptr<const Model> model_;
     std::unique_ptr<Session> session_;

@@ -62,9 +62,24 @@ struct ParsedToolReply {
 // Reads every well-formed call out of a whole reply.
 ParsedToolReply parse_tool_calls(ToolCallFormat format, std::string_view reply_text);
 
+// What the reader of a reply's calls remembers between pieces (tool_call_scan.h).
+struct ToolCallScanState {
+    bool reply_start = true;      // nothing decided yet: a Llama 3.1 bare JSON call or a harmony
+                                  // 'to=' header may open the reply
+    bool after_call = false;      // a call was just read: the whitespace after it is dropped
+    bool content_released = false;// some content was given out (a later one is set apart after a call)
+    uint64_t id_state = 0;        // the generator of "call_" ids (seeded per reply)
+    std::vector<std::string> ids; // the ids given so far, kept unique within the reply
+};
+
 // The same, while the reply streams: feed() every piece as it arrives. Content is released as soon
-// as it cannot be the start of a call marker (a possible marker is held back until it is decided),
-// and a call is reported whole once its closing marker (or the end) is seen.
+// as it cannot be the start of a call marker (a possible marker, and the whitespace right before
+// it, is held back until it is decided), and a call is reported whole once its closing marker (or
+// the end) is seen. Exceptions that follow from the formats: a Llama 3.1 reply that opens with '{'
+// is held until its object closes and the reply ends (the bare JSON call is the whole reply), and a
+// harmony header ('<|channel|>...' up to '<|message|>', at most 256 bytes) is held until it shows
+// whether it addresses a function. Feeding in any split gives exactly parse_tool_calls' result
+// (the generated ids aside).
 class ToolCallStreamParser {
 public:
     explicit ToolCallStreamParser(ToolCallFormat format);
@@ -76,10 +91,8 @@ public:
     Events finish();                    // the reply ended: flush what was held back
 private:
     ToolCallFormat format_;
-    std::string held_;
-    std::string call_text_;
-    bool in_call_ = false;
-    uint32_t calls_made_ = 0;
+    std::string held_;            // the reply's undecided tail
+    ToolCallScanState state_;
 };
 
 // tool_choice as both APIs spell it: auto (the model decides), none (tools are not offered),
