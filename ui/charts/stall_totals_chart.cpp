@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include <QEvent>
 #include <QPainter>
@@ -38,14 +40,20 @@ void StallTotalsChart::setTotals(const std::vector<TokenStall>& tokens) {
         s.position = t.position;
         s.computeMs = std::max(0.0, t.computeUs / 1000.0);
         s.stallMs = std::max(0.0, t.expertWaitUs / 1000.0);
+        s.grammarAllowed = t.grammarAllowedTokens;
+        s.grammarVocab = t.grammarVocabTokens;
         maxMs = std::max(maxMs, s.computeMs + s.stallMs);
     }
     const double axisMax = detail::sticky_axis_max(axisMaxMs_, maxMs > 0 ? maxMs * 1.1 : 1.0);
     if (next == values_ && axisMax == axisMaxMs_) return;  // nothing visible changed
     const bool sameAxis = axisMax == axisMaxMs_;
+    const auto marked = [](const std::vector<Slot>& v) {
+        return std::any_of(v.begin(), v.end(), [](const Slot& s) { return s.grammarVocab > 0; });
+    };
+    const bool sameLegend = marked(next) == marked(values_);
     values_ = std::move(next);
     axisMaxMs_ = axisMax;
-    if (sameAxis) update(plotRect());  // the bars only: labels, legend and grid stay
+    if (sameAxis && sameLegend) update(plotRect());  // the bars only: labels, legend and grid stay
     else update();
 }
 
@@ -57,6 +65,32 @@ double StallTotalsChart::computeMs(int slot) const {
     return slot >= 0 && slot < slots_ ? values_[size_t(slot)].computeMs : -1;
 }
 double StallTotalsChart::stallMs(int slot) const { return slot >= 0 && slot < slots_ ? values_[size_t(slot)].stallMs : -1; }
+
+int64_t StallTotalsChart::grammarAllowed(int slot) const {
+    if (slot < 0 || slot >= slots_ || values_[size_t(slot)].grammarVocab == 0) return -1;
+    return values_[size_t(slot)].grammarAllowed;
+}
+int64_t StallTotalsChart::grammarVocab(int slot) const {
+    if (slot < 0 || slot >= slots_ || values_[size_t(slot)].grammarVocab == 0) return -1;
+    return values_[size_t(slot)].grammarVocab;
+}
+
+QRect StallTotalsChart::slotColumn(int slot) const {
+    const QRect plot = plotRect();
+    const int x0 = plot.left() + int(int64_t(slot) * plot.width() / slots_);
+    const int x1 = plot.left() + int(int64_t(slot + 1) * plot.width() / slots_);
+    const int gap = std::max(1, (x1 - x0) / 5);
+    return QRect(x0 + gap / 2, plot.top(), std::max(1, x1 - x0 - gap), plot.height());
+}
+
+// A strip at the top of the bar's column: the axis keeps 10% headroom above the tallest bar,
+// so the mark sits over the bars rather than on them.
+QRect StallTotalsChart::grammarMarkRect(int slot) const {
+    if (grammarAllowed(slot) < 0) return {};
+    const QRect column = slotColumn(slot);
+    if (column.height() <= 0) return {};
+    return QRect(column.left(), column.top(), column.width(), std::clamp(column.height() / 16, 3, 6));
+}
 
 QSize StallTotalsChart::sizeHint() const { return QSize(480, 200); }
 QSize StallTotalsChart::minimumSizeHint() const { return QSize(200, 6 * fontMetrics().height()); }
@@ -82,17 +116,24 @@ QString StallTotalsChart::toolTipAt(QPoint pos) const {
     if (slot < 0 || !values_[size_t(slot)].filled) return {};
     const Slot& s = values_[size_t(slot)];
     const double total = s.computeMs + s.stallMs;
-    return tr("%1 tokens ago (position %2): compute %3 ms, expert wait %4 ms (%5% stalled)")
-        .arg(slots_ - 1 - slot)
-        .arg(s.position)
-        .arg(s.computeMs, 0, 'f', 3)
-        .arg(s.stallMs, 0, 'f', 3)
-        .arg(total > 0 ? 100.0 * s.stallMs / total : 0.0, 0, 'f', 1);
+    const QString times = tr("%1 tokens ago (position %2): compute %3 ms, expert wait %4 ms (%5% stalled)")
+                              .arg(slots_ - 1 - slot)
+                              .arg(s.position)
+                              .arg(s.computeMs, 0, 'f', 3)
+                              .arg(s.stallMs, 0, 'f', 3)
+                              .arg(total > 0 ? 100.0 * s.stallMs / total : 0.0, 0, 'f', 1);
+    if (s.grammarVocab == 0) return times;
+    return times + QLatin1Char('\n') + tr("grammar allowed %1 of %2 tokens").arg(s.grammarAllowed).arg(s.grammarVocab);
 }
 
 void StallTotalsChart::ensureStatic() {
     const qint64 paletteKey = palette().cacheKey();
-    if (!static_.isNull() && staticSize_ == size() && staticAxisMaxMs_ == axisMaxMs_ && staticPalette_ == paletteKey) return;
+    const int grammarLegend =
+        std::any_of(values_.begin(), values_.end(), [](const Slot& s) { return s.grammarVocab > 0; }) ? 1 : 0;
+    if (!static_.isNull() && staticSize_ == size() && staticAxisMaxMs_ == axisMaxMs_ && staticPalette_ == paletteKey &&
+        staticGrammarLegend_ == grammarLegend)
+        return;
+    staticGrammarLegend_ = grammarLegend;
     staticSize_ = size();
     staticAxisMaxMs_ = axisMaxMs_;
     staticPalette_ = paletteKey;
@@ -108,8 +149,10 @@ void StallTotalsChart::ensureStatic() {
     p.drawText(QRect(4, 2, width() - 8, fm.height() + 4), Qt::AlignLeft | Qt::AlignVCenter,
                tr("Per token: compute vs expert-wait stall (ms)"));
     int x = width() - 8;
-    for (const auto& [label, color] : {std::pair{tr("expert wait"), chart_colors::kStall},
-                                       std::pair{tr("compute"), chart_colors::kCompute}}) {
+    std::vector<std::pair<QString, QColor>> legend = {{tr("expert wait"), chart_colors::kStall},
+                                                      {tr("compute"), chart_colors::kCompute}};
+    if (grammarLegend) legend.insert(legend.begin(), {tr("grammar-masked"), chart_colors::kGrammar});
+    for (const auto& [label, color] : legend) {
         const int w = fm.horizontalAdvance(label);
         x -= w;
         p.drawText(QRect(x, 2, w, fm.height() + 4), Qt::AlignLeft | Qt::AlignVCenter, label);
@@ -152,14 +195,14 @@ void StallTotalsChart::paintEvent(QPaintEvent*) {
     for (int i = 0; i < slots_; ++i) {
         const Slot& s = values_[size_t(i)];
         if (!s.filled) continue;
-        const int x0 = plot.left() + int(int64_t(i) * plot.width() / slots_);
-        const int x1 = plot.left() + int(int64_t(i + 1) * plot.width() / slots_);
-        const int gap = std::max(1, (x1 - x0) / 5);
-        const int w = std::max(1, x1 - x0 - gap);
+        const QRect column = slotColumn(i);
         const int computeTop = plot.bottom() - int(std::lround(s.computeMs * pxPerMs));
         const int stallTop = plot.bottom() - int(std::lround((s.computeMs + s.stallMs) * pxPerMs));
-        if (computeTop < plot.bottom()) p.fillRect(QRect(x0 + gap / 2, computeTop, w, plot.bottom() - computeTop), chart_colors::kCompute);
-        if (stallTop < computeTop) p.fillRect(QRect(x0 + gap / 2, stallTop, w, computeTop - stallTop), chart_colors::kStall);
+        if (computeTop < plot.bottom())
+            p.fillRect(QRect(column.left(), computeTop, column.width(), plot.bottom() - computeTop), chart_colors::kCompute);
+        if (stallTop < computeTop)
+            p.fillRect(QRect(column.left(), stallTop, column.width(), computeTop - stallTop), chart_colors::kStall);
+        if (const QRect mark = grammarMarkRect(i); !mark.isEmpty()) p.fillRect(mark, chart_colors::kGrammar);
     }
 }
 

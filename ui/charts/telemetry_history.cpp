@@ -121,6 +121,8 @@ std::vector<TokenStall> token_stalls(const TelemetryHistory& history, size_t las
     for (size_t i = first; i < w.size(); ++i) {
         TokenStall s;
         s.position = w[i].position;
+        s.grammarAllowedTokens = w[i].grammarAllowedTokens;
+        s.grammarVocabTokens = w[i].grammarVocabTokens;
         for (const LayerRecord& r : w[i].layers) {
             s.computeUs += r.computeUs;
             s.expertWaitUs += r.expertWaitUs;

@@ -35,6 +35,8 @@ bool TelemetryRing::push(const TokenTelemetry& t) {
         slot.expertBytesSaved = t.expertBytesSaved;
         slot.expertBytesFromDisk = t.expertBytesFromDisk;
         slot.expertFetch = t.expertFetch;
+        slot.grammarAllowedTokens = t.grammarAllowedTokens;
+        slot.grammarVocabTokens = t.grammarVocabTokens;
         slot.layerIndex = static_cast<uint16_t>(i);
         slot.layerCount = static_cast<uint16_t>(t.layers.size());
     }
@@ -60,6 +62,8 @@ size_t TelemetryRing::drain(std::vector<TokenTelemetry>& out) {
         t.expertBytesSaved = first.expertBytesSaved;
         t.expertBytesFromDisk = first.expertBytesFromDisk;
         t.expertFetch = first.expertFetch;
+        t.grammarAllowedTokens = first.grammarAllowedTokens;
+        t.grammarVocabTokens = first.grammarVocabTokens;
         t.layers.reserve(first.layerCount);
         for (size_t i = 0; i < first.layerCount; ++i) t.layers.push_back(slots_[(tail + i) & mask_].layer);
         // Tokens are published whole, so [tail, tail + records) is complete below head.

@@ -28,6 +28,8 @@ struct TelemetrySlot {
     uint64_t expertBytesSaved = 0;
     uint64_t expertBytesFromDisk = 0;
     uint8_t expertFetch = 0;
+    uint32_t grammarAllowedTokens = 0;  // 0 / 0: no grammar masked this token's sampling
+    uint32_t grammarVocabTokens = 0;
     uint16_t layerIndex = 0;  // index of this record within its token
     uint16_t layerCount = 0;  // records the token has (0: a token without layer records)
 };

@@ -26,6 +26,11 @@ public:
     int filledSlots() const;
     double computeMs(int slot) const;     // -1 outside [0, slotCount())
     double stallMs(int slot) const;
+    // Tokens sampled under a grammar carry a mark above their bar: how many tokens the grammar
+    // allowed (-1: no grammar, or outside the chart) of how many, and where the mark is drawn.
+    int64_t grammarAllowed(int slot) const;
+    int64_t grammarVocab(int slot) const;
+    QRect grammarMarkRect(int slot) const;  // empty when the slot has no mark
     double axisMaxMs() const { return axisMaxMs_; }
     QString toolTipAt(QPoint pos) const;
     QSize sizeHint() const override;
@@ -41,9 +46,12 @@ private:
         uint32_t position = 0;
         double computeMs = 0;
         double stallMs = 0;
+        uint32_t grammarAllowed = 0;
+        uint32_t grammarVocab = 0;  // 0: no grammar masked this token
         bool operator==(const Slot&) const = default;
     };
     QRect plotRect() const;
+    QRect slotColumn(int slot) const;  // the slot's bar column, full plot height
     mutable QMargins margins_;  // plot area inside the widget; null until measured, reset when the font changes
     int slotAt(QPoint pos) const;
     void ensureStatic();
@@ -55,6 +63,7 @@ private:
     QSize staticSize_;
     double staticAxisMaxMs_ = -1;
     qint64 staticPalette_ = -1;
+    int staticGrammarLegend_ = -1;  // whether the legend names the grammar mark (any slot has one)
 };
 
 } // namespace cflow::ui

@@ -113,6 +113,8 @@ struct TokenStall {
     uint32_t position = 0;
     double computeUs = 0;
     double expertWaitUs = 0;
+    uint32_t grammarAllowedTokens = 0;  // a grammar masked the sampling: tokens it allowed of
+    uint32_t grammarVocabTokens = 0;    // this many (0 / 0: no grammar)
 };
 std::vector<TokenStall> token_stalls(const TelemetryHistory& history, size_t lastTokens);
 
