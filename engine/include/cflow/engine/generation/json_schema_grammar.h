@@ -12,6 +12,18 @@
 // Refused with InvalidInput naming the JSON pointer of the offending keyword: what the grammar
 // cannot express honestly (an unknown type, a $ref outside the document, a schema that accepts
 // nothing, e.g. an empty enum), and what is over the limits.
+//
+// Choices: an object with properties (or required) and no additionalProperties takes no extra
+// keys (OpenAI's strict mode forbids them too); properties come in the schema's order, each
+// optional one may be left out. Keywords that change validity and that the grammar cannot check
+// are refused, not ignored: pattern, patternProperties, multipleOf, not, if/then/else,
+// dependentRequired, dependentSchemas, dependencies, propertyNames, min/maxProperties, contains,
+// min/maxContains, unevaluatedProperties/Items, uniqueItems true, additionalItems, $dynamicRef,
+// formats other than date, time, date-time and uuid, bounds on numbers that are not whole, and
+// exclusive bounds on numbers (integers take them). oneOf is generated as anyOf (its branches
+// should not overlap). Numbers have at most 15 integer and 15 fraction digits, and generic values
+// (the empty schema, `true`) nest at most 6 levels: narrower than the schema, never wider.
+// Errors read "JSON schema #<pointer>: what".
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -27,11 +39,18 @@ struct JsonSchemaLimits {
     size_t max_depth = 64;          // nested schemas
     size_t max_properties = 1000;   // in one object
     size_t max_rules = 20000;       // generated GBNF rules
+    // Steering for models that would never close a string or an array (a random-weight or tiny
+    // model): strings without maxLength get at most this many characters, arrays without
+    // maxItems at most this many items. 0: as the schema says (unbounded). Every value the capped
+    // grammar allows still validates; it only allows fewer.
+    size_t max_string_chars = 0;
+    size_t max_array_items = 0;
 };
 
 // GBNF rules whose entry rule is named `rule_name` (other rules it needs are named
 // `rule_name-...`), for embedding in a larger grammar (tool calls). Whitespace between JSON tokens
-// is bounded as in json_grammar.h.
+// is bounded: nothing, one space, or one line break and at most kJsonGrammarMaxWhitespace spaces
+// or tabs of indent (json_grammar.h), so a model cannot pad a reply with blank lines.
 Result<std::string> json_schema_gbnf_rules(std::string_view schema_json, std::string_view rule_name,
                                           const JsonSchemaLimits& limits = {});
 
