@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cflow/engine/chat/builtin_templates.h"
+#include "cflow/engine/generation/json_schema_grammar.h"
 #include "cflow/formats/whole_file.h"
 #include "cli_options.h"
 
@@ -39,6 +40,34 @@ void add_chat_options(CLI::App& app, ChatArgs& args, bool with_thinking) {
                 },
                 ""))
             ->type_name("\"YYYY-MM-DD HH:MM:SS\"");
+}
+
+void add_json_schema_options(CLI::App& app, JsonSchemaArgs& args) {
+    app.add_option(kJsonSchemaOption, args.file,
+                   "every reply is one JSON value valid under the JSON Schema in FILE (grammar-constrained sampling; "
+                   "the reply ends where the value does)")
+        ->type_name("FILE");
+    app.add_option("--json-string-max-chars", args.string_max_chars,
+                   "with --json-schema: strings the schema leaves unbounded get at most N characters (0: unbounded; "
+                   "for small models that would not close a string)")
+        ->check(integer_in(0, 1000000))
+        ->type_name("N");
+    app.add_option("--json-array-max-items", args.array_max_items,
+                   "with --json-schema: arrays the schema leaves unbounded get at most N items (0: unbounded)")
+        ->check(integer_in(0, 1000000))
+        ->type_name("N");
+}
+
+Result<std::shared_ptr<const Grammar>> load_json_schema_grammar(const JsonSchemaArgs& args) {
+    if (args.file.empty()) return std::shared_ptr<const Grammar>();
+    JsonSchemaLimits limits;
+    limits.max_string_chars = args.string_max_chars;
+    limits.max_array_items = args.array_max_items;
+    auto text = read_whole_file(args.file, limits.max_schema_bytes, "a JSON schema");
+    if (!text) return make_error(text.kind(), std::string(kJsonSchemaOption) + " " + args.file + ": " + text.error());
+    auto grammar = json_schema_grammar(*text, limits);
+    if (!grammar) return make_error(grammar.kind(), std::string(kJsonSchemaOption) + " " + args.file + ": " + grammar.error());
+    return grammar;
 }
 
 void add_context_policy_option(CLI::App& app, ContextPolicy& policy) {

@@ -4,10 +4,16 @@
 //   --context-policy stop|drop-oldest|sliding-window               what a too-long conversation loses
 //   --thinking on|off                                              enable_thinking for templates that read it (Qwen3, SmolLM3)
 //   --template-time "YYYY-MM-DD[ HH:MM:SS]"                         the clock strftime_now() reads (reproducible prompts)
+// and the structured-output options of chat and generate:
+//   --json-schema FILE                                             every reply is JSON valid under the schema in FILE
+//   --json-string-max-chars N, --json-array-max-items N            caps for strings / arrays the schema leaves unbounded
+#include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "cflow/engine/chat/chat_session.h"
+#include "cflow/engine/generation/grammar.h"
 
 namespace CLI {
 class App;
@@ -19,6 +25,7 @@ inline constexpr const char* kTemplateOption = "--template";
 inline constexpr const char* kContextPolicyOption = "--context-policy";
 inline constexpr const char* kThinkingOption = "--thinking";
 inline constexpr const char* kTemplateTimeOption = "--template-time";
+inline constexpr const char* kJsonSchemaOption = "--json-schema";
 
 struct ChatArgs {
     std::optional<std::string> template_name;  // absent: the model's own
@@ -26,6 +33,19 @@ struct ChatArgs {
     std::optional<bool> thinking;              // absent: the template's own default
     std::optional<TemplateTime> template_time; // absent: the local time at each render
 };
+
+struct JsonSchemaArgs {
+    std::string file;             // --json-schema: a JSON Schema every reply must validate against; empty: none
+    size_t string_max_chars = 0;  // --json-string-max-chars: JsonSchemaLimits::max_string_chars (0: unbounded)
+    size_t array_max_items = 0;   // --json-array-max-items: JsonSchemaLimits::max_array_items (0: unbounded)
+};
+
+// --json-schema FILE and its two caps (chat, generate).
+void add_json_schema_options(CLI::App& app, JsonSchemaArgs& args);
+
+// The grammar of args.file's schema; null when no file was given. Errors name the option, the
+// file and, for a schema the converter refuses, the JSON pointer: "--json-schema F: JSON schema #/p: what".
+Result<std::shared_ptr<const Grammar>> load_json_schema_grammar(const JsonSchemaArgs& args);
 
 // --context-policy stop|drop-oldest|sliding-window into `policy` (chat, serve, generate).
 void add_context_policy_option(CLI::App& app, ContextPolicy& policy);

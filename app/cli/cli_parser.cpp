@@ -121,6 +121,7 @@ void declare_generate(CLI::App& root, GenerateArgs& a) {
                   "only output that matches the GBNF grammar in FILE (llama.cpp's syntax, starting at root); "
                   "generation stops when it is complete")
         ->type_name("FILE");
+    add_json_schema_options(*c, a.json_schema);
 }
 
 void declare_perplexity(CLI::App& root, PerplexityArgs& a) {
@@ -185,6 +186,7 @@ void declare_chat(CLI::App& root, ChatCommandArgs& a) {
     add_sampling_options(*c, a.sampling);
     add_session_options(*c, a.session, kSessionAll);
     add_chat_options(*c, a.chat, /*with_thinking=*/true);
+    add_json_schema_options(*c, a.json_schema);
     add_flag(*c, "--show-prompt", a.show_prompt, "print each turn's rendered prompt on stderr");
 }
 

@@ -40,8 +40,8 @@ struct Conversation {
 
 class ChatLoop {
 public:
-    ChatLoop(ChatSession chat, SamplingArgs sampling, bool show_prompt)
-        : chat_(std::move(chat)), sampling_(sampling), show_prompt_(show_prompt) {}
+    ChatLoop(ChatSession chat, SamplingArgs sampling, bool show_prompt, std::shared_ptr<const Grammar> reply_grammar)
+        : chat_(std::move(chat)), sampling_(sampling), show_prompt_(show_prompt), reply_grammar_(std::move(reply_grammar)) {}
 
     void set_system_prompt(std::string text) { conversation_.system_prompt = std::move(text); }
 
@@ -128,6 +128,7 @@ private:
         options.sampling.seed = sampling_.sampling.seed + turn_index_;  // a fresh draw per turn, reproducible
         options.max_tokens = sampling_.max_tokens;
         options.context_policy = policy_;
+        options.grammar = reply_grammar_;
         ChatTurnOutcome outcome;
         CancelToken cancel;
         Status status;
@@ -145,6 +146,9 @@ private:
         else if (outcome.stats.stop_reason == StopReason::ContextFull)
             std::fputs("[cflow] the context is full: reply cut short (--context-policy drop-oldest or sliding-window "
                        "keeps going; /reset to start over)\n", stderr);
+        else if (reply_grammar_ && outcome.stats.stop_reason != StopReason::GrammarComplete)
+            std::fprintf(stderr, "[cflow] the reply stopped (%s) before its JSON was complete (-n)\n",
+                         std::string(stop_reason_name(outcome.stats.stop_reason)).c_str());
         if (outcome.stats.context_shifts > 0)
             std::fprintf(stderr, "[cflow] the context filled during the reply: %u of the oldest tokens after the system "
                                  "prompt were left out (%u shift(s)) and the reply went on\n",
@@ -163,6 +167,7 @@ private:
     bool show_prompt_;
     Conversation conversation_;
     unsigned turn_index_ = 0;
+    std::shared_ptr<const Grammar> reply_grammar_;  // --json-schema: every reply stays inside it; null: free text
 };
 
 } // namespace
@@ -173,6 +178,8 @@ int run_chat(const ChatCommandArgs& args) {
     const SamplingArgs sampling = args.sampling.resolved();
     auto chosen_template = parse_template_arg(args.chat.template_name);
     if (!chosen_template) return fail("chat", chosen_template.error());
+    auto reply_grammar = load_json_schema_grammar(args.json_schema);
+    if (!reply_grammar) return fail("chat", reply_grammar.error());
 
     auto loaded = load_for_session(args.session, *model_path);
     if (!loaded) return fail("chat", loaded.error());
@@ -189,7 +196,7 @@ int run_chat(const ChatCommandArgs& args) {
     chat.set_thinking(args.chat.thinking);
     chat.set_template_clock(args.chat.template_time);
 
-    ChatLoop loop(std::move(chat), sampling, args.show_prompt);
+    ChatLoop loop(std::move(chat), sampling, args.show_prompt, *reply_grammar);
     if (args.system) loop.set_system_prompt(*args.system);
     loop.set_context_policy(args.chat.context_policy);
     return loop.run();

@@ -37,6 +37,12 @@ int run_generate(const GenerateArgs& args) {
         if (!grammar) return fail("generate", args.grammar_file + grammar.error().substr(std::string_view("grammar").size()));
         request.grammar = std::make_shared<const Grammar>(std::move(grammar.value()));
     }
+    if (!args.json_schema.file.empty()) {
+        if (request.grammar) return fail("generate", "--grammar and --json-schema each constrain the output: give one");
+        auto grammar = load_json_schema_grammar(args.json_schema);
+        if (!grammar) return fail("generate", grammar.error());
+        request.grammar = *grammar;
+    }
 
     auto loaded = load_for_session(args.session, *model_path);
     if (!loaded) return fail("generate", loaded.error());

@@ -31,6 +31,7 @@ struct GenerateArgs {
     SessionArgs session;
     std::string telemetry_file;
     std::string grammar_file;  // --grammar: a GBNF file the output must match; empty: none
+    JsonSchemaArgs json_schema;  // --json-schema: the output is JSON valid under a schema (not with --grammar)
     bool stats = false, trace_experts = false, no_stats = false;
     ContextPolicy context_policy = ContextPolicy::Stop;  // not Stop: a full context shifts and generation goes on
     bool ignore_eos = false;                              // run past EOS / BOS (benchmarks, long-context tests)
@@ -42,6 +43,7 @@ struct ChatCommandArgs {
     SamplingArgs sampling;
     SessionArgs session;
     ChatArgs chat;
+    JsonSchemaArgs json_schema;  // --json-schema: every reply is JSON valid under a schema
     bool show_prompt = false;
 };
 
