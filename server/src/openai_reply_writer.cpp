@@ -29,27 +29,54 @@ std::string_view openai_finish_reason(StopReason reason) {
     return "stop";
 }
 
-OpenAiChatWriter::OpenAiChatWriter(ResponseHeader header, bool stream, bool include_usage)
-    : header_(std::move(header)), stream_(stream), include_usage_(include_usage) {}
+OpenAiChatWriter::OpenAiChatWriter(ResponseHeader header, bool stream, bool include_usage, bool parallel_tool_calls)
+    : header_(std::move(header)), stream_(stream), include_usage_(include_usage), parallel_tool_calls_(parallel_tool_calls) {}
 
 std::string OpenAiChatWriter::refusal(const ApiError& error) const { return error_body(error); }
+
+void OpenAiChatWriter::prepared(const ReplyContext& context) {
+    tool_format_ = context.tool_format;
+    if (stream_ && tool_format_ != ToolCallFormat::None) tool_parser_.emplace(tool_format_);
+}
+
+std::string OpenAiChatWriter::stream_events(const ToolCallStreamParser::Events& events) {
+    std::string bytes;
+    if (!events.content.empty()) bytes += sse_event(chat_chunk(header_, events.content, false, std::nullopt));
+    for (const ToolCall& call : events.calls) {
+        if (!parallel_tool_calls_ && calls_streamed_ > 0) break;
+        // As OpenAI streams a call: a head that names it, then its arguments.
+        bytes += sse_event(chat_tool_call_head_chunk(header_, calls_streamed_, call));
+        bytes += sse_event(chat_tool_call_arguments_chunk(header_, calls_streamed_, call.arguments_json));
+        ++calls_streamed_;
+    }
+    return bytes;
+}
 
 std::string OpenAiChatWriter::start() {
     return stream_ ? sse_event(chat_chunk(header_, std::string_view(""), true, std::nullopt)) : std::string();
 }
 
 std::string OpenAiChatWriter::piece(std::string_view text) {
-    return stream_ ? sse_event(chat_chunk(header_, text, false, std::nullopt)) : std::string();
+    if (!stream_) return {};
+    if (tool_parser_) return stream_events(tool_parser_->feed(text));
+    return sse_event(chat_chunk(header_, text, false, std::nullopt));
 }
 
 ReplyEnding OpenAiChatWriter::finish(const ChatTurnOutcome& outcome, const Usage& usage) {
-    const std::string_view finish = openai_finish_reason(outcome.stats.stop_reason);
-    ReplyEnding ending{{}, std::string(finish)};
+    std::string_view finish = openai_finish_reason(outcome.stats.stop_reason);
     if (!stream_) {
-        ending.bytes = chat_completion_body(header_, outcome.text, finish, usage);
-        return ending;
+        if (tool_format_ == ToolCallFormat::None)
+            return {chat_completion_body(header_, outcome.text, finish, usage), std::string(finish)};
+        ParsedToolReply parsed = parse_tool_calls(tool_format_, outcome.text);
+        if (!parallel_tool_calls_ && parsed.calls.size() > 1) parsed.calls.resize(1);
+        if (!parsed.calls.empty()) finish = "tool_calls";
+        return {chat_completion_body(header_, parsed.content, finish, usage, parsed.calls), std::string(finish)};
     }
-    ending.bytes = sse_event(chat_chunk(header_, std::nullopt, false, finish));
+    ReplyEnding ending;
+    if (tool_parser_) ending.bytes = stream_events(tool_parser_->finish());
+    if (calls_streamed_ > 0) finish = "tool_calls";
+    ending.finish_reason = std::string(finish);
+    ending.bytes += sse_event(chat_chunk(header_, std::nullopt, false, finish));
     if (include_usage_) ending.bytes += sse_event(usage_chunk(header_, "chat.completion.chunk", usage));
     ending.bytes += kSseDone;
     return ending;

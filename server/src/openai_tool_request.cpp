@@ -26,14 +26,14 @@ ApiError tool_request_wrong(const std::string& param, const std::string& expecta
 
 // OpenAI and Anthropic both require 1-64 of [A-Za-z0-9_-]; templates and grammars rely on it too
 // (a name is written into the call markers unescaped).
-bool is_tool_name(const std::string& name) {
+bool openai_is_tool_name(const std::string& name) {
     if (name.empty() || name.size() > 64) return false;
     return std::all_of(name.begin(), name.end(), [](char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
     });
 }
 
-std::optional<ApiError> read_tool(const json& tool, size_t index, ToolDefinition& out) {
+std::optional<ApiError> openai_read_tool(const json& tool, size_t index, ToolDefinition& out) {
     const std::string at = "tools[" + std::to_string(index) + "]";
     if (!tool.is_object()) return tool_request_wrong(at, "an object {\"type\": \"function\", \"function\": {...}}", tool);
     const auto type = tool.find("type");
@@ -44,7 +44,7 @@ std::optional<ApiError> read_tool(const json& tool, size_t index, ToolDefinition
     if (function == tool.end() || !function->is_object())
         return tool_request_wrong(at + ".function", "an object with a name", tool.value("function", json()));
     const auto name = function->find("name");
-    if (name == function->end() || !name->is_string() || !is_tool_name(name->get<std::string>()))
+    if (name == function->end() || !name->is_string() || !openai_is_tool_name(name->get<std::string>()))
         return tool_request_wrong(at + ".function.name", "1 to 64 letters, digits, '_' or '-'", function->value("name", json()));
     out.name = name->get<std::string>();
     if (const auto description = function->find("description"); description != function->end() && !description->is_null()) {
@@ -61,7 +61,7 @@ std::optional<ApiError> read_tool(const json& tool, size_t index, ToolDefinition
     return std::nullopt;
 }
 
-std::optional<ApiError> read_tool_choice(const json& value, const std::vector<ToolDefinition>& tools, ToolChoice& out) {
+std::optional<ApiError> openai_read_tool_choice(const json& value, const std::vector<ToolDefinition>& tools, ToolChoice& out) {
     const char* expectation = "\"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}";
     if (value.is_string()) {
         const std::string kind = value.get<std::string>();
@@ -89,7 +89,7 @@ std::optional<ApiError> read_tool_choice(const json& value, const std::vector<To
 }
 
 // An assistant turn's call: OpenAI sends the arguments as a JSON string, some clients as the object.
-std::optional<ApiError> read_call(const json& call, const std::string& at, const RequestLimits& limits, ToolCall& out) {
+std::optional<ApiError> openai_read_call(const json& call, const std::string& at, const RequestLimits& limits, ToolCall& out) {
     if (!call.is_object()) return tool_request_wrong(at, "an object {\"id\", \"type\": \"function\", \"function\": {...}}", call);
     if (const auto id = call.find("id"); id != call.end() && !id->is_null()) {
         if (!id->is_string()) return tool_request_wrong(at + ".id", "a string", *id);
@@ -143,7 +143,7 @@ std::optional<ApiError> read_tool_fields(const json& body, const RequestLimits& 
                                    std::to_string(limits.max_tools) + " are accepted", "tools");
         for (size_t i = 0; i < tools->size(); ++i) {
             ToolDefinition tool;
-            if (auto e = read_tool((*tools)[i], i, tool)) return e;
+            if (auto e = openai_read_tool((*tools)[i], i, tool)) return e;
             const bool repeated = std::any_of(request.tools.begin(), request.tools.end(),
                                               [&](const ToolDefinition& t) { return t.name == tool.name; });
             if (repeated)
@@ -153,7 +153,7 @@ std::optional<ApiError> read_tool_fields(const json& body, const RequestLimits& 
         }
     }
     if (const auto choice = body.find("tool_choice"); choice != body.end() && !choice->is_null())
-        if (auto e = read_tool_choice(*choice, request.tools, request.tool_choice)) return e;
+        if (auto e = openai_read_tool_choice(*choice, request.tools, request.tool_choice)) return e;
     if (const auto parallel = body.find("parallel_tool_calls"); parallel != body.end() && !parallel->is_null()) {
         if (!parallel->is_boolean()) return tool_request_wrong("parallel_tool_calls", "true or false", *parallel);
         request.parallel_tool_calls = parallel->get<bool>();
@@ -169,7 +169,7 @@ std::optional<ApiError> read_message_tool_fields(const json& message, size_t ind
         if (!calls->is_array()) return tool_request_wrong(at + ".tool_calls", "an array of tool calls", *calls);
         std::vector<ToolCall> parsed(calls->size());
         for (size_t j = 0; j < calls->size(); ++j)
-            if (auto e = read_call((*calls)[j], at + ".tool_calls[" + std::to_string(j) + "]", limits, parsed[j])) return e;
+            if (auto e = openai_read_call((*calls)[j], at + ".tool_calls[" + std::to_string(j) + "]", limits, parsed[j])) return e;
         if (!parsed.empty()) out.extra_json = tool_calls_message_extra_json(parsed);
     }
     if (out.role == "tool") {
