@@ -20,7 +20,7 @@ ApiError server_error(std::string message) { return {500, "server_error", {}, {}
 ApiError error_for_status(int status) {
     switch (status) {
     case 400: return bad_request("the request could not be parsed");
-    case 404: return not_found("no such endpoint (try GET /v1/models, POST /v1/chat/completions or POST /v1/completions)");
+    case 404: return not_found("no such endpoint (try GET /v1/models, POST /v1/chat/completions, POST /v1/completions or POST /v1/messages)");
     case 405: return {405, "invalid_request_error", {}, {}, "method not allowed on this endpoint"};
     case 413: return {413, "invalid_request_error", "request_too_large", {}, "the request body is larger than the server accepts"};
     case 414: return {414, "invalid_request_error", {}, {}, "the request URI is too long"};

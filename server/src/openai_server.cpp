@@ -25,6 +25,9 @@
 #include "cflow/server/openai_response.h"
 #include "cflow/server/slot_pool.h"
 #include "cflow/server/sse.h"
+#include "anthropic_reply_writer.h"
+#include "cflow/server/anthropic_request.h"
+#include "cflow/server/anthropic_response.h"
 #include "guarded_http_server.h"
 #include "openai_reply_writer.h"
 #include "reply_job.h"
@@ -43,6 +46,19 @@ int64_t unix_seconds() {
 void send_error(httplib::Response& res, const ApiError& error) {
     res.status = error.status;
     res.set_content(error_body(error), "application/json");
+}
+
+// POST /v1/messages (and anything under it) speaks the Anthropic API: its errors take that shape.
+bool is_anthropic_path(std::string_view path) {
+    constexpr std::string_view kMessages = "/v1/messages";
+    return path.substr(0, kMessages.size()) == kMessages &&
+           (path.size() == kMessages.size() || path[kMessages.size()] == '/' || path[kMessages.size()] == '?');
+}
+
+void send_error_for(std::string_view path, httplib::Response& res, const ApiError& error) {
+    if (!is_anthropic_path(path)) return send_error(res, error);
+    res.status = error.status;
+    res.set_content(anthropic_error_body(error), "application/json");
 }
 
 // Constant-time comparison: the key's bytes do not leak through the answer's timing.
@@ -121,17 +137,32 @@ struct OpenAiServer::Impl {
     void serve_reply(const httplib::Request& req, httplib::Response& res, ReplyPlan plan);
     ReplyJobHost job_host();
     void handle_post(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader);
+    void handle_messages(const httplib::Request& req, const std::string& body, httplib::Response& res);
 };
 
 void OpenAiServer::Impl::handle_post(const httplib::Request& req, httplib::Response& res,
                                     const httplib::ContentReader& reader) {
     const bool chat_endpoint = req.path == "/v1/chat/completions";
-    if (!chat_endpoint && req.path != "/v1/completions") return send_error(res, error_for_status(404));
+    const bool messages_endpoint = req.path == "/v1/messages";
+    if (!chat_endpoint && !messages_endpoint && req.path != "/v1/completions")
+        return send_error_for(req.path, res, error_for_status(404));
     std::string body;
     if (auto refused = read_body(reader, res, options.max_body_bytes, options.http_limits.body_deadline, body))
-        return send_error(res, *refused);
+        return send_error_for(req.path, res, *refused);
     if (body.size() >= kLargeBodyBytes) trim_heap = true;
+    if (messages_endpoint) return handle_messages(req, body, res);
     handle_generation(req, body, res, chat_endpoint ? GenerationRequest::Kind::Chat : GenerationRequest::Kind::Completion);
+}
+
+void OpenAiServer::Impl::handle_messages(const httplib::Request& req, const std::string& body, httplib::Response& res) {
+    const Clock::time_point arrived = Clock::now();
+    ParsedRequest parsed = parse_anthropic_messages_request(body, options.limits);
+    if (!parsed.ok()) return send_error_for(req.path, res, parsed.error);
+    ReplyPlan plan;
+    plan.arrived = arrived;
+    plan.request = std::move(*parsed.request);
+    plan.writer = std::make_unique<AnthropicWriter>(options.model_id, plan.request.stream, plan.request.parallel_tool_calls);
+    serve_reply(req, res, std::move(plan));
 }
 
 void OpenAiServer::Impl::handle_generation(const httplib::Request& req, const std::string& body, httplib::Response& res,
@@ -218,6 +249,25 @@ void OpenAiServer::Impl::serve_reply(const httplib::Request& req, httplib::Respo
                                                    plan.arrived});
     ChatSession& chat = job->lease.chat();
     PrepareOptions prepare = std::move(plan.prepare);
+    // Tools: the template renders them, the writer reads calls back in the template's format, and
+    // tool_choice required / named constrains the reply to a call by grammar.
+    const GenerationRequest& asked = job->request;
+    const bool tools_offered = !asked.tools.empty() && asked.tool_choice.kind != ToolChoice::Kind::None;
+    const ToolCallFormat tool_format = tools_offered ? chat.tool_call_format() : ToolCallFormat::None;
+    if (tools_offered) prepare.tools = asked.tools;
+    const bool call_required =
+        tools_offered && (asked.tool_choice.kind == ToolChoice::Kind::Required || asked.tool_choice.kind == ToolChoice::Kind::Named);
+    if (call_required) {
+        if (job->grammar)
+            return refuse(bad_request("a tool_choice that requires a call cannot be combined with a response format",
+                                      "tool_choice"));
+        if (tool_format == ToolCallFormat::None)
+            return refuse(bad_request("this model's chat template does not render tools, so a tool call cannot be required",
+                                      "tool_choice"));
+        auto call_grammar = tool_call_grammar(tool_format, asked.tools, asked.tool_choice);
+        if (!call_grammar) return refuse(bad_request(call_grammar.error(), "tools"));
+        job->grammar = std::move(call_grammar).value();
+    }
     prepare.policy = options.context_policy;
     prepare.reserve_tokens = uint32_t(job->request.max_tokens.value_or(0));
     const char* input = chat_turn ? "messages" : "prompt";
@@ -234,6 +284,7 @@ void OpenAiServer::Impl::serve_reply(const httplib::Request& req, httplib::Respo
                                       " tokens",
                                   input, "context_length_exceeded"));
     job->turn = std::move(turn).value();
+    job->writer->prepared({uint32_t(job->turn.ids.size()), tool_format});
 
     const bool stream = job->writer->streams();
     if (stream) {
@@ -274,7 +325,7 @@ void OpenAiServer::Impl::install_routes() {
         const std::string host = req.get_header_value("Host");
         const std::string origin = req.get_header_value("Origin");
         if (auto refused = refuse_request(options.origin_policy, host, origin)) {
-            send_error(res, ApiError{403, "invalid_request_error", "forbidden_origin", {}, *refused});
+            send_error_for(req.path, res, ApiError{403, "invalid_request_error", "forbidden_origin", {}, *refused});
             return httplib::Server::HandlerResponse::Handled;
         }
         const std::string cors = allowed_cors_origin(options.origin_policy, host, origin);
@@ -283,7 +334,8 @@ void OpenAiServer::Impl::install_routes() {
             if (!cors.empty()) {
                 res.set_header("Access-Control-Allow-Origin", cors);
                 res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-                res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
+                res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta, "
+                                                              "Anthropic-Dangerous-Direct-Browser-Access");
                 res.set_header("Access-Control-Max-Age", "600");
                 res.set_header("Vary", "Origin");
             }
@@ -303,7 +355,14 @@ void OpenAiServer::Impl::install_routes() {
                                 });
         if (has_bearer && same_secret(std::string_view(authorization).substr(kBearer.size()), options.api_key))
             return httplib::Server::HandlerResponse::Unhandled;
-        send_error(res, unauthorized(has_bearer ? "incorrect API key provided"
+        // The Anthropic API sends its key as x-api-key.
+        const bool anthropic = is_anthropic_path(req.path);
+        const bool has_x_api_key = anthropic && req.has_header("x-api-key");
+        if (has_x_api_key && same_secret(req.get_header_value("x-api-key"), options.api_key))
+            return httplib::Server::HandlerResponse::Unhandled;
+        send_error_for(req.path, res,
+                       unauthorized(has_bearer || has_x_api_key ? "incorrect API key provided"
+                                    : anthropic ? "an API key is required: send 'x-api-key: KEY' or 'Authorization: Bearer KEY'"
                                                 : "an API key is required: send 'Authorization: Bearer KEY'"));
         return httplib::Server::HandlerResponse::Handled;
     });
@@ -313,9 +372,9 @@ void OpenAiServer::Impl::install_routes() {
         // cpp-httplib caps form-encoded bodies at 8 KiB whatever the limit: curl -d sends that type.
         if (res.status == 413 && req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0)
             error.message += " (a form-encoded body is capped at 8 KiB: send 'Content-Type: application/json')";
-        send_error(res, error);
+        send_error_for(req.path, res, error);
     });
-    http.routes().set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
+    http.routes().set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
         std::string what = "unknown error";
         try {
             if (error) std::rethrow_exception(error);
@@ -325,7 +384,7 @@ void OpenAiServer::Impl::install_routes() {
             what = e.what();
         } catch (...) {
         }
-        send_error(res, server_error("internal error: " + what));
+        send_error_for(req.path, res, server_error("internal error: " + what));
     });
 
     http.routes().Get("/health", [this](const httplib::Request&, httplib::Response& res) {

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "cflow/engine/chat/chat_session.h"
+#include "cflow/engine/chat/tool_calls.h"
 #include "cflow/server/api_error.h"
 #include "cflow/server/openai_response.h"
 
@@ -23,6 +24,14 @@ struct ReplyEnding {
     std::string finish_reason;
 };
 
+// What a writer learns once the prompt is prepared, before start().
+struct ReplyContext {
+    uint32_t prompt_tokens = 0;
+    // How the template writes tool calls; None when the request offers no tools (or tool_choice
+    // none): the reply is then plain text, nothing to parse.
+    ToolCallFormat tool_format = ToolCallFormat::None;
+};
+
 class ReplyWriter {
 public:
     virtual ~ReplyWriter() = default;
@@ -32,6 +41,8 @@ public:
     // The JSON body that refuses the request before any reply was written (the HTTP status is
     // error.status): each API's own error shape.
     virtual std::string refusal(const ApiError& error) const = 0;
+    // Called once, after the prompt is prepared and before start().
+    virtual void prepared(const ReplyContext& context) { (void)context; }
     // The bytes sent before the first piece (a stream's opening events; "" for a whole body).
     virtual std::string start() = 0;
     // One non-empty piece of reply text as the model wrote it: the bytes to send now ("" is fine:

@@ -3,6 +3,7 @@
 //   GET  /v1/models, /v1/models/{id}     the one served model
 //   POST /v1/chat/completions            the chat core with the model's (or the chosen) template
 //   POST /v1/completions                 raw text (or token ids) continued
+//   POST /v1/messages                    the Anthropic Messages API (anthropic_request.h; key also as x-api-key)
 //   GET  /health                         {"status": "ok", ...} without a key, for scripts
 // `stream: true` answers with server-sent events in the OpenAI chunk format ending with
 // `data: [DONE]`. Generation runs on the HTTP library's request threads, one per leased slot
