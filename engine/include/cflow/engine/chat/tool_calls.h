@@ -24,6 +24,7 @@
 #include "cflow/base/result.h"
 #include "cflow/engine/chat/chat_template.h"
 #include "cflow/engine/generation/grammar.h"
+#include "cflow/engine/generation/json_schema_grammar.h"
 
 namespace cflow {
 
@@ -106,7 +107,10 @@ struct ToolChoice {
 // one of `tools` (Named: that tool), its arguments constrained by each tool's parameters schema
 // (json_schema_grammar.h) — for ToolChoice Required and Named. InvalidInput when the format is
 // None, a named tool is not among `tools`, or a schema cannot be compiled (the message says which).
+// Required allows up to 8 calls in the formats that write several per turn (Hermes, Mistral,
+// Phi-4) and one in Llama 3.1's and harmony's; Named, one. `limits` go to each schema (e.g. the
+// string and array caps a small model needs to ever close its arguments).
 Result<std::shared_ptr<const Grammar>> tool_call_grammar(ToolCallFormat format, std::span<const ToolDefinition> tools,
-                                                         const ToolChoice& choice);
+                                                         const ToolChoice& choice, const JsonSchemaLimits& limits = {});
 
 } // namespace cflow
