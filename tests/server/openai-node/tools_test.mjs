@@ -23,9 +23,16 @@ if (!cflow || !shared) {
   console.error('usage: node tools_test.mjs --cflow PATH --shared PATH');
   process.exit(2);
 }
-const template = join(shared, 'assets/chat-templates/llama.cpp-models-templates/Qwen-Qwen2.5-7B-Instruct.jinja');
-if (!existsSync(template)) {
-  console.log(`skipped: ${template} is absent (the shared assets are not checked out)`);
+// One family per tool-call format the server reads: its real template renders the tools.
+const templates = join(shared, 'assets/chat-templates/llama.cpp-models-templates');
+const families = [
+  ['hermes (Qwen 2.5)', 'Qwen-Qwen2.5-7B-Instruct.jinja'],
+  ['llama3.1', 'meta-llama-Llama-3.1-8B-Instruct.jinja'],
+  ['mistral (Nemo)', 'mistralai-Mistral-Nemo-Instruct-2407.jinja'],
+  ['harmony (gpt-oss)', 'openai-gpt-oss-120b.jinja'],
+].map(([label, file]) => ({ label, template: join(templates, file) }));
+if (!families.every((f) => existsSync(f.template))) {
+  console.log(`skipped: the chat templates under ${templates} are absent (the shared assets are not checked out)`);
   process.exit(77);
 }
 let OpenAI;
@@ -49,7 +56,7 @@ if (synth.status !== 0) {
 }
 
 const apiKey = 'test-key-' + Math.random().toString(36).slice(2);
-function startServer() {
+function startServer(template) {
   const argv = ['serve', model, '--template', template, '--port', '0', '--api-key', apiKey, '--parallel', '2',
                 '--threads', '1', '--ctx', '4096'];
   const child = spawn(cflow, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -70,9 +77,18 @@ function startServer() {
   });
 }
 
-const server = await startServer();
-const client = new OpenAI({ baseURL: server.url + '/v1', apiKey, maxRetries: 0, timeout: 120000 });
-const modelId = (await client.models.list()).data[0].id;
+let server;
+let client;
+let modelId;
+async function serveWith(template) {
+  server = await startServer(template);
+  client = new OpenAI({ baseURL: server.url + '/v1', apiKey, maxRetries: 0, timeout: 120000 });
+  modelId = (await client.models.list()).data[0].id;
+}
+async function stopServer() {
+  server.kill('SIGINT');
+  await new Promise((resolve) => server.on('exit', resolve));
+}
 
 const results = [];
 async function check(name, fn) {
@@ -128,7 +144,7 @@ function assertValidCall(call, onlyName) {
   if (call.function.name === 'get_weather') {
     assert.deepEqual(Object.keys(argumentsObject).sort(), ['city', 'unit']);
     assert.equal(typeof argumentsObject.city, 'string');
-    assert.ok(argumentsObject.city.length <= 12);
+    assert.ok([...argumentsObject.city].length <= 12, 'maxLength counts code points');
     assert.ok(['celsius', 'fahrenheit'].includes(argumentsObject.unit));
   } else {
     assert.ok(['UTC', 'CET'].includes(argumentsObject.zone), call.function.arguments);
@@ -161,97 +177,115 @@ async function streamedCalls(params) {
 
 const withoutIds = (calls) => calls.map((c) => ({ name: c.function.name, arguments: c.function.arguments }));
 
-await check('a full round trip: tool_choice required gives tool_calls, a tool message gets an answer', async () => {
-  const first = await client.chat.completions.create({
-    model: modelId, messages, tools, tool_choice: 'required', seed: 3, max_tokens: 200 });
-  const choice = first.choices[0];
-  assert.equal(choice.finish_reason, 'tool_calls', JSON.stringify(choice));
-  assert.equal(choice.message.content, null, 'a reply of only calls has content null');
-  assert.ok(choice.message.tool_calls.length >= 1);
-  for (const call of choice.message.tool_calls) assertValidCall(call);
-  const followUp = [
-    ...messages,
-    choice.message,
-    ...choice.message.tool_calls.map((call) => ({
-      role: 'tool', tool_call_id: call.id, content: JSON.stringify({ temperature: -3, sky: 'snow' }) })),
-  ];
-  const answer = await client.chat.completions.create({ model: modelId, messages: followUp, tools, tool_choice: 'none',
-                                                        seed: 4, max_tokens: 12 });
-  assert.equal(typeof answer.choices[0].message.content, 'string');
-  assert.ok(answer.choices[0].message.content.length > 0, 'an answer in text');
-  assert.ok(!answer.choices[0].message.tool_calls?.length, 'tool_choice none: no calls');
-  assert.ok(['stop', 'length'].includes(answer.choices[0].finish_reason));
-  // The call and its result were rendered into the prompt by the template: the same request
-  // without them is shorter by at least the call's arguments and the result.
-  const without = await client.chat.completions.create({ model: modelId, messages, tools, tool_choice: 'none', max_tokens: 1 });
-  assert.ok(answer.usage.prompt_tokens > without.usage.prompt_tokens + 10,
-            `${answer.usage.prompt_tokens} prompt tokens with the call and its result, ${without.usage.prompt_tokens} without`);
-});
-
-await check('streamed tool-call deltas reassemble to the non-streamed calls (by hand and by the client helper)', async () => {
-  for (const seed of [5, 6]) {
-    const params = { model: modelId, messages, tools, tool_choice: 'required', seed, max_tokens: 200 };
-    const whole = (await client.chat.completions.create(params)).choices[0];
-    assert.equal(whole.finish_reason, 'tool_calls');
-    const streamed = await streamedCalls(params);
-    assert.equal(streamed.finish, 'tool_calls');
-    assert.equal(streamed.content, '', 'no text beside the calls');
-    for (const call of streamed.calls) assertValidCall(call);
-    assert.deepEqual(withoutIds(streamed.calls), withoutIds(whole.message.tool_calls), `seed ${seed}`);
-    // The client's own accumulator (ChatCompletionStream) builds the same message.
-    const helper = client.chat.completions.stream(params);
-    const final = await helper.finalChatCompletion();
-    assert.equal(final.choices[0].finish_reason, 'tool_calls');
-    assert.deepEqual(withoutIds(final.choices[0].message.tool_calls), withoutIds(whole.message.tool_calls));
-  }
-});
-
-await check('tool_choice naming a function calls that function', async () => {
-  for (const seed of [7, 8]) {
-    const reply = await client.chat.completions.create({
-      model: modelId, messages, tools, tool_choice: { type: 'function', function: { name: 'get_time' } }, seed,
-      max_tokens: 200 });
-    const choice = reply.choices[0];
-    assert.equal(choice.finish_reason, 'tool_calls');
+async function familyChecks(label) {
+  await check(label + ': a full round trip: tool_choice required gives tool_calls, a tool message gets an answer', async () => {
+    const first = await client.chat.completions.create({
+      model: modelId, messages, tools, tool_choice: 'required', seed: 3, max_tokens: 1000 });
+    const choice = first.choices[0];
+    assert.equal(choice.finish_reason, 'tool_calls', JSON.stringify(choice));
+    assert.equal(choice.message.content, null, 'a reply of only calls has content null');
     assert.ok(choice.message.tool_calls.length >= 1);
-    for (const call of choice.message.tool_calls) assertValidCall(call, 'get_time');
-  }
-});
+    for (const call of choice.message.tool_calls) assertValidCall(call);
+    const followUp = [
+      ...messages,
+      choice.message,
+      ...choice.message.tool_calls.map((call) => ({
+        role: 'tool', tool_call_id: call.id, content: JSON.stringify({ temperature: -3, sky: 'snow' }) })),
+    ];
+    const answer = await client.chat.completions.create({ model: modelId, messages: followUp, tools, tool_choice: 'none',
+                                                          seed: 4, max_tokens: 12 });
+    assert.equal(typeof answer.choices[0].message.content, 'string');
+    assert.ok(answer.choices[0].message.content.length > 0, 'an answer in text');
+    assert.ok(!answer.choices[0].message.tool_calls?.length, 'tool_choice none: no calls');
+    assert.ok(['stop', 'length'].includes(answer.choices[0].finish_reason));
+    // The call and its result were rendered into the prompt by the template: the same request
+    // without them is shorter by at least the call's arguments and the result.
+    const without = await client.chat.completions.create({ model: modelId, messages, tools, tool_choice: 'none', max_tokens: 1 });
+    assert.ok(answer.usage.prompt_tokens > without.usage.prompt_tokens + 10,
+              `${answer.usage.prompt_tokens} prompt tokens with the call and its result, ${without.usage.prompt_tokens} without`);
+  });
 
-await check('parallel_tool_calls false returns one call', async () => {
-  const reply = await client.chat.completions.create({
-    model: modelId, messages, tools, tool_choice: 'required', parallel_tool_calls: false, seed: 9, max_tokens: 300 });
-  assert.equal(reply.choices[0].message.tool_calls.length, 1);
-  const streamed = await streamedCalls({ model: modelId, messages, tools, tool_choice: 'required',
-                                         parallel_tool_calls: false, seed: 9, max_tokens: 300 });
-  assert.equal(streamed.calls.length, 1);
-});
+  await check(label + ': streamed tool-call deltas reassemble to the non-streamed calls (by hand and by the client helper)', async () => {
+    for (const seed of [5, 6]) {
+      const params = { model: modelId, messages, tools, tool_choice: 'required', seed, max_tokens: 1000 };
+      const whole = (await client.chat.completions.create(params)).choices[0];
+      assert.equal(whole.finish_reason, 'tool_calls');
+      const streamed = await streamedCalls(params);
+      assert.equal(streamed.finish, 'tool_calls');
+      assert.equal(streamed.content, '', 'no text beside the calls');
+      for (const call of streamed.calls) assertValidCall(call);
+      assert.deepEqual(withoutIds(streamed.calls), withoutIds(whole.message.tool_calls), `seed ${seed}`);
+      // The client's own accumulator (ChatCompletionStream) builds the same message.
+      const helper = client.chat.completions.stream(params);
+      const final = await helper.finalChatCompletion();
+      assert.equal(final.choices[0].finish_reason, 'tool_calls');
+      assert.deepEqual(withoutIds(final.choices[0].message.tool_calls), withoutIds(whole.message.tool_calls));
+    }
+  });
 
-await check('malformed tools, unknown tool_choice names and non-JSON arguments are 400s naming the field', async () => {
-  const refused = async (params, param) => {
-    await assert.rejects(client.chat.completions.create({ model: modelId, max_tokens: 4, ...params }),
-                         (e) => e instanceof OpenAI.BadRequestError && e.param === param, param);
-  };
-  await refused({ messages, tools, tool_choice: { type: 'function', function: { name: 'get_stock_price' } } }, 'tool_choice');
-  await refused({ messages, tools: [{ type: 'function', function: { name: 'no spaces allowed' } }] },
-                'tools[0].function.name');
-  await refused({ messages, tools: [{ type: 'function', function: { name: 'f', parameters: 'object' } }] },
-                'tools[0].function.parameters');
-  await refused({ messages, tool_choice: 'required' }, 'tool_choice');
-  await refused({
-    messages: [...messages, { role: 'assistant', content: null, tool_calls: [
-      { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{city: Oslo' } }] },
-    { role: 'tool', tool_call_id: 'call_1', content: '-3' }],
-  }, 'messages[2].tool_calls[0].function.arguments');
-  await refused({ messages: [...messages, { role: 'tool', content: 'no id' }] }, 'messages[2].tool_call_id');
-  const alive = await client.chat.completions.create({ model: modelId, messages, max_tokens: 4 });
-  assert.equal(alive.choices.length, 1, 'the server lives on');
-});
+  await check(label + ': tool_choice naming a function calls that function', async () => {
+    for (const seed of [7, 8]) {
+      const reply = await client.chat.completions.create({
+        model: modelId, messages, tools, tool_choice: { type: 'function', function: { name: 'get_time' } }, seed,
+        max_tokens: 1000 });
+      const choice = reply.choices[0];
+      assert.equal(choice.finish_reason, 'tool_calls');
+      assert.ok(choice.message.tool_calls.length >= 1);
+      for (const call of choice.message.tool_calls) assertValidCall(call, 'get_time');
+    }
+  });
 
-server.kill('SIGINT');
-await new Promise((resolve) => server.on('exit', resolve));
+  await check(label + ': parallel_tool_calls false returns one call', async () => {
+    const reply = await client.chat.completions.create({
+      model: modelId, messages, tools, tool_choice: 'required', parallel_tool_calls: false, seed: 9, max_tokens: 1000 });
+    assert.equal(reply.choices[0].message.tool_calls.length, 1);
+    const streamed = await streamedCalls({ model: modelId, messages, tools, tool_choice: 'required',
+                                           parallel_tool_calls: false, seed: 9, max_tokens: 1000 });
+    assert.equal(streamed.calls.length, 1);
+  });
+
+  await check(label + ': malformed tools, unknown tool_choice names and non-JSON arguments are 400s naming the field', async () => {
+    const refused = async (params, param) => {
+      await assert.rejects(client.chat.completions.create({ model: modelId, max_tokens: 4, ...params }),
+                           (e) => e instanceof OpenAI.BadRequestError && e.param === param, param);
+    };
+    await refused({ messages, tools, tool_choice: { type: 'function', function: { name: 'get_stock_price' } } }, 'tool_choice');
+    await refused({ messages, tools: [{ type: 'function', function: { name: 'no spaces allowed' } }] },
+                  'tools[0].function.name');
+    await refused({ messages, tools: [{ type: 'function', function: { name: 'f', parameters: 'object' } }] },
+                  'tools[0].function.parameters');
+    await refused({ messages, tool_choice: 'required' }, 'tool_choice');
+    await refused({
+      messages: [...messages, { role: 'assistant', content: null, tool_calls: [
+        { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{city: Oslo' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '-3' }],
+    }, 'messages[2].tool_calls[0].function.arguments');
+    await refused({ messages: [...messages, { role: 'tool', content: 'no id' }] }, 'messages[2].tool_call_id');
+    const alive = await client.chat.completions.create({ model: modelId, messages, max_tokens: 4 });
+    assert.equal(alive.choices.length, 1, 'the server lives on');
+  });
+}
+
+const failedLogs = [];
+for (const { label, template } of families) {
+  await serveWith(template);
+  const before = results.filter((r) => !r.ok).length;
+  await familyChecks(label);
+  await stopServer();
+  if (results.filter((r) => !r.ok).length > before) failedLogs.push(`${label}:\n${server.log()}`);
+}
+
+// A template that renders no tools (the built-in plain one) cannot be made to call one.
+await serveWith('plain');
+await check('plain template: tool_choice required is a 400 that says the template has no tool-call format', async () => {
+  await assert.rejects(client.chat.completions.create({ model: modelId, messages, tools, tool_choice: 'required', max_tokens: 4 }),
+                       (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice' && /template/.test(e.message));
+  const auto = await client.chat.completions.create({ model: modelId, messages, tools, max_tokens: 4 });
+  assert.equal(typeof auto.choices[0].message.content, 'string', 'auto: a text reply');
+});
+await stopServer();
 rmSync(folder, { recursive: true, force: true });
 const failed = results.filter((r) => !r.ok);
 console.log(`${results.length - failed.length} of ${results.length} checks passed`);
-if (failed.length) console.log('server log:\n' + server.log());
+if (failed.length) console.log('server logs:\n' + failedLogs.join('\n') + server.log());
 process.exit(failed.length ? 1 : 0);
