@@ -177,7 +177,8 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& req, const st
     plan.request = std::move(*parsed.request);
     const ResponseHeader header{new_response_id(chat_endpoint ? "chatcmpl-" : "cmpl-"), unix_seconds(), options.model_id};
     if (chat_endpoint)
-        plan.writer = std::make_unique<OpenAiChatWriter>(header, plan.request.stream, plan.request.include_usage);
+        plan.writer = std::make_unique<OpenAiChatWriter>(header, plan.request.stream, plan.request.include_usage,
+                                                          plan.request.parallel_tool_calls);
     else
         plan.writer = std::make_unique<OpenAiTextWriter>(header, plan.request.stream, plan.request.include_usage);
     if (plan.request.json_object) {
