@@ -69,12 +69,13 @@ ReplyEnding OpenAiChatWriter::finish(const ChatTurnOutcome& outcome, const Usage
             return {chat_completion_body(header_, outcome.text, finish, usage), std::string(finish)};
         ParsedToolReply parsed = parse_tool_calls(tool_format_, outcome.text);
         if (!parallel_tool_calls_ && parsed.calls.size() > 1) parsed.calls.resize(1);
-        if (!parsed.calls.empty()) finish = "tool_calls";
+        // A reply cut by the token limit or the context stays "length", whatever calls it completed.
+        if (!parsed.calls.empty() && finish == "stop") finish = "tool_calls";
         return {chat_completion_body(header_, parsed.content, finish, usage, parsed.calls), std::string(finish)};
     }
     ReplyEnding ending;
     if (tool_parser_) ending.bytes = stream_events(tool_parser_->finish());
-    if (calls_streamed_ > 0) finish = "tool_calls";
+    if (calls_streamed_ > 0 && finish == "stop") finish = "tool_calls";
     ending.finish_reason = std::string(finish);
     ending.bytes += sse_event(chat_chunk(header_, std::nullopt, false, finish));
     if (include_usage_) ending.bytes += sse_event(usage_chunk(header_, "chat.completion.chunk", usage));

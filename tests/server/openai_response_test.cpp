@@ -14,11 +14,11 @@ namespace {
 
 using nlohmann::json;
 
-const ResponseHeader kHeader{"chatcmpl-test", 1700000000, "m"};
+const ResponseHeader kResponseHeader{"chatcmpl-test", 1700000000, "m"};
 
 TEST(OpenAiResponse, ToolCallsInTheWholeBody) {
     const std::vector<ToolCall> calls = {{"call_a", "get_weather", R"({"city":"Oslo"})"}, {"call_b", "now", "{}"}};
-    const json body = json::parse(chat_completion_body(kHeader, "", "tool_calls", {5, 7}, calls));
+    const json body = json::parse(chat_completion_body(kResponseHeader, "", "tool_calls", {5, 7}, calls));
     const json& choice = body["choices"][0];
     EXPECT_EQ(choice["finish_reason"], "tool_calls");
     const json& message = choice["message"];
@@ -33,19 +33,19 @@ TEST(OpenAiResponse, ToolCallsInTheWholeBody) {
     EXPECT_EQ(message["tool_calls"][1]["function"]["name"], "now");
     EXPECT_EQ(body["usage"]["total_tokens"], 12);
 
-    const json mixed = json::parse(chat_completion_body(kHeader, "Let me look.", "tool_calls", {}, calls));
+    const json mixed = json::parse(chat_completion_body(kResponseHeader, "Let me look.", "tool_calls", {}, calls));
     EXPECT_EQ(mixed["choices"][0]["message"]["content"], "Let me look.") << "text beside calls is kept";
-    const json plain = json::parse(chat_completion_body(kHeader, "", "stop", {}));
+    const json plain = json::parse(chat_completion_body(kResponseHeader, "", "stop", {}));
     EXPECT_EQ(plain["choices"][0]["message"]["content"], "") << "no calls: an empty reply is an empty string";
     EXPECT_FALSE(plain["choices"][0]["message"].contains("tool_calls"));
 }
 
 TEST(OpenAiResponse, StreamedToolCallDeltasReassembleToTheCall) {
     const ToolCall call{"call_x", "get_weather", R"({"city":"Oslo","days":[1,2]})"};
-    std::vector<std::string> lines = {chat_tool_call_head_chunk(kHeader, 1, call)};
+    std::vector<std::string> lines = {chat_tool_call_head_chunk(kResponseHeader, 1, call)};
     const std::string_view arguments = call.arguments_json;
-    lines.push_back(chat_tool_call_arguments_chunk(kHeader, 1, arguments.substr(0, 9)));
-    lines.push_back(chat_tool_call_arguments_chunk(kHeader, 1, arguments.substr(9)));
+    lines.push_back(chat_tool_call_arguments_chunk(kResponseHeader, 1, arguments.substr(0, 9)));
+    lines.push_back(chat_tool_call_arguments_chunk(kResponseHeader, 1, arguments.substr(9)));
 
     // What the openai client does: the first delta of an index carries id, type and name, the
     // arguments of every delta of that index are appended.

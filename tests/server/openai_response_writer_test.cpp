@@ -111,6 +111,30 @@ TEST(OpenAiResponseWriter, StreamedCallsReassembleToTheWholeBodyInAnySplit) {
     EXPECT_EQ(writer_stream_through(single, kWriterTwoCalls, 5).calls.size(), 1u);
 }
 
+TEST(OpenAiResponseWriter, AReplyCutByTheLimitStaysLengthWithTheCallsItCompleted) {
+    // A required call's reply ran out of context inside its second call: the first is a call, the
+    // cut one stays text, and the finish reason says the reply was cut.
+    const std::string cut = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_";
+    ChatTurnOutcome outcome = writer_outcome(cut);
+    outcome.stats.stop_reason = StopReason::ContextFull;
+    OpenAiChatWriter whole(kWriterHeader, false, false);
+    whole.prepared({10, ToolCallFormat::Hermes});
+    const ReplyEnding ending = whole.finish(outcome, {});
+    EXPECT_EQ(ending.finish_reason, "length");
+    const json choice = json::parse(ending.bytes)["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "length");
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+    EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get_time");
+
+    OpenAiChatWriter streamed(kWriterHeader, true, false);
+    streamed.prepared({10, ToolCallFormat::Hermes});
+    std::string bytes = streamed.start() + streamed.piece(cut);
+    bytes += streamed.finish(outcome, {}).bytes;
+    const std::vector<std::string> events = parse_sse_events(bytes);
+    ASSERT_GE(events.size(), 2u);
+    EXPECT_EQ(json::parse(events[events.size() - 2])["choices"][0]["finish_reason"], "length");
+}
+
 TEST(OpenAiResponseWriter, WithoutToolsTheReplyIsText) {
     OpenAiChatWriter writer(kWriterHeader, true, false);
     writer.prepared({10, ToolCallFormat::None});
