@@ -58,6 +58,8 @@
 #include "cflow/ui/prompt_panel.h"
 #include "cflow/ui/sampling_panel.h"
 #include "cflow/ui/server_controller.h"
+#include "cflow/ui/tools/conversation_toolbox.h"
+#include "cflow/ui/tools/tools_panel.h"
 #include "cflow/ui/server_settings_dialog.h"
 #include "cflow/ui/status_area.h"
 #include "cflow/ui/telemetry_ring.h"
@@ -203,6 +205,10 @@ void MainWindow::wireController() {
         if (!controller_->isGenerating()) inspector_->clearTelemetry();
         if (rememberLayout_ && id != 0) QSettings().setValue(kLastConversationKey, id);
     });
+    // A read-only (damaged) database gets nothing written: the tools setup then lives in memory.
+    toolbox_ = new ConversationToolbox(store_ && !store_->readOnly() ? store_->path() : QString(), this);
+    toolbox_->openConversation(controller_->conversationId());
+    connect(controller_, &ChatController::conversationChanged, toolbox_, &ConversationToolbox::openConversation);
     connect(controller_, &ChatController::conversationListChanged, this,
             [this] { sidebar_->refresh(controller_->conversationId()); });
     connect(controller_, &ChatController::switchQueued, this, [this](const QString& what) {
@@ -443,6 +449,8 @@ void MainWindow::createMenus() {
         dialog->setAttribute(Qt::WA_DeleteOnClose);
         dialog->show();
     })->setObjectName(QStringLiteral("scorecardAction"));
+    tools->addSeparator();
+    tools->addAction(tr("C&hat tools…"), this, &MainWindow::showChatTools)->setObjectName(QStringLiteral("chatToolsAction"));
 
     viewMenu_ = menuBar()->addMenu(tr("&View"));
     viewMenu_->setObjectName(QStringLiteral("viewMenu"));
@@ -736,6 +744,22 @@ QCoro::Task<bool> MainWindow::openModel(QString path) {
     controller_->loadModel(path, sampling_->settings().threads);
     emit modelOpened(path);
     co_return true;
+}
+
+void MainWindow::showChatTools() {
+    if (auto* open = findChild<QDialog*>(QStringLiteral("chatToolsDialog"))) {
+        open->raise();
+        open->activateWindow();
+        return;
+    }
+    auto* dialog = new QDialog(this);
+    dialog->setObjectName(QStringLiteral("chatToolsDialog"));
+    dialog->setWindowTitle(tr("Chat tools"));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    auto* layout = new QVBoxLayout(dialog);
+    layout->addWidget(new ToolsPanel(toolbox_, dialog));
+    dialog->resize(640, 420);
+    dialog->show();
 }
 
 void MainWindow::reportError(const QString& path, const QString& message) {

@@ -80,7 +80,9 @@ QString McpClient::summary() const {
     switch (state_) {
     case State::NotStarted: return tr("Not started (%1)").arg(config_.command);
     case State::Starting: return tr("Starting %1…").arg(config_.command);
-    case State::Ready: return tr("%n tool(s), protocol %1", nullptr, int(tools_.size())).arg(serverProtocolVersion_);
+    case State::Ready:
+        return (tools_.size() == 1 ? tr("1 tool, protocol %1") : tr("%1 tools, protocol %2").arg(tools_.size()))
+            .arg(serverProtocolVersion_);
     case State::Failed: return tr("Failed: %1").arg(lastError_);
     }
     return {};

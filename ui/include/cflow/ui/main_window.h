@@ -46,6 +46,7 @@ class SamplingPanel;
 class TelemetryRing;
 class SharedRingProducer;
 class ServerController;
+class ConversationToolbox;
 
 struct MainWindowOptions {
     // Measure the machine's read bandwidth for the inspector at the first start. The app
@@ -95,6 +96,10 @@ public:
     QAction* serveAction() const { return serveAction_; }
     EngineWorker* engine() const;
     ConversationStore* store() const { return store_.get(); }
+    // The shown conversation's tools (issue 33): what the chat offers the model and runs.
+    ConversationToolbox* toolbox() const { return toolbox_; }
+    // Tools > Chat tools…: the Tools panel in a window of its own (one at a time).
+    void showChatTools();
     // The user chose Quit when asked about a damaged conversation database.
     bool quitRequested() const { return quitRequested_; }
     QString metricsText() const;
@@ -173,6 +178,7 @@ private:
     std::unique_ptr<TelemetryRing> ring_;      // engine thread -> inspector; outlives both
     std::unique_ptr<SharedRingProducer> producer_;  // the engine thread and the server's threads push through it
     ServerController* server_ = nullptr;
+    ConversationToolbox* toolbox_ = nullptr;
     QAction* serveAction_ = nullptr;
     ModelInfo currentModel_;                   // what the engine has loaded (the server serves it)
     std::unique_ptr<EngineThread> engine_;
