@@ -47,6 +47,8 @@ ConversationSetup setup_from_json(const QString& json) {
     const QString thinking = o.value(QStringLiteral("thinking")).toString();
     if (thinking == QLatin1String("on")) setup.thinking = true;
     if (thinking == QLatin1String("off")) setup.thinking = false;
+    setup.replyFormat.kind = reply_format_kind_from_key(o.value(QStringLiteral("reply_format")).toString());
+    setup.replyFormat.schema = o.value(QStringLiteral("reply_schema")).toString();
     return setup;
 }
 
@@ -60,6 +62,9 @@ QString setup_into_json(const ConversationSetup& setup, const QString& json) {
     o.insert(QStringLiteral("context_policy"), QString::fromLatin1(policy.data(), qsizetype(policy.size())));
     if (setup.thinking) o.insert(QStringLiteral("thinking"), *setup.thinking ? QStringLiteral("on") : QStringLiteral("off"));
     else o.remove(QStringLiteral("thinking"));
+    o.insert(QStringLiteral("reply_format"), reply_format_key(setup.replyFormat.kind));
+    if (setup.replyFormat.schema.isEmpty()) o.remove(QStringLiteral("reply_schema"));
+    else o.insert(QStringLiteral("reply_schema"), setup.replyFormat.schema);
     return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
@@ -181,6 +186,16 @@ bool ChatController::openConversation(qint64 id) {
             }
     }
     setup_ = setup_from_json(info->settingsJson);
+    replyFormatError_.clear();
+    if (auto grammar = reply_format_grammar(setup_.replyFormat)) {
+        replyGrammar_ = std::move(grammar.value());
+    } else {
+        // A schema this version cannot hold replies to: free text until the user fixes it (the
+        // schema text stays, so the Prompt panel can show it with the reason).
+        replyFormatError_ = QString::fromStdString(grammar.error());
+        setup_.replyFormat.kind = ReplyFormatKind::FreeText;
+        replyGrammar_ = nullptr;
+    }
     if (settingsSource_) emit samplingRestored(settings_from_json(info->settingsJson, settingsSource_()));
     emit conversationChanged(id);
     emit setupChanged();
@@ -236,6 +251,7 @@ GenerationSettings ChatController::requestSettings(int seedOffset) const {
     s.templateChoice = setup_.templateChoice;
     s.contextPolicy = setup_.contextPolicy;
     s.thinking = setup_.thinking;
+    s.grammar = replyGrammar_;
     return s;
 }
 
@@ -275,6 +291,7 @@ bool ChatController::send(const QString& text) {
     assistant.role = QStringLiteral("assistant");
     assistant.rowId = *reply;
     assistant.modelPath = model_.path;
+    assistant.replyFormat = reply_format_mark(setup_.replyFormat);
     entries_.push_back(std::move(assistant));
     emit entryAdded(static_cast<int>(entries_.size()) - 1);
     startReply(static_cast<int>(entries_.size()) - 1, 0);
@@ -305,6 +322,7 @@ bool ChatController::regenerate() {
     reply.content.clear();
     reply.stopped = false;
     reply.modelPath = model_.path;
+    reply.replyFormat = reply_format_mark(setup_.replyFormat);
     if (!check(store_->updateMessage(reply.rowId, QString(), false))) return false;
     emit entryChanged(index);
     // Each version samples with its own seed, so the alternatives differ.
@@ -451,6 +469,18 @@ void ChatController::setMode(PromptMode mode) { changeSetup(&ConversationSetup::
 void ChatController::setTemplateChoice(const TemplateChoice& choice) { changeSetup(&ConversationSetup::templateChoice, choice); }
 void ChatController::setContextPolicy(ContextPolicy policy) { changeSetup(&ConversationSetup::contextPolicy, policy); }
 void ChatController::setThinking(std::optional<bool> thinking) { changeSetup(&ConversationSetup::thinking, thinking); }
+
+Status ChatController::setReplyFormat(const ReplyFormat& format) {
+    if (format == setup_.replyFormat && replyFormatError_.isEmpty()) return {};
+    auto grammar = reply_format_grammar(format);
+    if (!grammar) return grammar.take_error();
+    replyGrammar_ = std::move(grammar.value());
+    replyFormatError_.clear();
+    setup_.replyFormat = format;
+    saveSetup();
+    emit setupChanged();
+    return {};
+}
 
 void ChatController::setContext(int used) {
     contextUsed_ = used;

@@ -314,6 +314,7 @@ void ChatPanel::syncEntry(int index) {
     const ChatEntry& e = entries[static_cast<size_t>(index)];
     if (view_->card(index)->text() != e.content) view_->setMessageText(index, e.content);
     view_->setStopped(index, e.stopped);
+    view_->setReplyFormat(index, e.replyFormat);
     view_->setInterrupted(index, !e.complete);  // only a reply read back from the store can be incomplete
     view_->setAlternatives(index, e.version, static_cast<int>(e.versions.size()));
     view_->setEditing(index, index == editingIndex_);

@@ -72,6 +72,11 @@ ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidg
     header->addWidget(activityMarker_);
     header->addWidget(stoppedMarker_);
     header->addWidget(interruptedMarker_);
+    formatMarker_ = new QLabel(this);
+    formatMarker_->setObjectName(QStringLiteral("replyFormatMarker"));
+    formatMarker_->setFont(markerFont);
+    formatMarker_->hide();
+    header->addWidget(formatMarker_);
     header->addStretch();
 
     previousAlternative_ = labelled_button<QToolButton>(QStringLiteral("\u2039"), QStringLiteral("previousAlternative"),
@@ -220,6 +225,15 @@ void ChatMessageCard::setStopped(bool stopped) {
     stopped_ = stopped;
     stoppedMarker_->setVisible(stopped);
 }
+
+void ChatMessageCard::setReplyFormat(const QString& mark) {
+    formatMarker_->setText(mark);
+    formatMarker_->setAccessibleName(mark.isEmpty() ? QString() : tr("Reply format: %1").arg(mark));
+    formatMarker_->setToolTip(mark.isEmpty() ? QString() : tr("This reply was sampled under a grammar: %1.").arg(mark));
+    formatMarker_->setVisible(!mark.isEmpty());
+}
+
+QString ChatMessageCard::replyFormat() const { return formatMarker_->isHidden() ? QString() : formatMarker_->text(); }
 
 void ChatMessageCard::setInterrupted(bool interrupted) {
     interrupted_ = interrupted;
@@ -413,6 +427,10 @@ void ChatView::setActivity(int index, const QString& text) {
 
 void ChatView::setStopped(int index, bool stopped) {
     if (index >= 0 && index < count()) card(index)->setStopped(stopped);
+}
+
+void ChatView::setReplyFormat(int index, const QString& mark) {
+    if (index >= 0 && index < count()) card(index)->setReplyFormat(mark);
 }
 
 void ChatView::setInterrupted(int index, bool interrupted) {

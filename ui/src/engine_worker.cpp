@@ -210,6 +210,7 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
     options.sampling = settings.sampling;
     options.max_tokens = resolved_max_tokens(settings, static_cast<int>(turn.context_length));
     options.ignore_end_of_turn = settings.ignoreEos;
+    options.grammar = settings.grammar;  // the reply format: free text (null), a JSON object, a schema
     options.context_policy = settings.contextPolicy;  // drop-oldest / sliding-window: a full context shifts, the reply goes on
     TelemetrySink sink;
     {

@@ -14,6 +14,7 @@
 #include "cflow/engine/chat/chat_template.h"
 #include "cflow/ui/fixed_font.h"
 #include "cflow/ui/chat_controller.h"
+#include "cflow/ui/schema_dialog.h"
 
 namespace cflow::ui {
 namespace {
@@ -88,6 +89,26 @@ PromptPanel::PromptPanel(ChatController* controller, QWidget* parent) : QWidget(
     thinking_->addItem(tr("Think first"), kThinkingOn);
     thinking_->addItem(tr("Answer directly"), kThinkingOff);
     form->addRow(tr("Thinking"), thinking_);
+    format_ = new QComboBox(this);
+    format_->setObjectName(QStringLiteral("replyFormat"));
+    format_->setAccessibleName(tr("Reply format"));
+    format_->addItem(reply_format_label(ReplyFormatKind::FreeText), int(ReplyFormatKind::FreeText));
+    format_->addItem(reply_format_label(ReplyFormatKind::JsonObject), int(ReplyFormatKind::JsonObject));
+    format_->addItem(reply_format_label(ReplyFormatKind::JsonSchema) + QStringLiteral("…"), int(ReplyFormatKind::JsonSchema));
+    format_->setToolTip(tr("JSON object: every reply is one JSON object. JSON Schema: every reply is JSON valid under "
+                           "the schema you give. The model can only pick tokens that keep the reply valid."));
+    schema_ = new QPushButton(tr("Schema…"), this);
+    schema_->setObjectName(QStringLiteral("editSchema"));
+    schema_->setAccessibleName(tr("Edit the JSON Schema replies follow"));
+    auto* formatRow = new QHBoxLayout;
+    formatRow->addWidget(format_, 1);
+    formatRow->addWidget(schema_);
+    form->addRow(tr("Reply format"), formatRow);
+    formatError_ = new QLabel(this);
+    formatError_->setObjectName(QStringLiteral("replyFormatError"));
+    formatError_->setWordWrap(true);
+    formatError_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    form->addRow(formatError_);
     note_ = new QLabel(this);
     note_->setObjectName(QStringLiteral("templateNote"));
     note_->setWordWrap(true);
@@ -105,6 +126,9 @@ PromptPanel::PromptPanel(ChatController* controller, QWidget* parent) : QWidget(
         controller_->setThinking(choice == kThinkingDefault ? std::optional<bool>() : std::optional<bool>(choice == kThinkingOn));
     });
     connect(preview_, &QPushButton::clicked, this, &PromptPanel::showTemplateDialog);
+    connect(format_, &QComboBox::activated, this, &PromptPanel::applyFormatIndex);
+    connect(controller_, &ChatController::conversationChanged, this, [this] { formatErrorText_.clear(); });
+    connect(schema_, &QPushButton::clicked, this, &PromptPanel::showSchemaDialog);
     connect(controller_, &ChatController::setupChanged, this, &PromptPanel::sync);
     connect(controller_, &ChatController::modelChanged, this, &PromptPanel::sync);
     connect(controller_, &ChatController::promptMeasured, this, &PromptPanel::sync);
@@ -119,6 +143,31 @@ void PromptPanel::applyTemplateIndex(int index) {
     }
     if (index == kModelTemplate) controller_->setTemplateChoice({});
     else controller_->setTemplateChoice({TemplateChoice::Kind::Builtin, template_->itemData(index).toString().toStdString()});
+}
+
+void PromptPanel::applyFormatIndex(int index) {
+    const auto kind = static_cast<ReplyFormatKind>(format_->itemData(index).toInt());
+    if (kind == ReplyFormatKind::JsonSchema) {
+        showSchemaDialog();  // a schema format is chosen by giving a schema
+        sync();
+        return;
+    }
+    const Status status = controller_->setReplyFormat({kind, QString()});
+    formatErrorText_ = status ? QString() : QString::fromStdString(status.error());
+    sync();
+}
+
+QString PromptPanel::replyFormatError() const { return formatError_->isVisible() ? formatError_->text() : QString(); }
+
+void PromptPanel::showSchemaDialog() {
+    auto* dialog = new SchemaDialog(controller_->setup().replyFormat.schema, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QDialog::accepted, this, [this, dialog] {
+        const Status status = controller_->setReplyFormat({ReplyFormatKind::JsonSchema, dialog->schema()});
+        formatErrorText_ = status ? QString() : QString::fromStdString(status.error());
+        sync();
+    });
+    dialog->show();
 }
 
 QString PromptPanel::sourceOf(int index) const {
@@ -171,6 +220,14 @@ void PromptPanel::sync() {
         note = tr("This template ignores the system prompt.");
     note_->setText(note);
     note_->setVisible(!note.isEmpty());
+
+    format_->setCurrentIndex(format_->findData(int(setup.replyFormat.kind)));
+    schema_->setVisible(setup.replyFormat.kind == ReplyFormatKind::JsonSchema || !setup.replyFormat.schema.isEmpty());
+    QString formatError = formatErrorText_;
+    if (formatError.isEmpty() && !controller_->replyFormatError().isEmpty())
+        formatError = tr("The conversation's schema cannot be used, replies are free text: %1").arg(controller_->replyFormatError());
+    formatError_->setText(formatError);
+    formatError_->setVisible(!formatError.isEmpty());
 }
 
 void PromptPanel::showTemplateDialog() {

@@ -23,6 +23,7 @@
 
 #include "cflow/base/result.h"
 #include "cflow/ui/chat_types.h"
+#include "cflow/ui/reply_format.h"
 #include "cflow/ui/token_spans.h"
 
 namespace cflow::ui {
@@ -39,6 +40,9 @@ struct ChatEntry {
     bool complete = true;  // false: cut by a crash while it streamed
     QStringList versions;  // replies: every regenerated text, oldest first
     int version = 0;
+    // Replies made in this session: the format they were held to (reply_format_mark; "" for free
+    // text and for replies read back from the store, which does not keep it).
+    QString replyFormat;
 };
 
 // What a conversation is set up with besides sampling; stored with it.
@@ -48,6 +52,7 @@ struct ConversationSetup {
     TemplateChoice templateChoice;
     ContextPolicy contextPolicy = ContextPolicy::DropOldest;
     std::optional<bool> thinking;  // enable_thinking (Qwen3, SmolLM3); unset = the template's default
+    ReplyFormat replyFormat;       // free text, one JSON object, or JSON under a schema
 };
 
 class ChatController : public QObject {
@@ -91,6 +96,13 @@ public:
     void setTemplateChoice(const TemplateChoice& choice);
     void setContextPolicy(ContextPolicy policy);
     void setThinking(std::optional<bool> thinking);
+    // Builds the format's grammar first: a schema it cannot express is refused (the setup keeps
+    // its format) with the engine's message, which names the JSON pointer of the keyword.
+    Status setReplyFormat(const ReplyFormat& format);
+    // The grammar replies are sampled under (null: free text), built once per format choice.
+    const std::shared_ptr<const Grammar>& replyGrammar() const { return replyGrammar_; }
+    // Why a conversation's stored format could not be used when it was opened ("" when it could).
+    const QString& replyFormatError() const { return replyFormatError_; }
 
     // --- state
     bool isGenerating() const { return reply_.has_value(); }
@@ -185,6 +197,8 @@ private:
     qint64 conversationId_ = 0;
     std::vector<ChatEntry> entries_;
     ConversationSetup setup_;
+    std::shared_ptr<const Grammar> replyGrammar_;  // built for setup_.replyFormat
+    QString replyFormatError_;
     std::optional<StreamingReply> reply_;  // set while a reply streams
     int replyIndex_ = -1;                  // entry of reply_ in entries_, -1 when another conversation is shown
     bool lastReplyShown_ = true;

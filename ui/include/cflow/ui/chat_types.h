@@ -49,6 +49,9 @@ struct GenerationSettings {
     // Chat mode: the clock strftime_now() reads (gpt-oss writes the date into every prompt); unset =
     // the local time at each render; fixed for reproducible prompts (tests, replays).
     std::optional<TemplateTime> templateClock;
+    // Set: the reply is sampled under this grammar (the conversation's reply format, built once
+    // per choice by the controller); immutable, so sharing it across threads is safe.
+    std::shared_ptr<const Grammar> grammar;
 };
 
 // maxTokens as the worker applies it to a model with this context.

@@ -66,6 +66,9 @@ public:
     void setActivity(const QString& text);
     QString activity() const;
     bool isStopped() const { return stopped_; }
+    // The format a reply was held to ("JSON object", "JSON Schema"); "" hides the mark.
+    void setReplyFormat(const QString& mark);
+    QString replyFormat() const;
     // A reply the app was still writing when it ended (a crash, kill -9): its text may be cut.
     void setInterrupted(bool interrupted);
     bool isInterrupted() const { return interrupted_; }
@@ -111,6 +114,7 @@ private:
     QTextBrowser* browser_;
     QLabel* stoppedMarker_;
     QLabel* interruptedMarker_;
+    QLabel* formatMarker_;
     QLabel* activityMarker_;
     QToolButton* previousAlternative_;
     QLabel* alternativeLabel_;
@@ -146,6 +150,7 @@ public:
     // Card state for the chat controller; out-of-range indices are ignored.
     void setStopped(int index, bool stopped);
     void setInterrupted(int index, bool interrupted);
+    void setReplyFormat(int index, const QString& mark);
     void setActivity(int index, const QString& text);
     void setAlternatives(int index, int current, int count);
     void setEditing(int index, bool editing);
