@@ -53,8 +53,13 @@ void add_json_schema_options(CLI::App& app, JsonSchemaArgs& args) {
         ->check(integer_in(0, 1000000))
         ->type_name("N");
     app.add_option("--json-array-max-items", args.array_max_items,
-                   "with --json-schema: arrays the schema leaves unbounded get at most N items (0: unbounded)")
+                   "with --json-schema: arrays the schema leaves unbounded get at most N items, objects at most N extra keys "
+                   "(0: unbounded)")
         ->check(integer_in(0, 1000000))
+        ->type_name("N");
+    app.add_option("--json-recursion-max-depth", args.recursion_max_depth,
+                   "with --json-schema: a recursive $ref nests at most N levels (0: unbounded)")
+        ->check(integer_in(0, 1000))
         ->type_name("N");
 }
 
@@ -63,6 +68,7 @@ Result<std::shared_ptr<const Grammar>> load_json_schema_grammar(const JsonSchema
     JsonSchemaLimits limits;
     limits.max_string_chars = args.string_max_chars;
     limits.max_array_items = args.array_max_items;
+    limits.max_recursion_depth = args.recursion_max_depth;
     auto text = read_whole_file(args.file, limits.max_schema_bytes, "a JSON schema");
     if (!text) return make_error(text.kind(), std::string(kJsonSchemaOption) + " " + args.file + ": " + text.error());
     auto grammar = json_schema_grammar(*text, limits);

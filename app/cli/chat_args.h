@@ -6,7 +6,8 @@
 //   --template-time "YYYY-MM-DD[ HH:MM:SS]"                         the clock strftime_now() reads (reproducible prompts)
 // and the structured-output options of chat and generate:
 //   --json-schema FILE                                             every reply is JSON valid under the schema in FILE
-//   --json-string-max-chars N, --json-array-max-items N            caps for strings / arrays the schema leaves unbounded
+//   --json-string-max-chars N, --json-array-max-items N,           caps for what the schema leaves unbounded
+//   --json-recursion-max-depth N
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -38,9 +39,10 @@ struct JsonSchemaArgs {
     std::string file;             // --json-schema: a JSON Schema every reply must validate against; empty: none
     size_t string_max_chars = 0;  // --json-string-max-chars: JsonSchemaLimits::max_string_chars (0: unbounded)
     size_t array_max_items = 0;   // --json-array-max-items: JsonSchemaLimits::max_array_items (0: unbounded)
+    size_t recursion_max_depth = 0;  // --json-recursion-max-depth: JsonSchemaLimits::max_recursion_depth (0: unbounded)
 };
 
-// --json-schema FILE and its two caps (chat, generate).
+// --json-schema FILE and its caps (chat, generate).
 void add_json_schema_options(CLI::App& app, JsonSchemaArgs& args);
 
 // The grammar of args.file's schema; null when no file was given. Errors name the option, the

@@ -146,7 +146,7 @@ private:
         else if (outcome.stats.stop_reason == StopReason::ContextFull)
             std::fputs("[cflow] the context is full: reply cut short (--context-policy drop-oldest or sliding-window "
                        "keeps going; /reset to start over)\n", stderr);
-        else if (reply_grammar_ && outcome.stats.stop_reason != StopReason::GrammarComplete)
+        else if (reply_grammar_ && outcome.stats.stop_reason == StopReason::MaxTokens)  // an end token comes only when it is complete
             std::fprintf(stderr, "[cflow] the reply stopped (%s) before its JSON was complete (-n)\n",
                          std::string(stop_reason_name(outcome.stats.stop_reason)).c_str());
         if (outcome.stats.context_shifts > 0)

@@ -47,6 +47,10 @@ std::string schema_hint(const std::string& pointer) {
     return hint.empty() ? "value" : hint;
 }
 
+// What visit() returns for a part of the schema that accepts nothing under the recursion cap:
+// the enclosing array, optional property or anyOf branch leaves it out.
+const std::string kAcceptsNothing;
+
 class SchemaToGbnf {
 public:
     SchemaToGbnf(const ordered_json& document, std::string prefix, const JsonSchemaLimits& limits)
@@ -55,6 +59,9 @@ public:
     Result<std::string> convert() {
         auto entry = visit(document_, "", 0);
         if (!entry) return entry.take_error();
+        if (entry->empty())
+            return schema_error("", "no value fits within the recursion cap (JsonSchemaLimits::max_recursion_depth " +
+                                        std::to_string(limits_.max_recursion_depth) + ")");
         std::string text = prefix_ + " ::= " + *entry + "\n";
         rule_pointer_.insert(rule_pointer_.begin(), "");
         for (const Rule& rule : rules_) text += rule.name + " ::= " + rule.body + "\n";
@@ -140,12 +147,14 @@ private:
         if (depth == 0) return shared("any-0", scalars);
         const std::string inner = any_value(depth - 1), w = ws(), key = bounded_string(0, std::nullopt);
         const std::string object = shared("any-object-" + d, "\"{\" " + w + " ( " + key + " " + w + " \":\" " + w + " " + inner + " " + w +
-                                                                 " ( \",\" " + w + " " + key + " " + w + " \":\" " + w + " " + inner + " " + w + " )* )? \"}\"");
+                                                                 " ( \",\" " + w + " " + key + " " + w + " \":\" " + w + " " + inner + " " + w + " )" +
+                                                                 items_repeat_cap() + " )? \"}\"");
         const std::string array = shared("any-array-" + d, "\"[\" " + w + " ( " + inner + " " + w + " ( \",\" " + w + " " + inner + " " + w +
                                                                " )" + items_repeat_cap() + " )? \"]\"");
         return shared("any-" + d, object + " | " + array + " | " + scalars);
     }
-    // `*`, or {0,n-1} when arrays without maxItems are capped (JsonSchemaLimits::max_array_items).
+    // `*`, or {0,n-1} when arrays without maxItems and objects' extra keys are capped
+    // (JsonSchemaLimits::max_array_items).
     std::string items_repeat_cap() const {
         if (limits_.max_array_items == 0) return "*";
         return "{0," + std::to_string(limits_.max_array_items - 1) + "}";
@@ -169,6 +178,7 @@ private:
     std::vector<std::string> rule_pointer_;        // [lines] schema pointer of each line's rule
     std::map<std::string, std::string> ref_rules_; // $ref target pointer → its rule
     std::set<std::string> refs_without_progress_;  // $ref targets entered since the last '{' or '['
+    std::map<std::string, size_t> ref_levels_;     // $ref target pointer → how many of it are being expanded
 };
 
 Result<std::string> SchemaToGbnf::literal_of(const ordered_json& value, const std::string& pointer) {
@@ -232,8 +242,10 @@ Result<std::string> SchemaToGbnf::visit(const ordered_json& schema, const std::s
                 branch = visit(branches[i], branch_at, depth + 1);
             }
             if (!branch) return branch;
+            if (branch->empty()) continue;
             body += (body.empty() ? "" : " | ") + *branch;
         }
+        if (body.empty()) return kAcceptsNothing;
         return add_rule(pointer, body);
     }
     return visit_typed(schema, pointer, depth);
@@ -248,18 +260,28 @@ Result<std::string> SchemaToGbnf::visit_ref(const ordered_json& schema, const st
     auto target = merge::resolve_ref(document_, schema["$ref"], at);
     if (!target) return target.take_error();
     const std::string target_pointer = merge::ref_pointer(schema["$ref"]);
-    if (auto found = ref_rules_.find(target_pointer); found != ref_rules_.end()) {
-        if (refs_without_progress_.count(target_pointer))
-            return schema_error(at, "$ref '" + target_pointer + "' refers back to itself before any value begins: the schema has no base case");
-        return found->second;
-    }
+    if (refs_without_progress_.count(target_pointer))
+        return schema_error(at, "$ref '" + target_pointer + "' refers back to itself before any value begins: the schema has no base case");
+    // Unbounded: one rule per target, recursion refers back to it. With a recursion cap each
+    // level of the target gets its own rule and the level past the cap accepts nothing.
+    const size_t level = ref_levels_[target_pointer];
+    if (limits_.max_recursion_depth > 0 && level >= limits_.max_recursion_depth) return kAcceptsNothing;
+    const std::string key = limits_.max_recursion_depth > 0 ? target_pointer + "@" + std::to_string(level) : target_pointer;
+    if (auto found = ref_rules_.find(key); found != ref_rules_.end()) return found->second;
     auto name = reserve_rule(target_pointer.empty() ? "/root" : target_pointer, target_pointer.empty() ? "self" : "");
     if (!name) return name;
-    ref_rules_[target_pointer] = *name;
+    ref_rules_[key] = *name;
     refs_without_progress_.insert(target_pointer);
+    ++ref_levels_[target_pointer];
     auto body = visit(**target, target_pointer, depth + 1);
+    --ref_levels_[target_pointer];
     refs_without_progress_.erase(target_pointer);
     if (!body) return body;
+    if (body->empty()) {
+        ref_rules_[key] = kAcceptsNothing;
+        rules_[rule_index_[*name]].body = "\"null\"";  // never referenced: the levels above drop it
+        return kAcceptsNothing;
+    }
     rules_[rule_index_[*name]].body = *body;
     return name;
 }
@@ -272,9 +294,10 @@ Result<std::string> SchemaToGbnf::visit_typed(const ordered_json& schema, const 
     for (const std::string& type : *types) {
         auto one = visit_type(type, schema, pointer, depth);
         if (!one) return one;
+        if (one->empty()) continue;
         body += (body.empty() ? "" : " | ") + *one;
     }
-    if (types->size() == 1) return body;
+    if (types->size() == 1 || body.empty()) return body;
     return add_rule(pointer, body);
 }
 
@@ -327,6 +350,7 @@ Result<std::string> SchemaToGbnf::visit_array(const ordered_json& schema, const 
         for (size_t i = 0; i < list.size(); ++i) {
             auto item = visit(list[i], pointer + "/prefixItems/" + std::to_string(i), depth + 1);
             if (!item) return item;
+            if (item->empty()) break;  // no array gets past position i
             prefix_items.push_back(*item);
         }
     }
@@ -340,16 +364,20 @@ Result<std::string> SchemaToGbnf::visit_array(const ordered_json& schema, const 
     } else {
         auto item = visit(schema["items"], pointer + "/items", depth + 1);
         if (!item) return item;
-        rest_item = *item;
+        if (!item->empty()) rest_item = *item;
     }
+    const bool prefix_cut = schema.contains("prefixItems") && prefix_items.size() < schema["prefixItems"].size();
+    if (prefix_cut) rest_item.reset();
     auto bounds = merge::length_bounds(schema, pointer, "minItems", "maxItems", limits_);
     if (!bounds) return bounds.take_error();
     const size_t min_items = bounds->first;
     std::optional<size_t> max_items = bounds->second;
     if (!rest_item) max_items = std::min(max_items.value_or(prefix_items.size()), prefix_items.size());
     if (!max_items && limits_.max_array_items > 0) max_items = std::max(min_items, limits_.max_array_items);
-    if (max_items && *max_items < min_items)
+    if (max_items && *max_items < min_items) {
+        if (limits_.max_recursion_depth > 0) return kAcceptsNothing;  // the cap left too few item kinds
         return schema_error(pointer + "/minItems", "more items are required than the array may hold: the schema accepts nothing");
+    }
 
     const std::string w = ws();
     auto element = [&](size_t i) { return (i < prefix_items.size() ? prefix_items[i] : *rest_item) + " " + w; };
@@ -382,50 +410,58 @@ Result<std::string> SchemaToGbnf::visit_object(const ordered_json& schema, const
     const std::string w = ws();
     std::vector<std::string> members;  // [properties] `"key" ws ":" ws value ws`
     std::vector<std::string> names;
+    std::vector<bool> required_members;  // [properties]
+    std::vector<std::string> member_pointers;  // [properties]
     for (const auto& property : shape->properties) {
         auto value = visit(*property.schema, property.pointer, depth + 1);
         if (!value) return value;
+        if (value->empty()) {
+            if (property.required) return kAcceptsNothing;
+            continue;
+        }
         auto key = literal_of(ordered_json(property.name), property.pointer);
         if (!key) return key;
         members.push_back(*key + " " + w + " \":\" " + w + " " + *value + " " + w);
         names.push_back(property.name);
+        required_members.push_back(property.required);
+        member_pointers.push_back(property.pointer);
     }
     std::string extra;  // one additional member, or empty when none may come
     if (shape->additional) {
         auto value = visit(*shape->additional, shape->additional_pointer, depth + 1);
         if (!value) return value;
         std::string key = bounded_string(0, std::nullopt);
-        if (!names.empty()) {
+        if (!value->empty() && !names.empty()) {
             auto entry = reserve_rule(pointer + "/additionalProperties", schema_hint(pointer) + "-extra-key");
             if (!entry) return entry;
-            const auto rules = parts::key_not_in_rules(names, *entry);
+            const auto rules = parts::key_not_in_rules(names, *entry, limits_.max_string_chars);
             if (rules_.size() + rules.size() > limits_.max_rules)
                 return schema_error(pointer, "the grammar needs more than " + std::to_string(limits_.max_rules) + " rules");
             rules_[rule_index_[*entry]].body = rules.front().body;
             for (size_t i = 1; i < rules.size(); ++i) shared(entry->substr(prefix_.size() + 1) + rules[i].suffix, rules[i].body);
             key = *entry;
         }
-        extra = key + " " + w + " \":\" " + w + " " + *value + " " + w;
+        if (!value->empty()) extra = key + " " + w + " \":\" " + w + " " + *value + " " + w;
     }
     // first(i): members from i on when none is written yet; rest(i): after one is. Each optional
     // member may be skipped and commas go only between written members.
     const size_t n = members.size();
     std::vector<std::string> first(n + 1), rest(n + 1);
-    rest[n] = extra.empty() ? "" : "( \",\" " + w + " " + extra + " )*";
+    rest[n] = extra.empty() ? "" : "( \",\" " + w + " " + extra + " )" + items_repeat_cap();
     first[n] = extra.empty() ? "" : "( " + extra + " " + rest[n] + " )?";
     for (size_t i = n; i-- > 0;) {
-        const bool required = shape->properties[i].required;
+        const bool required = required_members[i];
         const std::string after = rest[i + 1].empty() ? "" : " " + rest[i + 1];
         std::string rest_body = required ? "\",\" " + w + " " + members[i] + after
                                          : "( \",\" " + w + " " + members[i] + " )?" + after;
         std::string first_body = required ? members[i] + after
                                           : members[i] + after + (first[i + 1].empty() ? " | \"\"" : " | " + first[i + 1]);
         if (i > 0) {
-            auto r = add_rule(shape->properties[i].pointer, rest_body);
+            auto r = add_rule(member_pointers[i], rest_body);
             if (!r) return r;
             rest[i] = *r;
         }
-        auto f = add_rule(shape->properties[i].pointer, "( " + first_body + " )");
+        auto f = add_rule(member_pointers[i], "( " + first_body + " )");
         if (!f) return f;
         first[i] = *f;
     }

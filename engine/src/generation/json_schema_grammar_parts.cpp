@@ -185,7 +185,8 @@ std::vector<NamedBody> format_rules(std::string_view format, std::string_view pr
     return {};
 }
 
-std::vector<NamedBody> key_not_in_rules(const std::vector<std::string>& excluded, std::string_view prefix) {
+std::vector<NamedBody> key_not_in_rules(const std::vector<std::string>& excluded, std::string_view prefix,
+                                        size_t tail_max_chars) {
     const std::string p(prefix);
     KeyTrieNode root;
     for (const std::string& name : excluded) {
@@ -211,7 +212,7 @@ std::vector<NamedBody> key_not_in_rules(const std::vector<std::string>& excluded
         if (!node->terminal) body = "\"\\\"\"";
         std::string leave = raw_class;
         for (const auto& [c, child] : node->children) leave += schema_parts_hex_code(c);
-        leave += "] " + p + "-raw* \"\\\"\"";
+        leave += "] " + p + "-raw" + (tail_max_chars > 0 ? "{0," + std::to_string(tail_max_chars) + "}" : "*") + " \"\\\"\"";
         body += (body.empty() ? "" : " | ") + leave;
         for (const auto& [c, child] : node->children) {
             body += " | [" + schema_parts_hex_code(c) + "] " + p + "-n" + std::to_string(queue.size());

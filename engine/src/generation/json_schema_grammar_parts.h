@@ -43,7 +43,9 @@ bool is_supported_format(std::string_view format);
 
 // The JSON strings (quotes included, raw characters only, no escapes) that are none of `excluded`:
 // for the extra keys of an object whose declared keys must not be written twice. Returns rule
-// bodies named prefix + suffix; the first one is the entry.
-std::vector<NamedBody> key_not_in_rules(const std::vector<std::string>& excluded, std::string_view prefix);
+// bodies named prefix + suffix; the first one is the entry. tail_max_chars > 0: a key that leaves
+// the declared keys' trie goes on for at most that many more characters.
+std::vector<NamedBody> key_not_in_rules(const std::vector<std::string>& excluded, std::string_view prefix,
+                                        size_t tail_max_chars = 0);
 
 } // namespace cflow::json_schema_parts

@@ -203,6 +203,27 @@ TEST(JsonSchemaGrammar, RecursiveTreeThroughDefsRunsInTheMatcher) {
     EXPECT_TRUE(schema_accepts(definitions, R"({"next":{"next":{"v":3},"v":2},"v":1})"));
 }
 
+TEST(JsonSchemaGrammar, RecursionCapLeavesOutWhatWouldRecurseDeeper) {
+    const std::string tree = R"({"$ref":"#/$defs/node","$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},
+        "kids":{"type":"array","items":{"$ref":"#/$defs/node"}},"next":{"$ref":"#/$defs/node"}},"required":["v","kids"]}}})";
+    JsonSchemaLimits capped;
+    capped.max_recursion_depth = 2;
+    auto grammar = json_schema_grammar(tree, capped);
+    ASSERT_TRUE(grammar.ok()) << grammar.error();
+    auto accepts = [&](const std::string& text) {
+        auto matcher = GrammarMatcher::create(*grammar, schema_test_byte_vocabulary());
+        return matcher.ok() && matcher->accept_bytes(text).ok() && matcher->is_complete();
+    };
+    EXPECT_TRUE(accepts(R"({"v":1,"kids":[]})"));
+    EXPECT_TRUE(accepts(R"({"v":1,"kids":[{"v":2,"kids":[]},{"v":3,"kids":[]}],"next":{"v":4,"kids":[]}})"));
+    EXPECT_FALSE(accepts(R"({"v":1,"kids":[{"v":2,"kids":[{"v":3,"kids":[]}]}]})")) << "a third level";
+    EXPECT_FALSE(accepts(R"({"v":1,"kids":[],"next":{"v":2,"kids":[],"next":{"v":3,"kids":[]}}})")) << "a third level";
+    EXPECT_TRUE(schema_accepts(tree, R"({"v":1,"kids":[{"v":2,"kids":[{"v":3,"kids":[]}]}]})")) << "uncapped";
+    // A recursion that every value needs cannot be cut short.
+    EXPECT_NE(schema_refusal(R"({"$defs":{"n":{"type":"object","properties":{"c":{"$ref":"#/$defs/n"}},"required":["c"]}},
+        "$ref":"#/$defs/n"})", capped).find("recursion cap"), std::string::npos);
+}
+
 TEST(JsonSchemaGrammar, EmptySchemaAndTrueAreAnyValue) {
     for (const char* schema : {"{}", "true", R"({"description":"anything"})"})
         for (const char* ok : {"1", "\"s\"", "null", "[1,[2,{}]]", R"({"a":{"b":[true]}})"}) EXPECT_TRUE(schema_accepts(schema, ok)) << ok;
@@ -320,6 +341,7 @@ TEST(JsonSchemaGrammar, EveryCorpusSchemaConvertsAndItsWalksFinishAsJson) {
     JsonSchemaLimits steer;
     steer.max_string_chars = 6;
     steer.max_array_items = 3;
+    steer.max_recursion_depth = 3;
     size_t schemas = 0;
     for (const auto& entry : std::filesystem::directory_iterator(corpus)) {
         if (entry.path().extension() != ".json") continue;

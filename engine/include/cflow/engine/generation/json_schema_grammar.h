@@ -41,10 +41,13 @@ struct JsonSchemaLimits {
     size_t max_rules = 20000;       // generated GBNF rules
     // Steering for models that would never close a string or an array (a random-weight or tiny
     // model): strings without maxLength get at most this many characters, arrays without
-    // maxItems at most this many items. 0: as the schema says (unbounded). Every value the capped
+    // maxItems (and an object's extra keys) at most this many. 0: as the schema says. Every value the capped
     // grammar allows still validates; it only allows fewer.
     size_t max_string_chars = 0;
     size_t max_array_items = 0;
+    // A recursive $ref is expanded at most this many levels deep; past it, the array items,
+    // optional properties and anyOf branches that would recurse are left out. 0: unbounded.
+    size_t max_recursion_depth = 0;
 };
 
 // GBNF rules whose entry rule is named `rule_name` (other rules it needs are named
