@@ -120,7 +120,10 @@ Result<Vocab> load_vocab(const Metadata& metadata, const VocabDefaults& defaults
         // gpt-oss's harmony format frames each message with these control tokens inside the
         // assistant's reply; llama.cpp renders them (as user-defined tokens) so the reply's channels
         // can be told apart, and so do we: they print, and they are not end-of-turn candidates.
-        for (const char* framing : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}) {
+        // The tool-call markers of the other families likewise (llama.cpp's preserved tokens): the
+        // parser reads calls from the printed reply, and a call grammar can write them.
+        for (const char* framing : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", "<|python_tag|>", "[TOOL_CALLS]",
+                                    "[ARGS]", "[CALL_ID]", "<|tool_call|>", "<|/tool_call|>", "<tool_call>", "</tool_call>"}) {
             const int32_t id = vocab.find(framing);
             if (id >= 0 && vocab.types[static_cast<size_t>(id)] == TokenType::Control)
                 vocab.types[static_cast<size_t>(id)] = TokenType::UserDefined;
