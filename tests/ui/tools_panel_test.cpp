@@ -126,6 +126,42 @@ TEST(ToolsPanel, ListsAnMcpServerAddedInItsDialogAndSavesTheSetupWithTheConversa
     EXPECT_FALSE(row->found);
 }
 
+TEST(ConversationToolbox, ANewConversationKeepsTheSetupMadeBeforeItExisted) {
+    const auto dir = cflow::test::temp_dir("toolbox_new_conversation");
+    const QString dbPath = QString::fromStdString((dir / "studio.sqlite").string());
+    std::ofstream(dir / "a.txt") << "a";
+    auto store = ConversationStore::open(dbPath);
+    ASSERT_TRUE(store) << store.error();
+    // An older conversation (it has messages) that never had tools saved.
+    auto older = (*store)->createConversation(QStringLiteral("older"));
+    ASSERT_TRUE(older);
+    ASSERT_TRUE((*store)->addMessage(*older, QStringLiteral("user"), QStringLiteral("hi")));
+
+    ConversationToolbox toolbox(dbPath);
+    toolbox.openConversation(0);  // a new chat, not created yet
+    toolbox.pickFiles({QString::fromStdString((dir / "a.txt").string())});
+    ASSERT_TRUE(toolbox.setProviderEnabled("Date and time", false));
+    // The chat creates the conversation on its first message: it keeps the setup, saved.
+    auto created = (*store)->createConversation(QStringLiteral("new"));
+    ASSERT_TRUE(created);
+    toolbox.openConversation(*created);
+    EXPECT_EQ(toolbox.setup().pickedFiles.size(), 1);
+    EXPECT_FALSE(toolbox.registry()->isEnabled("Date and time"));
+    auto saved = ConversationToolsStore::open(dbPath);
+    ASSERT_TRUE(saved);
+    auto row = (*saved)->load(*created);
+    ASSERT_TRUE(row);
+    EXPECT_TRUE(row->found);
+    EXPECT_EQ(row->setup.disabledProviders, QStringList{"Date and time"});
+
+    // From a fresh unsaved chat to the older conversation: its own (default) tools, not these.
+    toolbox.openConversation(0);
+    toolbox.pickFiles({QString::fromStdString((dir / "a.txt").string())});
+    toolbox.openConversation(*older);
+    EXPECT_TRUE(toolbox.setup().pickedFiles.isEmpty());
+    EXPECT_TRUE(toolbox.registry()->isEnabled("Date and time"));
+}
+
 TEST(ToolsPanel, TheDialogRefusesAnUnusableServerAndRoundTripsQuotedArguments) {
     McpServerDialog dialog;
     dialog.findChild<QLineEdit*>("mcpNameEdit")->setText("x");

@@ -29,6 +29,7 @@ void ConversationToolbox::openConversation(qint64 conversationId) {
     conversationId_ = conversationId;
     ConversationToolSetup loaded;
     bool found = false;
+    bool justCreated = false;
     if (store_ && conversationId != 0) {
         auto row = store_->load(conversationId);
         if (row) {
@@ -37,10 +38,12 @@ void ConversationToolbox::openConversation(qint64 conversationId) {
         } else {
             storeError_ = qt(row.error());
         }
+        auto empty = store_->hasNoMessages(conversationId);
+        justCreated = empty && *empty;
     }
     if (found) {
         setup_ = loaded;
-    } else if (previous == 0 && conversationId != 0) {
+    } else if (previous == 0 && justCreated) {
         // The conversation was just created from the unsaved one: it keeps what was set up.
         save();
         return;  // the registry already holds this setup

@@ -78,4 +78,12 @@ Status ConversationToolsStore::save(qint64 conversationId, const ConversationToo
     return {};
 }
 
+Result<bool> ConversationToolsStore::hasNoMessages(qint64 conversationId) const {
+    QSqlQuery q(QSqlDatabase::database(connection_));
+    q.prepare(QStringLiteral("SELECT EXISTS(SELECT 1 FROM messages WHERE conversation_id = ?)"));
+    q.addBindValue(conversationId);
+    if (!q.exec() || !q.next()) return sql_error(path_, QStringLiteral("cannot read the conversation's messages"), q.lastError());
+    return !q.value(0).toBool();
+}
+
 } // namespace cflow::ui

@@ -25,8 +25,9 @@ public:
     explicit ConversationToolbox(const QString& databasePath, QObject* parent = nullptr);
     ~ConversationToolbox() override;
 
-    // Shows conversationId's tools (0: a conversation not created yet). A new conversation with
-    // no saved setup inherits the setup made while it was 0, which is then saved under its id.
+    // Shows conversationId's tools (0: a conversation not created yet). The conversation the chat
+    // creates from the unsaved one (no message stored yet) keeps the setup made while it was 0,
+    // saved under its id; an older conversation without a saved setup gets the default one.
     void openConversation(qint64 conversationId);
     qint64 conversationId() const { return conversationId_; }
     ToolRegistry* registry() const { return registry_; }

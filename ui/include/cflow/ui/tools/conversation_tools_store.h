@@ -34,6 +34,9 @@ public:
     };
     Result<Loaded> load(qint64 conversationId) const;
     Status save(qint64 conversationId, const ConversationToolSetup& setup);
+    // Whether the conversation has no message yet: the chat creates a conversation when its first
+    // message is sent, so an empty one is the one just created (read from the store's messages table).
+    Result<bool> hasNoMessages(qint64 conversationId) const;
 
 private:
     ConversationToolsStore(QString path, QString connection);
