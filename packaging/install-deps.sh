@@ -31,6 +31,7 @@ if [[ "$with_tests" -eq 1 ]]; then
     as_root apt-get install -y npm
   fi
   npm ci --prefix "$repo_root/tests/server/openai-node" --no-audit --no-fund
+  npm ci --prefix "$repo_root/tests/server/anthropic-node" --no-audit --no-fund
   npm ci --prefix "$repo_root/tests/engine/schema-node" --no-audit --no-fund
   npm ci --prefix "$repo_root/tests/ui/mcp-node" --no-audit --no-fund
 fi

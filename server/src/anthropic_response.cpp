@@ -34,6 +34,12 @@ json anthropic_or_null(std::optional<std::string_view> value) { return value ? j
 
 } // namespace
 
+bool is_anthropic_messages_path(std::string_view target) {
+    constexpr std::string_view kMessages = "/v1/messages";
+    if (target.substr(0, kMessages.size()) != kMessages) return false;
+    return target.size() == kMessages.size() || target[kMessages.size()] == '/' || target[kMessages.size()] == '?';
+}
+
 std::string new_message_id() {
     static thread_local std::mt19937_64 rng{std::random_device{}()};
     static constexpr char kHex[] = "0123456789abcdef";

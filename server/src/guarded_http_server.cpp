@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include "cflow/server/anthropic_response.h"
 #include "cflow/server/api_error.h"
 #include "cflow/server/request_head.h"
 #include "socket_io.h"
@@ -57,6 +58,18 @@ const char* reason_phrase(int status) {
     }
 }
 
+// The target of the request line in `received` ("" while it is incomplete), to shape a refusal.
+std::string_view guarded_request_target(std::string_view received) {
+    const size_t line_end = received.find_first_of("\r\n");
+    if (line_end == std::string_view::npos) return {};
+    const std::string_view line = received.substr(0, line_end);
+    const size_t first_space = line.find(' ');
+    if (first_space == std::string_view::npos) return {};
+    const size_t second_space = line.find(' ', first_space + 1);
+    return line.substr(first_space + 1, second_space == std::string_view::npos ? std::string_view::npos
+                                                                               : second_space - first_space - 1);
+}
+
 } // namespace
 
 std::string seconds_text(std::chrono::milliseconds ms) {
@@ -64,13 +77,13 @@ std::string seconds_text(std::chrono::milliseconds ms) {
     return std::to_string(whole) + (tenths ? "." + std::to_string(tenths) : "") + " s";
 }
 
-std::string refusal_response(int status, const std::string& message) {
+std::string refusal_response(int status, const std::string& message, std::string_view target) {
     ApiError error = error_for_status(status);
     error.message = message;
     if (status == 408) error.code = "request_timeout";
     if (status == 429) error.code = "too_many_connections";
     if (status == 503) error.code = "server_busy";
-    const std::string body = error_body(error);
+    const std::string body = is_anthropic_messages_path(target) ? anthropic_error_body(error) : error_body(error);
     return "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
            "\r\nConnection: close\r\n\r\n" + body;
@@ -144,7 +157,8 @@ bool GuardedHttpServer::process_and_close_socket(socket_t sock) {
                 size_t discard = 0;
                 if (head.status == 413 && head.content_length)
                     discard = size_t(std::min<uint64_t>(*head.content_length + head.head_bytes, kMaxDiscardBytes));
-                socket_io::answer_and_close(sock, refusal_response(head.status, head.message), discard);
+                socket_io::answer_and_close(sock, refusal_response(head.status, head.message, guarded_request_target(peeked)),
+                                            discard);
                 return true;
             }
         }

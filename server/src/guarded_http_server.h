@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <httplib.h>
 
@@ -53,7 +54,9 @@ private:
 };
 
 // A whole HTTP/1.1 answer that closes the connection, with an OpenAI-style JSON error body.
-std::string refusal_response(int status, const std::string& message);
+// `target`: the request's target when its request line arrived ("" before): under /v1/messages
+// the body takes the Anthropic API's error shape.
+std::string refusal_response(int status, const std::string& message, std::string_view target = {});
 
 // A deadline for messages: "10 s", "0.8 s".
 std::string seconds_text(std::chrono::milliseconds ms);

@@ -138,11 +138,23 @@ std::optional<ApiError> read_common(const json& body, const RequestLimits& limit
         if (type == "json_object") {
             request.json_object = true;  // grammar-constrained: the reply is one JSON object
         } else if (type == "json_schema") {
-            return bad_request("'json_schema' response formats are not supported by this server yet; "
-                               "{\"type\": \"json_object\"} constrains the reply to a JSON object",
-                               "response_format");
+            // {"type": "json_schema", "json_schema": {"name", "schema", "strict", "description"}}: the
+            // reply is JSON valid under the schema (grammar-constrained, strict or not); the schema is
+            // converted, and refused with its JSON pointer, where the grammar is built.
+            const json& format = it->value("json_schema", json());
+            if (!format.is_object()) return wrong("response_format.json_schema", "an object with 'name' and 'schema'", format);
+            const json& name = format.value("name", json());
+            if (!name.is_string() || name.get<std::string>().empty() || name.get<std::string>().size() > 64)
+                return wrong("response_format.json_schema.name", "a name of 1 to 64 characters", name);
+            if (const json& strict = format.value("strict", json()); !strict.is_null() && !strict.is_boolean())
+                return wrong("response_format.json_schema.strict", "a boolean", strict);
+            const json& schema = format.value("schema", json());
+            if (!schema.is_object() && !schema.is_boolean())
+                return wrong("response_format.json_schema.schema", "a JSON Schema (an object)", schema);
+            request.json_schema = schema.dump();
         } else if (type != "text") {
-            return bad_request("the response format must be {\"type\": \"text\"} or {\"type\": \"json_object\"}",
+            return bad_request("the response format must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+                               "{\"type\": \"json_schema\", \"json_schema\": {...}}",
                                "response_format");
         }
     }

@@ -1,4 +1,5 @@
 #include "cflow/engine/generation/json_grammar.h"
+#include "cflow/engine/generation/json_schema_grammar.h"
 #include "cflow/server/openai_server.h"
 
 #include <httplib.h>
@@ -49,14 +50,8 @@ void send_error(httplib::Response& res, const ApiError& error) {
 }
 
 // POST /v1/messages (and anything under it) speaks the Anthropic API: its errors take that shape.
-bool is_anthropic_path(std::string_view path) {
-    constexpr std::string_view kMessages = "/v1/messages";
-    return path.substr(0, kMessages.size()) == kMessages &&
-           (path.size() == kMessages.size() || path[kMessages.size()] == '/' || path[kMessages.size()] == '?');
-}
-
 void send_error_for(std::string_view path, httplib::Response& res, const ApiError& error) {
-    if (!is_anthropic_path(path)) return send_error(res, error);
+    if (!is_anthropic_messages_path(path)) return send_error(res, error);
     res.status = error.status;
     res.set_content(anthropic_error_body(error), "application/json");
 }
@@ -185,6 +180,15 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& req, const st
         auto parsed_grammar = json_object_grammar();
         if (!parsed_grammar) return send_error(res, server_error(parsed_grammar.error()));
         plan.grammar = std::move(parsed_grammar).value();
+    }
+    if (!plan.request.json_schema.empty()) {
+        // A schema the converter refuses is the client's to fix: 400 with its JSON pointer.
+        auto schema_grammar = json_schema_grammar(plan.request.json_schema);
+        if (!schema_grammar)
+            return send_error(res, schema_grammar.kind() == ErrorKind::InvalidInput
+                                       ? bad_request(schema_grammar.error(), "response_format.json_schema.schema")
+                                       : server_error(schema_grammar.error()));
+        plan.grammar = std::move(schema_grammar).value();
     }
     serve_reply(req, res, std::move(plan));
 }
@@ -357,7 +361,7 @@ void OpenAiServer::Impl::install_routes() {
         if (has_bearer && same_secret(std::string_view(authorization).substr(kBearer.size()), options.api_key))
             return httplib::Server::HandlerResponse::Unhandled;
         // The Anthropic API sends its key as x-api-key.
-        const bool anthropic = is_anthropic_path(req.path);
+        const bool anthropic = is_anthropic_messages_path(req.path);
         const bool has_x_api_key = anthropic && req.has_header("x-api-key");
         if (has_x_api_key && same_secret(req.get_header_value("x-api-key"), options.api_key))
             return httplib::Server::HandlerResponse::Unhandled;

@@ -1495,7 +1495,9 @@ CHAT_FAMILIES = {
                 ("<|start_header_id|>", TOKEN_CONTROL), ("<|end_header_id|>", TOKEN_CONTROL),
                 ("<|eom_id|>", TOKEN_CONTROL), ("<|eot_id|>", TOKEN_CONTROL), ("<|python_tag|>", TOKEN_CONTROL)],
         bos="<|begin_of_text|>", eos="<|eot_id|>", eot="<|eot_id|>", add_bos=True,
-        end_of_turn=["<|eot_id|>", "<|eom_id|>"]),
+        end_of_turn=["<|eot_id|>", "<|eom_id|>"],
+        # <|python_tag|> opens a tool call: the engine prints it (USER_DEFINED) so the call parser sees it.
+        engine_types={"<|python_tag|>": TOKEN_USER_DEFINED}),
     "qwen3": dict(
         family="Qwen3", arch="qwen3", template=(CHAT_TEMPLATE_DIR + "Qwen-Qwen3-0.6B.jinja", None),
         tokens=[("<|endoftext|>", TOKEN_CONTROL), ("<|im_start|>", TOKEN_CONTROL), ("<|im_end|>", TOKEN_CONTROL),

@@ -100,12 +100,24 @@ TEST(OpenAiRequest, WhatTheServerCannotDoIsRefusedNotIgnored) {
     EXPECT_EQ(chat_refused("{" + ok + R"(,"logprobs":true})").param, "logprobs");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"tools":[{"type":"function"}]})").param, "tools[0].function");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"functions":[{"name":"f"}]})").param, "functions");
-    // json_object is served (a grammar); a schema is not yet, and says what is.
+    // json_object and json_schema are served (grammars); the schema travels as its JSON text.
     EXPECT_TRUE(chat_ok("{" + ok + R"(,"response_format":{"type":"json_object"}})").json_object);
     EXPECT_FALSE(chat_ok("{" + ok + R"(,"response_format":{"type":"text"}})").json_object);
-    const ApiError schema = chat_refused("{" + ok + R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{}}}})");
-    EXPECT_EQ(schema.param, "response_format");
-    EXPECT_NE(schema.message.find("json_object"), std::string::npos) << schema.message;
+    EXPECT_TRUE(chat_ok("{" + ok + R"(,"response_format":{"type":"text"}})").json_schema.empty());
+    const GenerationRequest schema = chat_ok("{" + ok + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"person",
+        "strict":true,"schema":{"type":"object","properties":{"age":{"type":"integer"}},"required":["age"]}}}})");
+    EXPECT_EQ(nlohmann::json::parse(schema.json_schema),
+              nlohmann::json::parse(R"({"type":"object","properties":{"age":{"type":"integer"}},"required":["age"]})"));
+    EXPECT_FALSE(schema.json_object);
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":{"type":"json_schema"}})").param, "response_format.json_schema");
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{}}}})").param,
+              "response_format.json_schema.name");
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x"}}})").param,
+              "response_format.json_schema.schema");
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":"{}"}}})").param,
+              "response_format.json_schema.schema");
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x","strict":"yes","schema":{}}}})").param,
+              "response_format.json_schema.strict");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":{"type":"yaml"}})").param, "response_format");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":"json_object"})").param, "response_format");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"logit_bias":{"50256":-100}})").param, "logit_bias");

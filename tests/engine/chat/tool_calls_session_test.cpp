@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -24,12 +26,14 @@ constexpr uint32_t kToolSessionVocab = 320;
 const std::vector<std::string> kToolSessionControls = {"<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>",
                                                        "[TOOL_CALLS]", "<|python_tag|>"};
 
-int32_t tool_session_id(const std::string& token) {
-    const auto it = std::find(kToolSessionControls.begin(), kToolSessionControls.end(), token);
-    return static_cast<int32_t>(kToolSessionVocab - kToolSessionControls.size() + size_t(it - kToolSessionControls.begin()));
+int32_t tool_session_id(const std::string& token, const std::vector<std::string>& controls = kToolSessionControls) {
+    const auto it = std::find(controls.begin(), controls.end(), token);
+    return static_cast<int32_t>(kToolSessionVocab - controls.size() + size_t(it - controls.begin()));
 }
 
-std::shared_ptr<const Model> tool_session_model(const std::string& name, uint32_t max_seq = 2048) {
+std::shared_ptr<const Model> tool_session_model(const std::string& name, uint32_t max_seq = 2048,
+                                                const std::vector<std::string>& controls = kToolSessionControls,
+                                                const std::string& chat_template = std::string(find_builtin_template("chatml")->source)) {
     test::SyntheticSpec spec;
     spec.vocab = kToolSessionVocab;
     spec.seed = 7;
@@ -37,13 +41,13 @@ std::shared_ptr<const Model> tool_session_model(const std::string& name, uint32_
     SourceModel source = test::make_synthetic_model(spec);
     auto tokens = *source.metadata.get_strings("tokenizer.ggml.tokens");
     auto types = *source.metadata.get_ints("tokenizer.ggml.token_type");
-    for (const auto& token : kToolSessionControls) {
-        tokens[size_t(tool_session_id(token))] = token;
-        types[size_t(tool_session_id(token))] = 3;
+    for (const auto& token : controls) {
+        tokens[size_t(tool_session_id(token, controls))] = token;
+        types[size_t(tool_session_id(token, controls))] = 3;
     }
     source.metadata.set("tokenizer.ggml.tokens", std::move(tokens));
     source.metadata.set("tokenizer.ggml.token_type", std::move(types));
-    source.metadata.set("tokenizer.chat_template", std::string(find_builtin_template("chatml")->source));
+    source.metadata.set("tokenizer.chat_template", chat_template);
     const auto path = test::temp_dir("tool_session_" + name) / "model.cflow";
     ConvertOptions options;
     options.weight_quant = DType::F32;
@@ -201,6 +205,44 @@ TEST(ToolCallSession, DroppingOldTurnsKeepsTheTools) {
     EXPECT_GT(turn->dropped_messages, 0u);
     EXPECT_NE(turn->text.find("get_weather"), std::string::npos);
     EXPECT_GT(turn->kept_head, 20u) << "the system turn with its tools is the kept head";
+}
+
+// gpt-oss: a parsed harmony reply that made a call goes back with its analysis as `thinking` beside
+// its tool_calls (its template refuses channel tags in content), and the call renders as the
+// template writes it.
+TEST(ToolCallSession, AHarmonyCallGoesBackToItsTemplate) {
+    CFLOW_REQUIRE_ASSET(template_path, "assets/chat-templates/llama.cpp-models-templates/openai-gpt-oss-120b.jinja");
+    std::ifstream in(template_path, std::ios::binary);
+    const std::string harmony_template((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::vector<std::string> harmony = {"<|start|>", "<|end|>", "<|message|>", "<|channel|>",
+                                              "<|constrain|>", "<|return|>", "<|call|>"};
+    auto model = tool_session_model("harmony", 4096, harmony, harmony_template);
+    ASSERT_TRUE(model);
+    ChatSession chat = tool_session_chat(model);
+    chat.set_template_clock(TemplateTime{2026, 12, 7, 6, 0, 0});
+    ASSERT_TRUE(chat.has_model_template()) << chat.template_note();
+    ASSERT_EQ(chat.tool_call_format(), ToolCallFormat::Harmony);
+    const std::string reply = "<|channel|>analysis<|message|>Need the weather.<|start|>assistant<|channel|>commentary "
+                              "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}";
+    const ParsedToolReply parsed = parse_tool_calls(ToolCallFormat::Harmony, reply);
+    ASSERT_EQ(parsed.calls.size(), 1u);
+    PrepareOptions options;
+    options.tools = tool_session_tools();
+    const std::vector<ChatMessage> messages = {
+        {"user", "Weather in Paris?", ""},
+        {"assistant", parsed.content, tool_calls_message_extra_json(parsed.calls)},
+        {"tool", "18 degrees", nlohmann::json{{"tool_call_id", parsed.calls[0].id}, {"name", "get_weather"}}.dump()}};
+    auto turn = chat.prepare(messages, options);
+    ASSERT_TRUE(turn.ok()) << turn.error();
+    EXPECT_EQ(turn->source, PromptSource::ModelTemplate) << turn->note;
+    EXPECT_NE(turn->text.find("<|start|>assistant<|channel|>analysis<|message|>Need the weather.<|end|>"), std::string::npos)
+        << turn->text;
+    EXPECT_NE(turn->text.find("to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Paris\"}<|call|>"),
+              std::string::npos)
+        << turn->text;
+    EXPECT_NE(turn->text.find("<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>\"18 degrees\""),
+              std::string::npos)
+        << turn->text;
 }
 
 } // namespace

@@ -19,6 +19,10 @@
 
 namespace cflow::server {
 
+// Whether a request target is POST /v1/messages or under it (a query included): the paths whose
+// errors take Anthropic's shape.
+bool is_anthropic_messages_path(std::string_view target);
+
 // "msg_" + 24 random hex digits.
 std::string new_message_id();
 // The id a tool_use block carries: a call's "call_..." id becomes "toolu_..." (Anthropic's

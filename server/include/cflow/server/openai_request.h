@@ -47,6 +47,7 @@ struct GenerationRequest {
     bool stream = false;
     bool include_usage = false;                 // stream_options.include_usage: a last chunk with the usage
     bool json_object = false;                   // response_format {"type": "json_object"}: the reply is one JSON object
+    std::string json_schema;                    // response_format json_schema: the schema's JSON text (keys sorted); empty: none
     std::vector<ToolDefinition> tools;          // Chat: `tools`, names unique and valid
     ToolChoice tool_choice;                     // Required / Named only with tools; Named names one of them
     bool parallel_tool_calls = true;            // false: only the reply's first call is returned
