@@ -94,8 +94,8 @@ TEST(ToolsPanel, ListsAnMcpServerAddedInItsDialogAndSavesTheSetupWithTheConversa
         EXPECT_EQ(child_names(provider_row(panel.tree(), "Picked files")), QStringList{"notes.txt"});
         // Unticking a provider disables it and is saved.
         provider_row(panel.tree(), "Calculator")->setCheckState(0, Qt::Unchecked);
-        QTest::qWait(0);
-        EXPECT_FALSE(toolbox.registry()->isEnabled("Calculator"));
+        EXPECT_TRUE(QTest::qWaitFor([&] { return !toolbox.registry()->isEnabled("Calculator"); }, 5000));
+        EXPECT_EQ(provider_row(panel.tree(), "Calculator")->checkState(0), Qt::Unchecked);
         EXPECT_EQ(toolbox.registry()->providerOf("calculator"), nullptr);
     }
     {

@@ -144,10 +144,16 @@ QString ToolsPanel::selectedProvider() const {
 void ToolsPanel::onItemChanged(QTreeWidgetItem* item, int column) {
     if (refreshing_ || column != 0 || item->parent()) return;
     const QString name = item->data(0, kToolsPanelProviderRole).toString();
-    const Status status = toolbox_->setProviderEnabled(name, item->checkState(0) == Qt::Checked);
-    // Refreshed later, not inside the tree's own signal.
-    QMetaObject::invokeMethod(this, [this, status] { showMessage(status ? QString() : qt(status.error())); },
-                              Qt::QueuedConnection);
+    const bool enabled = item->checkState(0) == Qt::Checked;
+    // Later, not inside the tree's own signal: the change refreshes the tree, which deletes the
+    // item that is still emitting.
+    QMetaObject::invokeMethod(
+        this,
+        [this, name, enabled] {
+            const Status status = toolbox_->setProviderEnabled(name, enabled);
+            showMessage(status ? QString() : qt(status.error()));
+        },
+        Qt::QueuedConnection);
 }
 
 void ToolsPanel::pickFiles(const QStringList& paths) {
