@@ -12,12 +12,12 @@
 namespace cflow::ui::test {
 
 std::filesystem::path model_with_template(const std::string& name, const std::string& chatTemplate,
-                                          uint32_t experts) {
+                                          uint32_t experts, uint32_t contextLength) {
     cflow::test::SyntheticSpec spec;
     spec.d_model = 64;
     spec.n_layers = 2;
     spec.vocab = 300;
-    spec.max_seq_len = 1024;
+    spec.max_seq_len = contextLength;
     spec.seed = 11;
     if (experts > 0) {
         spec.n_experts = experts;

@@ -18,9 +18,10 @@ inline const std::string kChatMlTemplate =
 const std::filesystem::path& chatml_model();
 // The same with 4 experts (top-2) per layer, so the inspector's routing strip has a column per token.
 const std::filesystem::path& moe_chatml_model();
-// A model converted with the given chat template text, written under name; experts 0 = dense.
+// A model converted with the given chat template text, written under name; experts 0 = dense;
+// contextLength: its context in tokens.
 std::filesystem::path model_with_template(const std::string& name, const std::string& chatTemplate,
-                                          uint32_t experts = 0);
+                                          uint32_t experts = 0, uint32_t contextLength = 1024);
 
 inline QString qpath(const std::filesystem::path& p) { return QString::fromStdString(p.string()); }
 

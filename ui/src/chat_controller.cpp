@@ -158,7 +158,9 @@ bool ChatController::openConversation(qint64 id) {
     if (!info) return check(info.take_error());
     auto messages = store_->messages(id);
     if (!messages) return check(messages.take_error());
+    cancelToolRound();  // calls wait only while their conversation is shown
     conversationId_ = id;
+    toolCapReached_ = false;
     entries_.clear();
     for (const StoredMessage& m : *messages) {
         if (m.role == QLatin1String("system")) continue;  // the system prompt lives in the setup
@@ -169,9 +171,11 @@ bool ChatController::openConversation(qint64 id) {
         e.modelPath = m.modelPath;
         e.stopped = m.stopped;
         e.complete = m.complete;
+        e.extraJson = m.extraJson;
         if (m.role == QLatin1String("assistant")) {
             e.versions = m.versions;
             e.version = m.version;
+            e.toolCalls = tool_calls_from_extra_json(m.extraJson);
         }
         entries_.push_back(std::move(e));
     }
@@ -211,6 +215,8 @@ bool ChatController::openConversation(qint64 id) {
 }
 
 void ChatController::newConversation() {
+    cancelToolRound();
+    toolCapReached_ = false;
     conversationId_ = 0;
     entries_.clear();
     replyIndex_ = -1;
@@ -227,6 +233,7 @@ bool ChatController::deleteConversation(qint64 id) {
     if (reply_ && id == reply_->conversationId &&
         queueIfBusy({Pending::Kind::Delete, id, {}, 0}, tr("deleting the conversation")))
         return true;
+    if (toolRound_ && toolRound_->conversationId == id) cancelToolRound(true);
     if (!check(store_->deleteConversation(id))) return false;
     emit conversationListChanged();
     if (id == conversationId_) newConversation();
@@ -252,6 +259,7 @@ GenerationSettings ChatController::requestSettings(int seedOffset) const {
     s.contextPolicy = setup_.contextPolicy;
     s.thinking = setup_.thinking;
     s.grammar = replyGrammar_;
+    if (setup_.mode == PromptMode::Chat && toolsSource_) s.tools = toolsSource_();
     return s;
 }
 
@@ -259,12 +267,13 @@ Conversation ChatController::history(size_t upTo) const {
     Conversation conversation;
     const QString system = setup_.systemPrompt.trimmed();
     if (!system.isEmpty() && setup_.mode == PromptMode::Chat) conversation.push_back({QStringLiteral("system"), system});
-    for (size_t i = 0; i < std::min(upTo, entries_.size()); ++i) conversation.push_back({entries_[i].role, entries_[i].content});
+    for (size_t i = 0; i < std::min(upTo, entries_.size()); ++i)
+        conversation.push_back({entries_[i].role, entries_[i].content, entries_[i].extraJson});
     return conversation;
 }
 
 bool ChatController::send(const QString& text) {
-    if (!modelReady() || isGenerating() || pending_ || text.trimmed().isEmpty()) return false;
+    if (!modelReady() || isGenerating() || pending_ || toolRound_ || text.trimmed().isEmpty()) return false;
     if (conversationId_ == 0) {
         auto created = store_->createConversation(title_from(text), model_.path, settingsJson());
         if (!created) return check(created.take_error());
@@ -283,7 +292,12 @@ bool ChatController::send(const QString& text) {
     user.rowId = *row;
     entries_.push_back(std::move(user));
     emit entryAdded(static_cast<int>(entries_.size()) - 1);
+    toolRounds_ = 0;
+    toolCapReached_ = false;
+    return startAssistantReply();
+}
 
+bool ChatController::startAssistantReply() {
     // The reply row exists before the first token: a crash leaves it with complete = 0.
     auto reply = store_->addMessage(conversationId_, QStringLiteral("assistant"), QString(), false);
     if (!reply) return check(reply.take_error());
@@ -304,7 +318,9 @@ void ChatController::startReply(int entryIndex, int seedOffset, const QString& p
     emit generatingChanged(true);
     emit replyStarted();
     const Conversation conversation = history(static_cast<size_t>(entryIndex));
-    const GenerationSettings settings = requestSettings(seedOffset);
+    GenerationSettings settings = requestSettings(seedOffset);
+    // A required call is the first reply's to each message; the answer to the results is free.
+    if (toolRounds_ == 0) settings.toolChoice = toolChoice_;
     EngineWorker* worker = worker_;
     // The stops seen so far travel with the request: a Stop pressed while it waits in the
     // worker's queue then cancels it when it starts.
@@ -313,7 +329,7 @@ void ChatController::startReply(int entryIndex, int seedOffset, const QString& p
 }
 
 bool ChatController::regenerate() {
-    if (!modelReady() || isGenerating() || pending_ || entries_.empty() ||
+    if (!modelReady() || isGenerating() || pending_ || toolRound_ || entries_.empty() ||
         entries_.back().role != QLatin1String("assistant"))
         return false;
     const int index = static_cast<int>(entries_.size()) - 1;
@@ -324,6 +340,14 @@ bool ChatController::regenerate() {
     reply.modelPath = model_.path;
     reply.replyFormat = reply_format_mark(setup_.replyFormat);
     if (!check(store_->updateMessage(reply.rowId, QString(), false))) return false;
+    if (!reply.extraJson.isEmpty()) {
+        // The calls belonged to the text being replaced; the new version makes its own.
+        reply.extraJson.clear();
+        reply.toolCalls.clear();
+        check(store_->setExtra(reply.rowId, QString()));
+    }
+    toolRounds_ = 0;
+    toolCapReached_ = false;
     emit entryChanged(index);
     // Each version samples with its own seed, so the alternatives differ.
     startReply(index, static_cast<int>(std::max<qsizetype>(1, reply.versions.size())), previous);
@@ -331,7 +355,7 @@ bool ChatController::regenerate() {
 }
 
 bool ChatController::editAndResend(int index, const QString& text) {
-    if (!modelReady() || isGenerating() || pending_ || text.trimmed().isEmpty()) return false;
+    if (!modelReady() || isGenerating() || pending_ || toolRound_ || text.trimmed().isEmpty()) return false;
     if (index < 0 || index >= static_cast<int>(entries_.size()) ||
         entries_[static_cast<size_t>(index)].role != QLatin1String("user"))
         return false;
@@ -343,6 +367,7 @@ bool ChatController::editAndResend(int index, const QString& text) {
 
 void ChatController::stop() {
     if (isGenerating()) worker_->stop();
+    else cancelToolRound();  // the calls waiting for a decision: none runs, no reply follows
 }
 
 QString ChatController::replyConversationTitle(int maxChars) const {
@@ -372,6 +397,14 @@ bool ChatController::showVersion(int index, int version) {
 void ChatController::onPrompt(const RenderedPrompt& prompt) {
     if (!isGenerating()) return;
     sentPrompt_ = prompt;
+    // Said once per conversation, on the reply itself: a banner for every reply of every model
+    // without tool calling would only take the transcript's room.
+    if (prompt.toolsUnsupported && !toolsNotOfferedSaid_.contains(reply_->conversationId)) {
+        toolsNotOfferedSaid_.insert(reply_->conversationId);
+        reply_->entry.toolsNote =
+            tr("This model's chat template cannot call tools: the conversation's tools were not offered to it.");
+        mirrorReply();
+    }
     reply_->contextUsed = prompt.promptTokens;
     if (replyIndex_ < 0) return;
     visiblePrompt_ = prompt;
@@ -404,19 +437,26 @@ void ChatController::endReply(bool stopped) {
     check(store_->updateMessage(reply.rowId, reply.content, true));
     check(store_->setVersions(reply.rowId, reply.versions, reply.version));
     check(store_->setReplyDetails(reply.rowId, reply.modelPath, stopped));
+    if (!reply.extraJson.isEmpty()) check(store_->setExtra(reply.rowId, reply.extraJson));
     mirrorReply();
 }
 
 void ChatController::onFinished(const ReplyStats& stats) {
     if (!isGenerating()) return;
+    // A stopped reply is not acted on: its calls (if any) stay as the text it wrote.
+    const bool calls = !stats.cancelled && takeToolCalls(reply_->entry);
     endReply(stats.cancelled);
     lastReplyShown_ = replyIndex_ >= 0;
+    const int index = replyIndex_;
+    const ChatEntry finished = reply_->entry;
+    const qint64 conversation = reply_->conversationId;
     reply_.reset();
     replyIndex_ = -1;
     emit generatingChanged(false);
     if (lastReplyShown_) setContext(stats.contextUsed);
     emit replyFinished(stats);
     emit conversationListChanged();
+    if (calls) beginToolRound(index, finished, conversation);
     if (pending_) runPending();
     else remeasure();
 }

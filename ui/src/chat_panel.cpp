@@ -1,5 +1,6 @@
 #include "cflow/ui/chat_panel.h"
 
+#include <QApplication>
 #include <QDialog>
 #include <QDir>
 #include <QFileInfo>
@@ -18,6 +19,7 @@
 #include "cflow/ui/chat_controller.h"
 #include "cflow/ui/chat_view.h"
 #include "cflow/ui/context_gauge.h"
+#include "cflow/ui/tool_call_card.h"
 #include "labelled_button.h"
 
 namespace cflow::ui {
@@ -156,6 +158,10 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     connect(controller_, &ChatController::modelLoading, this, modelMoved);
     connect(controller_, &ChatController::modelFailed, this, modelMoved);
     connect(controller_, &ChatController::switchQueued, this, &ChatPanel::updateButtons);
+    connect(controller_, &ChatController::toolRoundChanged, this, [this] {
+        updateButtons();
+        updateNotices();
+    });
     connect(controller_, &ChatController::contextChanged, this, &ChatPanel::updateGauge);
     connect(controller_, &ChatController::promptMeasured, this, &ChatPanel::updateNotices);
     connect(controller_, &ChatController::setupChanged, this, [this] {
@@ -315,20 +321,60 @@ void ChatPanel::syncEntry(int index) {
     if (view_->card(index)->text() != e.content) view_->setMessageText(index, e.content);
     view_->setStopped(index, e.stopped);
     view_->setReplyFormat(index, e.replyFormat);
+    view_->setToolsNote(index, e.toolsNote);
     view_->setInterrupted(index, !e.complete);  // only a reply read back from the store can be incomplete
     view_->setAlternatives(index, e.version, static_cast<int>(e.versions.size()));
     view_->setEditing(index, index == editingIndex_);
+    syncToolCards(index);
+}
+
+void ChatPanel::syncToolCards(int index) {
+    const ChatEntry& e = controller_->entries()[static_cast<size_t>(index)];
+    ChatMessageCard* card = view_->card(index);
+    const quint64 serial = index == controller_->toolRoundIndex() ? controller_->toolRoundSerial() : 0;
+    const std::vector<ToolCallCard*>& shown = card->toolCallCards();
+    bool same = shown.size() == e.toolCalls.size() && card->toolRoundSerial() == serial;
+    for (size_t i = 0; same && i < shown.size(); ++i) same = shown[i]->call().id == e.toolCalls[i].id;
+    if (!same) {
+        const bool hadFocus = isAncestorOf(QApplication::focusWidget());
+        card->clearToolCallCards();
+        card->setToolRoundSerial(serial);
+        ToolRegistry* registry = toolRegistry_ ? toolRegistry_() : nullptr;
+        for (const cflow::ToolCall& call : e.toolCalls) {
+            auto* toolCard = new ToolCallCard(call, registry);
+            card->addToolCallCard(toolCard);
+            if (serial != 0)
+                connect(toolCard, &ToolCallCard::resolved, controller_,
+                        [controller = controller_, serial](const cflow::ToolCall& decided, const ToolResult& result) {
+                            controller->resolveToolCall(serial, decided.id, result);
+                        });
+        }
+        // The calls wait for the user: the keyboard goes to the first Approve (Tab reaches Deny).
+        if (serial != 0 && hadFocus && !card->toolCallCards().empty()) card->toolCallCards().front()->approveButton()->setFocus();
+    }
+    if (serial != 0) return;
+    const auto& entries = controller_->entries();
+    for (ToolCallCard* toolCard : card->toolCallCards()) {
+        QString answer;
+        for (size_t i = static_cast<size_t>(index) + 1; i < entries.size(); ++i)
+            if (entries[i].role == QLatin1String("tool") &&
+                tool_result_call_id(entries[i].extraJson) == QString::fromStdString(toolCard->call().id))
+                answer = entries[i].content;
+        toolCard->showOutcome(answer);
+    }
 }
 
 void ChatPanel::updateButtons() {
     const bool generating = controller_->isGenerating();
     const bool ready = controller_->modelReady() && !controller_->switchPending();
-    send_->setEnabled(!generating && ready);
+    const bool toolCalls = controller_->toolCallsPending();
+    send_->setEnabled(!generating && ready && !toolCalls);
     // Stop here stops the reply shown here; one in another conversation is stopped from there
     // (or from its line above the transcript, or the conversation list).
-    stop_->setEnabled(generating && controller_->isReplyShown());
+    // Stop also ends a round of tool calls waiting for decisions (none of them runs).
+    stop_->setEnabled((generating && controller_->isReplyShown()) || toolCalls);
     const auto& entries = controller_->entries();
-    regenerate_->setEnabled(!generating && ready && !entries.empty() && entries.back().role == QLatin1String("assistant"));
+    regenerate_->setEnabled(!generating && ready && !toolCalls && !entries.empty() && entries.back().role == QLatin1String("assistant"));
 }
 
 void ChatPanel::updateNotices() {
@@ -345,6 +391,7 @@ void ChatPanel::updateNotices() {
                    "<a href=\"load-model\">Load %1</a>")
                     .arg(QFileInfo(other).fileName().toHtmlEscaped(),
                          QFileInfo(controller_->model().path).fileName().toHtmlEscaped());
+    if (const QString tools = controller_->toolNotice(); !tools.isEmpty()) info << tools.toHtmlEscaped();
     if (prompt.droppedMessages > 0)
         info << tr("The %n oldest message(s) no longer fit in the context and are left out.", nullptr,
                    prompt.droppedMessages);

@@ -25,6 +25,7 @@
 #include "cflow/engine/chat/reasoning_split.h"
 #include "cflow/ui/fixed_font.h"
 #include "cflow/ui/chat_markdown.h"
+#include "cflow/ui/tool_call_card.h"
 #include "labelled_button.h"
 
 namespace cflow::ui {
@@ -77,6 +78,11 @@ ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidg
     formatMarker_->setFont(markerFont);
     formatMarker_->hide();
     header->addWidget(formatMarker_);
+    toolsMarker_ = new QLabel(tr("tools not offered"), this);
+    toolsMarker_->setObjectName(QStringLiteral("toolsNotOfferedMarker"));
+    toolsMarker_->setFont(markerFont);
+    toolsMarker_->hide();
+    header->addWidget(toolsMarker_);
     header->addStretch();
 
     previousAlternative_ = labelled_button<QToolButton>(QStringLiteral("\u2039"), QStringLiteral("previousAlternative"),
@@ -135,6 +141,9 @@ ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidg
     connect(browser_->document()->documentLayout(), &QAbstractTextDocumentLayout::documentSizeChanged, this,
             [this] { fitHeight(); });
     layout->addWidget(browser_);
+    toolCallsLayout_ = new QVBoxLayout;
+    toolCallsLayout_->setContentsMargins(12, 0, 0, 0);
+    layout->addLayout(toolCallsLayout_);
     // Clicks on the text map to the token that wrote it (see onViewportClick).
     browser_->viewport()->installEventFilter(this);
     highlightTimer_->setSingleShot(true);
@@ -221,6 +230,23 @@ void ChatMessageCard::onAnchorClicked(const QUrl& url) {
     QDesktopServices::openUrl(url);
 }
 
+void ChatMessageCard::addToolCallCard(ToolCallCard* card) {
+    card->setParent(this);
+    toolCallsLayout_->addWidget(card);
+    toolCards_.push_back(card);
+    card->show();
+}
+
+void ChatMessageCard::clearToolCallCards() {
+    for (ToolCallCard* card : toolCards_) {
+        toolCallsLayout_->removeWidget(card);
+        card->hide();
+        card->deleteLater();
+    }
+    toolCards_.clear();
+    toolRoundSerial_ = 0;
+}
+
 void ChatMessageCard::setStopped(bool stopped) {
     stopped_ = stopped;
     stoppedMarker_->setVisible(stopped);
@@ -232,6 +258,14 @@ void ChatMessageCard::setReplyFormat(const QString& mark) {
     formatMarker_->setToolTip(mark.isEmpty() ? QString() : tr("This reply was sampled under a grammar: %1.").arg(mark));
     formatMarker_->setVisible(!mark.isEmpty());
 }
+
+void ChatMessageCard::setToolsNote(const QString& note) {
+    toolsMarker_->setToolTip(note);
+    toolsMarker_->setAccessibleName(note);
+    toolsMarker_->setVisible(!note.isEmpty());
+}
+
+QString ChatMessageCard::toolsNote() const { return toolsMarker_->isHidden() ? QString() : toolsMarker_->toolTip(); }
 
 QString ChatMessageCard::replyFormat() const { return formatMarker_->isHidden() ? QString() : formatMarker_->text(); }
 
@@ -431,6 +465,10 @@ void ChatView::setStopped(int index, bool stopped) {
 
 void ChatView::setReplyFormat(int index, const QString& mark) {
     if (index >= 0 && index < count()) card(index)->setReplyFormat(mark);
+}
+
+void ChatView::setToolsNote(int index, const QString& note) {
+    if (index >= 0 && index < count()) card(index)->setToolsNote(note);
 }
 
 void ChatView::setInterrupted(int index, bool interrupted) {

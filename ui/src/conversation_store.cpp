@@ -51,6 +51,8 @@ constexpr AddedColumn kAddedMessageColumns[] = {
     {"stopped", "INTEGER NOT NULL DEFAULT 0"},   // the user stopped the reply before it ended
     {"versions", "TEXT NOT NULL DEFAULT '[]'"},  // JSON array of every regenerated text of the reply
     {"version", "INTEGER NOT NULL DEFAULT 0"},   // which of versions content shows
+    // ChatMessage::extra_json: an assistant's tool calls, a tool result's call id and tool name
+    {"extra", "TEXT NOT NULL DEFAULT ''"},
 };
 
 ConversationInfo read_conversation(const QSqlQuery& q) {
@@ -195,15 +197,16 @@ Result<std::vector<ConversationInfo>> ConversationStore::conversations(const QSt
 }
 
 Result<qint64> ConversationStore::addMessage(qint64 conversationId, const QString& role, const QString& content,
-                                             bool complete) {
+                                             bool complete, const QString& extraJson) {
     QSqlQuery q(QSqlDatabase::database(connection_));
-    q.prepare(QStringLiteral("INSERT INTO messages (conversation_id, role, content, created_ms, complete) "
-                             "VALUES (?, ?, ?, ?, ?)"));
+    q.prepare(QStringLiteral("INSERT INTO messages (conversation_id, role, content, created_ms, complete, extra) "
+                             "VALUES (?, ?, ?, ?, ?, ?)"));
     q.addBindValue(conversationId);
     q.addBindValue(text_value(role));
     q.addBindValue(text_value(content));
     q.addBindValue(now_ms());
     q.addBindValue(complete ? 1 : 0);
+    q.addBindValue(text_value(extraJson));
     if (!q.exec()) return sql_error(path_, QStringLiteral("cannot add a message to conversation %1").arg(conversationId), q.lastError());
     const qint64 id = q.lastInsertId().toLongLong();
     if (Status s = touch(conversationId); !s) return s.take_error();
@@ -218,6 +221,12 @@ Status ConversationStore::updateMessage(qint64 messageId, const QString& content
 Status ConversationStore::setReplyDetails(qint64 messageId, const QString& modelPath, bool stopped) {
     return exec_update(connection_, path_, QStringLiteral("UPDATE messages SET model_path = ?, stopped = ? WHERE id = ?"),
                        {text_value(modelPath), stopped ? 1 : 0, messageId}, QStringLiteral("cannot update the reply"),
+                       messageId);
+}
+
+Status ConversationStore::setExtra(qint64 messageId, const QString& extraJson) {
+    return exec_update(connection_, path_, QStringLiteral("UPDATE messages SET extra = ? WHERE id = ?"),
+                       {text_value(extraJson), messageId}, QStringLiteral("cannot store the message's tool calls"),
                        messageId);
 }
 
@@ -243,7 +252,7 @@ Status ConversationStore::deleteMessagesFrom(qint64 conversationId, qint64 messa
 Result<std::vector<StoredMessage>> ConversationStore::messages(qint64 conversationId) const {
     QSqlQuery q(QSqlDatabase::database(connection_));
     q.prepare(QStringLiteral("SELECT id, conversation_id, role, content, created_ms, complete, model_path, stopped, "
-                             "versions, version FROM messages "
+                             "versions, version, extra FROM messages "
                              "WHERE conversation_id = ? ORDER BY id"));
     q.addBindValue(conversationId);
     if (!q.exec()) return sql_error(path_, QStringLiteral("cannot read messages"), q.lastError());
@@ -261,6 +270,7 @@ Result<std::vector<StoredMessage>> ConversationStore::messages(qint64 conversati
         for (const QJsonValue& v : QJsonDocument::fromJson(q.value(8).toString().toUtf8()).array())
             m.versions << v.toString();
         m.version = q.value(9).toInt();
+        m.extraJson = q.value(10).toString();
         // A row whose versions do not include its content (older rows, a crash mid-regenerate)
         // shows its content as the only version.
         if (m.version < 0 || m.version >= m.versions.size() || m.versions[m.version] != m.content) {

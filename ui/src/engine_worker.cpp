@@ -123,7 +123,7 @@ std::vector<ChatMessage> to_messages(const Conversation& conversation) {
     std::vector<ChatMessage> messages;
     messages.reserve(conversation.size());
     for (const ChatTurn& turn : conversation)
-        messages.push_back(ChatMessage{turn.role.toStdString(), turn.content.toStdString(), {}});
+        messages.push_back(ChatMessage{turn.role.toStdString(), turn.content.toStdString(), turn.extraJson.toStdString()});
     return messages;
 }
 
@@ -145,7 +145,15 @@ Result<PreparedTurn> EngineWorker::prepareTurn(const Conversation& conversation,
             if (turn.role != QLatin1String("system")) text += turn.content.toStdString();
         return chat_->prepare_raw(text, options);
     }
+    // Only a template that can call tools gets them; the others render as before and the
+    // prompt says the tools were left out (describe: toolsUnsupported).
+    if (chat_->tool_call_format() != ToolCallFormat::None && settings.toolChoice.kind != ToolChoice::Kind::None)
+        options.tools = settings.tools;
     return chat_->prepare(to_messages(conversation), options);
+}
+
+bool EngineWorker::offersTools(const GenerationSettings& settings) const {
+    return settings.mode == PromptMode::Chat && !settings.tools.empty() && settings.toolChoice.kind != ToolChoice::Kind::None;
 }
 
 RenderedPrompt EngineWorker::describe(const PreparedTurn& turn, const GenerationSettings& settings) const {
@@ -160,6 +168,11 @@ RenderedPrompt EngineWorker::describe(const PreparedTurn& turn, const Generation
     prompt.droppedTokens = static_cast<int>(turn.dropped_tokens);
     prompt.systemIgnored = turn.system_ignored;
     prompt.completion = settings.mode == PromptMode::Completion;
+    if (offersTools(settings)) {
+        prompt.toolFormat = chat_->tool_call_format();
+        prompt.toolsUnsupported = prompt.toolFormat == ToolCallFormat::None;
+        prompt.toolsOffered = prompt.toolsUnsupported ? 0 : static_cast<int>(settings.tools.size());
+    }
     return prompt;
 }
 
@@ -211,6 +224,21 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
     options.max_tokens = resolved_max_tokens(settings, static_cast<int>(turn.context_length));
     options.ignore_end_of_turn = settings.ignoreEos;
     options.grammar = settings.grammar;  // the reply format: free text (null), a JSON object, a schema
+    const ToolChoice::Kind choice = settings.toolChoice.kind;
+    if ((choice == ToolChoice::Kind::Required || choice == ToolChoice::Kind::Named) && offersTools(settings) &&
+        chat_->tool_call_format() != ToolCallFormat::None) {
+        // A call is required: the reply is one (or more) calls in the template's own syntax. The
+        // caps keep a small model's arguments closable (a string it never ends would never parse).
+        JsonSchemaLimits limits;
+        limits.max_string_chars = kToolArgumentMaxChars;
+        limits.max_array_items = kToolArgumentMaxItems;
+        auto grammar = tool_call_grammar(chat_->tool_call_format(), settings.tools, settings.toolChoice, limits);
+        if (!grammar) {
+            emit error(tr("The tools cannot be forced on this model: %1").arg(QString::fromStdString(grammar.error())));
+            return;
+        }
+        options.grammar = std::move(grammar.value());
+    }
     options.context_policy = settings.contextPolicy;  // drop-oldest / sliding-window: a full context shifts, the reply goes on
     TelemetrySink sink;
     {

@@ -209,6 +209,13 @@ void MainWindow::wireController() {
     toolbox_ = new ConversationToolbox(store_ && !store_->readOnly() ? store_->path() : QString(), this);
     toolbox_->openConversation(controller_->conversationId());
     connect(controller_, &ChatController::conversationChanged, toolbox_, &ConversationToolbox::openConversation);
+    // Each reply offers the shown conversation's enabled tools; its calls run through that registry.
+    controller_->setToolsSource([toolbox = toolbox_] {
+        return toolbox->registry() ? toolbox->registry()->enabledTools() : std::vector<cflow::ToolDefinition>{};
+    });
+    chat_->setToolRegistrySource([toolbox = toolbox_] { return toolbox->registry(); });
+    connect(toolbox_, &ConversationToolbox::setupChanged, controller_, &ChatController::toolsChanged);
+    connect(toolbox_, &ConversationToolbox::registryReplaced, controller_, &ChatController::toolsChanged);
     connect(controller_, &ChatController::conversationListChanged, this,
             [this] { sidebar_->refresh(controller_->conversationId()); });
     connect(controller_, &ChatController::switchQueued, this, [this](const QString& what) {

@@ -10,6 +10,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "cflow/ui/chat_tool_round.h"
 #include "cflow/ui/fixed_font.h"
 #include "cflow/ui/tools/tool_registry.h"
 
@@ -94,6 +95,21 @@ void ToolCallCard::approve() {
 void ToolCallCard::deny() {
     if (state_ != State::Waiting) return;
     finish(State::Denied, {false, denied_tool_call_text()});
+}
+
+void ToolCallCard::showOutcome(const QString& toolMessage) {
+    if (state_ != State::Waiting) return;
+    const bool denied = toolMessage == denied_tool_call_text();
+    state_ = denied ? State::Denied : State::Done;
+    result_ = ToolResult{!denied, toolMessage};
+    approve_->setEnabled(false);
+    deny_->setEnabled(false);
+    approve_->hide();  // a decided call offers nothing to press (and no dead stop for the Tab key)
+    deny_->hide();
+    if (denied) status_->setText(tr("Denied: the model was told the call did not run."));
+    else if (toolMessage == cancelled_tool_call_text()) status_->setText(tr("Not run: the chat was stopped before a decision."));
+    else if (toolMessage.isEmpty()) status_->setText(tr("No answer was recorded for this call."));
+    else status_->setText(tr("Answer: %1").arg(toolMessage));
 }
 
 void ToolCallCard::finish(State state, const ToolResult& result) {

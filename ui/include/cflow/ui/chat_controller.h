@@ -17,11 +17,13 @@
 #include <vector>
 
 #include <QObject>
+#include <QSet>
 #include <QString>
 #include <QStringList>
 #include <QTimer>
 
 #include "cflow/base/result.h"
+#include "cflow/ui/chat_tool_round.h"
 #include "cflow/ui/chat_types.h"
 #include "cflow/ui/reply_format.h"
 #include "cflow/ui/token_spans.h"
@@ -32,7 +34,7 @@ class ConversationStore;
 class EngineWorker;
 
 struct ChatEntry {
-    QString role;          // "user" or "assistant"
+    QString role;          // "user", "assistant" or "tool" (a tool call's result)
     QString content;       // the shown text (for a reply: versions[version])
     qint64 rowId = 0;
     QString modelPath;     // replies: the model that wrote it
@@ -43,6 +45,13 @@ struct ChatEntry {
     // Replies made in this session: the format they were held to (reply_format_mark; "" for free
     // text and for replies read back from the store, which does not keep it).
     QString replyFormat;
+    // ChatMessage::extra_json as stored: a reply's {"tool_calls": [...]}, a tool result's
+    // {"tool_call_id", "name"}; "" otherwise.
+    QString extraJson;
+    std::vector<cflow::ToolCall> toolCalls;  // replies: the calls it made (read from extraJson)
+    // Replies made in this session: why the conversation's tools were not offered (the template
+    // cannot call tools), on the first such reply of the conversation only; "" otherwise.
+    QString toolsNote;
 };
 
 // What a conversation is set up with besides sampling; stored with it.
@@ -59,11 +68,20 @@ class ChatController : public QObject {
     Q_OBJECT
 public:
     using SettingsSource = std::function<GenerationSettings()>;
+    using ToolsSource = std::function<std::vector<cflow::ToolDefinition>()>;
 
     ChatController(EngineWorker* worker, ConversationStore* store, QObject* parent = nullptr);
 
     // Sampling, max tokens and threads come from here when a reply starts (the sampling panel).
     void setSettingsSource(SettingsSource source) { settingsSource_ = std::move(source); }
+    // The tools each reply offers the model (the conversation's enabled tools), read when it starts.
+    void setToolsSource(ToolsSource source);
+    // Auto (default): the model decides whether to call. Required / Named: the first reply to each
+    // message must call (sampled under the call grammar); the replies after the results are free.
+    void setToolChoice(const cflow::ToolChoice& choice) { toolChoice_ = choice; }
+    const cflow::ToolChoice& toolChoice() const { return toolChoice_; }
+    // The tools changed (enabled, disabled, another conversation's): the prompt is measured again.
+    void toolsChanged() { remeasure(); }
 
     // --- model
     // Loads path into the engine (after stopping a streaming reply). The current model stays
@@ -117,6 +135,20 @@ public:
     // Whether the reply that ended last (replyFinished / replyFailed) was in the shown conversation.
     bool lastReplyWasShown() const { return lastReplyShown_; }
     bool switchPending() const { return pending_.has_value(); }
+    // --- tool calls (chat_controller_tools.cpp)
+    // A reply's calls wait for the user: Send and Regenerate wait too; Stop cancels them.
+    bool toolCallsPending() const { return toolRound_.has_value(); }
+    // The entry whose calls wait (-1 when none does), and the waiting round's serial.
+    int toolRoundIndex() const;
+    quint64 toolRoundSerial() const { return toolRound_ ? toolRound_->serial : 0; }
+    // Whether call callId of entry index still waits for a decision.
+    bool toolCallWaiting(int index, const std::string& callId) const;
+    // A card's decision (the tool's result, an error, or denied_tool_call_text()). Once every call
+    // of the round has one, each becomes a "tool" message and the next reply starts (at most
+    // kMaxToolRounds rounds per user message). A stale serial (the round ended) is ignored.
+    void resolveToolCall(quint64 serial, const std::string& callId, const ToolResult& result);
+    // For the chat's notices: the model kept calling tools past kMaxToolRounds ("" otherwise).
+    QString toolNotice() const;
     int contextUsed() const { return contextUsed_; }
     int contextLength() const { return model_.contextLength; }
     // The shown conversation rendered as the next reply would see it (re-measured on every
@@ -144,7 +176,8 @@ signals:
     void replyStarted();
     void replyFinished(const cflow::ui::ReplyStats& stats);
     void replyFailed(const QString& message);
-    void switchQueued(const QString& what);  // a model switch or delete waits for the streaming reply to stop
+    void switchQueued(const QString& what);
+    void toolRoundChanged();  // calls began waiting, or the round ended (answered or cancelled)  // a model switch or delete waits for the streaming reply to stop
     void setupChanged();
     // An opened conversation brings back the sampling settings it was last used with.
     void samplingRestored(const cflow::ui::GenerationSettings& settings);
@@ -168,6 +201,21 @@ private:
         int contextUsed = 0;  // prompt + reply tokens, as the engine counts them
     };
     void startReply(int entryIndex, int seedOffset, const QString& previous = QString());
+    // Adds the empty assistant row and entry for the next reply and starts it.
+    bool startAssistantReply();
+    // --- tool rounds (chat_controller_tools.cpp)
+    // The finished reply's calls (in the format its prompt was rendered for) go into its entry:
+    // its content loses the call markers. True when it made calls.
+    bool takeToolCalls(ChatEntry& reply) const;
+    void beginToolRound(int entryIndex, const ChatEntry& reply, qint64 conversationId);
+    // Every call answered: the tool messages are added and the model goes on (under the cap).
+    void finishToolRound();
+    // Stop, another conversation shown, or the reply's conversation was not shown when it ended:
+    // undecided calls get cancelled_tool_call_text() and nothing more runs. deleting: its
+    // conversation goes, so nothing is written.
+    void cancelToolRound(bool deleting = false);
+    // Adds one "tool" message per call of round (its result) to the store and, when shown, entries_.
+    void addToolResults(const ToolRound& round);
     void mirrorReply();  // entries_[replyIndex_] = the streaming entry, entryChanged
     Conversation history(size_t upTo) const;
     GenerationSettings requestSettings(int seedOffset) const;
@@ -207,6 +255,13 @@ private:
     QTimer measureTimer_;
     static constexpr int kMeasureDelayMs = 120;
     int contextUsed_ = 0;
+    ToolsSource toolsSource_;
+    cflow::ToolChoice toolChoice_;
+    std::optional<ToolRound> toolRound_;
+    quint64 toolRoundSerial_ = 0;
+    int toolRounds_ = 0;          // rounds answered since the last user message
+    bool toolCapReached_ = false; // the last message's replies stopped at kMaxToolRounds
+    QSet<qint64> toolsNotOfferedSaid_;  // conversations told their template cannot call tools
     RenderedPrompt visiblePrompt_;
     RenderedPrompt sentPrompt_;
 };

@@ -4,6 +4,8 @@
 // the system prompt, turns left out of the context, a conversation made with another model,
 // the message being edited). Everything it shows comes from the ChatController; everything
 // the user does goes to it.
+#include <functional>
+
 #include <QString>
 #include <QWidget>
 
@@ -19,11 +21,15 @@ namespace cflow::ui {
 class ChatController;
 class ChatView;
 class ContextGauge;
+class ToolRegistry;
 
 class ChatPanel : public QWidget {
     Q_OBJECT
 public:
     ChatPanel(ChatController* controller, QWidget* parent = nullptr);
+    // The shown conversation's tools: a reply's tool-call cards run the approved calls through it.
+    using ToolRegistrySource = std::function<ToolRegistry*()>;
+    void setToolRegistrySource(ToolRegistrySource source) { toolRegistry_ = std::move(source); }
 
     // Shorthands for the controller's own calls (tests and the self-test drive the panel).
     bool send(const QString& text);
@@ -72,6 +78,9 @@ protected:
 private:
     void rebuild();
     void syncEntry(int index);
+    // A reply's calls as cards under it: waiting ones while its round waits, else read-only with
+    // the answer the model got (the tool message after it).
+    void syncToolCards(int index);
     void updateButtons();
     void updateNotices();
     void updateGauge(int used, int length);
@@ -95,6 +104,7 @@ private:
     QPushButton* cancelEdit_;
     QString error_;
     QString modelPurpose_;
+    ToolRegistrySource toolRegistry_;
     int editingIndex_ = -1;
     QString draftBeforeEdit_;  // the input's text when editing began
 };

@@ -20,8 +20,11 @@
 namespace cflow::ui {
 
 struct ChatTurn {
-    QString role;     // "system", "user" or "assistant"
+    QString role;     // "system", "user", "assistant" or "tool"
     QString content;
+    // ChatMessage::extra_json: an assistant's {"tool_calls": [...]}, a tool result's
+    // {"tool_call_id", "name"}; "" for plain messages.
+    QString extraJson;
 };
 using Conversation = std::vector<ChatTurn>;
 
@@ -52,6 +55,12 @@ struct GenerationSettings {
     // Set: the reply is sampled under this grammar (the conversation's reply format, built once
     // per choice by the controller); immutable, so sharing it across threads is safe.
     std::shared_ptr<const Grammar> grammar;
+    // Chat mode: the tools offered to the model (the conversation's enabled tools), rendered by
+    // its template when the template can call tools (ChatSession::tool_call_format() != None).
+    std::vector<ToolDefinition> tools;
+    // Required / Named: the reply is sampled under tool_call_grammar in the template's format
+    // (it replaces `grammar`); Auto: the model decides. None is expressed by no tools.
+    ToolChoice toolChoice;
 };
 
 // maxTokens as the worker applies it to a model with this context.
@@ -74,6 +83,10 @@ struct RenderedPrompt {
     int droppedTokens = 0;                 // left out by the context policy
     bool systemIgnored = false;            // the template does not write the system prompt
     bool completion = false;               // rendered in completion mode (texts joined, no template)
+    // How the template writes tool calls (None: it cannot call tools, or none were offered).
+    ToolCallFormat toolFormat = ToolCallFormat::None;
+    int toolsOffered = 0;                  // tools rendered into this prompt
+    bool toolsUnsupported = false;         // tools were asked for, but the template renders none
 };
 
 struct ReplyStats {

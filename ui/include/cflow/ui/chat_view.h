@@ -38,6 +38,8 @@ class QVBoxLayout;
 
 namespace cflow::ui {
 
+class ToolCallCard;
+
 class ChatMessageCard : public QFrame {
     Q_OBJECT
 public:
@@ -66,6 +68,17 @@ public:
     void setActivity(const QString& text);
     QString activity() const;
     bool isStopped() const { return stopped_; }
+    // A reply's tool calls: cards under its text, in order (the card takes ownership).
+    void addToolCallCard(ToolCallCard* card);
+    void clearToolCallCards();  // deleted later: one may be emitting the signal that got here
+    const std::vector<ToolCallCard*>& toolCallCards() const { return toolCards_; }
+    // Which waiting round the cards were made for (0: read-only cards, or none).
+    quint64 toolRoundSerial() const { return toolRoundSerial_; }
+    void setToolRoundSerial(quint64 serial) { toolRoundSerial_ = serial; }
+    // Why the conversation's tools were not offered to this reply (the whole sentence, for the
+    // tooltip and screen readers; the mark itself is short); "" hides the mark.
+    void setToolsNote(const QString& note);
+    QString toolsNote() const;
     // The format a reply was held to ("JSON object", "JSON Schema"); "" hides the mark.
     void setReplyFormat(const QString& mark);
     QString replyFormat() const;
@@ -115,6 +128,7 @@ private:
     QLabel* stoppedMarker_;
     QLabel* interruptedMarker_;
     QLabel* formatMarker_;
+    QLabel* toolsMarker_;
     QLabel* activityMarker_;
     QToolButton* previousAlternative_;
     QLabel* alternativeLabel_;
@@ -127,6 +141,9 @@ private:
     std::optional<TokenSpan> flashed_;            // the highlighted token while highlightTimer_ runs
     mutable std::optional<RenderedTextMap> map_;  // built when first needed after each render
     QPoint pressPos_;
+    QVBoxLayout* toolCallsLayout_;
+    std::vector<ToolCallCard*> toolCards_;
+    quint64 toolRoundSerial_ = 0;
 };
 
 class ChatView : public QScrollArea {
@@ -151,6 +168,7 @@ public:
     void setStopped(int index, bool stopped);
     void setInterrupted(int index, bool interrupted);
     void setReplyFormat(int index, const QString& mark);
+    void setToolsNote(int index, const QString& note);
     void setActivity(int index, const QString& text);
     void setAlternatives(int index, int current, int count);
     void setEditing(int index, bool editing);

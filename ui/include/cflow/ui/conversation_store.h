@@ -35,6 +35,9 @@ struct StoredMessage {
     bool stopped = false;   // the user stopped the reply
     QStringList versions;   // every regenerated text of this reply, oldest first; always holds content
     int version = 0;        // versions[version] == content
+    // ChatMessage::extra_json: an assistant's {"tool_calls": [...]}, a tool result's
+    // {"tool_call_id", "name"}; "" for plain messages and older rows.
+    QString extraJson;
 };
 
 // CFLOW_STUDIO_DB when set, else AppDataLocation/cflow-studio.sqlite (folder created).
@@ -64,9 +67,12 @@ public:
     // (case-insensitive for ASCII).
     Result<std::vector<ConversationInfo>> conversations(const QString& filter = {}) const;
 
-    Result<qint64> addMessage(qint64 conversationId, const QString& role, const QString& content, bool complete = true);
+    Result<qint64> addMessage(qint64 conversationId, const QString& role, const QString& content, bool complete = true,
+                              const QString& extraJson = {});
     Status updateMessage(qint64 messageId, const QString& content, bool complete);
     Status setReplyDetails(qint64 messageId, const QString& modelPath, bool stopped);
+    // The message's tool calls or tool-result ids (StoredMessage::extraJson).
+    Status setExtra(qint64 messageId, const QString& extraJson);
     // Keeps every regenerated text of a reply; content becomes versions[shown].
     Status setVersions(qint64 messageId, const QStringList& versions, int shown);
     // Removes messageId and every later message of its conversation (edit and resend, regenerate).

@@ -90,6 +90,12 @@ private:
     // The turn generate() would run: template applied, completion text joined, policy planned.
     Result<PreparedTurn> prepareTurn(const Conversation& conversation, const GenerationSettings& settings);
     RenderedPrompt describe(const PreparedTurn& turn, const GenerationSettings& settings) const;
+    // Whether these settings ask for tools at all (chat mode, some tools, a choice other than none).
+    bool offersTools(const GenerationSettings& settings) const;
+    // Caps on a forced call's unbounded strings and arrays (JsonSchemaLimits), so a small model
+    // ends its arguments.
+    static constexpr size_t kToolArgumentMaxChars = 64;
+    static constexpr size_t kToolArgumentMaxItems = 8;
 
     std::shared_ptr<const Model> model_;
     std::unique_ptr<ChatSession> chat_;

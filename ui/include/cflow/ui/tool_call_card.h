@@ -41,6 +41,9 @@ public:
 
     void approve();  // runs the call (once; ignored after a decision)
     void deny();
+    // A call decided earlier (read back from the conversation, or its round ended): shows what the
+    // model was told, read-only; resolved() is not emitted and nothing runs. Ignored once decided here.
+    void showOutcome(const QString& toolMessage);
 
 signals:
     void resolved(const cflow::ToolCall& call, const cflow::ui::ToolResult& result);
