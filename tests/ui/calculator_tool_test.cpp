@@ -72,6 +72,12 @@ TEST(Calculator, ErrorsNameTheirPosition) {
         {"10 ^ 400", "the result is too large to represent at character 1", 1},
         {"", "the expression ends where a number was expected at character 1", 1},
         {".", "'.' is not a number at character 1", 1},
+        // A model may write any text: the message names the whole character, counted in characters.
+        {"2 + \u7d75", "unexpected '\u7d75' at character 5", 5},
+        {"\u00e9\u00e9 + 1", "unexpected '\u00e9' at character 1", 1},
+        {"(1 \u00e9", "expected ')' but found '\u00e9' at character 4", 4},
+        {"min(1 \u00e9", "expected ',' or ')' but found '\u00e9' at character 7", 7},
+        {"1 \u00e9", "unexpected '\u00e9' at character 3", 3},
     };
     for (const CalcErrorCase& c : cases) {
         const CalculatorOutcome outcome = evaluate_expression(c.expression);

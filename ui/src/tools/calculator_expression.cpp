@@ -1,5 +1,6 @@
 #include "cflow/ui/tools/calculator_expression.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -26,13 +27,22 @@ public:
         skipSpace();
         if (pos_ < text_.size()) {
             if (text_[pos_] == ')') return fail("unmatched ')'", pos_);
-            return fail(std::string("unexpected '") + text_[pos_] + "'", pos_);
+            return fail("unexpected '" + characterAt(pos_) + "'", pos_);
         }
         return true;
     }
     const CalcFailure& failure() const { return failure_; }
 
 private:
+    // The whole UTF-8 character starting at byte pos (a model may write any text): one byte of
+    // it alone would make the message, which the model is told, invalid UTF-8.
+    std::string characterAt(std::size_t pos) const {
+        const auto lead = static_cast<unsigned char>(text_[pos]);
+        const std::size_t length = lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+        std::size_t end = pos + 1;
+        while (end < text_.size() && end < pos + length && (static_cast<unsigned char>(text_[end]) & 0xC0) == 0x80) ++end;
+        return std::string(text_.substr(pos, end - pos));
+    }
     bool fail(std::string message, std::size_t offset) {
         failure_ = {std::move(message), offset};
         return false;
@@ -111,14 +121,14 @@ private:
             const std::size_t openAt = pos_++;
             if (!parseSum(value, depth + 1)) return false;
             if (atEnd()) return fail("'(' is never closed", openAt);
-            if (text_[pos_] != ')') return fail(std::string("expected ')' but found '") + text_[pos_] + "'", pos_);
+            if (text_[pos_] != ')') return fail("expected ')' but found '" + characterAt(pos_) + "'", pos_);
             ++pos_;
             return true;
         }
         if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') return parseNumber(value);
         if (std::isalpha(static_cast<unsigned char>(c))) return parseName(value, depth);
         if (c == ')') return fail("unexpected ')'", pos_);
-        return fail(std::string("unexpected '") + c + "'", pos_);
+        return fail("unexpected '" + characterAt(pos_) + "'", pos_);
     }
 
     bool parseNumber(double& value) {
@@ -167,7 +177,7 @@ private:
                 ++pos_;
                 continue;
             }
-            if (text_[pos_] != ')') return fail(std::string("expected ',' or ')' but found '") + text_[pos_] + "'", pos_);
+            if (text_[pos_] != ')') return fail("expected ',' or ')' but found '" + characterAt(pos_) + "'", pos_);
             ++pos_;
             break;
         }
@@ -219,7 +229,11 @@ private:
 CalculatorOutcome evaluate_expression(std::string_view expression) {
     CalculatorOutcome outcome;
     auto failWith = [&](std::string message, std::size_t offset) {
-        outcome.position = offset + 1;
+        // Counted in characters (UTF-8 code points), as a reader counts them, not bytes.
+        outcome.position = 1;
+        for (std::size_t i = 0; i < std::min(offset, expression.size()); ++i)
+            if ((static_cast<unsigned char>(expression[i]) & 0xC0) != 0x80) ++outcome.position;
+        if (offset > expression.size()) outcome.position += offset - expression.size();
         outcome.error = std::move(message) + " at character " + std::to_string(outcome.position);
         return outcome;
     };

@@ -15,7 +15,7 @@ struct CalculatorOutcome {
     bool ok = false;
     double value = 0;
     std::string error;         // "unknown name 'foo' at character 3"
-    std::size_t position = 0;  // of the error: 1-based character (byte) of the expression; 0 when ok
+    std::size_t position = 0;  // of the error: 1-based character (UTF-8 code point) of the expression; 0 when ok
 };
 
 // At most kCalculatorMaxLength bytes and kCalculatorMaxDepth nested parentheses / unary signs
