@@ -119,8 +119,15 @@ TEST(ChatTools, ADeniedCallRunsNothingAndTheNextReplyIsToldItWasDenied) {
     ChatController* c = window.controller();
 
     window.chatPanel()->input()->setFocus();
+    // While the call streams, the transcript holds it back (its card comes at the end).
+    QStringList streamed;
+    QObject::connect(c, &ChatController::replyStreamed, &window, [&](int index) {
+        streamed << window.chatPanel()->view()->card(index)->browser()->toPlainText();
+    });
     ASSERT_TRUE(c->send(QStringLiteral("count, please")));
     ASSERT_TRUE(wait_calls(window));
+    ASSERT_FALSE(streamed.isEmpty());
+    for (const QString& shown : streamed) EXPECT_FALSE(shown.contains(QStringLiteral("tool_call"))) << shown.toStdString();
     // The tool was offered in the template's own tools section.
     EXPECT_TRUE(c->lastSentPrompt().text.contains(QStringLiteral("<tools>"))) << c->lastSentPrompt().text.toStdString();
     EXPECT_TRUE(c->lastSentPrompt().text.contains(QStringLiteral("\"count_me\"")));

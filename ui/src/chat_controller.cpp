@@ -397,6 +397,10 @@ bool ChatController::showVersion(int index, int version) {
 void ChatController::onPrompt(const RenderedPrompt& prompt) {
     if (!isGenerating()) return;
     sentPrompt_ = prompt;
+    if (prompt.toolFormat != cflow::ToolCallFormat::None) {
+        reply_->callReader.emplace(prompt.toolFormat);
+        reply_->shownChars = 0;
+    }
     // Said once per conversation, on the reply itself: a banner for every reply of every model
     // without tool calling would only take the transcript's room.
     if (prompt.toolsUnsupported && !toolsNotOfferedSaid_.contains(reply_->conversationId)) {
@@ -420,6 +424,7 @@ void ChatController::onTokens(const QString& text, int tokens, const TokenPieces
     // past the context once the engine shifted it (a 2000-token reply read 2037 / 512).
     if (!pieces.empty()) reply_->contextUsed = static_cast<int>(pieces.back().position) + 1;
     else reply_->contextUsed += tokens;
+    holdBackCalls(text);
     check(store_->updateMessage(reply.rowId, reply.content, false));
     emit replyProgress(tokens);
     if (replyIndex_ < 0 || replyIndex_ >= static_cast<int>(entries_.size())) return;
@@ -429,6 +434,7 @@ void ChatController::onTokens(const QString& text, int tokens, const TokenPieces
 }
 
 void ChatController::endReply(bool stopped) {
+    reply_->shownChars = -1;  // the whole text from now on (its calls, if any, are taken out already)
     ChatEntry& reply = reply_->entry;
     reply.stopped = stopped;
     reply.complete = true;
@@ -474,6 +480,7 @@ void ChatController::onError(const QString& message) {
         // A regenerate that produced nothing: the version shown before comes back.
         reply.content = reply_->previous;
         reply.complete = true;
+        reply_->shownChars = -1;
         check(store_->updateMessage(reply.rowId, reply.content, true));
         mirrorReply();
     } else {

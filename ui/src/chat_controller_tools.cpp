@@ -33,6 +33,23 @@ QString ChatController::toolNotice() const {
     return {};
 }
 
+void ChatController::holdBackCalls(const QString& batch) {
+    if (!reply_->callReader || reply_->callSeen) return;  // no tools, or frozen at the first call
+    const QByteArray bytes = batch.toUtf8();
+    const cflow::ToolCallStreamParser::Events events =
+        reply_->callReader->feed(std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
+    reply_->released += QByteArray::fromStdString(events.content);
+    if (!events.calls.empty()) reply_->callSeen = true;
+    if (reply_->entry.content.toUtf8().startsWith(reply_->released)) {
+        reply_->shownChars = static_cast<int>(QString::fromUtf8(reply_->released).size());
+    } else {
+        // The reader's content is not a prefix of the text (a format that rewrites it, such as
+        // harmony's headers): show the text as it comes, as without tools.
+        reply_->callReader.reset();
+        reply_->shownChars = -1;
+    }
+}
+
 bool ChatController::takeToolCalls(ChatEntry& reply) const {
     // The format is the one the reply's prompt offered the tools in (None when none were offered).
     cflow::ParsedToolReply parsed = read_tool_calls(sentPrompt_.toolFormat, reply.content);

@@ -132,8 +132,12 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     });
     connect(controller_, &ChatController::replyStreamed, this,
             [this](int index, const QString& text, int, const TokenPieces& pieces) {
-                view_->setActivity(index, QString());
-                view_->appendToLast(text, pieces);
+                const int shown = controller_->replyShownChars();
+                view_->appendToLast(text, pieces, shown);
+                // A tool call being written is held back; the card under the reply shows it at the end.
+                const QString& content = controller_->entries()[static_cast<size_t>(index)].content;
+                const bool writingCall = shown >= 0 && !content.mid(shown).trimmed().isEmpty();
+                view_->setActivity(index, writingCall ? tr("writing a tool call…") : QString());
             });
     // The empty reply says what is happening until its first token: the prompt is being read.
     connect(controller_, &ChatController::promptProgress, this, [this](int processed, int total) {
@@ -321,6 +325,9 @@ void ChatPanel::syncEntry(int index) {
     if (view_->card(index)->text() != e.content) view_->setMessageText(index, e.content);
     view_->setStopped(index, e.stopped);
     view_->setReplyFormat(index, e.replyFormat);
+    // Only the streaming reply holds text back (a call being written); a finished one shows all.
+    const bool streaming = controller_->isGenerating() && index == controller_->replyIndex();
+    view_->card(index)->setShownLength(streaming ? controller_->replyShownChars() : -1);
     view_->setToolsNote(index, e.toolsNote);
     view_->setInterrupted(index, !e.complete);  // only a reply read back from the store can be incomplete
     view_->setAlternatives(index, e.version, static_cast<int>(e.versions.size()));

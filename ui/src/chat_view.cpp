@@ -161,10 +161,23 @@ void ChatMessageCard::setText(const QString& text) {
     flashed_.reset();
     highlightTimer_->stop();
     text_ = text;
+    shownLength_ = -1;
     render();
 }
 
-void ChatMessageCard::appendText(const QString& more, const TokenPieces& pieces) {
+void ChatMessageCard::setShownLength(int length) {
+    if (length == shownLength_) return;
+    shownLength_ = length;
+    render();
+}
+
+QString ChatMessageCard::shownAnswer() const {
+    if (shownLength_ < 0) return text_.mid(answerOffset_);
+    return text_.mid(answerOffset_, std::max(0, shownLength_ - answerOffset_));
+}
+
+void ChatMessageCard::appendText(const QString& more, const TokenPieces& pieces, int shownLength) {
+    shownLength_ = shownLength;
     // A batch that does not add up keeps its text; only its spans are dropped (clicks there do nothing).
     spans_.append(static_cast<int>(text_.size()), static_cast<int>(more.size()), pieces);
     text_ += more;
@@ -196,7 +209,7 @@ void ChatMessageCard::render() {
                                           : tr("Show thinking (%n words)", nullptr, words));
     thinkingView_->setVisible(shown);
     thinkingView_->setText(shown ? thinking_ : QString());
-    const QString answer = text_.mid(answerOffset_);
+    const QString answer = shownAnswer();
     browser_->setVisible(!split.has_reasoning || !answer.isEmpty());
     browser_->setMarkdown(chat_markdown(answer, tr("Copy code"), tr("Copy this code block to the clipboard")));
     apply_code_font(*browser_->document(), fixed_pitch_font());
@@ -205,7 +218,7 @@ void ChatMessageCard::render() {
 }
 
 const RenderedTextMap& ChatMessageCard::renderedMap() const {
-    if (!map_) map_.emplace(mapping_text(*browser_->document()), text_.mid(answerOffset_));
+    if (!map_) map_.emplace(mapping_text(*browser_->document()), shownAnswer());
     return *map_;
 }
 
@@ -408,9 +421,9 @@ int ChatView::addMessage(const QString& role, const QString& text) {
     return index;
 }
 
-void ChatView::appendToLast(const QString& text, const TokenPieces& pieces) {
+void ChatView::appendToLast(const QString& text, const TokenPieces& pieces, int shownLength) {
     if (cards_.empty()) return;
-    cards_.back()->appendText(text, pieces);
+    cards_.back()->appendText(text, pieces, shownLength);
     verticalScrollBar()->setValue(verticalScrollBar()->maximum());
 }
 

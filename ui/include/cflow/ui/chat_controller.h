@@ -128,6 +128,9 @@ public:
     // entries() when that conversation is the shown one (else -1).
     qint64 replyConversationId() const { return reply_ ? reply_->conversationId : 0; }
     int replyIndex() const { return replyIndex_; }
+    // How much of the streaming reply's text to show (-1: all): a tool call it is writing is held
+    // back (its card shows once the reply ends), the text before it shows as it streams.
+    int replyShownChars() const { return reply_ ? reply_->shownChars : -1; }
     // The streaming reply's conversation title as the list shows it (plain_title, cut at maxChars;
     // 0: whole), quoted; "another conversation" when there is none.
     QString replyConversationTitle(int maxChars = 0) const;
@@ -199,7 +202,13 @@ private:
         ChatEntry entry;
         QString previous;     // regenerate: the version shown before, restored if nothing came
         int contextUsed = 0;  // prompt + reply tokens, as the engine counts them
+        // Tools offered: reads the calls as they stream, so the view shows only the text before them.
+        std::optional<cflow::ToolCallStreamParser> callReader;
+        QByteArray released;  // the reader's content so far (a prefix of the reply's UTF-8)
+        bool callSeen = false;
+        int shownChars = -1;
     };
+    void holdBackCalls(const QString& batch);  // updates reply_->shownChars
     void startReply(int entryIndex, int seedOffset, const QString& previous = QString());
     // Adds the empty assistant row and entry for the next reply and starts it.
     bool startAssistantReply();

@@ -47,8 +47,11 @@ public:
     const QString& role() const { return role_; }
     const QString& text() const { return text_; }
     void setText(const QString& text);  // replaces the text; its token spans no longer apply
-    // Appends a streamed batch and the pieces of the tokens that produced it.
-    void appendText(const QString& more, const TokenPieces& pieces);
+    // Appends a streamed batch and the pieces of the tokens that produced it. shownLength: how
+    // much of the whole text to show (-1: all); the rest, a tool call being written, waits.
+    void appendText(const QString& more, const TokenPieces& pieces, int shownLength = -1);
+    // Shows only the first length characters of the text (-1: all); setText shows all again.
+    void setShownLength(int length);
     QTextBrowser* browser() const { return browser_; }  // the answer (the whole text without reasoning)
     // The reasoning of a thinking model's reply ("" without one) and whether its fold is open.
     QString thinking() const { return thinking_; }
@@ -112,6 +115,7 @@ protected:
 
 private:
     void render();
+    QString shownAnswer() const;  // the answer part of the shown text
     bool showHighlight();  // draws flashed_; false when it covers no rendered character
     void fitHeight();
     const RenderedTextMap& renderedMap() const;
@@ -119,6 +123,7 @@ private:
     void onAnchorClicked(const QUrl& url);
     QString role_;
     QString text_;
+    int shownLength_ = -1;  // characters of text_ shown; -1: all
     QString thinking_;     // the reasoning part of text_, tags excluded
     int answerOffset_ = 0; // text_ index where the rendered answer starts (after </think>)
     bool thinkingClosed_ = false;
@@ -153,7 +158,7 @@ public:
 
     int addMessage(const QString& role, const QString& text);  // returns its index
     // Appends streamed text to the last card; pieces say which token wrote which part.
-    void appendToLast(const QString& text, const TokenPieces& pieces = {});
+    void appendToLast(const QString& text, const TokenPieces& pieces = {}, int shownLength = -1);
     void setMessageText(int index, const QString& text);
     void removeFrom(int index);  // drops message index and every later one
     void clearMessages();
