@@ -18,6 +18,7 @@
 #include "cflow/ui/chat_view.h"
 #include "cflow/ui/conversation_store.h"
 #include "cflow/ui/main_window.h"
+#include "cflow/ui/reply_format.h"
 #include "cflow/ui/sampling_panel.h"
 #include "cflow/ui/tool_call_card.h"
 #include "cflow/ui/tools/calculator_tool.h"
@@ -300,6 +301,50 @@ TEST(ChatTools, StopAnotherConversationOrDeletingEndsWaitingCallsWithoutRunningT
     EXPECT_FALSE(c->isGenerating());
     EXPECT_EQ(runs, 0);
     EXPECT_FALSE(window.store()->conversation(id));
+}
+
+// A model that calls a tool in every reply stops being asked after kMaxToolRounds rounds. The
+// built-in llama3 template reads a bare JSON reply {"name": ..., "parameters": ...} as a call
+// (Llama 3.1's format), and the reply format holds every reply, not just the first, to that shape.
+TEST(ChatTools, AModelThatKeepsCallingIsNotAskedAgainAfterEightRounds) {
+    cflow::ui::test::ScopedDb db("chat_tools_cap");
+    cflow::ui::test::IsolatedSettings isolated("chat_tools_cap");
+    MainWindow window;
+    window.show();
+    ASSERT_TRUE(wait_model(window, tools_model()));
+    int runs = 0;
+    tool_conversation(window, "count_me", {});
+    ASSERT_TRUE(window.toolbox()->registry()->addProvider(std::make_unique<CountingTool>(&runs)).ok());
+    ChatController* c = window.controller();
+    c->setTemplateChoice({cflow::TemplateChoice::Kind::Builtin, "llama3"});
+    c->setToolChoice({});  // auto: only the reply format makes the model call
+    const QString schema = QStringLiteral(
+        R"({"type":"object","properties":{"name":{"const":"count_me"},"parameters":{"type":"object","properties":{},)"
+        R"("additionalProperties":false}},"required":["name","parameters"],"additionalProperties":false})");
+    ASSERT_TRUE(c->setReplyFormat({cflow::ui::ReplyFormatKind::JsonSchema, schema}).ok());
+
+    ASSERT_TRUE(c->send(QStringLiteral("count forever")));
+    int rounds = 0;
+    while (rounds < cflow::ui::kMaxToolRounds + 1 && wait_calls(window)) {
+        EXPECT_EQ(c->lastSentPrompt().toolFormat, cflow::ToolCallFormat::Llama31);
+        ToolCallCard* card = only_card(window, static_cast<int>(c->entries().size()) - 1);
+        ASSERT_NE(card, nullptr);
+        card->approve();
+        ++rounds;
+        ASSERT_TRUE(QTest::qWaitFor([&] { return runs == rounds; }, 5000));
+        ASSERT_TRUE(QTest::qWaitFor([&] { return !c->toolCallsPending(); }, 5000));
+        if (rounds == cflow::ui::kMaxToolRounds) break;
+    }
+    ASSERT_EQ(rounds, cflow::ui::kMaxToolRounds);
+    QTest::qWait(300);
+    EXPECT_FALSE(c->isGenerating()) << "no ninth reply";
+    EXPECT_FALSE(c->toolCallsPending());
+    EXPECT_EQ(runs, cflow::ui::kMaxToolRounds);
+    ASSERT_EQ(c->entries().size(), size_t(1 + 2 * cflow::ui::kMaxToolRounds));
+    EXPECT_EQ(c->entries().back().role, QStringLiteral("tool"));
+    EXPECT_TRUE(window.chatPanel()->noticeText().contains(QStringLiteral("8 times in a row")))
+        << window.chatPanel()->noticeText().toStdString();
+    EXPECT_TRUE(window.chatPanel()->sendButton()->isEnabled());
 }
 
 TEST(ChatTools, ATemplateThatCannotCallToolsSaysSoAndRendersNone) {
