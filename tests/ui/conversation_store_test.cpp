@@ -215,3 +215,79 @@ TEST(ConversationStoreTest, KilledWriterLosesNoCompletedMessage) {
 }
 
 } // namespace
+
+namespace {
+
+// Issue 33: a reply's tool calls and a tool result's call id live in the messages column `extra`,
+// which a database made before it gets on open; the exports carry them.
+TEST(ConversationStoreTest, ToolCallsAreStoredInAnOlderDatabaseAndExported) {
+    const auto dir = cflow::test::temp_dir("store_tool_calls");
+    const QString path = qpath(dir / "studio.sqlite");
+    {
+        // The first release's schema: no model_path / stopped / versions / version / extra columns.
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("old_schema"));
+        db.setDatabaseName(path);
+        ASSERT_TRUE(db.open());
+        QSqlQuery q(db);
+        ASSERT_TRUE(q.exec(QStringLiteral("CREATE TABLE conversations (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, "
+                                          "model_path TEXT NOT NULL DEFAULT '', settings TEXT NOT NULL DEFAULT '{}', "
+                                          "created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL)")));
+        ASSERT_TRUE(q.exec(QStringLiteral("CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id INTEGER "
+                                          "NOT NULL REFERENCES conversations(id) ON DELETE CASCADE, role TEXT NOT NULL, "
+                                          "content TEXT NOT NULL, created_ms INTEGER NOT NULL, complete INTEGER NOT NULL DEFAULT 1)")));
+        ASSERT_TRUE(q.exec(QStringLiteral("INSERT INTO conversations (title, created_ms, updated_ms) VALUES ('old', 1, 1)")));
+        ASSERT_TRUE(q.exec(QStringLiteral("INSERT INTO messages (conversation_id, role, content, created_ms) VALUES (1, 'user', 'hi', 1)")));
+        q.finish();
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("old_schema"));
+    auto store = open_store(path);
+    ASSERT_TRUE(store);
+    auto before = store->messages(1);
+    ASSERT_TRUE(before) << before.error();
+    ASSERT_EQ(before->size(), 1u);
+    EXPECT_TRUE((*before)[0].extraJson.isEmpty());
+
+    const QString calls = QStringLiteral(
+        R"({"tool_calls":[{"id":"call_1","type":"function","function":{"name":"calculator","arguments":{"expression":"2+3"}}}]})");
+    auto reply = store->addMessage(1, QStringLiteral("assistant"), QStringLiteral("Let me compute."), false);
+    ASSERT_TRUE(reply);
+    ASSERT_TRUE(store->setExtra(*reply, calls));
+    const QString result = QStringLiteral(R"({"tool_call_id":"call_1","name":"calculator"})");
+    ASSERT_TRUE(store->addMessage(1, QStringLiteral("tool"), QStringLiteral("5"), true, result));
+    EXPECT_FALSE(store->setExtra(9999, calls)) << "no such message";
+    store.reset();
+
+    store = open_store(path);  // a restart
+    ASSERT_TRUE(store);
+    auto after = store->messages(1);
+    ASSERT_TRUE(after);
+    ASSERT_EQ(after->size(), 3u);
+    EXPECT_EQ((*after)[1].extraJson, calls);
+    EXPECT_EQ((*after)[2].role, QStringLiteral("tool"));
+    EXPECT_EQ((*after)[2].extraJson, result);
+
+    const QString md = qpath(dir / "chat.md");
+    ASSERT_TRUE(store->exportMarkdown(1, md));
+    QFile mdFile(md);
+    ASSERT_TRUE(mdFile.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(mdFile.readAll());
+    EXPECT_TRUE(text.contains(QStringLiteral("Let me compute.\n\n**Tool call:** `calculator`\n\n```json\n{\n    \"expression\": \"2+3\"\n}\n```\n")))
+        << text.toStdString();
+    EXPECT_TRUE(text.contains(QStringLiteral("## Tool (calculator)\n\n5\n"))) << text.toStdString();
+
+    const QString json = qpath(dir / "chat.json");
+    ASSERT_TRUE(store->exportJson(1, json));
+    QFile jsonFile(json);
+    ASSERT_TRUE(jsonFile.open(QIODevice::ReadOnly));
+    const QJsonArray messages = QJsonDocument::fromJson(jsonFile.readAll()).object().value(QStringLiteral("messages")).toArray();
+    ASSERT_EQ(messages.size(), 3);
+    const QJsonObject call = messages[1].toObject().value(QStringLiteral("tool_calls")).toArray().at(0).toObject();
+    EXPECT_EQ(call.value(QStringLiteral("id")).toString(), QStringLiteral("call_1"));
+    EXPECT_EQ(call.value(QStringLiteral("function")).toObject().value(QStringLiteral("name")).toString(), QStringLiteral("calculator"));
+    EXPECT_EQ(messages[2].toObject().value(QStringLiteral("tool_call_id")).toString(), QStringLiteral("call_1"));
+    EXPECT_EQ(messages[2].toObject().value(QStringLiteral("content")).toString(), QStringLiteral("5"));
+    EXPECT_FALSE(messages[0].toObject().contains(QStringLiteral("tool_calls")));
+}
+
+} // namespace

@@ -33,6 +33,27 @@ QString role_heading(const QString& role) {
     return role.left(1).toUpper() + role.mid(1);
 }
 
+// A message's extra fields (StoredMessage::extraJson): an assistant's tool_calls, a tool result's
+// tool_call_id and name; empty for plain messages.
+QJsonObject extra_fields(const StoredMessage& m) {
+    return m.extraJson.isEmpty() ? QJsonObject{} : QJsonDocument::fromJson(m.extraJson.toUtf8()).object();
+}
+
+// The calls an assistant message made, in Markdown: each tool's name and its arguments as JSON.
+QString markdown_tool_calls(const QJsonObject& extra) {
+    QString text;
+    for (const QJsonValue& v : extra.value(QStringLiteral("tool_calls")).toArray()) {
+        const QJsonObject function = v.toObject().value(QStringLiteral("function")).toObject();
+        const QJsonValue arguments = function.value(QStringLiteral("arguments"));
+        const QString json = arguments.isObject()
+                                 ? QString::fromUtf8(QJsonDocument(arguments.toObject()).toJson(QJsonDocument::Indented)).trimmed()
+                                 : arguments.toString();
+        text += QStringLiteral("\n**Tool call:** `%1`\n\n```json\n%2\n```\n")
+                    .arg(function.value(QStringLiteral("name")).toString(), json);
+    }
+    return text;
+}
+
 QString export_extension(bool asJson) { return asJson ? QStringLiteral(".json") : QStringLiteral(".md"); }
 
 // Characters Windows, macOS or Linux refuse in a file name, control characters and invisible
@@ -78,9 +99,14 @@ Status ConversationStore::exportMarkdown(qint64 conversationId, const QString& p
     if (!info->modelPath.isEmpty()) text += QStringLiteral("Model: `%1`  \n").arg(info->modelPath);
     text += QStringLiteral("Created: %1\n").arg(iso_time(info->createdMs));
     for (const StoredMessage& m : *messages) {
-        text += QStringLiteral("\n## %1%2\n\n").arg(role_heading(m.role), m.complete ? QString() : QStringLiteral(" (incomplete)"));
+        const QJsonObject extra = extra_fields(m);
+        QString heading = role_heading(m.role);
+        if (const QString tool = extra.value(QStringLiteral("name")).toString(); m.role == QLatin1String("tool") && !tool.isEmpty())
+            heading += QStringLiteral(" (%1)").arg(tool);  // which call this result answers
+        text += QStringLiteral("\n## %1%2\n\n").arg(heading, m.complete ? QString() : QStringLiteral(" (incomplete)"));
         text += m.content;
         text += u'\n';
+        text += markdown_tool_calls(extra);
     }
     return save_atomically(path, text.toUtf8());
 }
@@ -92,11 +118,15 @@ Status ConversationStore::exportJson(qint64 conversationId, const QString& path)
     if (!messages) return messages.take_error();
 
     QJsonArray list;
-    for (const StoredMessage& m : *messages)
-        list.append(QJsonObject{{QStringLiteral("role"), m.role},
-                                {QStringLiteral("content"), m.content},
-                                {QStringLiteral("created"), iso_time(m.createdMs)},
-                                {QStringLiteral("complete"), m.complete}});
+    for (const StoredMessage& m : *messages) {
+        // The extra fields as the OpenAI chat format spells them (tool_calls, tool_call_id, name).
+        QJsonObject message = extra_fields(m);
+        message.insert(QStringLiteral("role"), m.role);
+        message.insert(QStringLiteral("content"), m.content);
+        message.insert(QStringLiteral("created"), iso_time(m.createdMs));
+        message.insert(QStringLiteral("complete"), m.complete);
+        list.append(message);
+    }
     const QJsonDocument settings = QJsonDocument::fromJson(info->settingsJson.toUtf8());
     const QJsonObject root{{QStringLiteral("title"), info->title},
                            {QStringLiteral("model_path"), info->modelPath},
