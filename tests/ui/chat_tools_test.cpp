@@ -257,7 +257,10 @@ TEST(ChatTools, StopAnotherConversationOrDeletingEndsWaitingCallsWithoutRunningT
     // Stop: the waiting call does not run, no reply follows, the chat can send again.
     ASSERT_TRUE(c->send(QStringLiteral("count")));
     ASSERT_TRUE(wait_calls(window));
-    window.chatPanel()->stop();
+    auto* stopButton = window.chatPanel()->findChild<QPushButton*>(QStringLiteral("stopButton"));
+    ASSERT_NE(stopButton, nullptr);
+    EXPECT_TRUE(stopButton->isEnabled()) << "Stop ends the waiting calls";
+    QTest::mouseClick(stopButton, Qt::LeftButton);
     EXPECT_FALSE(c->toolCallsPending());
     QTest::qWait(300);
     EXPECT_FALSE(c->isGenerating()) << "no reply starts after a Stop";
@@ -271,6 +274,7 @@ TEST(ChatTools, StopAnotherConversationOrDeletingEndsWaitingCallsWithoutRunningT
     QTest::qWait(100);
     EXPECT_EQ(runs, 0);
     EXPECT_TRUE(window.chatPanel()->sendButton()->isEnabled());
+    EXPECT_FALSE(stopButton->isEnabled());
 
     // Another conversation shown: the same, written into the conversation left.
     ASSERT_TRUE(c->send(QStringLiteral("count again")));
