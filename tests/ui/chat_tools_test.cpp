@@ -8,6 +8,7 @@
 #include <memory>
 
 #include <QApplication>
+#include <QComboBox>
 #include <QPushButton>
 #include <QTest>
 
@@ -18,6 +19,7 @@
 #include "cflow/ui/chat_view.h"
 #include "cflow/ui/conversation_store.h"
 #include "cflow/ui/main_window.h"
+#include "cflow/ui/prompt_panel.h"
 #include "cflow/ui/reply_format.h"
 #include "cflow/ui/sampling_panel.h"
 #include "cflow/ui/tool_call_card.h"
@@ -305,6 +307,47 @@ TEST(ChatTools, StopAnotherConversationOrDeletingEndsWaitingCallsWithoutRunningT
     EXPECT_FALSE(c->isGenerating());
     EXPECT_EQ(runs, 0);
     EXPECT_FALSE(window.store()->conversation(id));
+}
+
+// The Prompt panel's "Tool calls" choice: "Must call a tool" forces the first reply to a call of
+// one of the enabled tools, and the conversation keeps the choice.
+TEST(ChatTools, ThePromptPanelCanRequireACallAndTheConversationKeepsTheChoice) {
+    cflow::ui::test::ScopedDb db("chat_tools_prompt_panel");
+    cflow::ui::test::IsolatedSettings isolated("chat_tools_prompt_panel");
+    MainWindow window;
+    window.show();
+    ASSERT_TRUE(wait_model(window, tools_model()));
+    const qint64 id = tool_conversation(window, "calculator", {QStringLiteral("Calculator")});
+    ChatController* c = window.controller();
+    QComboBox* box = window.promptPanel()->toolChoiceBox();
+    ASSERT_TRUE(box->isEnabled());
+    EXPECT_EQ(box->currentText(), QStringLiteral("Must call calculator")) << "a named tool set by code shows as such";
+    const int required = box->findText(QStringLiteral("Must call a tool"));
+    ASSERT_GE(required, 0);
+    box->setCurrentIndex(required);
+    emit box->activated(required);
+    EXPECT_EQ(c->toolChoice().kind, cflow::ToolChoice::Kind::Required);
+    auto info = window.store()->conversation(id);
+    ASSERT_TRUE(info);
+    EXPECT_TRUE(info->settingsJson.contains(QStringLiteral("\"tool_choice\":\"required\""))) << info->settingsJson.toStdString();
+
+    ASSERT_TRUE(c->send(QStringLiteral("compute something")));
+    ASSERT_TRUE(wait_calls(window));
+    ToolCallCard* card = only_card(window, 1);
+    ASSERT_NE(card, nullptr);
+    EXPECT_EQ(card->call().name, "calculator") << "required: a call of the one enabled tool";
+    c->stop();
+
+    c->newConversation();
+    const int decides = box->findText(QStringLiteral("The model decides"));
+    box->setCurrentIndex(decides);
+    emit box->activated(decides);
+    EXPECT_EQ(c->toolChoice().kind, cflow::ToolChoice::Kind::Auto);
+    ASSERT_TRUE(c->openConversation(id));
+    EXPECT_EQ(c->toolChoice().kind, cflow::ToolChoice::Kind::Required) << "the conversation keeps its choice";
+    EXPECT_EQ(box->currentText(), QStringLiteral("Must call a tool"));
+    c->setMode(cflow::ui::PromptMode::Completion);
+    EXPECT_FALSE(box->isEnabled()) << "completion mode calls no tools";
 }
 
 // A model that calls a tool in every reply stops being asked after kMaxToolRounds rounds. The

@@ -49,6 +49,7 @@ ConversationSetup setup_from_json(const QString& json) {
     if (thinking == QLatin1String("off")) setup.thinking = false;
     setup.replyFormat.kind = reply_format_kind_from_key(o.value(QStringLiteral("reply_format")).toString());
     setup.replyFormat.schema = o.value(QStringLiteral("reply_schema")).toString();
+    setup.toolChoice = tool_choice_from_key(o.value(QStringLiteral("tool_choice")).toString());
     return setup;
 }
 
@@ -65,6 +66,7 @@ QString setup_into_json(const ConversationSetup& setup, const QString& json) {
     o.insert(QStringLiteral("reply_format"), reply_format_key(setup.replyFormat.kind));
     if (setup.replyFormat.schema.isEmpty()) o.remove(QStringLiteral("reply_schema"));
     else o.insert(QStringLiteral("reply_schema"), setup.replyFormat.schema);
+    o.insert(QStringLiteral("tool_choice"), tool_choice_key(setup.toolChoice));
     return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
@@ -320,7 +322,7 @@ void ChatController::startReply(int entryIndex, int seedOffset, const QString& p
     const Conversation conversation = history(static_cast<size_t>(entryIndex));
     GenerationSettings settings = requestSettings(seedOffset);
     // A required call is the first reply's to each message; the answer to the results is free.
-    if (toolRounds_ == 0) settings.toolChoice = toolChoice_;
+    if (toolRounds_ == 0) settings.toolChoice = setup_.toolChoice;
     EngineWorker* worker = worker_;
     // The stops seen so far travel with the request: a Stop pressed while it waits in the
     // worker's queue then cancels it when it starts.

@@ -11,6 +11,13 @@ void ChatController::setToolsSource(ToolsSource source) {
     remeasure();
 }
 
+void ChatController::setToolChoice(const cflow::ToolChoice& choice) {
+    if (tool_choice_key(choice) == tool_choice_key(setup_.toolChoice)) return;
+    setup_.toolChoice = choice;
+    saveSetup();
+    emit setupChanged();
+}
+
 int ChatController::toolRoundIndex() const {
     if (!toolRound_ || toolRound_->conversationId != conversationId_) return -1;
     for (size_t i = 0; i < entries_.size(); ++i)

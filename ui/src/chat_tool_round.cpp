@@ -50,6 +50,23 @@ QString tool_result_call_id(const QString& extraJson) {
     return QJsonDocument::fromJson(extraJson.toUtf8()).object().value(QStringLiteral("tool_call_id")).toString();
 }
 
+QString tool_choice_key(const cflow::ToolChoice& choice) {
+    switch (choice.kind) {
+    case cflow::ToolChoice::Kind::Required: return QStringLiteral("required");
+    case cflow::ToolChoice::Kind::Named: return QStringLiteral("tool:") + QString::fromStdString(choice.name);
+    case cflow::ToolChoice::Kind::Auto:
+    case cflow::ToolChoice::Kind::None: break;
+    }
+    return QStringLiteral("auto");
+}
+
+cflow::ToolChoice tool_choice_from_key(const QString& key) {
+    if (key == QLatin1String("required")) return {cflow::ToolChoice::Kind::Required, {}};
+    if (key.startsWith(QLatin1String("tool:")) && key.size() > 5)
+        return {cflow::ToolChoice::Kind::Named, key.mid(5).toStdString()};
+    return {};
+}
+
 cflow::ParsedToolReply read_tool_calls(cflow::ToolCallFormat format, const QString& reply) {
     if (format == cflow::ToolCallFormat::None) return {reply.toStdString(), {}};
     return cflow::parse_tool_calls(format, reply.toStdString());

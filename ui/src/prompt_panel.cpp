@@ -104,6 +104,15 @@ PromptPanel::PromptPanel(ChatController* controller, QWidget* parent) : QWidget(
     formatRow->addWidget(format_, 1);
     formatRow->addWidget(schema_);
     form->addRow(tr("Reply format"), formatRow);
+    toolChoice_ = new QComboBox(this);
+    toolChoice_->setObjectName(QStringLiteral("toolChoice"));
+    toolChoice_->setAccessibleName(tr("Tool calls"));
+    toolChoice_->addItem(tr("The model decides"), tool_choice_key({}));
+    toolChoice_->addItem(tr("Must call a tool"), tool_choice_key({cflow::ToolChoice::Kind::Required, {}}));
+    toolChoice_->setToolTip(tr("Must call a tool: the first reply to each message is a call of one of the "
+                               "conversation's tools (Tools > Chat tools…), written in the template's call syntax; "
+                               "the reply after the results is free. Needs a chat template that can call tools."));
+    form->addRow(tr("Tool calls"), toolChoice_);
     formatError_ = new QLabel(this);
     formatError_->setObjectName(QStringLiteral("replyFormatError"));
     formatError_->setWordWrap(true);
@@ -127,6 +136,9 @@ PromptPanel::PromptPanel(ChatController* controller, QWidget* parent) : QWidget(
     });
     connect(preview_, &QPushButton::clicked, this, &PromptPanel::showTemplateDialog);
     connect(format_, &QComboBox::activated, this, &PromptPanel::applyFormatIndex);
+    connect(toolChoice_, &QComboBox::activated, this, [this](int index) {
+        controller_->setToolChoice(tool_choice_from_key(toolChoice_->itemData(index).toString()));
+    });
     connect(controller_, &ChatController::conversationChanged, this, [this] { formatErrorText_.clear(); });
     connect(schema_, &QPushButton::clicked, this, &PromptPanel::showSchemaDialog);
     connect(controller_, &ChatController::setupChanged, this, &PromptPanel::sync);
@@ -222,6 +234,12 @@ void PromptPanel::sync() {
     note_->setVisible(!note.isEmpty());
 
     format_->setCurrentIndex(format_->findData(int(setup.replyFormat.kind)));
+    // A named tool (set by code, not offered here) shows as its own entry.
+    const QString choiceKey = tool_choice_key(setup.toolChoice);
+    if (toolChoice_->findData(choiceKey) < 0)
+        toolChoice_->addItem(tr("Must call %1").arg(QString::fromStdString(setup.toolChoice.name)), choiceKey);
+    toolChoice_->setCurrentIndex(toolChoice_->findData(choiceKey));
+    toolChoice_->setEnabled(chat);
     schema_->setVisible(setup.replyFormat.kind == ReplyFormatKind::JsonSchema || !setup.replyFormat.schema.isEmpty());
     QString formatError = formatErrorText_;
     if (formatError.isEmpty() && !controller_->replyFormatError().isEmpty())

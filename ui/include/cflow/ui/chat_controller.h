@@ -62,6 +62,9 @@ struct ConversationSetup {
     ContextPolicy contextPolicy = ContextPolicy::DropOldest;
     std::optional<bool> thinking;  // enable_thinking (Qwen3, SmolLM3); unset = the template's default
     ReplyFormat replyFormat;       // free text, one JSON object, or JSON under a schema
+    // Auto: the model decides whether to call a tool. Required / Named: the first reply to each
+    // message must call (one of) the tools; the replies after the results are free.
+    cflow::ToolChoice toolChoice;
 };
 
 class ChatController : public QObject {
@@ -76,10 +79,10 @@ public:
     void setSettingsSource(SettingsSource source) { settingsSource_ = std::move(source); }
     // The tools each reply offers the model (the conversation's enabled tools), read when it starts.
     void setToolsSource(ToolsSource source);
-    // Auto (default): the model decides whether to call. Required / Named: the first reply to each
-    // message must call (sampled under the call grammar); the replies after the results are free.
-    void setToolChoice(const cflow::ToolChoice& choice) { toolChoice_ = choice; }
-    const cflow::ToolChoice& toolChoice() const { return toolChoice_; }
+    // The conversation's tool choice (ConversationSetup::toolChoice), stored with it: a forced
+    // reply is sampled under the call grammar in the template's format.
+    void setToolChoice(const cflow::ToolChoice& choice);
+    const cflow::ToolChoice& toolChoice() const { return setup_.toolChoice; }
     // The tools changed (enabled, disabled, another conversation's): the prompt is measured again.
     void toolsChanged() { remeasure(); }
 
@@ -265,7 +268,6 @@ private:
     static constexpr int kMeasureDelayMs = 120;
     int contextUsed_ = 0;
     ToolsSource toolsSource_;
-    cflow::ToolChoice toolChoice_;
     std::optional<ToolRound> toolRound_;
     quint64 toolRoundSerial_ = 0;
     int toolRounds_ = 0;          // rounds answered since the last user message

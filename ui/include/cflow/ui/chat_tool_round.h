@@ -41,6 +41,11 @@ std::vector<cflow::ToolCall> tool_calls_from_extra_json(const QString& extraJson
 // The call id a tool message answers ("" when it names none).
 QString tool_result_call_id(const QString& extraJson);
 
+// A tool choice as stored in a conversation's settings: "auto", "required" or "tool:NAME" (None
+// reads as auto: the chat offers tools or not through the Tools panel). Unknown text reads as auto.
+QString tool_choice_key(const cflow::ToolChoice& choice);
+cflow::ToolChoice tool_choice_from_key(const QString& key);
+
 // A finished reply read for calls in the format its template writes: the content without the
 // call markers, and the calls (none when the format is None or the reply made no well-formed call).
 cflow::ParsedToolReply read_tool_calls(cflow::ToolCallFormat format, const QString& reply);

@@ -25,6 +25,7 @@ public:
     QComboBox* policyBox() const { return policy_; }
     QComboBox* thinkingBox() const { return thinking_; }
     QComboBox* replyFormatBox() const { return format_; }
+    QComboBox* toolChoiceBox() const { return toolChoice_; }
     QPushButton* schemaButton() const { return schema_; }
     // Why the chosen format could not be used ("" when it can), shown under the box.
     QString replyFormatError() const;
@@ -45,6 +46,7 @@ private:
     QComboBox* policy_;
     QComboBox* thinking_;
     QComboBox* format_;
+    QComboBox* toolChoice_;
     QPushButton* schema_;
     QLabel* formatError_;
     QString formatErrorText_;  // a refusal of the last choice; the controller's own reason otherwise
