@@ -155,6 +155,7 @@ TEST(ChatTools, ADeniedCallRunsNothingAndTheNextReplyIsToldItWasDenied) {
     QTest::keyClick(card->denyButton(), Qt::Key_Space);
     ASSERT_TRUE(QTest::qWaitFor([&] { return c->entries().size() == 4u && !c->isGenerating(); }, kToolsTimeoutMs));
     EXPECT_EQ(runs, 0);
+    EXPECT_TRUE(window.chatPanel()->input()->hasFocus()) << "the keyboard comes back to the message box";
     EXPECT_EQ(c->entries()[2].role, QStringLiteral("tool"));
     EXPECT_EQ(c->entries()[2].content, cflow::ui::denied_tool_call_text());
     EXPECT_EQ(c->entries()[3].role, QStringLiteral("assistant"));

@@ -344,6 +344,9 @@ void ChatPanel::syncToolCards(int index) {
     for (size_t i = 0; same && i < shown.size(); ++i) same = shown[i]->call().id == e.toolCalls[i].id;
     if (!same) {
         const bool hadFocus = isAncestorOf(QApplication::focusWidget());
+        bool cardHadFocus = false;
+        for (ToolCallCard* old : shown)
+            cardHadFocus = cardHadFocus || old == QApplication::focusWidget() || old->isAncestorOf(QApplication::focusWidget());
         card->clearToolCallCards();
         card->setToolRoundSerial(serial);
         ToolRegistry* registry = toolRegistry_ ? toolRegistry_() : nullptr;
@@ -358,6 +361,8 @@ void ChatPanel::syncToolCards(int index) {
         }
         // The calls wait for the user: the keyboard goes to the first Approve (Tab reaches Deny).
         if (serial != 0 && hadFocus && !card->toolCallCards().empty()) card->toolCallCards().front()->approveButton()->setFocus();
+        // The decided cards had the keyboard: it goes back to the message box, not nowhere.
+        else if (serial == 0 && cardHadFocus) input_->setFocus();
     }
     if (serial != 0) return;
     const auto& entries = controller_->entries();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include <QApplication>
 #include <QHBoxLayout>
 #include <QJsonDocument>
 #include <QLabel>
@@ -76,9 +77,16 @@ ToolCallCard::ToolCallCard(cflow::ToolCall call, ToolRegistry* registry, QWidget
 QString ToolCallCard::argumentsText() const { return arguments_->toPlainText(); }
 QString ToolCallCard::statusText() const { return status_->text(); }
 
+void ToolCallCard::holdFocus() {
+    // Disabling the focused button would hand the keyboard to whatever widget comes next; the
+    // card keeps it, so whoever shows the outcome can tell the decision came from here.
+    if (QWidget* focused = QApplication::focusWidget(); focused && isAncestorOf(focused)) setFocus(Qt::OtherFocusReason);
+}
+
 void ToolCallCard::approve() {
     if (state_ != State::Waiting) return;
     state_ = State::Running;
+    holdFocus();
     approve_->setEnabled(false);
     deny_->setEnabled(false);
     status_->setText(tr("Running %1…").arg(QString::fromStdString(call_.name)));
@@ -115,6 +123,7 @@ void ToolCallCard::showOutcome(const QString& toolMessage) {
 void ToolCallCard::finish(State state, const ToolResult& result) {
     state_ = state;
     result_ = result;
+    holdFocus();
     approve_->setEnabled(false);
     deny_->setEnabled(false);
     if (state == State::Denied) status_->setText(tr("Denied: the model is told the call did not run."));

@@ -50,6 +50,7 @@ signals:
 
 private:
     void finish(State state, const ToolResult& result);
+    void holdFocus();
 
     cflow::ToolCall call_;
     QPointer<ToolRegistry> registry_;
