@@ -1,0 +1,76 @@
+#pragma once
+// The client of one OpenAI-compatible endpoint: GET /v1/models and a streamed
+// POST /v1/chat/completions, with retries (retry_policy.h), caps on what it reads, cancellation and
+// diagnosed errors (diagnosis.h). Nothing throws; a reply cut after its first token is returned
+// with its partial text and complete == false.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cflow/base/cancel.h"
+#include "cflow/base/result.h"
+#include "cflow/remote/chat_request.h"
+#include "cflow/remote/http_transport.h"
+#include "cflow/remote/retry_policy.h"
+#include "cflow/remote/stream_chunk.h"
+
+namespace cflow::remote {
+
+struct EndpointConfig {
+    std::string base_url;  // e.g. http://10.0.0.2:8080/v1
+    std::string api_key;   // sent as "Authorization: Bearer KEY"; empty: none
+    std::string ca_file;   // https: trust this PEM instead of the system's CAs
+    uint32_t connect_timeout_ms = 10'000;
+    uint32_t read_timeout_ms = 120'000;  // the longest silence (a large prompt's prefill comes before the first byte)
+    size_t max_response_bytes = 64u << 20;  // a whole response, streamed or not
+    size_t max_error_body_bytes = 16u << 10;  // what is kept of an error answer for its message
+    RetryPolicy retry;
+};
+
+struct RemoteReply {
+    std::string text;
+    std::optional<std::string> finish_reason;
+    std::optional<RemoteUsage> usage;
+    std::optional<RemoteTimings> timings;
+    bool complete = true;        // false: cut short (incomplete_reason says why), text is what came
+    bool cancelled = false;      // the caller's token stopped it (complete is false)
+    std::string incomplete_reason;
+    uint32_t attempts = 0;       // requests made (retries + 1)
+    double first_token_ms = -1;  // from the last request's start to its first content; -1: none
+};
+
+// Called with each piece of text as it arrives.
+using TokenCallback = std::function<void(std::string_view)>;
+
+class RemoteClient {
+public:
+    RemoteClient(EndpointConfig config, std::shared_ptr<HttpTransport> transport);
+
+    // The ids of GET {base}/models, in the server's order.
+    Result<std::vector<std::string>> list_models(const CancelToken* cancel = nullptr);
+
+    // A streamed chat reply (request.stream is forced on). Errors before the first token are
+    // Errors (Cancelled when `cancel` was set); after it, the reply comes back marked incomplete.
+    Result<RemoteReply> stream_chat(RemoteChatRequest request, const TokenCallback& on_token,
+                                    const CancelToken* cancel = nullptr);
+
+    // The same request not streamed (stream: false): one chat.completion.
+    Result<RemoteReply> complete_chat(RemoteChatRequest request, const CancelToken* cancel = nullptr);
+
+    const EndpointConfig& config() const { return config_; }
+
+private:
+    HttpRequest make_request(std::string method, std::string url, std::string body) const;
+    // Sleeps wait_ms in short slices; false when cancelled meanwhile.
+    static bool wait_unless_cancelled(uint64_t wait_ms, const CancelToken* cancel);
+
+    EndpointConfig config_;
+    std::shared_ptr<HttpTransport> transport_;
+};
+
+} // namespace cflow::remote

@@ -1,0 +1,29 @@
+#include "cflow/remote/chat_request.h"
+
+#include <nlohmann/json.hpp>
+
+namespace cflow::remote {
+
+std::string chat_request_json(const RemoteChatRequest& request) {
+    nlohmann::json body = nlohmann::json::object();
+    if (!request.model.empty()) body["model"] = request.model;
+    nlohmann::json messages = nlohmann::json::array();
+    for (const RemoteMessage& m : request.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
+    body["messages"] = std::move(messages);
+    const RemoteSampling& s = request.sampling;
+    if (s.temperature) body["temperature"] = *s.temperature;
+    if (s.top_p) body["top_p"] = *s.top_p;
+    if (s.top_k) body["top_k"] = *s.top_k;
+    if (s.min_p) body["min_p"] = *s.min_p;
+    if (s.repeat_penalty) body["repeat_penalty"] = *s.repeat_penalty;
+    if (s.seed) body["seed"] = *s.seed;
+    if (request.max_tokens) body["max_tokens"] = *request.max_tokens;
+    if (!request.stop.empty()) body["stop"] = request.stop;
+    body["stream"] = request.stream;
+    // The usage chunk at the end of a stream (OpenAI's, llama.cpp's and vLLM's spelling).
+    if (request.stream) body["stream_options"] = {{"include_usage", true}};
+    // Invalid UTF-8 in a message is replaced, not thrown: nothing throws across the API.
+    return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+} // namespace cflow::remote
