@@ -175,6 +175,13 @@ TEST(ChatTools, ADeniedCallRunsNothingAndTheNextReplyIsToldItWasDenied) {
     ASSERT_EQ(stored->size(), 4u);
     EXPECT_TRUE((*stored)[1].extraJson.contains(QStringLiteral("\"tool_calls\"")));
     EXPECT_EQ(cflow::ui::tool_result_call_id((*stored)[2].extraJson), QString::fromStdString(reply.toolCalls[0].id));
+
+    // Regenerating the answer to the results is not the message's first reply: no call is forced.
+    ASSERT_TRUE(c->regenerate());
+    ASSERT_TRUE(wait_idle(window));
+    EXPECT_FALSE(c->toolCallsPending());
+    EXPECT_TRUE(c->entries().back().toolCalls.empty());
+    EXPECT_EQ(c->entries().size(), 4u);
 }
 
 TEST(ChatTools, AnApprovedCalculatorCallRunsAndItsResultReachesTheNextPromptAndSurvivesReopening) {

@@ -348,7 +348,11 @@ bool ChatController::regenerate() {
         reply.toolCalls.clear();
         check(store_->setExtra(reply.rowId, QString()));
     }
+    // The rounds already answered for this message count: a reply after tool results is not the
+    // message's first, so a required call is not forced on it again, and the cap goes on.
     toolRounds_ = 0;
+    for (int i = index - 1; i >= 0 && entries_[static_cast<size_t>(i)].role != QLatin1String("user"); --i)
+        if (!entries_[static_cast<size_t>(i)].toolCalls.empty()) ++toolRounds_;
     toolCapReached_ = false;
     emit entryChanged(index);
     // Each version samples with its own seed, so the alternatives differ.
