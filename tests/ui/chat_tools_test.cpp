@@ -9,6 +9,9 @@
 
 #include <QApplication>
 #include <QComboBox>
+#include <QTimer>
+
+#include <QCoro/QCoroTimer>
 #include <QPushButton>
 #include <QTest>
 
@@ -58,6 +61,27 @@ public:
     QCoro::Task<cflow::ui::ToolResult> call(cflow::ToolCall) override {
         ++*runs;
         co_return cflow::ui::ToolResult{true, QStringLiteral("counted")};
+    }
+};
+
+// A tool that takes a while (timeMs), to stop the chat while it runs.
+class SlowTool : public cflow::ui::ToolProvider {
+public:
+    int* runs;
+    int timeMs;
+    SlowTool(int* counter, int ms) : runs(counter), timeMs(ms) {}
+    QString name() const override { return QStringLiteral("Slow"); }
+    QString summary() const override { return QStringLiteral("answers late"); }
+    std::vector<cflow::ToolDefinition> tools() const override {
+        return {{"slow_one", "Answers late.", R"({"type":"object","properties":{},"additionalProperties":false})"}};
+    }
+    QCoro::Task<cflow::ui::ToolResult> call(cflow::ToolCall) override {
+        ++*runs;
+        QTimer timer;
+        timer.setSingleShot(true);
+        timer.start(timeMs);
+        co_await timer;
+        co_return cflow::ui::ToolResult{true, QStringLiteral("late")};
     }
 };
 
@@ -315,6 +339,29 @@ TEST(ChatTools, StopAnotherConversationOrDeletingEndsWaitingCallsWithoutRunningT
     EXPECT_FALSE(c->isGenerating());
     EXPECT_EQ(runs, 0);
     EXPECT_FALSE(window.store()->conversation(id));
+
+    // Stopped while an approved call runs: the model is told it may have run, and its late result
+    // starts nothing.
+    int slowRuns = 0;
+    const qint64 slowId = tool_conversation(window, "slow_one", {});
+    ASSERT_TRUE(window.toolbox()->registry()->addProvider(std::make_unique<SlowTool>(&slowRuns, 400)).ok());
+    ASSERT_TRUE(c->send(QStringLiteral("take your time")));
+    ASSERT_TRUE(wait_calls(window));
+    ToolCallCard* slow = only_card(window, 1);
+    ASSERT_NE(slow, nullptr);
+    slow->approve();
+    EXPECT_EQ(slow->state(), ToolCallCard::State::Running);
+    c->stop();
+    EXPECT_FALSE(c->toolCallsPending());
+    ASSERT_EQ(c->entries().size(), 3u);
+    EXPECT_EQ(c->entries()[2].content, cflow::ui::interrupted_tool_call_text());
+    QTest::qWait(700);  // the late result arrives
+    EXPECT_EQ(slowRuns, 1);
+    EXPECT_FALSE(c->isGenerating()) << "a late result starts no reply";
+    EXPECT_EQ(c->entries().size(), 3u);
+    auto slowStored = window.store()->messages(slowId);
+    ASSERT_TRUE(slowStored);
+    EXPECT_EQ(slowStored->size(), 3u);
 }
 
 // The Prompt panel's "Tool calls" choice: "Must call a tool" forces the first reply to a call of

@@ -74,6 +74,7 @@ void ChatController::beginToolRound(int entryIndex, const ChatEntry& reply, qint
     round.replyRowId = reply.rowId;
     round.calls = reply.toolCalls;
     round.results.resize(round.calls.size());
+    round.running.resize(round.calls.size(), false);
     toolRound_ = std::move(round);
     // Calls are decided where they are seen: a reply that ended in a conversation not shown has
     // nobody to approve them.
@@ -90,6 +91,12 @@ void ChatController::resolveToolCall(quint64 serial, const std::string& callId, 
     for (size_t i = 0; i < toolRound_->calls.size(); ++i)
         if (toolRound_->calls[i].id == callId && !toolRound_->results[i]) toolRound_->results[i] = result;
     if (toolRound_->answered()) finishToolRound();
+}
+
+void ChatController::toolCallStarted(quint64 serial, const std::string& callId) {
+    if (!toolRound_ || toolRound_->serial != serial) return;
+    for (size_t i = 0; i < toolRound_->calls.size(); ++i)
+        if (toolRound_->calls[i].id == callId) toolRound_->running[i] = true;
 }
 
 void ChatController::addToolResults(const ToolRound& round) {
@@ -134,8 +141,9 @@ void ChatController::cancelToolRound(bool deleting) {
     if (!deleting) {
         // Every call gets an answer, so the history stays well formed for the templates that
         // expect one result per call; the undecided ones say they did not run.
-        for (auto& result : round.results)
-            if (!result) result = ToolResult{false, cancelled_tool_call_text()};
+        for (size_t i = 0; i < round.results.size(); ++i)
+            if (!round.results[i])
+                round.results[i] = ToolResult{false, round.running[i] ? interrupted_tool_call_text() : cancelled_tool_call_text()};
         addToolResults(round);
         if (index >= 0) emit entryChanged(index);
         remeasure();

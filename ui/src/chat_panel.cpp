@@ -353,11 +353,16 @@ void ChatPanel::syncToolCards(int index) {
         for (const cflow::ToolCall& call : e.toolCalls) {
             auto* toolCard = new ToolCallCard(call, registry);
             card->addToolCallCard(toolCard);
-            if (serial != 0)
+            if (serial != 0) {
+                connect(toolCard, &ToolCallCard::started, controller_,
+                        [controller = controller_, serial](const cflow::ToolCall& running) {
+                            controller->toolCallStarted(serial, running.id);
+                        });
                 connect(toolCard, &ToolCallCard::resolved, controller_,
                         [controller = controller_, serial](const cflow::ToolCall& decided, const ToolResult& result) {
                             controller->resolveToolCall(serial, decided.id, result);
                         });
+            }
         }
         // The calls wait for the user: the keyboard goes to the first Approve (Tab reaches Deny).
         if (serial != 0 && hadFocus && !card->toolCallCards().empty()) card->toolCallCards().front()->approveButton()->setFocus();

@@ -14,6 +14,10 @@ bool ToolRound::answered() const {
 
 QString cancelled_tool_call_text() { return QStringLiteral("The user stopped before this call was decided: it did not run."); }
 
+QString interrupted_tool_call_text() {
+    return QStringLiteral("The user stopped the chat while this call ran: it may have run, its result was not kept.");
+}
+
 QString tool_calls_extra_json(const std::vector<cflow::ToolCall>& calls) {
     return QString::fromStdString(cflow::tool_calls_message_extra_json(calls));
 }

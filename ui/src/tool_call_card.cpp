@@ -90,6 +90,7 @@ void ToolCallCard::approve() {
     approve_->setEnabled(false);
     deny_->setEnabled(false);
     status_->setText(tr("Running %1…").arg(QString::fromStdString(call_.name)));
+    emit started(call_);
     if (!registry_) {
         finish(State::Done, {false, tr("the conversation's tools are gone")});
         return;
@@ -116,6 +117,7 @@ void ToolCallCard::showOutcome(const QString& toolMessage) {
     deny_->hide();
     if (denied) status_->setText(tr("Denied: the model was told the call did not run."));
     else if (toolMessage == cancelled_tool_call_text()) status_->setText(tr("Not run: the chat was stopped before a decision."));
+    else if (toolMessage == interrupted_tool_call_text()) status_->setText(tr("Stopped while it ran: its result was not kept."));
     else if (toolMessage.isEmpty()) status_->setText(tr("No answer was recorded for this call."));
     else status_->setText(tr("Answer: %1").arg(toolMessage));
 }

@@ -153,6 +153,9 @@ public:
     // of the round has one, each becomes a "tool" message and the next reply starts (at most
     // kMaxToolRounds rounds per user message). A stale serial (the round ended) is ignored.
     void resolveToolCall(quint64 serial, const std::string& callId, const ToolResult& result);
+    // A card's call was approved and runs: if the round is stopped before its result, the model is
+    // told it may have run (interrupted_tool_call_text), not that it did not.
+    void toolCallStarted(quint64 serial, const std::string& callId);
     // For the chat's notices: the model kept calling tools past kMaxToolRounds ("" otherwise).
     QString toolNotice() const;
     int contextUsed() const { return contextUsed_; }

@@ -26,12 +26,15 @@ struct ToolRound {
     qint64 replyRowId = 0;       // the assistant message that made the calls
     std::vector<cflow::ToolCall> calls;
     std::vector<std::optional<ToolResult>> results;  // [calls] set as each is approved-and-run or denied
+    std::vector<bool> running;   // [calls] approved, result not in yet
     bool answered() const;       // every call has its result
 };
 
 // What the model is told for a call that never ran because the user stopped the round (Stop,
 // another conversation shown, or the reply ended while its conversation was not shown).
 QString cancelled_tool_call_text();
+// ... and for one that was running (approved) when the round was stopped: it may have acted.
+QString interrupted_tool_call_text();
 
 // ChatMessage::extra_json of an assistant message with these calls, and of a call's result.
 QString tool_calls_extra_json(const std::vector<cflow::ToolCall>& calls);

@@ -46,6 +46,7 @@ public:
     void showOutcome(const QString& toolMessage);
 
 signals:
+    void started(const cflow::ToolCall& call);  // Approve: the call runs from now on
     void resolved(const cflow::ToolCall& call, const cflow::ui::ToolResult& result);
 
 private:
