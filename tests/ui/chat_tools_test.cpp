@@ -21,6 +21,7 @@
 #include "cflow/ui/chat_panel.h"
 #include "cflow/ui/chat_view.h"
 #include "cflow/ui/conversation_store.h"
+#include "cflow/ui/layout_audit.h"
 #include "cflow/ui/main_window.h"
 #include "cflow/ui/prompt_panel.h"
 #include "cflow/ui/reply_format.h"
@@ -169,6 +170,11 @@ TEST(ChatTools, ADeniedCallRunsNothingAndTheNextReplyIsToldItWasDenied) {
     EXPECT_EQ(card->state(), ToolCallCard::State::Waiting);
     EXPECT_TRUE(card->approveButton()->hasFocus()) << "the keyboard goes to the waiting call";
     EXPECT_FALSE(window.chatPanel()->sendButton()->isEnabled()) << "a new message waits for the decisions";
+    // The waiting card fits and every control on it can be named and reached by a screen-reader user.
+    QApplication::processEvents();
+    EXPECT_TRUE(cflow::ui::layout_problems(card).isEmpty()) << cflow::ui::layout_problems(card).join(u'\n').toStdString();
+    EXPECT_TRUE(cflow::ui::accessibility_problems(card).isEmpty())
+        << cflow::ui::accessibility_problems(card).join(u'\n').toStdString();
     QTest::qWait(200);
     EXPECT_EQ(runs, 0) << "nothing runs before Approve";
     EXPECT_FALSE(c->isGenerating()) << "the next reply waits for the decisions";
