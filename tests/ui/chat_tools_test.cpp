@@ -270,6 +270,7 @@ TEST(ChatTools, AnApprovedCalculatorCallRunsAndItsResultReachesTheNextPromptAndS
     EXPECT_EQ(c->entries()[2].role, QStringLiteral("tool"));
     EXPECT_EQ(c->entries()[2].content, result);
     EXPECT_EQ(cflow::ui::tool_result_call_id(c->entries()[2].extraJson), QString::fromStdString(call.id));
+    EXPECT_EQ(window.chatPanel()->view()->card(2)->heading(), QStringLiteral("tool · calculator"));
     ToolCallCard* card = only_card(window, 1);
     ASSERT_NE(card, nullptr);
     EXPECT_EQ(card->state(), ToolCallCard::State::Done);

@@ -5,6 +5,8 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QHBoxLayout>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QKeyEvent>
 #include <QShortcut>
 #include <QLabel>
@@ -329,6 +331,11 @@ void ChatPanel::syncEntry(int index) {
     const bool streaming = controller_->isGenerating() && index == controller_->replyIndex();
     view_->card(index)->setShownLength(streaming ? controller_->replyShownChars() : -1);
     view_->setToolsNote(index, e.toolsNote);
+    if (e.role == QLatin1String("tool")) {
+        // Which tool answered (its name travels in the message's extra fields).
+        const QString tool = QJsonDocument::fromJson(e.extraJson.toUtf8()).object().value(QStringLiteral("name")).toString();
+        view_->card(index)->setHeading(tool.isEmpty() ? e.role : tr("tool · %1").arg(tool));
+    }
     view_->setInterrupted(index, !e.complete);  // only a reply read back from the store can be incomplete
     view_->setAlternatives(index, e.version, static_cast<int>(e.versions.size()));
     view_->setEditing(index, index == editingIndex_);

@@ -50,8 +50,10 @@ ChatMessageCard::ChatMessageCard(const QString& role, const QString& text, QWidg
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     auto* header = new QHBoxLayout;
-    auto* label = new QLabel(QStringLiteral("<b>%1</b>").arg(role.toHtmlEscaped()), this);
-    header->addWidget(label);
+    heading_ = new QLabel(this);
+    heading_->setObjectName(QStringLiteral("messageHeading"));
+    setHeading(role);
+    header->addWidget(heading_);
     stoppedMarker_ = new QLabel(tr("stopped"), this);
     stoppedMarker_->setObjectName(QStringLiteral("stoppedMarker"));
     stoppedMarker_->setAccessibleName(tr("Reply stopped before its end"));
@@ -271,6 +273,13 @@ void ChatMessageCard::setReplyFormat(const QString& mark) {
     formatMarker_->setToolTip(mark.isEmpty() ? QString() : tr("This reply was sampled under a grammar: %1.").arg(mark));
     formatMarker_->setVisible(!mark.isEmpty());
 }
+
+void ChatMessageCard::setHeading(const QString& heading) {
+    heading_->setText(QStringLiteral("<b>%1</b>").arg(heading.toHtmlEscaped()));
+    heading_->setAccessibleName(heading);
+}
+
+QString ChatMessageCard::heading() const { return heading_->accessibleName(); }
 
 void ChatMessageCard::setToolsNote(const QString& note) {
     toolsMarker_->setToolTip(note);

@@ -45,6 +45,9 @@ class ChatMessageCard : public QFrame {
 public:
     ChatMessageCard(const QString& role, const QString& text, QWidget* parent = nullptr);
     const QString& role() const { return role_; }
+    // The heading over the text (the role by default; a tool result names its tool).
+    void setHeading(const QString& heading);
+    QString heading() const;
     const QString& text() const { return text_; }
     void setText(const QString& text);  // replaces the text; its token spans no longer apply
     // Appends a streamed batch and the pieces of the tokens that produced it. shownLength: how
@@ -134,6 +137,7 @@ private:
     QLabel* interruptedMarker_;
     QLabel* formatMarker_;
     QLabel* toolsMarker_;
+    QLabel* heading_;
     QLabel* activityMarker_;
     QToolButton* previousAlternative_;
     QLabel* alternativeLabel_;
