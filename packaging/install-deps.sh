@@ -30,6 +30,8 @@ if [[ "$with_tests" -eq 1 ]]; then
   if ! command -v npm >/dev/null 2>&1; then
     as_root apt-get install -y npm
   fi
+  # TLS in front of `cflow serve` for the remote-endpoint tests (tests/remote/tls_stunnel_test.cpp).
+  as_root apt-get install -y stunnel4
   npm ci --prefix "$repo_root/tests/server/openai-node" --no-audit --no-fund
   npm ci --prefix "$repo_root/tests/server/anthropic-node" --no-audit --no-fund
   npm ci --prefix "$repo_root/tests/engine/schema-node" --no-audit --no-fund

@@ -42,6 +42,23 @@ void add_chat_options(CLI::App& app, ChatArgs& args, bool with_thinking) {
             ->type_name("\"YYYY-MM-DD HH:MM:SS\"");
 }
 
+void add_remote_chat_options(CLI::App& app, RemoteChatArgs& args) {
+    app.add_option(kEndpointOption, args.endpoint,
+                   "chat with a model on an OpenAI-compatible server (cflow serve elsewhere, llama.cpp, vLLM, Ollama) "
+                   "instead of a local MODEL: its base URL, e.g. http://10.0.0.2:8080/v1")
+        ->type_name("URL");
+    app.add_option("--api-key-env", args.api_key_env,
+                   "with --endpoint: send the API key held in this environment variable (never on the command line)")
+        ->type_name("VAR");
+    app.add_option("--model", args.model, "with --endpoint: the model's id (default: the endpoint's first listed model)")
+        ->type_name("NAME");
+    app.add_option("--ca-file", args.ca_file, "with --endpoint https://...: trust the CA certificate(s) in this PEM file")
+        ->type_name("PEM");
+    app.add_option("--timeout", args.timeout_s, "with --endpoint: seconds the server may stay silent before giving up")
+        ->check(integer_in(1, 3600))
+        ->type_name("S");
+}
+
 void add_json_schema_options(CLI::App& app, JsonSchemaArgs& args) {
     app.add_option(kJsonSchemaOption, args.file,
                    "every reply is one JSON value valid under the JSON Schema in FILE (grammar-constrained sampling; "

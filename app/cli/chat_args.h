@@ -35,6 +35,19 @@ struct ChatArgs {
     std::optional<TemplateTime> template_time; // absent: the local time at each render
 };
 
+// `cflow chat --endpoint URL`: the replies come from an OpenAI-compatible server (issue 34).
+inline constexpr const char* kEndpointOption = "--endpoint";
+struct RemoteChatArgs {
+    std::optional<std::string> endpoint;  // the base URL, e.g. http://10.0.0.2:8080/v1; absent: the local engine
+    std::string api_key_env;              // --api-key-env VAR: the key is in that environment variable
+    std::string model;                    // --model NAME; empty: the endpoint's first listed model
+    std::string ca_file;                  // --ca-file PEM: trust this CA for https
+    int timeout_s = 120;                  // --timeout: the longest silence of the server
+};
+
+// --endpoint, --api-key-env, --model, --ca-file, --timeout (chat).
+void add_remote_chat_options(CLI::App& app, RemoteChatArgs& args);
+
 struct JsonSchemaArgs {
     std::string file;             // --json-schema: a JSON Schema every reply must validate against; empty: none
     size_t string_max_chars = 0;  // --json-string-max-chars: JsonSchemaLimits::max_string_chars (0: unbounded)

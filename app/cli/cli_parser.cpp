@@ -179,7 +179,8 @@ void declare_chat(CLI::App& root, ChatCommandArgs& a) {
     CLI::App* c = add_command(
         root, "chat", "interactive chat through the model's chat template",
         "Reads stdin line by line; /reset, /system TEXT, /quit; Ctrl-C stops a reply, Ctrl-D exits.\n"
-        "Without MODEL: the bundled default model.");
+        "Without MODEL: the bundled default model. --endpoint URL: the replies come from an OpenAI-compatible\n"
+        "server instead (its sampling options are sent; the template is the server's).");
     c->add_option("MODEL", a.positionals, "the .cflow/.vflow model (default: the bundled model)")->type_name("FILE");
     c->add_option("--system", a.system, "the system prompt")->type_name("TEXT");
     a.sampling.max_tokens = 512;
@@ -188,6 +189,7 @@ void declare_chat(CLI::App& root, ChatCommandArgs& a) {
     add_chat_options(*c, a.chat, /*with_thinking=*/true);
     add_json_schema_options(*c, a.json_schema);
     add_flag(*c, "--show-prompt", a.show_prompt, "print each turn's rendered prompt on stderr");
+    add_remote_chat_options(*c, a.remote);
 }
 
 void declare_serve(CLI::App& root, ServeArgs& a) {

@@ -1,7 +1,8 @@
 // cflow chat: an interactive multi-turn conversation in the terminal through the model's chat
 // template. Each turn renders the whole conversation; when the new prompt extends what the KV
 // cache already holds (previous prompt + reply), only the new tokens are prefilled.
-// Reads stdin line by line, so it works from a pipe as well as from a terminal.
+// Reads stdin line by line, so it works from a pipe as well as from a terminal (chat_loop.h).
+// With --endpoint URL the replies come from a remote server instead (cmd_chat_remote.cpp).
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -13,6 +14,7 @@
 #include "cflow/engine/forward/session.h"
 #include "cflow/formats/whole_file.h"
 #include "chat_args.h"
+#include "chat_loop.h"
 #include "commands.h"
 #include "default_model.h"
 #include "console.h"
@@ -21,88 +23,24 @@
 namespace cflow::cli {
 namespace {
 
-constexpr const char* kChatHelp =
-    "cflow chat: type a message and press Enter; /reset forgets the conversation, /system TEXT sets the system "
-    "prompt (and resets), /quit exits; Ctrl-C stops a reply, Ctrl-D exits\n";
-
-// The conversation as the template sees it: the system prompt (if any) and the turns so far.
-struct Conversation {
-    std::string system_prompt;
-    std::vector<ChatMessage> turns;
-
-    std::vector<ChatMessage> messages() const {
-        std::vector<ChatMessage> all;
-        if (!system_prompt.empty()) all.push_back({"system", system_prompt, ""});
-        all.insert(all.end(), turns.begin(), turns.end());
-        return all;
-    }
-};
-
-class ChatLoop {
+// The local engine's replies: each turn renders the whole conversation through the template and
+// prefills only what the KV cache does not hold yet.
+class LocalReplier final : public ChatReplier {
 public:
-    ChatLoop(ChatSession chat, SamplingArgs sampling, bool show_prompt, std::shared_ptr<const Grammar> reply_grammar)
+    LocalReplier(ChatSession chat, SamplingArgs sampling, bool show_prompt, std::shared_ptr<const Grammar> reply_grammar)
         : chat_(std::move(chat)), sampling_(sampling), show_prompt_(show_prompt), reply_grammar_(std::move(reply_grammar)) {}
 
-    void set_system_prompt(std::string text) { conversation_.system_prompt = std::move(text); }
-
-    // Returns the process exit code when the conversation ends (EOF or /quit).
-    int run() {
-        const bool interactive = stdin_is_terminal();
-        if (interactive) std::fputs(kChatHelp, stderr);
-        for (;;) {
-            if (interactive) {
-                std::fputs("> ", stdout);
-                std::fflush(stdout);
-            }
-            auto next = read_stdin_line(kMaxInputLineBytes);
-            if (!next) return fail("chat", next.error());
-            if (!*next) {
-                if (interactive) std::fputs("\n", stdout);
-                return 0;
-            }
-            const std::string line = std::move(**next);
-            if (line.empty()) continue;
-            if (line == "/quit" || line == "/exit") return 0;
-            if (line == "/help") {
-                std::fputs(kChatHelp, stderr);
-                continue;
-            }
-            if (line == "/reset") {
-                forget();
-                std::fputs("[cflow] conversation reset\n", stderr);
-                continue;
-            }
-            if (line == "/system" || line.rfind("/system ", 0) == 0) {
-                conversation_.system_prompt = line.size() > 8 ? line.substr(8) : "";
-                forget();
-                std::fputs(conversation_.system_prompt.empty() ? "[cflow] system prompt cleared; conversation reset\n"
-                                                               : "[cflow] system prompt set; conversation reset\n",
-                           stderr);
-                continue;
-            }
-            if (line[0] == '/') {
-                std::fprintf(stderr, "[cflow] unknown command '%s' (try /help)\n", line.c_str());
-                continue;
-            }
-            if (Status s = turn(line); !s) return fail("chat", one_line(s.error()));
-        }
-    }
-
-private:
-    void forget() {
-        conversation_.turns.clear();
-        chat_.forget();
-    }
+    void forget() override { chat_.forget(); }
 
     // One user message -> one streamed assistant reply. Errors end the chat; a conversation
     // that outgrows the context only drops this message.
-    Status turn(const std::string& user_text) {
+    Status turn(Conversation& conversation, const std::string& user_text) override {
         ++turn_index_;
-        conversation_.turns.push_back({"user", user_text, ""});
+        conversation.turns.push_back({"user", user_text, ""});
         PrepareOptions prepare;
         prepare.policy = policy_;
         prepare.reserve_tokens = uint32_t(std::max(0, sampling_.max_tokens));
-        auto prepared = chat_.prepare(conversation_.messages(), prepare);
+        auto prepared = chat_.prepare(conversation.messages(), prepare);
         if (!prepared) return prepared.take_error();
         if (prepared->dropped_messages > 0)
             std::fprintf(stderr, "[cflow] the %zu oldest messages no longer fit the context: left out of this turn\n",
@@ -111,7 +49,7 @@ private:
             std::fprintf(stderr, "[cflow] sliding window: the oldest %zu tokens are left out of this turn\n",
                          prepared->dropped_tokens);
         if (!prepared->fits()) {
-            conversation_.turns.pop_back();
+            conversation.turns.pop_back();
             std::fprintf(stderr, "[cflow] the conversation (%zu tokens) no longer fits the context of %u tokens; "
                                  "message dropped (/reset to start over)\n", prepared->ids.size(), prepared->context_length);
             return {};
@@ -153,7 +91,7 @@ private:
             std::fprintf(stderr, "[cflow] the context filled during the reply: %u of the oldest tokens after the system "
                                  "prompt were left out (%u shift(s)) and the reply went on\n",
                          outcome.stats.shift_dropped_tokens, outcome.stats.context_shifts);
-        conversation_.turns.push_back({"assistant", outcome.text, ""});
+        conversation.turns.push_back({"assistant", outcome.text, ""});
         return {};
     }
 
@@ -165,7 +103,6 @@ private:
     SamplingArgs sampling_;
     ContextPolicy policy_ = ContextPolicy::Stop;
     bool show_prompt_;
-    Conversation conversation_;
     unsigned turn_index_ = 0;
     std::shared_ptr<const Grammar> reply_grammar_;  // --json-schema: every reply stays inside it; null: free text
 };
@@ -173,6 +110,7 @@ private:
 } // namespace
 
 int run_chat(const ChatCommandArgs& args) {
+    if (args.remote.endpoint) return run_remote_chat(args);
     auto model_path = model_argument_or_default(args.positionals);
     if (!model_path) return fail("chat", model_path.error());
     const SamplingArgs sampling = args.sampling.resolved();
@@ -196,10 +134,11 @@ int run_chat(const ChatCommandArgs& args) {
     chat.set_thinking(args.chat.thinking);
     chat.set_template_clock(args.chat.template_time);
 
-    ChatLoop loop(std::move(chat), sampling, args.show_prompt, *reply_grammar);
-    if (args.system) loop.set_system_prompt(*args.system);
-    loop.set_context_policy(args.chat.context_policy);
-    return loop.run();
+    LocalReplier replier(std::move(chat), sampling, args.show_prompt, *reply_grammar);
+    replier.set_context_policy(args.chat.context_policy);
+    Conversation conversation;
+    if (args.system) conversation.system_prompt = *args.system;
+    return run_chat_loop(replier, conversation);
 }
 
 } // namespace cflow::cli

@@ -45,6 +45,7 @@ struct ChatCommandArgs {
     ChatArgs chat;
     JsonSchemaArgs json_schema;  // --json-schema: every reply is JSON valid under a schema
     bool show_prompt = false;
+    RemoteChatArgs remote;       // --endpoint: replies from an OpenAI-compatible server instead
 };
 
 struct ServeArgs {

@@ -18,6 +18,7 @@ int run_tokenize(const TokenizeArgs& args);
 int run_detokenize(const DetokenizeArgs& args);
 int run_template(const TemplateArgs& args);
 int run_chat(const ChatCommandArgs& args);
+int run_remote_chat(const ChatCommandArgs& args);  // chat --endpoint (cmd_chat_remote.cpp)
 int run_perplexity(const PerplexityArgs& args);
 int run_synth(const SynthArgs& args);
 int run_serve(const ServeArgs& args);

@@ -1,0 +1,105 @@
+// `cflow chat --endpoint` driven through a pipe against a `cflow serve` on loopback: two turns
+// answered, the second sent with the first in its history; a wrong path is one clear line.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "serve_process.h"
+#include "test_support.h"
+
+namespace cflow::test {
+namespace {
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+// The remote chat sends the local chat's sampling (seed + turn, as the local loop draws) and the
+// history, and cflow serve renders the same template: the two conversations print the same text.
+TEST(ChatEndpointCli, TwoTurnsThroughAPipeMatchTheLocalChat) {
+    ServeProcess serve({}, "127.0.0.1");
+    ASSERT_TRUE(serve.started()) << serve.log();
+    const std::string input = "printf 'Hello there\\nAnd then?\\n' | ";
+    std::string remote, local;
+    ASSERT_EQ(run_shell(input + quoted(CFLOW_CLI_PATH) + " chat --endpoint " + serve.base_url() + " -n 12 --seed 5 2>/dev/null",
+                        &remote),
+              0) << remote;
+    ASSERT_EQ(run_shell(input + quoted(CFLOW_CLI_PATH) + " chat -n 12 --seed 5 2>/dev/null", &local), 0) << local;
+    EXPECT_GT(remote.size(), 20u) << remote;
+    EXPECT_EQ(remote, local) << "the endpoint's two replies differ from the local chat's";
+    // A third turn changes the second reply only if the history is sent: /reset between them
+    // makes the remote chat answer "And then?" without the first turn.
+    std::string reset;
+    ASSERT_EQ(run_shell("printf 'Hello there\\n/reset\\nAnd then?\\n' | " + quoted(CFLOW_CLI_PATH) + " chat --endpoint " +
+                            serve.base_url() + " -n 12 --seed 5 2>/dev/null",
+                        &reset),
+              0) << reset;
+    EXPECT_NE(reset, remote) << "the second reply did not depend on the first turn";
+}
+
+// The history: a server of the test's own records what the CLI sends.
+TEST(ChatEndpointCli, TheSecondTurnCarriesTheFirst) {
+    httplib::Server http;
+    std::mutex mutex;
+    std::vector<std::string> bodies;
+    http.Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) {
+        size_t n = 0;
+        {
+            std::lock_guard lock(mutex);
+            bodies.push_back(req.body);
+            n = bodies.size();
+        }
+        res.set_content("data: {\"choices\":[{\"delta\":{\"content\":\"reply " + std::to_string(n) +
+                            "\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+                        "text/event-stream");
+    });
+    const int port = http.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread server([&] { http.listen_after_bind(); });
+    while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::string out;
+    const int rc = run_shell("printf 'first\\nsecond\\n' | " + quoted(CFLOW_CLI_PATH) + " chat --endpoint http://127.0.0.1:" +
+                                 std::to_string(port) + "/v1 --model m --system 'be brief' 2>/dev/null",
+                             &out);
+    http.stop();
+    server.join();
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_EQ(out, "reply 1\nreply 2\n");
+    ASSERT_EQ(bodies.size(), 2u);
+    const auto second = nlohmann::json::parse(bodies[1]);
+    const nlohmann::json expected = nlohmann::json::parse(R"([{"role":"system","content":"be brief"},
+        {"role":"user","content":"first"},{"role":"assistant","content":"reply 1"},{"role":"user","content":"second"}])");
+    EXPECT_EQ(second["messages"], expected) << bodies[1];
+    EXPECT_EQ(second["model"], "m");
+    EXPECT_EQ(second["stream"], true);
+}
+
+TEST(ChatEndpointCli, AWrongPathIsOneClearLine) {
+    ServeProcess serve({}, "127.0.0.1");
+    ASSERT_TRUE(serve.started()) << serve.log();
+    const std::string origin = serve.base_url().substr(0, serve.base_url().size() - 3);
+    std::string out;
+    const int rc = run_shell("printf 'hi\\n' | " + quoted(CFLOW_CLI_PATH) + " chat --endpoint " + origin + " 2>&1 >/dev/null", &out);
+    EXPECT_EQ(rc, 1) << out;
+    EXPECT_NE(out.find("HTTP 404: wrong path"), std::string::npos) << out;
+    EXPECT_NE(out.find("try " + serve.base_url() + " as the endpoint"), std::string::npos) << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+}
+
+TEST(ChatEndpointCli, AMissingKeyVariableIsNamed) {
+    std::string out;
+    const int rc = run_shell("printf 'hi\\n' | env -u CFLOW_TEST_NO_SUCH_KEY " + quoted(CFLOW_CLI_PATH) +
+                                 " chat --endpoint http://127.0.0.1:9/v1 --api-key-env CFLOW_TEST_NO_SUCH_KEY",
+                             &out);
+    EXPECT_EQ(rc, 1) << out;
+    EXPECT_NE(out.find("--api-key-env CFLOW_TEST_NO_SUCH_KEY: the environment variable is not set"), std::string::npos) << out;
+}
+
+} // namespace
+} // namespace cflow::test
