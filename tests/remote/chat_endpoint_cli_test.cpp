@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -78,6 +80,68 @@ TEST(ChatEndpointCli, TheSecondTurnCarriesTheFirst) {
     EXPECT_EQ(second["messages"], expected) << bodies[1];
     EXPECT_EQ(second["model"], "m");
     EXPECT_EQ(second["stream"], true);
+}
+
+// Ctrl-C (SIGINT) during a slow reply stops it, keeps its text in the conversation, and the chat
+// goes on to the next line.
+TEST(ChatEndpointCli, CtrlCStopsTheReplyAndKeepsTheConversation) {
+    httplib::Server http;
+    std::mutex mutex;
+    std::vector<std::string> bodies;
+    std::atomic<bool> release{false};
+    http.Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) {
+        size_t n = 0;
+        {
+            std::lock_guard lock(mutex);
+            bodies.push_back(req.body);
+            n = bodies.size();
+        }
+        if (n > 1) {
+            res.set_content("data: {\"choices\":[{\"delta\":{\"content\":\"done\"},\"finish_reason\":\"stop\"}]}\n\n"
+                            "data: [DONE]\n\n",
+                            "text/event-stream");
+            return;
+        }
+        res.set_chunked_content_provider("text/event-stream", [&](size_t, httplib::DataSink& sink) {
+            const std::string e = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+            for (int i = 0; i < 1000 && !release; ++i) {  // 20 s at most: Ctrl-C must come first
+                if (!sink.write(e.data(), e.size())) return false;
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            }
+            sink.done();
+            return true;
+        });
+    });
+    const int port = http.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread server([&] { http.listen_after_bind(); });
+    while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto dir = temp_dir("chat-endpoint-interrupt");
+    const std::string d = quoted(dir.string());
+    // bash with set -m: a non-interactive shell starts `&` jobs with SIGINT ignored (dash cannot turn
+    // job control on without a terminal), and cflow keeps an ignored SIGINT ignored.
+    std::ofstream(dir / "run.sh") << "set -m\ncd \"$1\"\nprintf 'one\\ntwo\\n' > in\n"
+                                     "\"$2\" chat --endpoint \"$3\" --model m < in > out 2> err &\npid=$!\n"
+                                     "for i in $(seq 200); do [ -s out ] && break; sleep 0.05; done\nsleep 0.2\n"
+                                     "kill -INT $pid\nwait $pid\necho rc=$?\ncat out\necho\necho ---\ncat err\n";
+    std::string out;
+    const int rc = run_shell("bash " + quoted((dir / "run.sh").string()) + " " + d + " " + quoted(CFLOW_CLI_PATH) +
+                                 " http://127.0.0.1:" + std::to_string(port) + "/v1",
+                             &out);
+    release = true;
+    http.stop();
+    server.join();
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("rc=0\na"), std::string::npos) << out;
+    EXPECT_NE(out.find("\ndone\n"), std::string::npos) << "the chat went on to the second line: " << out;
+    EXPECT_NE(out.find("[cflow] reply interrupted"), std::string::npos) << out;
+    ASSERT_EQ(bodies.size(), 2u) << out;
+    const auto second = nlohmann::json::parse(bodies[1]);
+    ASSERT_EQ(second["messages"].size(), 3u) << bodies[1];
+    const std::string kept = second["messages"][1]["content"];
+    EXPECT_EQ(second["messages"][1]["role"], "assistant");
+    EXPECT_FALSE(kept.empty());
+    EXPECT_EQ(kept.find_first_not_of('a'), std::string::npos) << "the interrupted reply's text is kept: " << kept;
 }
 
 TEST(ChatEndpointCli, AWrongPathIsOneClearLine) {
