@@ -134,6 +134,45 @@ TEST(RemoteFaults, AStalledServerTimesOutInBoundedTime) {
     EXPECT_LT(elapsed_s, 5.0) << "the server stalls for 10 s: the time-out must end it first";
 }
 
+TEST(RemoteFaults, AServerSilentBeforeItsHeadTimesOut) {
+    LoopbackServer server;
+    server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        for (int i = 0; i < 1000 && !server.release; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        res.set_content("late", "text/plain");
+    });
+    server.start();
+    const auto started = Clock::now();
+    auto reply = client_for(server.base_url(), /*read_timeout_ms=*/400).stream_chat(hello(), {});
+    const double elapsed_s = std::chrono::duration<double>(Clock::now() - started).count();
+    ASSERT_FALSE(reply);
+    EXPECT_NE(reply.error().find("the server sent nothing for 0.4 s (time-out)"), std::string::npos) << reply.error();
+    EXPECT_LT(elapsed_s, 5.0);
+}
+
+TEST(RemoteFaults, A503WithoutRetryAfterBacksOffThenGivesUp) {
+    LoopbackServer server;
+    std::atomic<int> requests{0};
+    server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        ++requests;
+        res.status = 503;
+        res.set_content(R"({"error":{"message":"loading model"}})", "application/json");
+    });
+    server.start();
+    EndpointConfig config;
+    config.base_url = server.base_url();
+    config.retry = RetryPolicy{3, 100, 1000, 5000};
+    RemoteClient client(config, std::shared_ptr<HttpTransport>(make_httplib_transport()));
+    const auto started = Clock::now();
+    auto reply = client.stream_chat(hello(), {});
+    const double elapsed_s = std::chrono::duration<double>(Clock::now() - started).count();
+    ASSERT_FALSE(reply);
+    EXPECT_EQ(requests.load(), 3);
+    EXPECT_NE(reply.error().find("HTTP 503: the server is busy or loading: the server says: loading model (gave up after 3 attempts)"),
+              std::string::npos) << reply.error();
+    EXPECT_GE(elapsed_s, 0.28) << "waits of 100 and 200 ms";
+    EXPECT_LT(elapsed_s, 5.0);
+}
+
 TEST(RemoteFaults, A401NamesTheKey) {
     LoopbackServer server;
     server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {

@@ -17,6 +17,7 @@ const std::string kRecorded =
     ": keep-alive\r\n"
     "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\r\n\r\n"
     "data: {\"choices\":[{\"delta\":{\"content\":\"lo\"}}]}\n\n"
+    "data: multi\r\ndata: line\r\n\r\n"
     "event: note\ndata: first\ndata: second\r\rid: 7\n"
     "data:{\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n"
     "data: [DONE]\n\n";
@@ -50,13 +51,14 @@ TEST(SseParser, TheRecordedStreamGivesItsEvents) {
     Status s;
     auto events = parse_in_pieces(kRecorded, {}, &s);
     ASSERT_TRUE(s) << s.error();
-    ASSERT_EQ(events.size(), 5u) << show(events);
+    ASSERT_EQ(events.size(), 6u) << show(events);
     EXPECT_EQ(events[0].data, "{\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}");
-    EXPECT_EQ(events[2].event, "note");
-    EXPECT_EQ(events[2].data, "first\nsecond");
-    EXPECT_EQ(events[3].id, "7") << "a field set before the blank line belongs to the next event";
-    EXPECT_EQ(events[3].data.rfind("{\"choices\":[]", 0), 0u) << "no space after 'data:' is kept as is";
-    EXPECT_EQ(events[4].data, "[DONE]");
+    EXPECT_EQ(events[2].data, "multi\nline") << "a CRLF ends one line, not two";
+    EXPECT_EQ(events[3].event, "note");
+    EXPECT_EQ(events[3].data, "first\nsecond");
+    EXPECT_EQ(events[4].id, "7") << "a field set before the blank line belongs to the next event";
+    EXPECT_EQ(events[4].data.rfind("{\"choices\":[]", 0), 0u) << "no space after 'data:' is kept as is";
+    EXPECT_EQ(events[5].data, "[DONE]");
 }
 
 TEST(SseParser, EverySplitGivesTheSameEvents) {
