@@ -25,6 +25,10 @@ ServeProcess::ServeProcess(const std::vector<std::string>& prefix, const std::st
                                  std::string("--port"), std::string("0")})
         argv.push_back(a);
     argv.insert(argv.end(), extra.begin(), extra.end());
+    // Everything the child needs is made before fork(): after it, only async-signal-safe calls.
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
     pid_ = ::fork();
     if (pid_ == 0) {
         const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -38,9 +42,6 @@ ServeProcess::ServeProcess(const std::vector<std::string>& prefix, const std::st
             ::dup2(null_fd, 1);
             ::close(null_fd);
         }
-        std::vector<char*> args;
-        for (std::string& a : argv) args.push_back(a.data());
-        args.push_back(nullptr);
         ::execvp(args[0], args.data());
         ::_exit(127);
     }
