@@ -56,7 +56,8 @@ void add_remote_chat_options(CLI::App& app, RemoteChatArgs& args) {
         ->type_name("PEM");
     app.add_option("--timeout", args.timeout_s, "with --endpoint: seconds the server may stay silent before giving up")
         ->check(integer_in(1, 3600))
-        ->type_name("S");
+        ->type_name("S")
+        ->capture_default_str();
 }
 
 void add_json_schema_options(CLI::App& app, JsonSchemaArgs& args) {

@@ -20,7 +20,9 @@ using test::run_shell;
 class NetworkNamespace {
 public:
     NetworkNamespace() {
-        const int id = int(::getpid());
+        // Another /30 per namespace of this process too: a deleted namespace's veth goes away asynchronously.
+        static int made = 0;
+        const int id = int(::getpid()) + 256 * made++;
         ns_ = test::unique_name("cflowns");
         host_if_ = test::unique_name("vc");
         ns_if_ = test::unique_name("vs");
