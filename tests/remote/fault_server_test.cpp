@@ -12,45 +12,17 @@
 
 #include "cflow/remote/httplib_transport.h"
 #include "cflow/remote/remote_client.h"
+#include "loopback_server.h"
 
 namespace cflow::remote {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string chunk_event(const std::string& content) {
-    return "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" + content + "\"},\"finish_reason\":null}]}\n\n";
-}
-const std::string kEnd =
-    "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
-    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\n"
-    "data: [DONE]\n\n";
-
-// An httplib server on 127.0.0.1, a free port, serving in a thread until the test ends.
-class LoopbackServer {
-public:
-    httplib::Server http;
-    std::atomic<bool> release{false};  // lets a stalling handler end at teardown
-
-    void start() {
-        port_ = http.bind_to_any_port("127.0.0.1");
-        ASSERT_GT(port_, 0);
-        thread_ = std::thread([this] { http.listen_after_bind(); });
-        // stop() before the loop runs would be lost (httplib 0.11 stops a running server only).
-        while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    ~LoopbackServer() {
-        release = true;
-        http.stop();
-        if (thread_.joinable()) thread_.join();
-    }
-    std::string base_url(const std::string& path = "/v1") const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
-    int port() const { return port_; }
-
-private:
-    int port_ = 0;
-    std::thread thread_;
-};
+using test::chunk_event;
+using test::LoopbackServer;
+using test::stream_events;
+const std::string& kEnd = test::kEndEvents;
 
 RemoteClient client_for(const std::string& base_url, uint32_t read_timeout_ms = 10'000) {
     EndpointConfig config;
@@ -65,18 +37,6 @@ RemoteChatRequest hello() {
     request.model = "test";
     request.messages = {{"user", "hi"}};
     return request;
-}
-
-// Streams `events` through a chunked response; `then` decides whether the stream ends cleanly.
-void stream_events(httplib::Response& res, std::vector<std::string> events, bool end_cleanly,
-                   std::function<void()> before_end = {}) {
-    res.set_chunked_content_provider("text/event-stream", [events, end_cleanly, before_end](size_t, httplib::DataSink& sink) {
-        for (const std::string& e : events) sink.write(e.data(), e.size());
-        if (before_end) before_end();
-        if (!end_cleanly) return false;  // the connection is dropped without the final chunk
-        sink.done();
-        return true;
-    });
 }
 
 TEST(RemoteFaults, AStreamedReplyArrivesWithUsage) {

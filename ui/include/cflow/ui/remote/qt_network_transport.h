@@ -1,0 +1,18 @@
+#pragma once
+// cflow::remote::HttpTransport on Qt Network, for the desktop app (issue 34): the same protocol
+// code as `cflow chat --endpoint` (cflow_remote), with Qt's TLS backend (OpenSSL on Linux,
+// Schannel on Windows) and proxy-free, HTTP/1.1-only, redirect-reporting requests, so that it
+// behaves as the cpp-httplib transport does and the two are tested against the same servers.
+//
+// send() blocks its calling thread: it makes a QNetworkAccessManager on that thread and runs a
+// local QEventLoop until the response ends. Call it from a worker thread (the engine worker),
+// never the GUI thread, whose events it would hold up. A QCoreApplication must exist.
+#include <memory>
+
+#include "cflow/remote/http_transport.h"
+
+namespace cflow::ui {
+
+std::unique_ptr<cflow::remote::HttpTransport> make_qt_network_transport();
+
+} // namespace cflow::ui

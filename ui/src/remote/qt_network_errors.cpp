@@ -1,0 +1,91 @@
+#include "qt_network_errors.h"
+
+#include <QNetworkReply>
+
+namespace cflow::ui {
+namespace {
+
+using cflow::remote::TransportFailure;
+using cflow::remote::TransportResult;
+
+// A certificate that does not chain to a trusted CA (OpenSSL's verify errors 2, 18-21, 27-28).
+bool is_untrusted(QSslError::SslError error) {
+    switch (error) {
+    case QSslError::UnableToGetIssuerCertificate:
+    case QSslError::UnableToGetLocalIssuerCertificate:
+    case QSslError::UnableToVerifyFirstCertificate:
+    case QSslError::SelfSignedCertificate:
+    case QSslError::SelfSignedCertificateInChain:
+    case QSslError::CertificateUntrusted:
+    case QSslError::CertificateRejected:
+    case QSslError::NoPeerCertificate:
+        return true;
+    default:
+        return false;
+    }
+}
+
+// The TLS failure the collected errors show. An untrusted chain is told before a wrong name, as
+// OpenSSL's verify result comes before httplib's name check.
+TransportResult tls_result(const QList<QSslError>& errors, const std::string& fallback) {
+    for (const QSslError& e : errors)
+        if (is_untrusted(e.error())) return {TransportFailure::TlsUntrusted, e.errorString().toStdString()};
+    for (const QSslError& e : errors)
+        if (e.error() == QSslError::HostNameMismatch) return {TransportFailure::TlsHostname, e.errorString().toStdString()};
+    if (!errors.isEmpty()) return {TransportFailure::TlsOther, errors.front().errorString().toStdString()};
+    return {TransportFailure::TlsOther, fallback};
+}
+
+// The errors Qt raises for an HTTP status (401, 404, 500, ...): the status speaks for itself.
+bool is_http_status_error(QNetworkReply::NetworkError error) {
+    return (error >= QNetworkReply::ContentAccessDenied && error <= QNetworkReply::UnknownContentError) ||
+           (error >= QNetworkReply::InternalServerError && error <= QNetworkReply::UnknownServerError);
+}
+
+} // namespace
+
+TransportResult transport_result(const QNetworkReply& reply, const ExchangeState& state) {
+    const std::string detail = reply.errorString().toStdString();
+    switch (state.stop) {
+    case StopReason::Callback: return {TransportFailure::Cancelled, "stopped by the reader"};
+    case StopReason::ConnectTimeout: return {TransportFailure::ConnectTimeout, "no connection in time"};
+    case StopReason::ReadTimeout: return {TransportFailure::ReadTimeout, "no data in time"};
+    case StopReason::None: break;
+    }
+    const QNetworkReply::NetworkError error = reply.error();
+    if (error == QNetworkReply::NoError) {
+        // Qt ends a body cut short by the server's close as if it were whole: a Content-Length
+        // not reached tells. (A chunked body cut between two chunks is not told apart by Qt 6.4;
+        // RemoteClient still marks such a stream incomplete, as it has no [DONE].)
+        const QVariant length = reply.header(QNetworkRequest::ContentLengthHeader);
+        if (length.isValid() && !reply.hasRawHeader("Content-Encoding") && state.body_bytes < length.toLongLong())
+            return {TransportFailure::ConnectionLost, "the connection closed after " + std::to_string(state.body_bytes) +
+                                                          " of " + std::to_string(length.toLongLong()) + " bytes"};
+        return {};
+    }
+    if (state.head_delivered && is_http_status_error(error)) return {};
+    switch (error) {
+    case QNetworkReply::HostNotFoundError:
+        return {TransportFailure::HostNotFound, detail};
+    case QNetworkReply::ConnectionRefusedError:
+        return {TransportFailure::Refused, detail};
+    case QNetworkReply::TimeoutError:
+        return {state.head_delivered ? TransportFailure::ReadTimeout : TransportFailure::ConnectTimeout, detail};
+    case QNetworkReply::SslHandshakeFailedError:
+        return tls_result(state.ssl_errors, detail);
+    case QNetworkReply::RemoteHostClosedError:
+    case QNetworkReply::TemporaryNetworkFailureError:
+    case QNetworkReply::NetworkSessionFailedError:
+    case QNetworkReply::UnknownNetworkError:
+    case QNetworkReply::ProtocolFailure:  // a body cut inside a chunk
+        return {TransportFailure::ConnectionLost, state.head_delivered ? detail : detail + " before the response head"};
+    case QNetworkReply::OperationCanceledError:
+        return {TransportFailure::Cancelled, detail};
+    default:
+        break;
+    }
+    if (!state.ssl_errors.isEmpty()) return tls_result(state.ssl_errors, detail);
+    return {TransportFailure::Other, detail};
+}
+
+} // namespace cflow::ui

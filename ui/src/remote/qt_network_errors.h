@@ -1,0 +1,26 @@
+#pragma once
+// How a QNetworkReply ended, as cflow::remote::TransportFailure: the same kinds the httplib
+// transport reports (http_transport.h), so RemoteClient's messages do not depend on the transport.
+#include <QList>
+#include <QSslError>
+
+#include "cflow/remote/http_transport.h"
+
+class QNetworkReply;
+
+namespace cflow::ui {
+
+// Why the transport itself aborted the reply (QNetworkReply says only OperationCanceledError).
+enum class StopReason { None, Callback, ConnectTimeout, ReadTimeout };
+
+struct ExchangeState {
+    StopReason stop = StopReason::None;
+    bool head_delivered = false;
+    qint64 body_bytes = 0;        // what the chunk callback was given
+    QList<QSslError> ssl_errors;  // from QNetworkReply::sslErrors, before the handshake failed
+};
+
+// The result of a finished reply.
+cflow::remote::TransportResult transport_result(const QNetworkReply& reply, const ExchangeState& state);
+
+} // namespace cflow::ui

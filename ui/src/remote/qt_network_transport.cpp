@@ -1,0 +1,136 @@
+#include "cflow/ui/remote/qt_network_transport.h"
+
+#include <QCoreApplication>
+#include <QEventLoop>
+#include <QList>
+#include <QNetworkAccessManager>
+#include <QNetworkProxy>
+#include <QNetworkReply>
+#include <QNetworkRequest>
+#include <QSslCertificate>
+#include <QSslConfiguration>
+#include <QSslError>
+#include <QTimer>
+#include <QUrl>
+
+#include "qt_network_errors.h"
+
+namespace cflow::ui {
+namespace {
+
+using cflow::remote::HttpRequest;
+using cflow::remote::HttpResponseHead;
+using cflow::remote::TransportFailure;
+using cflow::remote::TransportResult;
+
+QNetworkRequest make_network_request(const HttpRequest& request, const QList<QSslCertificate>& cas) {
+    QNetworkRequest out(QUrl(QString::fromStdString(request.url)));
+    // HTTP/1.1 as the httplib transport speaks it: one stream per connection, no ALPN surprises.
+    out.setAttribute(QNetworkRequest::Http2AllowedAttribute, false);
+    // A 3xx comes back as itself (RemoteClient reports its status) instead of being followed.
+    out.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::ManualRedirectPolicy);
+    out.setAttribute(QNetworkRequest::CacheLoadControlAttribute, QNetworkRequest::AlwaysNetwork);
+    out.setAttribute(QNetworkRequest::CacheSaveControlAttribute, false);
+    for (const auto& [name, value] : request.headers)
+        out.setRawHeader(QByteArray::fromStdString(name), QByteArray::fromStdString(value));
+    if (request.method == "POST")
+        out.setHeader(QNetworkRequest::ContentTypeHeader, QByteArray::fromStdString(request.content_type));
+    if (out.url().scheme() == QLatin1String("https")) {
+        QSslConfiguration tls = QSslConfiguration::defaultConfiguration();
+        tls.setPeerVerifyMode(QSslSocket::VerifyPeer);
+        // Only the given CA, as --ca-file means for the CLI (setting the list also stops Qt's
+        // on-demand loading of the system's roots).
+        if (!cas.isEmpty()) tls.setCaCertificates(cas);
+        out.setSslConfiguration(tls);
+    }
+    return out;
+}
+
+class QtNetworkTransport final : public cflow::remote::HttpTransport {
+public:
+    TransportResult send(const HttpRequest& request, const cflow::remote::HeadCallback& on_head,
+                         const cflow::remote::ChunkCallback& on_chunk) override {
+        if (!QCoreApplication::instance()) return {TransportFailure::Other, "Qt Network needs a QCoreApplication"};
+        const QUrl url(QString::fromStdString(request.url));
+        if (!url.isValid() || (url.scheme() != QLatin1String("http") && url.scheme() != QLatin1String("https")))
+            return {TransportFailure::Other, "not an http(s) URL: " + request.url};
+        QList<QSslCertificate> cas;
+        if (!request.ca_file.empty()) {
+            cas = QSslCertificate::fromPath(QString::fromStdString(request.ca_file), QSsl::Pem);
+            if (cas.isEmpty()) return {TransportFailure::TlsOther, "no PEM certificate could be read from " + request.ca_file};
+        }
+
+        // Everything below lives on this thread and dies before send() returns.
+        QNetworkAccessManager manager;
+        manager.setProxy(QNetworkProxy::NoProxy);  // as the httplib transport: straight to the host
+        const QNetworkRequest network_request = make_network_request(request, cas);
+        std::unique_ptr<QNetworkReply> reply(
+            request.method == "POST" ? manager.post(network_request, QByteArray::fromStdString(request.body))
+                                     : manager.get(network_request));
+
+        ExchangeState state;
+        QEventLoop loop;
+        QTimer connect_timer;  // until the request is written (name lookup, connect, TLS handshake)
+        QTimer read_timer;     // the longest silence after it
+        connect_timer.setSingleShot(true);
+        read_timer.setSingleShot(true);
+
+        auto stop = [&](StopReason why) {
+            if (state.stop != StopReason::None) return;
+            state.stop = why;
+            connect_timer.stop();
+            read_timer.stop();
+            reply->abort();  // emits finished, which quits the loop
+        };
+        auto heard_from_server = [&] {
+            connect_timer.stop();
+            read_timer.start(int(request.read_timeout_ms));
+        };
+        auto deliver_head = [&] {
+            if (state.head_delivered || state.stop != StopReason::None) return;
+            const QVariant status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute);
+            if (!status.isValid()) return;
+            state.head_delivered = true;
+            HttpResponseHead head;
+            head.status = status.toInt();
+            for (const auto& [name, value] : reply->rawHeaderPairs()) head.headers.emplace_back(name.toStdString(), value.toStdString());
+            if (!on_head(head)) stop(StopReason::Callback);
+        };
+        auto deliver_body = [&] {
+            deliver_head();
+            while (state.stop == StopReason::None && reply->bytesAvailable() > 0) {
+                const QByteArray bytes = reply->readAll();
+                state.body_bytes += bytes.size();
+                if (!on_chunk(std::string_view(bytes.constData(), size_t(bytes.size())))) stop(StopReason::Callback);
+            }
+        };
+
+        QObject::connect(&connect_timer, &QTimer::timeout, &loop, [&] { stop(StopReason::ConnectTimeout); });
+        QObject::connect(&read_timer, &QTimer::timeout, &loop, [&] { stop(StopReason::ReadTimeout); });
+        QObject::connect(reply.get(), &QNetworkReply::requestSent, &loop, heard_from_server);
+        QObject::connect(reply.get(), &QNetworkReply::metaDataChanged, &loop, [&] {
+            heard_from_server();
+            deliver_head();
+        });
+        QObject::connect(reply.get(), &QNetworkReply::readyRead, &loop, [&] {
+            heard_from_server();
+            deliver_body();
+        });
+        QObject::connect(reply.get(), &QNetworkReply::sslErrors, &loop,
+                         [&](const QList<QSslError>& errors) { state.ssl_errors += errors; });
+        QObject::connect(reply.get(), &QNetworkReply::finished, &loop, &QEventLoop::quit);
+
+        connect_timer.start(int(request.connect_timeout_ms));
+        if (!reply->isFinished()) loop.exec();
+        connect_timer.stop();
+        read_timer.stop();
+        if (state.stop == StopReason::None) deliver_body();  // what came with the end (a short body)
+        return transport_result(*reply, state);
+    }
+};
+
+} // namespace
+
+std::unique_ptr<cflow::remote::HttpTransport> make_qt_network_transport() { return std::make_unique<QtNetworkTransport>(); }
+
+} // namespace cflow::ui
