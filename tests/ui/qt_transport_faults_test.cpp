@@ -4,10 +4,15 @@
 // redirects reported. Most calls run on a worker QThread, as in the desktop app.
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "loopback_server.h"
 #include "qt_transport_test_support.h"
@@ -300,6 +305,55 @@ TEST(QtTransport, NamesThatDoNotResolveAndRefusedPortsAreToldApart) {
     auto refused = client_on(Transport::Qt, "http://127.0.0.1:" + std::to_string(free_port) + "/v1").stream_chat(hello(), {});
     ASSERT_FALSE(refused);
     EXPECT_NE(refused.error().find("connection refused"), std::string::npos) << refused.error();
+}
+
+// A listening socket whose accept queue is full: Linux drops further SYNs, so a connect hangs
+// as it does to a host that does not answer.
+class UnansweredPort {
+public:
+    UnansweredPort() {
+        listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof addr;
+        if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listener_, 0) != 0 ||
+            ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+            return;
+        port_ = ntohs(addr.sin_port);
+        for (int i = 0; i < 4; ++i) {  // fills the queue (backlog 0 still holds one or two)
+            const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+            ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+            fillers_.push_back(fd);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ~UnansweredPort() {
+        for (int fd : fillers_) ::close(fd);
+        if (listener_ >= 0) ::close(listener_);
+    }
+    int port() const { return port_; }
+
+private:
+    int listener_ = -1;
+    int port_ = 0;
+    std::vector<int> fillers_;
+};
+
+TEST(QtTransport, AHostThatDoesNotAnswerIsAConnectTimeout) {
+    UnansweredPort port;
+    ASSERT_GT(port.port(), 0);
+    for (Transport t : {Transport::Qt, Transport::Httplib}) {
+        SCOPED_TRACE(transport_name(t));
+        remote::EndpointConfig config;
+        config.base_url = "http://127.0.0.1:" + std::to_string(port.port()) + "/v1";
+        config.connect_timeout_ms = 300;
+        const auto started = Clock::now();
+        auto reply = remote::RemoteClient(config, make_transport(t)).stream_chat(hello(), {});
+        ASSERT_FALSE(reply);
+        EXPECT_NE(reply.error().find("no connection within 0.3 s (time-out)"), std::string::npos) << reply.error();
+        EXPECT_LT(seconds_since(started), 5.0);
+    }
 }
 
 TEST(QtTransport, TheModelListIsRead) {

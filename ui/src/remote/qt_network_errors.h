@@ -16,7 +16,6 @@ enum class StopReason { None, Callback, ConnectTimeout, ReadTimeout };
 struct ExchangeState {
     StopReason stop = StopReason::None;
     bool head_delivered = false;
-    qint64 body_bytes = 0;        // what the chunk callback was given
     QList<QSslError> ssl_errors;  // from QNetworkReply::sslErrors, before the handshake failed
 };
 

@@ -100,7 +100,6 @@ public:
             deliver_head();
             while (state.stop == StopReason::None && reply->bytesAvailable() > 0) {
                 const QByteArray bytes = reply->readAll();
-                state.body_bytes += bytes.size();
                 if (!on_chunk(std::string_view(bytes.constData(), size_t(bytes.size())))) stop(StopReason::Callback);
             }
         };

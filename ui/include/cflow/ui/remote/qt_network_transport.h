@@ -6,7 +6,10 @@
 //
 // send() blocks its calling thread: it makes a QNetworkAccessManager on that thread and runs a
 // local QEventLoop until the response ends. Call it from a worker thread (the engine worker),
-// never the GUI thread, whose events it would hold up. A QCoreApplication must exist.
+// never the GUI thread, whose events it would hold up. A QCoreApplication must exist. The local
+// loop also delivers the calling thread's other queued events while it waits: a worker that calls
+// send() sees its own queued slots run inside it, re-entrantly. Stop a reply with the CancelToken
+// that RemoteClient checks per chunk, and start no other request from such a slot.
 #include <memory>
 
 #include "cflow/remote/http_transport.h"
