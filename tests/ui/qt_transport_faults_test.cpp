@@ -356,6 +356,78 @@ TEST(QtTransport, AHostThatDoesNotAnswerIsAConnectTimeout) {
     }
 }
 
+TEST(QtTransport, AHeadCallbackSayingNoCancelsBeforeAnyBody) {
+    LoopbackServer server;
+    server.http.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
+        res.set_content(R"({"data":[]})", "application/json");
+    });
+    server.start();
+    remote::HttpRequest request;
+    request.url = server.base_url() + "/models";
+    int status = 0;
+    size_t chunks = 0;
+    const remote::TransportResult result = make_transport(Transport::Qt)->send(
+        request,
+        [&](const remote::HttpResponseHead& head) {
+            status = head.status;
+            return false;
+        },
+        [&](std::string_view) {
+            ++chunks;
+            return true;
+        });
+    EXPECT_EQ(status, 200);
+    EXPECT_EQ(result.failure, TransportFailure::Cancelled) << result.detail;
+    EXPECT_EQ(chunks, 0u);
+}
+
+TEST(QtTransport, HttpsToAPlainHttpPortIsATlsFailure) {
+    LoopbackServer server;
+    server.start();
+    for (Transport t : {Transport::Qt, Transport::Httplib}) {
+        SCOPED_TRACE(transport_name(t));
+        auto reply = client_on(t, "https://127.0.0.1:" + std::to_string(server.port()) + "/v1").stream_chat(hello(), {});
+        ASSERT_FALSE(reply);
+        EXPECT_NE(reply.error().find("TLS handshake failed (is it https on that port?)"), std::string::npos) << reply.error();
+    }
+}
+
+TEST(QtTransport, MalformedStreamsAreNamed) {
+    LoopbackServer server;
+    server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        stream_events(res, {chunk_event("Hi"), "data: {not json}\n\n"}, true);
+    });
+    server.start();
+    auto reply = client_on(Transport::Qt, server.base_url()).stream_chat(hello(), {});
+    ASSERT_TRUE(reply) << reply.error();
+    EXPECT_EQ(reply->text, "Hi");
+    EXPECT_FALSE(reply->complete);
+    EXPECT_NE(reply->incomplete_reason.find("malformed stream at line 3: chunk is not JSON: '{not json}'"),
+              std::string::npos) << reply->incomplete_reason;
+}
+
+TEST(QtTransport, AHundredMegabyteResponseIsRefusedAtTheCap) {
+    LoopbackServer server;
+    const std::string event = chunk_event(std::string(16 * 1024, 'x'));
+    const size_t events = (100u << 20) / event.size() + 1;
+    server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        res.set_chunked_content_provider("text/event-stream", [&](size_t, httplib::DataSink& sink) {
+            for (size_t i = 0; i < events; ++i)
+                if (!sink.write(event.data(), event.size())) return false;
+            sink.done();
+            return true;
+        });
+    });
+    server.start();
+    auto run = on_worker_thread([&] { return client_on(Transport::Qt, server.base_url()).stream_chat(hello(), {}); });
+    auto& reply = *run.value;
+    ASSERT_TRUE(reply) << reply.error();
+    EXPECT_FALSE(reply->complete);
+    EXPECT_NE(reply->incomplete_reason.find("over the cap of 64 MiB"), std::string::npos) << reply->incomplete_reason;
+    EXPECT_LE(reply->text.size(), size_t(64u << 20));
+    EXPECT_GT(reply->text.size(), size_t(32u << 20)) << "the text up to the cap is kept";
+}
+
 TEST(QtTransport, TheModelListIsRead) {
     LoopbackServer server;
     server.http.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {

@@ -18,6 +18,12 @@
 namespace cflow::ui {
 namespace {
 
+// Qt reads ahead of us into the reply's buffer; bounding it keeps a fast server's bytes in the
+// kernel (TCP back-pressure) instead of in memory, and reading in pieces hands the reader (and
+// RemoteClient's response cap and cancel check) chunks of the httplib transport's size.
+constexpr qint64 kReadBufferBytes = 1 << 20;
+constexpr qint64 kPieceBytes = 64 << 10;
+
 using cflow::remote::HttpRequest;
 using cflow::remote::HttpResponseHead;
 using cflow::remote::TransportFailure;
@@ -68,6 +74,7 @@ public:
             request.method == "POST" ? manager.post(network_request, QByteArray::fromStdString(request.body))
                                      : manager.get(network_request));
 
+        reply->setReadBufferSize(kReadBufferBytes);
         ExchangeState state;
         QEventLoop loop;
         QTimer connect_timer;  // until the request is written (name lookup, connect, TLS handshake)
@@ -99,7 +106,7 @@ public:
         auto deliver_body = [&] {
             deliver_head();
             while (state.stop == StopReason::None && reply->bytesAvailable() > 0) {
-                const QByteArray bytes = reply->readAll();
+                const QByteArray bytes = reply->read(kPieceBytes);
                 if (!on_chunk(std::string_view(bytes.constData(), size_t(bytes.size())))) stop(StopReason::Callback);
             }
         };
