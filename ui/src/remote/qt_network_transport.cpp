@@ -13,6 +13,9 @@
 #include <QTimer>
 #include <QUrl>
 
+#include <algorithm>
+#include <limits>
+
 #include "qt_network_errors.h"
 
 namespace cflow::ui {
@@ -23,6 +26,9 @@ namespace {
 // RemoteClient's response cap and cancel check) chunks of the httplib transport's size.
 constexpr qint64 kReadBufferBytes = 1 << 20;
 constexpr qint64 kPieceBytes = 64 << 10;
+
+// QTimer takes an int: a time-out over 24 days is as good as none.
+int timer_ms(uint32_t ms) { return int(std::min<uint32_t>(ms, uint32_t(std::numeric_limits<int>::max()))); }
 
 using cflow::remote::HttpRequest;
 using cflow::remote::HttpResponseHead;
@@ -91,7 +97,7 @@ public:
         };
         auto heard_from_server = [&] {
             connect_timer.stop();
-            read_timer.start(int(request.read_timeout_ms));
+            read_timer.start(timer_ms(request.read_timeout_ms));
         };
         auto deliver_head = [&] {
             if (state.head_delivered || state.stop != StopReason::None) return;
@@ -126,7 +132,7 @@ public:
                          [&](const QList<QSslError>& errors) { state.ssl_errors += errors; });
         QObject::connect(reply.get(), &QNetworkReply::finished, &loop, &QEventLoop::quit);
 
-        connect_timer.start(int(request.connect_timeout_ms));
+        connect_timer.start(timer_ms(request.connect_timeout_ms));
         if (!reply->isFinished()) loop.exec();
         connect_timer.stop();
         read_timer.stop();
