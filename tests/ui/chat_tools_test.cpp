@@ -464,6 +464,13 @@ TEST(ChatTools, ATemplateThatCannotCallToolsSaysSoAndRendersNone) {
     ASSERT_TRUE(wait_model(window, cflow::ui::test::chatml_model()));  // its template never reads `tools`
     ChatController* c = window.controller();
     ASSERT_FALSE(window.toolbox()->registry()->enabledTools().empty()) << "the calculator is on by default";
+    // The default tools on a model that cannot call them: nothing to say.
+    ASSERT_TRUE(c->send(QStringLiteral("hi")));
+    ASSERT_TRUE(wait_idle(window));
+    EXPECT_TRUE(c->lastSentPrompt().toolsUnsupported);
+    EXPECT_TRUE(c->entries().back().toolsNote.isEmpty()) << "the default tools were not asked for";
+    c->newConversation();
+    // Asked for (a required call): said on the reply.
     c->setToolChoice({cflow::ToolChoice::Kind::Named, "calculator"});
     ASSERT_TRUE(c->send(QStringLiteral("hello")));
     ASSERT_TRUE(wait_idle(window));

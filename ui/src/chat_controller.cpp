@@ -408,8 +408,12 @@ void ChatController::onPrompt(const RenderedPrompt& prompt) {
         reply_->shownChars = 0;
     }
     // Said once per conversation, on the reply itself: a banner for every reply of every model
-    // without tool calling would only take the transcript's room.
-    if (prompt.toolsUnsupported && !toolsNotOfferedSaid_.contains(reply_->conversationId)) {
+    // without tool calling would only take the transcript's room. Only when the user asked for
+    // tools (a required call, or a setup of their own): the default calculator and clock on a
+    // model that cannot call them are nothing the user needs to hear about.
+    const bool toolsAskedFor =
+        setup_.toolChoice.kind != cflow::ToolChoice::Kind::Auto || (toolsChosenSource_ && toolsChosenSource_());
+    if (prompt.toolsUnsupported && toolsAskedFor && !toolsNotOfferedSaid_.contains(reply_->conversationId)) {
         toolsNotOfferedSaid_.insert(reply_->conversationId);
         reply_->entry.toolsNote =
             tr("This model's chat template cannot call tools: the conversation's tools were not offered to it.");

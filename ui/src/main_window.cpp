@@ -213,6 +213,7 @@ void MainWindow::wireController() {
     controller_->setToolsSource([toolbox = toolbox_] {
         return toolbox->registry() ? toolbox->registry()->enabledTools() : std::vector<cflow::ToolDefinition>{};
     });
+    controller_->setToolsChosenSource([toolbox = toolbox_] { return !(toolbox->setup() == ConversationToolSetup{}); });
     chat_->setToolRegistrySource([toolbox = toolbox_] { return toolbox->registry(); });
     connect(toolbox_, &ConversationToolbox::setupChanged, controller_, &ChatController::toolsChanged);
     connect(toolbox_, &ConversationToolbox::registryReplaced, controller_, &ChatController::toolsChanged);

@@ -72,6 +72,7 @@ class ChatController : public QObject {
 public:
     using SettingsSource = std::function<GenerationSettings()>;
     using ToolsSource = std::function<std::vector<cflow::ToolDefinition>()>;
+    using ToolsChosenSource = std::function<bool()>;
 
     ChatController(EngineWorker* worker, ConversationStore* store, QObject* parent = nullptr);
 
@@ -79,6 +80,9 @@ public:
     void setSettingsSource(SettingsSource source) { settingsSource_ = std::move(source); }
     // The tools each reply offers the model (the conversation's enabled tools), read when it starts.
     void setToolsSource(ToolsSource source);
+    // Whether the user set the conversation's tools up (other than the defaults every conversation
+    // starts with): only then is a template that cannot call tools worth a note on the reply.
+    void setToolsChosenSource(ToolsChosenSource source) { toolsChosenSource_ = std::move(source); }
     // The conversation's tool choice (ConversationSetup::toolChoice), stored with it: a forced
     // reply is sampled under the call grammar in the template's format.
     void setToolChoice(const cflow::ToolChoice& choice);
@@ -271,6 +275,7 @@ private:
     static constexpr int kMeasureDelayMs = 120;
     int contextUsed_ = 0;
     ToolsSource toolsSource_;
+    ToolsChosenSource toolsChosenSource_;
     std::optional<ToolRound> toolRound_;
     quint64 toolRoundSerial_ = 0;
     int toolRounds_ = 0;          // rounds answered since the last user message
