@@ -101,10 +101,9 @@ Exchange send_once(HttpTransport& transport, const HttpRequest& request, const E
 
 } // namespace
 
-Result<std::vector<std::string>> RemoteClient::list_models(const CancelToken* cancel) {
-    auto url = parse_endpoint_url(config_.base_url);
-    if (!url) return url.take_error();
-    const HttpRequest request = make_request("GET", url->route("/models"), "");
+// A whole (non-streamed) response to `request`: sent again as the retry policy says on 429/503,
+// every failure diagnosed.
+Result<RemoteClient::WholeResponse> RemoteClient::fetch_whole(const HttpRequest& request, const CancelToken* cancel) {
     for (uint32_t attempt = 1;; ++attempt) {
         std::string body;
         Exchange x = send_once(*transport_, request, config_, cancel, [&](std::string_view bytes) {
@@ -128,17 +127,27 @@ Result<std::vector<std::string>> RemoteClient::list_models(const CancelToken* ca
             return e;
         }
         if (x.transport.failure != TransportFailure::None) return diagnose_transport(x.transport, request.url, request);
-        nlohmann::json root = nlohmann::json::parse(body, nullptr, false);
-        if (root.is_discarded() || !root.is_object() || !root.contains("data") || !root["data"].is_array())
-            return make_error(ErrorKind::InvalidInput, request.url + ": malformed model list: expected {\"data\": [...]}");
-        std::vector<std::string> ids;
-        for (const auto& entry : root["data"]) {
-            if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_string())
-                return make_error(ErrorKind::InvalidInput, request.url + ": malformed model list: an entry has no string id");
-            ids.push_back(entry["id"].get<std::string>());
-        }
-        return ids;
+        return WholeResponse{std::move(body), attempt};
     }
+}
+
+Result<std::vector<std::string>> RemoteClient::list_models(const CancelToken* cancel) {
+    auto url = parse_endpoint_url(config_.base_url);
+    if (!url) return url.take_error();
+    const HttpRequest request = make_request("GET", url->route("/models"), "");
+    auto whole = fetch_whole(request, cancel);
+    if (!whole) return whole.take_error();
+    const std::string& body = whole->body;
+    nlohmann::json root = nlohmann::json::parse(body, nullptr, false);
+    if (root.is_discarded() || !root.is_object() || !root.contains("data") || !root["data"].is_array())
+        return make_error(ErrorKind::InvalidInput, request.url + ": malformed model list: expected {\"data\": [...]}");
+    std::vector<std::string> ids;
+    for (const auto& entry : root["data"]) {
+        if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_string())
+            return make_error(ErrorKind::InvalidInput, request.url + ": malformed model list: an entry has no string id");
+        ids.push_back(entry["id"].get<std::string>());
+    }
+    return ids;
 }
 
 Result<RemoteReply> RemoteClient::stream_chat(RemoteChatRequest chat, const TokenCallback& on_token, const CancelToken* cancel) {
@@ -233,40 +242,19 @@ Result<RemoteReply> RemoteClient::complete_chat(RemoteChatRequest chat, const Ca
     if (!url) return url.take_error();
     chat.stream = false;
     const HttpRequest request = make_request("POST", url->route("/chat/completions"), chat_request_json(chat));
-    for (uint32_t attempt = 1;; ++attempt) {
-        std::string body;
-        Exchange x = send_once(*transport_, request, config_, cancel, [&](std::string_view bytes) {
-            body.append(bytes);
-            return true;
-        });
-        if (x.cancelled) return cancelled_error(request.url);
-        if (x.over_cap)
-            return make_error(ErrorKind::InvalidInput, request.url + ": the response is over the cap of " +
-                                                           cap_text(config_.max_response_bytes) + ": refused");
-        if (x.status == 0) return diagnose_transport(x.transport, request.url, request);
-        if (x.status != 200) {
-            RetryDecision d = decide_retry(config_.retry, attempt, x.status, x.retry_after, false,
-                                           std::chrono::system_clock::now());
-            if (d.retry) {
-                if (!wait_unless_cancelled(d.wait_ms, cancel)) return cancelled_error(request.url);
-                continue;
-            }
-            Error e = diagnose_status(x.status, x.error_body, request.url);
-            if (!d.why_not.empty()) e.message += " (" + d.why_not + ")";
-            return e;
-        }
-        if (x.transport.failure != TransportFailure::None) return diagnose_transport(x.transport, request.url, request);
-        auto chunk = read_stream_chunk(body);
-        if (!chunk) return make_error(ErrorKind::InvalidInput, request.url + ": malformed response: " + chunk.error());
-        if (chunk->error) return make_error(ErrorKind::Io, request.url + ": the server reported an error: " + *chunk->error);
-        RemoteReply reply;
-        reply.attempts = attempt;
-        reply.text = std::move(chunk->content);
-        reply.finish_reason = chunk->finish_reason;
-        reply.usage = chunk->usage;
-        reply.timings = chunk->timings;
-        return reply;
-    }
+    auto whole = fetch_whole(request, cancel);
+    if (!whole) return whole.take_error();
+    const std::string& body = whole->body;
+    auto chunk = read_stream_chunk(body);
+    if (!chunk) return make_error(ErrorKind::InvalidInput, request.url + ": malformed response: " + chunk.error());
+    if (chunk->error) return make_error(ErrorKind::Io, request.url + ": the server reported an error: " + *chunk->error);
+    RemoteReply reply;
+    reply.attempts = whole->attempts;
+    reply.text = std::move(chunk->content);
+    reply.finish_reason = chunk->finish_reason;
+    reply.usage = chunk->usage;
+    reply.timings = chunk->timings;
+    return reply;
 }
 
 } // namespace cflow::remote

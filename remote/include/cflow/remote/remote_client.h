@@ -65,7 +65,12 @@ public:
     const EndpointConfig& config() const { return config_; }
 
 private:
+    struct WholeResponse {
+        std::string body;       // the 200 response's bytes
+        uint32_t attempts = 1;  // sends it took (retries on 429/503 included)
+    };
     HttpRequest make_request(std::string method, std::string url, std::string body) const;
+    Result<WholeResponse> fetch_whole(const HttpRequest& request, const CancelToken* cancel);
     // Sleeps wait_ms in short slices; false when cancelled meanwhile.
     static bool wait_unless_cancelled(uint64_t wait_ms, const CancelToken* cancel);
 
