@@ -14,36 +14,13 @@
 #include "cflow/ui/tools/mcp_client.h"
 #include "cflow/ui/tools/tool_registry.h"
 
-#ifndef CFLOW_NODE_PATH
-#define CFLOW_NODE_PATH ""
-#endif
+#include "mcp_test_server.h"
 
 namespace cflow::ui {
 namespace {
 
 using namespace std::chrono_literals;
-
-const std::filesystem::path kMcpNodeDir = CFLOW_MCP_NODE_DIR;
-
-// Skips (with what to install) when node or the SDK is absent.
-#define SKIP_WITHOUT_MCP_SDK()                                                                                   \
-    do {                                                                                                          \
-        if (std::string(CFLOW_NODE_PATH).empty())                                                                 \
-            GTEST_SKIP() << "node was not found at configure time (apt-get install nodejs; "                      \
-                            "packaging/install-deps.sh --tests)";                                                 \
-        if (!std::filesystem::exists(kMcpNodeDir / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json")) \
-            GTEST_SKIP() << "@modelcontextprotocol/sdk is not installed in " << kMcpNodeDir.string()             \
-                         << " (packaging/install-deps.sh --tests, or npm ci --prefix " << kMcpNodeDir.string() << ")"; \
-    } while (0)
-
-McpServerConfig test_server_config() {
-    McpServerConfig config;
-    config.name = QStringLiteral("test");
-    config.command = QStringLiteral(CFLOW_NODE_PATH);
-    config.arguments = {QString::fromStdString((kMcpNodeDir / "mcp_test_server.mjs").string())};
-    config.environment = {QStringLiteral("CFLOW_MCP_TEST_VALUE=from the dialog")};
-    return config;
-}
+using test::mcp_test_server_config;
 
 ToolResult call_tool(McpClient& client, const std::string& name, const std::string& arguments = "{}") {
     return QCoro::waitFor(client.call({"call_" + name, name, arguments}));
@@ -51,7 +28,7 @@ ToolResult call_tool(McpClient& client, const std::string& name, const std::stri
 
 TEST(McpClient, ListsEveryPageAndCallsTools) {
     SKIP_WITHOUT_MCP_SDK();
-    McpClient client(test_server_config(), 20s);
+    McpClient client(mcp_test_server_config(), 20s);
     const Status started = QCoro::waitFor(client.start());
     ASSERT_TRUE(started.ok()) << started.error();
     EXPECT_EQ(client.state(), McpClient::State::Ready);
@@ -80,7 +57,7 @@ TEST(McpClient, ListsEveryPageAndCallsTools) {
 
 TEST(McpClient, AHungToolTimesOutWithAClearErrorAndTheServerStaysUsable) {
     SKIP_WITHOUT_MCP_SDK();
-    McpClient client(test_server_config(), 1500ms);
+    McpClient client(mcp_test_server_config(), 1500ms);
     ASSERT_TRUE(QCoro::waitFor(client.start()).ok()) << client.lastError().toStdString();
     QElapsedTimer clock;
     clock.start();
@@ -96,7 +73,7 @@ TEST(McpClient, AHungToolTimesOutWithAClearErrorAndTheServerStaysUsable) {
 
 TEST(McpClient, ACrashGivesItsExitCodeAndStderr) {
     SKIP_WITHOUT_MCP_SDK();
-    McpClient client(test_server_config(), 20s);
+    McpClient client(mcp_test_server_config(), 20s);
     ASSERT_TRUE(QCoro::waitFor(client.start()).ok()) << client.lastError().toStdString();
     QElapsedTimer clock;
     clock.start();
@@ -119,7 +96,7 @@ TEST(McpClient, ACrashGivesItsExitCodeAndStderr) {
 
 TEST(McpClient, MalformedJsonIsAnError) {
     SKIP_WITHOUT_MCP_SDK();
-    McpClient client(test_server_config(), 20s);
+    McpClient client(mcp_test_server_config(), 20s);
     ASSERT_TRUE(QCoro::waitFor(client.start()).ok()) << client.lastError().toStdString();
     const ToolResult garbled = call_tool(client, "garble");
     EXPECT_FALSE(garbled.ok);
@@ -146,7 +123,7 @@ TEST(McpClient, AMissingProgramFailsToStartWithItsName) {
 
 TEST(McpClient, ClosingWhileACallWaitsResolvesTheCall) {
     SKIP_WITHOUT_MCP_SDK();
-    auto client = std::make_unique<McpClient>(test_server_config(), 60s);
+    auto client = std::make_unique<McpClient>(mcp_test_server_config(), 60s);
     ASSERT_TRUE(QCoro::waitFor(client->start()).ok()) << client->lastError().toStdString();
     QCoro::Task<ToolResult> pending = client->call({"h", "hang", "{}"});
     QElapsedTimer clock;
@@ -161,7 +138,7 @@ TEST(McpClient, ClosingWhileACallWaitsResolvesTheCall) {
 TEST(McpClient, ARegistryOffersAndCallsTheServersTools) {
     SKIP_WITHOUT_MCP_SDK();
     ToolRegistry registry;
-    auto owned = std::make_unique<McpClient>(test_server_config(), 20s);
+    auto owned = std::make_unique<McpClient>(mcp_test_server_config(), 20s);
     QPointer<McpClient> client = owned.get();
     ASSERT_TRUE(registry.addProvider(std::move(owned)));
     EXPECT_TRUE(registry.enabledTools().empty());  // not started yet

@@ -17,27 +17,12 @@
 #include "cflow/ui/tools/mcp_client.h"
 #include "cflow/ui/tools/tool_registry.h"
 
-#ifndef CFLOW_NODE_PATH
-#define CFLOW_NODE_PATH ""
-#endif
+#include "mcp_test_server.h"
 
 namespace cflow::ui {
 namespace {
 
 using namespace std::chrono_literals;
-
-const std::filesystem::path kMcpCardNodeDir = CFLOW_MCP_NODE_DIR;
-
-#define SKIP_CARD_TEST_WITHOUT_MCP_SDK()                                                                         \
-    do {                                                                                                          \
-        if (std::string(CFLOW_NODE_PATH).empty())                                                                 \
-            GTEST_SKIP() << "node was not found at configure time (apt-get install nodejs; "                      \
-                            "packaging/install-deps.sh --tests)";                                                 \
-        if (!std::filesystem::exists(kMcpCardNodeDir / "node_modules" / "@modelcontextprotocol" / "sdk" /       \
-                                     "package.json"))                                                             \
-            GTEST_SKIP() << "@modelcontextprotocol/sdk is not installed in " << kMcpCardNodeDir.string()         \
-                         << " (packaging/install-deps.sh --tests)";                                               \
-    } while (0)
 
 // A registry holding the started test server, as a conversation's toolbox holds it.
 struct McpCardFixture {
@@ -45,11 +30,7 @@ struct McpCardFixture {
     McpClient* client = nullptr;  // owned by the registry
 
     explicit McpCardFixture(std::chrono::milliseconds timeout) {
-        McpServerConfig config;
-        config.name = QStringLiteral("test");
-        config.command = QStringLiteral(CFLOW_NODE_PATH);
-        config.arguments = {QString::fromStdString((kMcpCardNodeDir / "mcp_test_server.mjs").string())};
-        auto owned = std::make_unique<McpClient>(config, timeout);
+        auto owned = std::make_unique<McpClient>(test::mcp_test_server_config(), timeout);
         client = owned.get();
         const Status started = QCoro::waitFor(client->start());
         EXPECT_TRUE(started.ok()) << started.error();
@@ -66,7 +47,7 @@ bool decide(ToolCallCard& card, QPushButton* button, int limitMs = 15000) {
 }
 
 TEST(McpToolCallCard, TheServersToolsAreOfferedAndACallRunsOnlyAfterApprove) {
-    SKIP_CARD_TEST_WITHOUT_MCP_SDK();
+    SKIP_WITHOUT_MCP_SDK();
     McpCardFixture fixture(20s);
     ASSERT_EQ(fixture.client->state(), McpClient::State::Ready) << fixture.client->lastError().toStdString();
     std::vector<std::string> offered;
@@ -99,7 +80,7 @@ TEST(McpToolCallCard, TheServersToolsAreOfferedAndACallRunsOnlyAfterApprove) {
 }
 
 TEST(McpToolCallCard, AHangingOrCrashingToolEndsTheCardWithAClearError) {
-    SKIP_CARD_TEST_WITHOUT_MCP_SDK();
+    SKIP_WITHOUT_MCP_SDK();
     McpCardFixture fixture(1500ms);
     ASSERT_EQ(fixture.client->state(), McpClient::State::Ready) << fixture.client->lastError().toStdString();
 
