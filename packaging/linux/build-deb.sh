@@ -110,7 +110,8 @@ done
 
 depends="$(dpkg-deb -f "$deb" Depends)"
 depends_names="$(tr ',|' '\n' <<<"$depends" | awk 'NF { print $1 }')"
-for dep in libc6 libstdc++6 libqt6widgets6 qt6-qpa-plugins libqt6sql6-sqlite; do
+# libqt6keychain1 (from dpkg-shlibdeps): endpoint API keys go to the OS keychain (issue 34).
+for dep in libc6 libstdc++6 libqt6widgets6 qt6-qpa-plugins libqt6sql6-sqlite libqt6keychain1; do
   grep -qxF "$dep" <<<"$depends_names" || die "Depends lacks $dep: $depends"
 done
 
