@@ -10,7 +10,7 @@
 #include "cflow/formats/dtype.h"
 #include "cli_options.h"
 #include "combine_style_arg.h"
-#include "synth_spec.h"
+#include "cflow/formats/synth/synth_spec.h"
 
 namespace cflow::cli {
 namespace {

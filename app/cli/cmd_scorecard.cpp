@@ -1,8 +1,7 @@
 // cflow scorecard: the paper's eight claims (Table 1.1) measured on this machine, each with its
 // figures, method and verdict (engine/include/cflow/engine/scorecard/scorecard.h), then Table 4.1
-// at our scale from the trained zoo (resources/training/RESULTS.md). The synthetic models the
-// claims need (a MoE with an expert delay, a dense model as .cflow and .vflow) are generated here
-// with the synth code into a temporary folder that is removed afterwards.
+// at our scale from the trained zoo (resources/training/RESULTS.md). The run, synthetic models
+// included, is the engine's run_paper_scorecard (the desktop dialog runs the same in-process).
 // --json: one JSON array of the eight claim objects on stdout (nothing else on stdout).
 #include <algorithm>
 #include <cmath>
@@ -15,81 +14,19 @@
 
 #include <nlohmann/json.hpp>
 
-#ifdef _WIN32
-#include <process.h>
-#define getpid _getpid
-#else
-#include <unistd.h>
-#endif
-
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/thread_pool.h"
 #include "cflow/engine/install/default_model.h"
 #include "cflow/engine/io/bandwidth_probe_cache.h"
 #include "cflow/engine/kernels/kernels.h"
-#include "cflow/engine/scorecard/scorecard.h"
-#include "cflow/formats/converter.h"
+#include "cflow/engine/scorecard/paper_scorecard.h"
 #include "commands.h"
 #include "interrupt.h"
-#include "synth_model.h"
-#include "synth_spec.h"
 
 namespace cflow::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The MoE for claims 1 and 7: DelayedSum dd 1 de 2 like arch2_4_combined, experts large enough
-// that 4 KiB sector rounding of direct reads stays below 1% of an expert.
-SynthSpec moe_spec(bool quick) {
-    SynthSpec s;
-    s.name = "scorecard-moe";
-    s.d_model = quick ? 256 : 512;
-    s.n_layers = 4;
-    s.n_heads = 8;
-    s.n_kv_heads = 8;
-    s.d_ff = quick ? 512 : 1024;
-    s.n_experts = 8;
-    s.top_k = 2;
-    s.expert_d_ff = quick ? 512 : 1024;
-    s.vocab = 1024;
-    s.max_seq_len = 512;
-    s.dense_delay = 1;
-    s.expert_delay = 2;
-    s.combine_style = CombineStyle::DelayedSum;
-    s.seed = 7;
-    return s;
-}
-
-// The dense model for claims 6 and 8: larger than the last-level cache (about 60 MiB at Q4_0).
-SynthSpec dense_spec(bool quick) {
-    SynthSpec s;
-    s.name = "scorecard-dense";
-    s.d_model = quick ? 256 : 1024;
-    s.n_layers = quick ? 4 : 8;
-    s.n_heads = quick ? 4 : 16;
-    s.n_kv_heads = quick ? 4 : 16;
-    s.d_ff = quick ? 768 : 2816;
-    s.vocab = quick ? 1024 : 8192;
-    s.max_seq_len = 512;
-    s.seed = 8;
-    return s;
-}
-
-Status write_synth(const SynthSpec& spec, const std::vector<std::pair<std::string, ContainerFormat>>& outputs,
-                   unsigned threads, const CancelToken& cancel) {
-    auto model = make_synth_model(spec, threads, &cancel);
-    if (!model) return model.take_error();
-    for (const auto& [path, format] : outputs) {
-        ConvertOptions options;
-        options.weight_quant = spec.quant;
-        options.format = format;
-        options.threads = threads;
-        auto converted = convert_to_cflow(model->source, path, options, {}, &cancel);
-        if (!converted) return converted.take_error();
-    }
-    return {};
-}
 
 // The folder holding default-model.cflow, models/ and training/: --resources, else the default
 // model's folder.
@@ -97,23 +34,6 @@ std::string resources_dir(const ScorecardArgs& args) {
     if (args.resources) return *args.resources;
     if (auto model = default_model_path()) return fs::path(*model).parent_path().string();
     return "";
-}
-
-// The Table 4.1 block of RESULTS.md: its heading line and the markdown table under it.
-std::string table_4_1(const std::string& results_md) {
-    std::ifstream in(results_md);
-    if (!in) return "";
-    std::string line, out;
-    bool in_table = false;
-    while (std::getline(in, line)) {
-        if (!line.empty() && line[0] == '|') {
-            out += line + "\n";
-            in_table = true;
-        } else if (in_table) {
-            break;
-        }
-    }
-    return out;
 }
 
 std::string format_value(double v) {
@@ -140,44 +60,14 @@ int run_scorecard(const ScorecardArgs& args) {
     options.threads = args.threads;
     options.quick = quick;
     if (args.claim) options.claims = {args.claim};
-    ScorecardInputs inputs;
-    const std::string resources = resources_dir(args);
-    if (!resources.empty() && fs::exists(fs::path(resources) / kDefaultModelFileName))
-        inputs.trained_model = (fs::path(resources) / kDefaultModelFileName).string();
-    if (!inputs.trained_model.empty()) inputs.layout_models.push_back(inputs.trained_model);
-    std::error_code ec;
-    std::vector<std::string> zoo;
-    for (const auto& entry : fs::directory_iterator(fs::path(resources) / "models", ec))
-        if (entry.path().extension() == ".cflow") zoo.push_back(entry.path().string());
-    std::sort(zoo.begin(), zoo.end());
-    inputs.layout_models.insert(inputs.layout_models.end(), zoo.begin(), zoo.end());
-
+    PaperScorecardSetup setup;
+    setup.options = options;
+    setup.resources_dir = resources_dir(args);
     CancelToken cancel;
     InterruptGuard guard(cancel);
-    const fs::path work = fs::temp_directory_path(ec) / ("cflow-scorecard-" + std::to_string(getpid()));
-    fs::create_directories(work, ec);
-    if (ec) return fail("scorecard", work.string() + ": " + ec.message());
-    struct Cleanup {
-        fs::path dir;
-        ~Cleanup() {
-            std::error_code e;
-            fs::remove_all(dir, e);
-        }
-    } cleanup{work};
-    inputs.moe_model = (work / "moe.cflow").string();
-    inputs.dense_cflow = (work / "dense.cflow").string();
-    inputs.dense_vflow = (work / "dense.vflow").string();
-    std::fprintf(stderr, "scorecard: generating synthetic models in %s\n", work.string().c_str());
-    if (Status s = write_synth(moe_spec(quick), {{inputs.moe_model, ContainerFormat::Cflow}}, options.threads, cancel); !s)
-        return fail("scorecard", "synthetic MoE: " + s.error());
-    if (Status s = write_synth(dense_spec(quick), {{inputs.dense_cflow, ContainerFormat::Cflow}, {inputs.dense_vflow, ContainerFormat::Vflow}},
-                               options.threads, cancel); !s)
-        return fail("scorecard", "synthetic dense model: " + s.error());
-    inputs.layout_models.push_back(inputs.moe_model);
-    inputs.layout_models.push_back(inputs.dense_cflow);
-
-    auto results = run_scorecard(inputs, options, [&](int n, int done, int total) {
-        std::fprintf(stderr, "scorecard: claim %d (%d/%d)\n", n, done + 1, total);
+    auto results = run_paper_scorecard(setup, [&](const PaperScorecardStep& step) {
+        if (step.claim == 0) std::fprintf(stderr, "scorecard: %s\n", step.what.c_str());
+        else std::fprintf(stderr, "scorecard: claim %d (%d/%d)\n", step.claim, step.done + 1, step.total);
         return !cancel.is_cancelled();
     }, &cancel);
     if (!results) return fail("scorecard", results.error());
@@ -202,8 +92,11 @@ int run_scorecard(const ScorecardArgs& args) {
             std::printf("    %-40s %14s %s\n", f.name.c_str(), format_value(f.value).c_str(), f.unit.c_str());
         std::printf("  why:    %s\n  method: %s\n\n", r.reason.c_str(), r.method.c_str());
     }
-    const std::string results_md = (fs::path(resources) / "training" / "RESULTS.md").string();
-    const std::string table = table_4_1(results_md);
+    const std::string results_md = (fs::path(setup.resources_dir) / "training" / "RESULTS.md").string();
+    std::ifstream results_in(results_md, std::ios::binary);
+    std::ostringstream results_text;
+    results_text << results_in.rdbuf();
+    const std::string table = results_in ? results_table_4_1(results_text.str()) : std::string();
     if (table.empty())
         std::printf("Table 4.1 at our scale: %s not found (pass --resources DIR, the folder with training/RESULTS.md)\n",
                     results_md.c_str());

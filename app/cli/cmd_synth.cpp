@@ -10,8 +10,8 @@
 #include "commands.h"
 #include "file_identity.h"
 #include "interrupt.h"
-#include "synth_model.h"
-#include "synth_spec.h"
+#include "cflow/formats/synth/synth_model.h"
+#include "synth_args.h"
 
 namespace cflow::cli {
 namespace {

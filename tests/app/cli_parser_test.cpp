@@ -15,7 +15,7 @@
 
 #include "cli_parser.h"
 #include "cli_runner.h"
-#include "synth_spec.h"
+#include "synth_args.h"
 
 namespace cflow::cli {
 namespace {

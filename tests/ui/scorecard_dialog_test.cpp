@@ -1,8 +1,9 @@
-// Tools > Paper scorecard…: the dialog runs the real `cflow scorecard --json --quick`, shows one
-// row per claim and Table 4.1 from the source tree's resources; its parsing refuses output that
-// is not the scorecard's, and a missing CLI is a message, not a hang.
-#include <QFile>
+// Tools > Paper scorecard…: the dialog runs the engine's paper scorecard in-process (quick sizes),
+// shows one row per claim and Table 4.1 from the source tree's resources; Cancel and closing
+// mid-run stop it and remove its synthetic models; an unwritable folder is a message.
+#include <QDir>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTableWidget>
 
 #include <gtest/gtest.h>
@@ -13,34 +14,23 @@ namespace {
 
 using cflow::ui::ScorecardDialog;
 
-TEST(ScorecardDialog, ParsesTheClaimsAndRefusesOtherOutput) {
-    const QByteArray good = R"([{"claim":1,"title":"Conditional expert loading","verdict":"proven","reason":"r",
-        "method":"m","measured":[{"name":"k_over_e","value":0.25,"unit":"ratio"}]},
-        {"claim":2,"title":"t","verdict":"not measurable here","reason":"no PMU","method":"m","measured":[]}])";
-    auto rows = cflow::ui::parse_scorecard_json(good);
-    ASSERT_TRUE(rows) << rows.error();
-    ASSERT_EQ(rows->size(), 2u);
-    EXPECT_EQ((*rows)[0].claim, 1);
-    EXPECT_EQ((*rows)[0].figures, QStringList{QStringLiteral("k_over_e = 0.25 ratio")});
-    EXPECT_EQ((*rows)[1].verdict, QStringLiteral("not measurable here"));
-    EXPECT_FALSE(cflow::ui::parse_scorecard_json("cflow scorecard: the paper's eight claims"));
-    EXPECT_FALSE(cflow::ui::parse_scorecard_json(R"({"claim":1})")) << "an object, not an array";
-    EXPECT_FALSE(cflow::ui::parse_scorecard_json(R"([{"claim":9,"verdict":"proven"}])")) << "no claim 9";
-    EXPECT_FALSE(cflow::ui::parse_scorecard_json(R"([{"claim":3}])")) << "no verdict";
+TEST(ScorecardDialog, ARowShowsTheClaimsFiguresAndVerdict) {
+    cflow::ClaimResult claim;
+    claim.claim = 1;
+    claim.title = "Conditional expert loading";
+    claim.verdict = cflow::Verdict::NotMeasurable;
+    claim.measured = {{"k_over_e", 0.25, "ratio"}};
+    const cflow::ui::ScorecardRow row = cflow::ui::scorecard_row(claim);
+    EXPECT_EQ(row.claim, 1);
+    EXPECT_EQ(row.figures, QStringList{QStringLiteral("k_over_e = 0.25 ratio")});
+    EXPECT_EQ(row.verdict, QStringLiteral("not measurable here"));
 }
 
-TEST(ScorecardDialog, Table41IsTheFirstTableOfTheResults) {
-    QFile results(QStringLiteral(CFLOW_SOURCE_DIR "/resources/training/RESULTS.md"));
-    ASSERT_TRUE(results.open(QIODevice::ReadOnly));
-    const QString table = cflow::ui::table_4_1_markdown(QString::fromUtf8(results.readAll()));
-    EXPECT_TRUE(table.startsWith(QStringLiteral("# "))) << table.left(80).toStdString();
-    EXPECT_GE(table.count(QLatin1Char('\n')), 4) << "heading, header, rule and rows";
-    EXPECT_TRUE(cflow::ui::table_4_1_markdown(QStringLiteral("# Title\n\nno table")).isEmpty());
-}
-
-TEST(ScorecardDialog, RunsTheCliAndShowsEveryClaim) {
+TEST(ScorecardDialog, RunsInProcessAndShowsEveryClaim) {
+    QTemporaryDir temp;
+    ASSERT_TRUE(temp.isValid());
     ScorecardDialog dialog;
-    dialog.setCliPath(QStringLiteral(CFLOW_CLI_PATH));
+    dialog.setTempParent(temp.path());
     dialog.setResourcesDir(QStringLiteral(CFLOW_SOURCE_DIR "/resources"));
     dialog.setQuick(true);
     QSignalSpy done(&dialog, &ScorecardDialog::scorecardFinished);
@@ -54,18 +44,52 @@ TEST(ScorecardDialog, RunsTheCliAndShowsEveryClaim) {
     EXPECT_FALSE(dialog.table()->item(0, 2)->text().isEmpty()) << "a verdict in every row";
     EXPECT_TRUE(dialog.table()->item(0, 0)->toolTip().contains(QStringLiteral("Method: "))) << "figures and method on hover";
     EXPECT_TRUE(dialog.statusText().contains(QStringLiteral("8 claims measured"))) << dialog.statusText().toStdString();
-    EXPECT_FALSE(dialog.table41Text().isEmpty());
+    EXPECT_TRUE(dialog.table41Text().contains(QStringLiteral("arch2_4_combined"))) << dialog.table41Text().toStdString();
+    EXPECT_TRUE(QDir(temp.path()).isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot)) << "the synthetic models are removed";
 }
 
-TEST(ScorecardDialog, AMissingCliIsAMessage) {
+TEST(ScorecardDialog, CancelStopsTheRunAndLeavesNothingBehind) {
+    QTemporaryDir temp;
+    ASSERT_TRUE(temp.isValid());
     ScorecardDialog dialog;
-    dialog.setCliPath(QStringLiteral("/nonexistent/cflow"));
+    dialog.setResourcesDir(QStringLiteral(CFLOW_SOURCE_DIR "/resources"));
+    dialog.setTempParent(temp.path());
+    dialog.setQuick(true);
     QSignalSpy done(&dialog, &ScorecardDialog::scorecardFinished);
     dialog.start();
-    ASSERT_TRUE(done.count() == 1 || done.wait(10000));
+    ASSERT_TRUE(dialog.isRunning());
+    dialog.cancel();
+    ASSERT_TRUE(done.count() == 1 || done.wait(120000)) << dialog.statusText().toStdString();
     EXPECT_FALSE(done.at(0).at(0).toBool());
-    EXPECT_TRUE(dialog.statusText().contains(QStringLiteral("failed"))) << dialog.statusText().toStdString();
+    EXPECT_EQ(dialog.statusText(), QStringLiteral("Cancelled."));
+    EXPECT_TRUE(dialog.rows().empty());
     EXPECT_FALSE(dialog.isRunning());
+    EXPECT_TRUE(QDir(temp.path()).isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot)) << "the temporary folder is removed";
+}
+
+TEST(ScorecardDialog, AFolderThatCannotBeWrittenIsAMessage) {
+    ScorecardDialog dialog;
+    dialog.setTempParent(QStringLiteral("/nonexistent/cflow-scorecard-parent"));
+    dialog.setQuick(true);
+    QSignalSpy done(&dialog, &ScorecardDialog::scorecardFinished);
+    dialog.start();
+    ASSERT_TRUE(done.count() == 1 || done.wait(30000));
+    EXPECT_FALSE(done.at(0).at(0).toBool());
+    EXPECT_TRUE(dialog.statusText().contains(QStringLiteral("/nonexistent/cflow-scorecard-parent"))) << dialog.statusText().toStdString();
+    EXPECT_FALSE(dialog.isRunning());
+}
+
+TEST(ScorecardDialog, ClosingDuringARunWaitsForIt) {
+    QTemporaryDir temp;
+    ASSERT_TRUE(temp.isValid());
+    {
+        ScorecardDialog dialog;
+        dialog.setTempParent(temp.path());
+        dialog.setQuick(true);
+        dialog.start();
+        ASSERT_TRUE(dialog.isRunning());
+    }  // destroyed mid-run: cancels and waits for the worker
+    EXPECT_TRUE(QDir(temp.path()).isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot));
 }
 
 } // namespace

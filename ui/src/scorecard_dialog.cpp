@@ -1,92 +1,52 @@
 #include "cflow/ui/scorecard_dialog.h"
 
-#include <QCoreApplication>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QFuture>
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
-#include <QProcess>
+#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QTableWidget>
 #include <QTextBrowser>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 
+#include "cflow/engine/scorecard/paper_scorecard.h"
 #include "cflow/ui/default_model.h"
 #include "cflow/ui/screen_fit.h"
 
 namespace cflow::ui {
+
+struct ScorecardDialog::Run {
+    CancelToken cancel;
+    QFuture<void> future;
+    bool cancelled = false;  // the user cancelled (the result is not shown as a failure)
+    bool shown = false;      // onFinished ran (the worker may still be returning)
+};
+
 namespace {
 
 constexpr int kClaims = 8;
 
-QString figure_text(const QJsonObject& f) {
-    return QStringLiteral("%1 = %2 %3")
-        .arg(f.value(QStringLiteral("name")).toString())
-        .arg(f.value(QStringLiteral("value")).toDouble(), 0, 'g', 5)
-        .arg(f.value(QStringLiteral("unit")).toString());
+QString figure_text(const Figure& f) {
+    return QStringLiteral("%1 = %2 %3").arg(QString::fromStdString(f.name)).arg(f.value, 0, 'g', 5).arg(QString::fromStdString(f.unit));
 }
 
 } // namespace
 
-Result<std::vector<ScorecardRow>> parse_scorecard_json(const QByteArray& json) {
-    QJsonParseError error{};
-    const QJsonDocument doc = QJsonDocument::fromJson(json.trimmed(), &error);
-    if (error.error != QJsonParseError::NoError)
-        return make_error("the scorecard's output is not JSON (" + error.errorString().toStdString() + " at offset " +
-                          std::to_string(error.offset) + ")");
-    if (!doc.isArray()) return make_error("the scorecard's output is not a JSON array of claims");
-    std::vector<ScorecardRow> rows;
-    for (const QJsonValue& v : doc.array()) {
-        const QJsonObject o = v.toObject();
-        ScorecardRow row;
-        row.claim = o.value(QStringLiteral("claim")).toInt();
-        row.title = o.value(QStringLiteral("title")).toString();
-        row.verdict = o.value(QStringLiteral("verdict")).toString();
-        row.reason = o.value(QStringLiteral("reason")).toString();
-        row.method = o.value(QStringLiteral("method")).toString();
-        for (const QJsonValue& f : o.value(QStringLiteral("measured")).toArray()) row.figures << figure_text(f.toObject());
-        if (row.claim < 1 || row.claim > kClaims || row.verdict.isEmpty())
-            return make_error("the scorecard's output has an entry without a claim number 1-8 and a verdict");
-        rows.push_back(std::move(row));
-    }
-    return rows;
-}
-
-QString table_4_1_markdown(const QString& resultsMarkdown) {
-    // As `cflow scorecard` prints it: the first table of RESULTS.md, under the file's heading.
-    QString heading, table;
-    bool inTable = false;
-    for (const QString& line : resultsMarkdown.split(QLatin1Char('\n'))) {
-        if (heading.isEmpty() && line.startsWith(QLatin1Char('#'))) heading = line;
-        if (line.startsWith(QLatin1Char('|'))) {
-            table += line + QLatin1Char('\n');
-            inTable = true;
-        } else if (inTable) {
-            break;
-        }
-    }
-    if (table.isEmpty()) return {};
-    return heading.isEmpty() ? table : heading + QStringLiteral("\n\n") + table;
-}
-
-QString find_cflow_cli(const QString& executableDir) {
-#ifdef Q_OS_WIN
-    const QString name = QStringLiteral("cflow.exe");
-#else
-    const QString name = QStringLiteral("cflow");
-#endif
-    for (const QString& candidate : {QDir(executableDir).filePath(name), QDir(executableDir).filePath(QStringLiteral("../") + name)}) {
-        const QFileInfo info(candidate);
-        if (info.isFile() && info.isExecutable()) return info.canonicalFilePath();
-    }
-    return {};
+ScorecardRow scorecard_row(const ClaimResult& claim) {
+    ScorecardRow row;
+    row.claim = claim.claim;
+    row.title = QString::fromStdString(claim.title);
+    row.verdict = QString::fromStdString(std::string(verdict_name(claim.verdict)));
+    row.reason = QString::fromStdString(claim.reason);
+    row.method = QString::fromStdString(claim.method);
+    for (const Figure& f : claim.measured) row.figures << figure_text(f);
+    return row;
 }
 
 ScorecardDialog::ScorecardDialog(QWidget* parent) : QDialog(parent) {
@@ -111,15 +71,15 @@ ScorecardDialog::ScorecardDialog(QWidget* parent) : QDialog(parent) {
     table41_->setObjectName(QStringLiteral("table41"));
     table41_->setAccessibleName(tr("Table 4.1 at our scale"));
     table41_->setMinimumHeight(120);
-    run_ = new QPushButton(tr("Run"), this);
+    runButton_ = new QPushButton(tr("Run"), this);
     cancel_ = new QPushButton(tr("Cancel"), this);
     cancel_->setEnabled(false);
     auto* close = new QPushButton(tr("Close"), this);
-    connect(run_, &QPushButton::clicked, this, &ScorecardDialog::start);
+    connect(runButton_, &QPushButton::clicked, this, &ScorecardDialog::start);
     connect(cancel_, &QPushButton::clicked, this, &ScorecardDialog::cancel);
     connect(close, &QPushButton::clicked, this, &QDialog::reject);
     auto* buttons = new QHBoxLayout;
-    buttons->addWidget(run_);
+    buttons->addWidget(runButton_);
     buttons->addWidget(cancel_);
     buttons->addStretch(1);
     buttons->addWidget(close);
@@ -136,92 +96,82 @@ ScorecardDialog::ScorecardDialog(QWidget* parent) : QDialog(parent) {
 }
 
 ScorecardDialog::~ScorecardDialog() {
-    if (process_ && process_->state() != QProcess::NotRunning) {
-        process_->kill();
-        process_->waitForFinished(5000);
-    }
+    if (run_) run_->cancel.cancel();
+    waitForRun();
 }
 
-bool ScorecardDialog::isRunning() const { return process_ && process_->state() != QProcess::NotRunning; }
+void ScorecardDialog::waitForRun() {
+    if (run_ && run_->future.isValid()) run_->future.waitForFinished();
+}
+
+bool ScorecardDialog::isRunning() const { return run_ && !run_->shown; }
 QString ScorecardDialog::statusText() const { return status_->text(); }
 QString ScorecardDialog::table41Text() const { return table41_->toPlainText(); }
 
 void ScorecardDialog::start() {
     if (isRunning()) return;
-    if (cliPath_.isEmpty()) cliPath_ = find_cflow_cli(QCoreApplication::applicationDirPath());
-    if (cliPath_.isEmpty()) {
-        status_->setText(tr("The cflow command-line tool was not found beside cflow studio (%1): the scorecard runs "
-                            "through it.")
-                             .arg(QDir::toNativeSeparators(QCoreApplication::applicationDirPath())));
-        emit scorecardFinished(false);
-        return;
-    }
+    waitForRun();
     rows_.clear();
-    cancelled_ = false;
     showRows();
-    stdout_.clear();
-    stderrTail_.clear();
+    bar_->setRange(0, kClaims);
     bar_->setValue(0);
-    QStringList args{QStringLiteral("scorecard"), QStringLiteral("--json")};
-    if (!resourcesDir_.isEmpty()) args << QStringLiteral("--resources") << resourcesDir_;
-    if (quick_) args << QStringLiteral("--quick");
-    delete process_;
-    process_ = new QProcess(this);
-    connect(process_, &QProcess::readyReadStandardOutput, this, [this] { stdout_ += process_->readAllStandardOutput(); });
-    connect(process_, &QProcess::readyReadStandardError, this, &ScorecardDialog::onStderr);
-    connect(process_, &QProcess::finished, this,
-            [this](int code, QProcess::ExitStatus status) { onFinished(code, status == QProcess::CrashExit); });
-    connect(process_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
-        if (e == QProcess::FailedToStart) onFinished(-1, true);
-    });
+    PaperScorecardSetup setup;
+    setup.resources_dir = QDir::toNativeSeparators(resourcesDir_).toStdString();
+    setup.temp_parent = QDir::toNativeSeparators(tempParent_).toStdString();
+    setup.options.quick = quick_;
+    run_ = std::make_shared<Run>();
     status_->setText(tr("Preparing the models…"));
-    run_->setEnabled(false);
+    runButton_->setEnabled(false);
     cancel_->setEnabled(true);
-    process_->start(cliPath_, args);
+    // The worker reaches the dialog only through queued calls: the destructor waits for it, and
+    // events still queued for a deleted dialog are dropped with it.
+    const QPointer<ScorecardDialog> self(this);
+    std::shared_ptr<Run> run = run_;
+    run_->future = QtConcurrent::run([self, run, setup] {
+        auto results = run_paper_scorecard(setup, [&](const PaperScorecardStep& step) {
+            const QString what = QString::fromStdString(step.what);
+            QMetaObject::invokeMethod(self.data(), [self, step, what] {
+                if (self) self->onStep(step.claim, step.done, step.total, what);
+            }, Qt::QueuedConnection);
+            return !run->cancel.is_cancelled();
+        }, &run->cancel);
+        QMetaObject::invokeMethod(self.data(), [self, run, results = std::move(results)] {
+            if (self && self->run_ == run) self->onFinished(results);
+        }, Qt::QueuedConnection);
+    });
 }
 
 void ScorecardDialog::cancel() {
     if (!isRunning()) return;
-    cancelled_ = true;
-    process_->kill();  // the CLI removes its temporary folder on exit; a killed one leaves it in TMPDIR
-    status_->setText(tr("Cancelled."));
-}
-
-void ScorecardDialog::onStderr() {
-    const QByteArray chunk = process_->readAllStandardError();
-    stderrTail_ = (stderrTail_ + chunk).right(4096);
-    static const QRegularExpression progress(QStringLiteral("scorecard: claim (\\d+) \\((\\d+)/(\\d+)\\)"));
-    QRegularExpressionMatchIterator it = progress.globalMatch(QString::fromUtf8(chunk));
-    while (it.hasNext()) {
-        const QRegularExpressionMatch m = it.next();
-        bar_->setRange(0, m.captured(3).toInt());
-        bar_->setValue(m.captured(2).toInt() - 1);
-        status_->setText(tr("Claim %1 (%2 of %3)…").arg(m.captured(1), m.captured(2), m.captured(3)));
-    }
-}
-
-void ScorecardDialog::onFinished(int exitCode, bool crashed) {
-    run_->setEnabled(true);
+    run_->cancelled = true;
+    run_->cancel.cancel();
     cancel_->setEnabled(false);
-    if (cancelled_) {
+    status_->setText(tr("Cancelling at the next step…"));
+}
+
+void ScorecardDialog::onStep(int claim, int done, int total, const QString& what) {
+    if (run_ && run_->cancelled) return;
+    bar_->setRange(0, total);
+    bar_->setValue(done);
+    status_->setText(claim == 0 ? tr("Preparing the models: %1…").arg(what)
+                                : tr("Claim %1 (%2 of %3)…").arg(claim).arg(done + 1).arg(total));
+}
+
+void ScorecardDialog::onFinished(const Result<std::vector<ClaimResult>>& results) {
+    run_->shown = true;
+    runButton_->setEnabled(true);
+    cancel_->setEnabled(false);
+    if (run_->cancelled) {
+        status_->setText(tr("Cancelled."));
         emit scorecardFinished(false);
         return;
     }
-    if (crashed || exitCode != 0) {
-        const QString tail = QString::fromUtf8(stderrTail_).trimmed().split(QLatin1Char('\n')).value(-1).trimmed();
-        status_->setText(tr("The scorecard failed (%1): %2")
-                             .arg(crashed ? tr("it did not run to the end") : tr("exit code %1").arg(exitCode),
-                                  tail.isEmpty() ? tr("no message") : tail));
+    if (!results) {
+        status_->setText(tr("The scorecard failed: %1").arg(QString::fromStdString(results.error())));
         emit scorecardFinished(false);
         return;
     }
-    auto parsed = parse_scorecard_json(stdout_);
-    if (!parsed) {
-        status_->setText(QString::fromStdString(parsed.error()));
-        emit scorecardFinished(false);
-        return;
-    }
-    rows_ = std::move(parsed).value();
+    for (const ClaimResult& claim : *results) rows_.push_back(scorecard_row(claim));
     bar_->setValue(bar_->maximum());
     showRows();
     int proven = 0, refuted = 0;
@@ -235,13 +185,13 @@ void ScorecardDialog::onFinished(int exitCode, bool crashed) {
                          .arg(proven)
                          .arg(refuted)
                          .arg(int(rows_.size()) - proven - refuted));
-    QFile results(QDir(resourcesDir_).filePath(QStringLiteral("training/RESULTS.md")));
-    const QString table = results.open(QIODevice::ReadOnly) && results.size() < (4 << 20)
-                              ? table_4_1_markdown(QString::fromUtf8(results.readAll()))
+    QFile results_md(QDir(resourcesDir_).filePath(QStringLiteral("training/RESULTS.md")));
+    const QString table = results_md.open(QIODevice::ReadOnly) && results_md.size() < (4 << 20)
+                              ? QString::fromStdString(results_table_4_1(results_md.readAll().toStdString()))
                               : QString();
     if (table.isEmpty())
         table41_->setPlainText(tr("Not found: %1 (the trained zoo's results ship with the source tree).")
-                                   .arg(QDir::toNativeSeparators(results.fileName())));
+                                   .arg(QDir::toNativeSeparators(results_md.fileName())));
     else
         table41_->setMarkdown(table);
     emit scorecardFinished(true);

@@ -1,20 +1,21 @@
 #pragma once
 // Tools > Paper scorecard…: the paper's eight claims measured on this machine, as `cflow
-// scorecard --json` measures them. The dialog runs the installed CLI as a child process (the
-// synthetic models the claims need are made by the CLI's synth code, which the UI layer cannot
-// link), shows its progress and one row per claim (verdict, why, figures, method), and the
-// trained zoo's Table 4.1 from the resources folder beside it. Cancel kills the child.
+// scorecard` measures them: the same engine run (run_paper_scorecard, synthetic models included)
+// in-process on a worker thread, with its progress, one row per claim (verdict, why, figures,
+// method) and the trained zoo's Table 4.1 from the resources folder beside it. Cancel stops the
+// run at its next check (between claims, or inside a synthetic model's generation); closing the
+// dialog cancels and waits for the worker, which never outlives it.
+#include <memory>
 #include <vector>
 
-#include <QByteArray>
 #include <QDialog>
 #include <QString>
 #include <QStringList>
 
 #include "cflow/base/result.h"
+#include "cflow/engine/scorecard/scorecard.h"
 
 class QLabel;
-class QProcess;
 class QProgressBar;
 class QPushButton;
 class QTableWidget;
@@ -31,13 +32,8 @@ struct ScorecardRow {
     QStringList figures;  // "name = value unit"
 };
 
-// The rows of `cflow scorecard --json` output (a JSON array of claim objects); an error naming
-// what is wrong when it is not that.
-Result<std::vector<ScorecardRow>> parse_scorecard_json(const QByteArray& json);
-// The "Table 4.1" section of a RESULTS.md (its heading and the table under it); "" when absent.
-QString table_4_1_markdown(const QString& resultsMarkdown);
-// The cflow CLI beside the studio executable (installed: same folder; build tree: one up).
-QString find_cflow_cli(const QString& executableDir);
+// A claim as the table shows it (figures as "name = value unit").
+ScorecardRow scorecard_row(const ClaimResult& claim);
 
 class ScorecardDialog : public QDialog {
     Q_OBJECT
@@ -45,9 +41,10 @@ public:
     explicit ScorecardDialog(QWidget* parent = nullptr);
     ~ScorecardDialog() override;
 
-    void setCliPath(const QString& path) { cliPath_ = path; }
     void setResourcesDir(const QString& dir) { resourcesDir_ = dir; }
-    void setQuick(bool quick) { quick_ = quick; }  // --quick: small sizes (tests)
+    void setQuick(bool quick) { quick_ = quick; }  // small sizes (tests)
+    // Where the run's temporary folder of synthetic models goes ("" = the system's temp folder).
+    void setTempParent(const QString& dir) { tempParent_ = dir; }
     void start();
     void cancel();
     bool isRunning() const;
@@ -60,24 +57,25 @@ public:
 signals:
     void scorecardFinished(bool ok);  // after a run: ok when every claim was reported
 
-private:
-    void onStderr();
-    void onFinished(int exitCode, bool crashed);
-    void showRows();
+public:
+    struct Run;  // a run's state shared with its worker (scorecard_dialog.cpp)
 
-    QString cliPath_;
+private:
+    void onStep(int claim, int done, int total, const QString& what);
+    void onFinished(const Result<std::vector<ClaimResult>>& results);
+    void showRows();
+    void waitForRun();
+
     QString resourcesDir_;
+    QString tempParent_;
     bool quick_ = false;
-    bool cancelled_ = false;
-    QProcess* process_ = nullptr;
-    QByteArray stdout_;
-    QByteArray stderrTail_;  // the last lines, for the error message
+    std::shared_ptr<Run> run_;  // the run in progress or finished last
     std::vector<ScorecardRow> rows_;
     QLabel* status_ = nullptr;
     QProgressBar* bar_ = nullptr;
     QTableWidget* table_ = nullptr;
     QTextBrowser* table41_ = nullptr;
-    QPushButton* run_ = nullptr;
+    QPushButton* runButton_ = nullptr;
     QPushButton* cancel_ = nullptr;
 };
 

@@ -1,6 +1,6 @@
 // make_synth_model: plan every tensor, allocate them all at once (one allocation, so an
 // impossible size fails cleanly before any work), generate chunks in parallel, wrap as a SourceModel.
-#include "synth_model.h"
+#include "cflow/formats/synth/synth_model.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,10 +11,10 @@
 
 #include "cflow/formats/llama3_rope.h"
 #include "cflow/formats/memory_file.h"
-#include "synth_metadata.h"
-#include "synth_weights.h"
+#include "cflow/formats/synth/synth_metadata.h"
+#include "cflow/formats/synth/synth_weights.h"
 
-namespace cflow::cli {
+namespace cflow {
 namespace {
 
 enum class Fill : uint8_t { Blocks, Norm, Router, RopeFactors };
@@ -295,4 +295,4 @@ Result<SynthModel> make_synth_model(const SynthSpec& spec, unsigned threads, con
     }
 }
 
-} // namespace cflow::cli
+} // namespace cflow

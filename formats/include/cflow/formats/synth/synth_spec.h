@@ -1,15 +1,17 @@
 #pragma once
-// What `cflow synth` generates: a preset's geometry with the command line's overrides, checked
-// so every problem is reported as one line naming the option and why.
+// What a synthetic model is: a seeded random-weight llama-family geometry (`cflow synth`, the
+// paper scorecard's models, benchmarks against llama.cpp on identical weights). Presets give real
+// models' shapes; check_synth_spec reports a geometry the writers cannot make as one line naming
+// the `cflow synth` option that sets the value, and why.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "cflow/base/result.h"
 #include "cflow/formats/cflow_layout.h"
 #include "cflow/formats/dtype.h"
-#include "command_args.h"
 
-namespace cflow::cli {
+namespace cflow {
 
 struct SynthSpec {
     std::string name = "custom";   // preset name, or "custom" for a geometry from flags alone
@@ -51,14 +53,16 @@ struct SynthSpec {
     }
 };
 
-// --preset (synth_preset_names()) or the required geometry flags, then every override, then the
-// cross-checks (multiples of the 32-weight block, heads dividing d, delays below layers, ...).
-// Each option's own range is checked by the parser (cli_parser.cpp).
-Result<SynthSpec> synth_spec_from_args(const SynthArgs& args);
-
+// A preset's geometry (synth_preset_names()); nullopt for another name.
+std::optional<SynthSpec> synth_preset(const std::string& name);
 // "dense-1b, moe-1b, llama3.2-1b, qwen3-moe" (for messages), and whether `name` is one.
 const std::string& synth_preset_names();
 bool is_synth_preset(const std::string& name);
+
+// The cross-checks a writable geometry passes: multiples of the 32-weight block (256 for
+// K-quants), heads dividing d, even head dimension, top-k within the experts, delays below the
+// layers and on streams the model has, a vocabulary holding the byte tokens.
+Status check_synth_spec(const SynthSpec& spec);
 
 // llama.cpp's use_more_bits(layer, n_layers) of the Q4_K_M recipe: the first and last eighth of
 // the layers and every third one between take Q6_K for attn_v and ffn_down.
@@ -72,4 +76,4 @@ uint32_t synth_file_type(DType quant);
 // What a llama GGUF can describe: no layer with both a dense FFN and experts.
 Status check_gguf_expressible(const SynthSpec& spec);
 
-} // namespace cflow::cli
+} // namespace cflow

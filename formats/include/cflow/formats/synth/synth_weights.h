@@ -15,7 +15,7 @@
 
 #include "cflow/formats/dtype.h"
 
-namespace cflow::cli {
+namespace cflow {
 
 class SynthRng {
 public:
@@ -55,4 +55,4 @@ void fill_kquant(SynthRng& rng, DType dtype, double std_dev, uint64_t n_blocks, 
 // change a value between platforms. Norm weights and the MoE router.
 void fill_f32(SynthRng& rng, int32_t center, int32_t half_range, float unit, uint64_t n, float* out);
 
-} // namespace cflow::cli
+} // namespace cflow

@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "cflow/formats/gguf_writer.h"
-#include "synth_spec.h"
+#include "cflow/formats/synth/synth_spec.h"
 
-namespace cflow::cli {
+namespace cflow {
 
 inline constexpr float kSynthNormEps = 1e-5f;
 
 std::vector<GgufKeyValue> synth_gguf_metadata(const SynthSpec& spec);
 
-} // namespace cflow::cli
+} // namespace cflow

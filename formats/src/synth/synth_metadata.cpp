@@ -1,11 +1,11 @@
 // GGUF keys of a synth model (synth_metadata.h).
-#include "synth_metadata.h"
+#include "cflow/formats/synth/synth_metadata.h"
 
 #include <string>
 
-#include "synth_vocab.h"
+#include "cflow/formats/synth/synth_vocab.h"
 
-namespace cflow::cli {
+namespace cflow {
 
 std::vector<GgufKeyValue> synth_gguf_metadata(const SynthSpec& s) {
     const std::string quant = synth_quant_name(s.quant);
@@ -54,4 +54,4 @@ std::vector<GgufKeyValue> synth_gguf_metadata(const SynthSpec& s) {
     return kv;
 }
 
-} // namespace cflow::cli
+} // namespace cflow

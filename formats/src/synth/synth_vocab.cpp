@@ -1,10 +1,10 @@
 // The synth vocabulary (synth_vocab.h). llama.cpp requires unique pieces (it maps piece -> id)
 // and the byte tokens (it finds "\n" as <0x0A>), so both are guaranteed here.
-#include "synth_vocab.h"
+#include "cflow/formats/synth/synth_vocab.h"
 
 #include <unordered_set>
 
-namespace cflow::cli {
+namespace cflow {
 namespace {
 
 constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kByte = 6;
@@ -75,4 +75,4 @@ SynthVocab make_synth_vocab(uint32_t size) {
     return b.take();
 }
 
-} // namespace cflow::cli
+} // namespace cflow

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace cflow::cli {
+namespace cflow {
 
 struct SynthVocab {
     std::vector<std::string> tokens;  // unique pieces
@@ -20,4 +20,4 @@ inline constexpr int32_t kSynthUnk = 0, kSynthBos = 1, kSynthEos = 2;
 // then <extra_N> fillers; exactly `size` (>= 259) entries.
 SynthVocab make_synth_vocab(uint32_t size);
 
-} // namespace cflow::cli
+} // namespace cflow

@@ -1,5 +1,5 @@
 // Seeded ggml blocks and f32 vectors (synth_weights.h).
-#include "synth_weights.h"
+#include "cflow/formats/synth/synth_weights.h"
 
 #include <cmath>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include "cflow/formats/kquant_quantize.h"
 #include "cflow/formats/tile_codec.h"
 
-namespace cflow::cli {
+namespace cflow {
 namespace {
 
 // Level in [0, n) from a 16-bit field by multiply-shift: the field's high bits pick the level.
@@ -131,4 +131,4 @@ void fill_f32(SynthRng& rng, int32_t center, int32_t half_range, float unit, uin
     }
 }
 
-} // namespace cflow::cli
+} // namespace cflow

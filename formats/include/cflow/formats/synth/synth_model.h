@@ -10,9 +10,9 @@
 #include "cflow/base/result.h"
 #include "cflow/formats/gguf_writer.h"
 #include "cflow/formats/source_model.h"
-#include "synth_spec.h"
+#include "cflow/formats/synth/synth_spec.h"
 
-namespace cflow::cli {
+namespace cflow {
 
 struct SynthModel {
     SourceModel source;                      // config, metadata (the GGUF keys as read back), tensors
@@ -31,4 +31,4 @@ struct SynthModel {
 // Generation runs on `threads` threads (0 = all cores) in chunks with their own seeds.
 Result<SynthModel> make_synth_model(const SynthSpec& spec, unsigned threads, const CancelToken* cancel);
 
-} // namespace cflow::cli
+} // namespace cflow
