@@ -1,12 +1,16 @@
 // Endpoint profiles (issue 34): the store keeps them in order in an ini file, replaces by id,
 // removes, and refuses an unreadable base URL with a message that names it; the identity a reply
-// records reads back as "model @ host:port".
+// records reads back as "model @ host:port"; the test keychain answers later, as a real one.
 #include <gtest/gtest.h>
 
 #include <QFile>
+#include <QCoreApplication>
 #include <QTemporaryDir>
 
+#include <optional>
+
 #include "cflow/ui/remote/endpoint_profile.h"
+#include "cflow/ui/remote/memory_secret_store.h"
 
 namespace cflow::ui {
 namespace {
@@ -94,6 +98,49 @@ TEST(EndpointProfiles, IdentityNamesUrlAndModelAndReadsBackAsALabel) {
     EXPECT_EQ(endpoint_identity_label(endpoint_identity(profile({}, QStringLiteral("http://[::1]:9000/v1")))),
               QStringLiteral("[::1]:9000"));
     EXPECT_EQ(endpoint_identity_label(QStringLiteral("/models/qwen.gguf")), QStringLiteral("/models/qwen.gguf"));
+}
+
+
+// Callers must not rely on an answer inside the call: a real keychain answers over D-Bus.
+TEST(EndpointProfiles, TheTestKeychainAnswersLaterNotInsideTheCall) {
+    MemorySecretStore secrets;
+    bool wrote = false;
+    secrets.writeKey(QStringLiteral("p1"), QStringLiteral("sk-1"), [&](Status s) { wrote = s.ok(); });
+    EXPECT_FALSE(wrote) << "answered synchronously";
+    QCoreApplication::processEvents();
+    EXPECT_TRUE(wrote);
+
+    std::optional<Result<QString>> read;
+    secrets.readKey(QStringLiteral("p1"), [&](Result<QString> key) { read.emplace(std::move(key)); });
+    EXPECT_FALSE(read.has_value());
+    QCoreApplication::processEvents();
+    ASSERT_TRUE(read.has_value());
+    ASSERT_TRUE(*read);
+    EXPECT_EQ(**read, QStringLiteral("sk-1"));
+
+    // A key never saved reads as none; a failing keychain says so, through the callback too.
+    read.reset();
+    secrets.readKey(QStringLiteral("p2"), [&](Result<QString> key) { read.emplace(std::move(key)); });
+    QCoreApplication::processEvents();
+    ASSERT_TRUE(read.has_value() && *read);
+    EXPECT_TRUE((*read)->isEmpty());
+    secrets.setFailure(QStringLiteral("the keychain is locked"));
+    read.reset();
+    secrets.readKey(QStringLiteral("p1"), [&](Result<QString> key) { read.emplace(std::move(key)); });
+    EXPECT_FALSE(read.has_value());
+    QCoreApplication::processEvents();
+    ASSERT_TRUE(read.has_value());
+    ASSERT_FALSE(*read);
+    EXPECT_EQ(read->error(), "the keychain is locked");
+
+    // A store destroyed before it answers drops the answer instead of calling into a gone caller.
+    bool called = false;
+    {
+        MemorySecretStore shortLived;
+        shortLived.deleteKey(QStringLiteral("p1"), [&](Status) { called = true; });
+    }
+    QCoreApplication::processEvents();
+    EXPECT_FALSE(called);
 }
 
 } // namespace

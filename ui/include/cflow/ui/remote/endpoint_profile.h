@@ -51,8 +51,10 @@ class SecretStore {
 public:
     virtual ~SecretStore() = default;
     // Errors say what the keychain said ("no keychain is running: ..."), never the key.
+    // A profile with no key saved reads as "" (not an error).
     virtual void readKey(const QString& profileId, std::function<void(Result<QString>)> done) = 0;
     virtual void writeKey(const QString& profileId, const QString& key, std::function<void(Status)> done) = 0;
+    // Deleting a key that is not there succeeds.
     virtual void deleteKey(const QString& profileId, std::function<void(Status)> done) = 0;
     // For the dialog: "the system keychain (Secret Service)", "a test keychain in memory".
     virtual QString describe() const = 0;
