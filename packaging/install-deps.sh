@@ -4,6 +4,7 @@
 #   packaging/install-deps.sh            the build dependencies
 #   packaging/install-deps.sh --tests    also npm and the openai npm package of the server's client
 #                                        test (tests/server/openai-node, pinned by its package-lock.json)
+#                                        stunnel4, and dbus + gnome-keyring for the keychain test
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,6 +33,8 @@ if [[ "$with_tests" -eq 1 ]]; then
   fi
   # TLS in front of `cflow serve` for the remote-endpoint tests (tests/remote/tls_stunnel_test.cpp).
   as_root apt-get install -y stunnel4
+  # A private Secret Service for the keychain test (tests/ui/run_with_secret_service.sh, issue 34).
+  as_root apt-get install -y dbus gnome-keyring
   npm ci --prefix "$repo_root/tests/server/openai-node" --no-audit --no-fund
   npm ci --prefix "$repo_root/tests/server/anthropic-node" --no-audit --no-fund
   npm ci --prefix "$repo_root/tests/engine/schema-node" --no-audit --no-fund
