@@ -15,6 +15,7 @@
 #include "cflow/engine/forward/critical_path.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/ui/inspector/bandwidth_panel.h"
+#include "cflow/ui/inspector/latency_timeline.h"
 #include "cflow/ui/inspector/read_bandwidth_probe.h"
 #include "cflow/ui/inspector/routing_panel.h"
 #include "cflow/ui/inspector/stall_panel.h"
@@ -35,6 +36,12 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
     tabs_->addTab(bandwidth_, tr("Bandwidth"));
     tabs_->addTab(routing_, tr("Expert routing"));
     tabs_->addTab(stalls_, tr("Overlap stalls"));
+    latency_ = new LatencyTimeline(tabs_);
+    tabs_->addTab(latency_, tr("Server latency"));
+    endpointNote_ = new QLabel(body);
+    endpointNote_->setObjectName(QStringLiteral("endpointNote"));
+    endpointNote_->setWordWrap(true);
+    endpointNote_->hide();
     status_ = new QLabel(body);
     // Wrapped: the model's name and the count on one line set the dock's minimum width and, in
     // a column beside the chat, pushed the Export button out of view behind a scroll bar.
@@ -47,6 +54,7 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
     bottom->addWidget(exportButton);
     auto* layout = new QVBoxLayout(body);
     layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(endpointNote_);
     layout->addWidget(tabs_, 1);
     layout->addLayout(bottom);
     // Below the charts' own minimum (a 600-pixel window's strip) the dock scrolls rather than
@@ -70,7 +78,10 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
     // the machine's bandwidth (then kept it).
 
     // A hidden tab is redrawn when it becomes visible, not on every timer tick.
-    connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) { refreshPanel(tabs_->widget(index)); });
+    connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
+        refreshPanel(tabs_->widget(index));
+        endpointNote_->setVisible(!endpointLabel_.isEmpty() && tabs_->widget(index) != latency_);
+    });
 
     timer_ = new QTimer(this);
     timer_->setInterval(1000 / std::max(1, options_.refreshHz));
@@ -82,6 +93,24 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
 InspectorDock::~InspectorDock() = default;
 
 QString InspectorDock::statusText() const { return statusText_->text(); }
+
+QString InspectorDock::endpointNote() const { return endpointLabel_.isEmpty() ? QString() : endpointNote_->text(); }
+
+void InspectorDock::setEndpoint(const QString& label) {
+    endpointLabel_ = label;
+    endpointNote_->setText(
+        label.isEmpty() ? QString()
+                        : tr("Replies are written by the server %1. Bandwidth, expert routing and overlap stalls are "
+                             "measured inside the local engine, so they stay empty for its replies; the Server latency "
+                             "tab shows when each piece of a reply arrived.")
+                              .arg(label));
+    endpointNote_->setVisible(!label.isEmpty() && tabs_->currentWidget() != latency_);
+    updateStatus();
+}
+
+void InspectorDock::showRemoteReply(const std::vector<float>& arrivalMs, double firstTextMs) {
+    latency_->setReply(arrivalMs, firstTextMs);
+}
 
 void InspectorDock::setModel(std::shared_ptr<const cflow::Model> model) {
     model_ = std::move(model);
@@ -170,6 +199,7 @@ void InspectorDock::updateStatus() {
     if (lastDropped_ > 0) text += tr(", %1 dropped (the display fell behind)").arg(lastDropped_);
     if (history_.sessionTokensNotKept() > 0) text += tr(", %1 not kept for export").arg(history_.sessionTokensNotKept());
     if (!geometry_.modelName.empty()) text = QString::fromStdString(geometry_.modelName) + QStringLiteral(" · ") + text;
+    if (!endpointLabel_.isEmpty()) text = tr("%1 (server) · the local engine's %2").arg(endpointLabel_, text);
     statusText_->setText(text);
 }
 

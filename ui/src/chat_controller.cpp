@@ -9,6 +9,9 @@
 #include "cflow/ui/conversation_title.h"
 #include "cflow/ui/engine_worker.h"
 #include "cflow/ui/sampling_panel.h"
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+#include "cflow/ui/remote/remote_worker.h"
+#endif
 
 namespace cflow::ui {
 namespace {
@@ -76,7 +79,10 @@ ChatController::ChatController(EngineWorker* worker, ConversationStore* store, Q
     measureTimer_.setSingleShot(true);
     measureTimer_.setInterval(kMeasureDelayMs);
     connect(&measureTimer_, &QTimer::timeout, this, &ChatController::measureNow);
-    connect(worker_, &EngineWorker::modelLoaded, this, &ChatController::onModelLoaded);
+    connect(worker_, &EngineWorker::modelLoaded, this, [this](const ModelInfo& info) {
+        onEndpoint_ = false;  // the engine's model writes the replies again
+        onModelLoaded(info);
+    });
     connect(worker_, &EngineWorker::loadFailed, this, &ChatController::onLoadFailed);
     connect(worker_, &EngineWorker::promptReady, this, &ChatController::onPrompt);
     connect(worker_, &EngineWorker::measured, this, &ChatController::onMeasured);
@@ -85,6 +91,8 @@ ChatController::ChatController(EngineWorker* worker, ConversationStore* store, Q
     connect(worker_, &EngineWorker::finished, this, &ChatController::onFinished);
     connect(worker_, &EngineWorker::error, this, &ChatController::onError);
 }
+
+ChatController::~ChatController() = default;
 
 bool ChatController::check(const Status& status) {
     if (status) return true;
@@ -109,7 +117,7 @@ QString ChatController::otherModelPath() const {
 bool ChatController::queueIfBusy(Pending pending, const QString& what) {
     if (!isGenerating()) return false;
     pending_ = std::move(pending);  // the newest wish wins
-    worker_->stop();
+    stopWorker();
     emit switchQueued(what);
     return true;
 }
@@ -121,8 +129,49 @@ void ChatController::runPending() {
     switch (p.kind) {
     case Pending::Kind::Delete: deleteConversation(p.id); break;
     case Pending::Kind::LoadModel: loadModel(p.path, p.threads); break;
+    case Pending::Kind::ConnectEndpoint:
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+        connectEndpoint(p.endpoint, p.apiKey);
+#endif
+        break;
     }
 }
+
+void ChatController::stopWorker() {
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+    if (onEndpoint_ && remote_) {
+        remote_->worker()->stop();
+        return;
+    }
+#endif
+    worker_->stop();
+}
+
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+void ChatController::connectEndpoint(const EndpointProfile& profile, const QString& apiKey) {
+    Pending pending{Pending::Kind::ConnectEndpoint, 0, {}, 0, profile, apiKey};
+    if (queueIfBusy(std::move(pending), tr("connecting to %1").arg(endpoint_identity_label(endpoint_identity(profile)))))
+        return;
+    if (!remote_) {
+        remote_ = std::make_unique<RemoteThread>();
+        RemoteWorker* remote = remote_->worker();
+        connect(remote, &RemoteWorker::modelLoaded, this, [this](const ModelInfo& info) {
+            onEndpoint_ = true;
+            onModelLoaded(info);
+        });
+        // The same handlers as the engine's: one chat code path for local and remote replies.
+        connect(remote, &RemoteWorker::promptReady, this, &ChatController::onPrompt);
+        connect(remote, &RemoteWorker::tokensReady, this, &ChatController::onTokens);
+        connect(remote, &RemoteWorker::finished, this, &ChatController::onFinished);
+        connect(remote, &RemoteWorker::error, this, &ChatController::onError);
+    }
+    const QString identity = endpoint_identity(profile);
+    loadingPath_ = identity;
+    emit modelLoading(identity);
+    RemoteWorker* remote = remote_->worker();
+    QMetaObject::invokeMethod(remote, [remote, profile, apiKey] { remote->configure(profile, apiKey); });
+}
+#endif
 
 void ChatController::loadModel(const QString& path, unsigned threads) {
     if (queueIfBusy({Pending::Kind::LoadModel, 0, path, threads}, tr("opening %1").arg(QFileInfo(path).fileName())))
@@ -323,6 +372,14 @@ void ChatController::startReply(int entryIndex, int seedOffset, const QString& p
     GenerationSettings settings = requestSettings(seedOffset);
     // A required call is the first reply's to each message; the answer to the results is free.
     if (toolRounds_ == 0) settings.toolChoice = setup_.toolChoice;
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+    if (onEndpoint_ && remote_) {
+        RemoteWorker* remote = remote_->worker();
+        const uint64_t stops = remote->stopRequests();
+        QMetaObject::invokeMethod(remote, [remote, conversation, settings, stops] { remote->generate(conversation, settings, stops); });
+        return;
+    }
+#endif
     EngineWorker* worker = worker_;
     // The stops seen so far travel with the request: a Stop pressed while it waits in the
     // worker's queue then cancels it when it starts.
@@ -372,7 +429,7 @@ bool ChatController::editAndResend(int index, const QString& text) {
 }
 
 void ChatController::stop() {
-    if (isGenerating()) worker_->stop();
+    if (isGenerating()) stopWorker();
     else cancelToolRound();  // the calls waiting for a decision: none runs, no reply follows
 }
 
@@ -416,7 +473,15 @@ void ChatController::onPrompt(const RenderedPrompt& prompt) {
     if (prompt.toolsUnsupported && toolsAskedFor && !toolsNotOfferedSaid_.contains(reply_->conversationId)) {
         toolsNotOfferedSaid_.insert(reply_->conversationId);
         reply_->entry.toolsNote =
-            tr("This model's chat template cannot call tools: the conversation's tools were not offered to it.");
+            prompt.byServer ? tr("Tools are not sent to a server yet: the conversation's tools were not offered to it.")
+                            : tr("This model's chat template cannot call tools: the conversation's tools were not offered to it.");
+        mirrorReply();
+    }
+    if (prompt.byServer && setup_.replyFormat.kind != ReplyFormatKind::FreeText) {
+        // Said on every such reply: its text was not held to the format the conversation asks for.
+        const QString format = tr("Reply formats are not sent to a server yet: this reply was not held to %1.")
+                                   .arg(reply_format_mark(setup_.replyFormat));
+        reply_->entry.toolsNote = reply_->entry.toolsNote.isEmpty() ? format : reply_->entry.toolsNote + u' ' + format;
         mirrorReply();
     }
     reply_->contextUsed = prompt.promptTokens;
@@ -439,18 +504,19 @@ void ChatController::onTokens(const QString& text, int tokens, const TokenPieces
     emit replyProgress(tokens);
     if (replyIndex_ < 0 || replyIndex_ >= static_cast<int>(entries_.size())) return;
     entries_[static_cast<size_t>(replyIndex_)].content = reply.content;
-    setContext(reply_->contextUsed);
+    // A server's chunks are not its tokens: the gauge waits for the usage it reports at the end.
+    if (!onEndpoint_) setContext(reply_->contextUsed);
     emit replyStreamed(replyIndex_, text, tokens, pieces);
 }
 
-void ChatController::endReply(bool stopped) {
+void ChatController::endReply(bool stopped, bool complete) {
     reply_->shownChars = -1;  // the whole text from now on (its calls, if any, are taken out already)
     ChatEntry& reply = reply_->entry;
     reply.stopped = stopped;
-    reply.complete = true;
+    reply.complete = complete;
     reply.versions.push_back(reply.content);
     reply.version = static_cast<int>(reply.versions.size()) - 1;
-    check(store_->updateMessage(reply.rowId, reply.content, true));
+    check(store_->updateMessage(reply.rowId, reply.content, complete));
     check(store_->setVersions(reply.rowId, reply.versions, reply.version));
     check(store_->setReplyDetails(reply.rowId, reply.modelPath, stopped));
     if (!reply.extraJson.isEmpty()) check(store_->setExtra(reply.rowId, reply.extraJson));
@@ -460,8 +526,10 @@ void ChatController::endReply(bool stopped) {
 void ChatController::onFinished(const ReplyStats& stats) {
     if (!isGenerating()) return;
     // A stopped reply is not acted on: its calls (if any) stay as the text it wrote.
-    const bool calls = !stats.cancelled && takeToolCalls(reply_->entry);
-    endReply(stats.cancelled);
+    const bool cut = !stats.cutReason.isEmpty();
+    const bool calls = !stats.cancelled && !cut && takeToolCalls(reply_->entry);
+    // A reply cut by its server (gone, silent too long) keeps what came, marked as interrupted.
+    endReply(stats.cancelled, !cut);
     lastReplyShown_ = replyIndex_ >= 0;
     const int index = replyIndex_;
     const ChatEntry finished = reply_->entry;
@@ -470,7 +538,12 @@ void ChatController::onFinished(const ReplyStats& stats) {
     replyIndex_ = -1;
     emit generatingChanged(false);
     if (lastReplyShown_) setContext(stats.contextUsed);
+    if (stats.remote) {
+        serverCountConversation_ = conversation;
+        serverCountTokens_ = stats.contextUsed;
+    }
     emit replyFinished(stats);
+    if (cut) emit replyFailed(tr("The reply was cut: %1. The text that came is kept.").arg(stats.cutReason));
     emit conversationListChanged();
     if (calls) beginToolRound(index, finished, conversation);
     if (pending_) runPending();
@@ -552,6 +625,15 @@ void ChatController::remeasure() {
 void ChatController::measureNow() {
     const quint64 serial = ++measureSerial_;
     if (isGenerating() && replyIndex_ >= 0) return;  // the streaming reply's prompt is what the views show
+    if (onEndpoint_) {
+        // The server renders and counts the prompt: nothing to measure here. The gauge keeps the
+        // last reply's usage, as the server counted it.
+        visiblePrompt_ = RenderedPrompt{};
+        visiblePrompt_.byServer = true;
+        setContext(serverCountConversation_ == conversationId_ && !entries_.empty() ? serverCountTokens_ : 0);
+        emit promptMeasured(visiblePrompt_);
+        return;
+    }
     if (isGenerating()) {
         // The engine answers once the reply elsewhere ends; until then the gauge says so instead of
         // showing the other conversation's figure.

@@ -204,6 +204,7 @@ void ChatPanel::updateGauge(int used, int length) {
     // While a reply streams here, the part past the prompt it was sent with is the reply's.
     const int prompt = used < 0 ? -1 : controller_->isReplyShown() ? std::min(used, controller_->lastSentPrompt().promptTokens) : used;
     context_->setUsage(prompt, used < 0 ? 0 : used - prompt, length);
+    context_->setCountedByServer(controller_->onEndpoint());
 }
 
 bool ChatPanel::eventFilter(QObject* watched, QEvent* event) {
@@ -410,11 +411,14 @@ void ChatPanel::updateNotices() {
     if (!storageNotice_.isEmpty()) info << storageNotice_.toHtmlEscaped();
     if (const QString elsewhere = replyElsewhereText(); !elsewhere.isEmpty()) info << elsewhere;
     const QString other = controller_->otherModelPath();
-    if (!other.isEmpty())
+    const bool otherIsFile = !other.isEmpty() && !other.startsWith(QLatin1String("endpoint:"));
+    const QString now = controller_->onEndpoint() ? controller_->model().name : QFileInfo(controller_->model().path).fileName();
+    if (otherIsFile)
         info << tr("This conversation was made with <b>%1</b>; the replies now come from %2. "
                    "<a href=\"load-model\">Load %1</a>")
-                    .arg(QFileInfo(other).fileName().toHtmlEscaped(),
-                         QFileInfo(controller_->model().path).fileName().toHtmlEscaped());
+                    .arg(QFileInfo(other).fileName().toHtmlEscaped(), now.toHtmlEscaped());
+    else if (!other.isEmpty())
+        info << tr("This conversation was made through a server; the replies now come from %1.").arg(now.toHtmlEscaped());
     if (const QString tools = controller_->toolNotice(); !tools.isEmpty()) info << tools.toHtmlEscaped();
     if (prompt.droppedMessages > 0)
         info << tr("The %n oldest message(s) no longer fit in the context and are left out.", nullptr,
@@ -433,6 +437,11 @@ void ChatPanel::updateNotices() {
 QString ChatPanel::welcomeHtml() const {
     const ModelInfo& model = controller_->model();
     if (controller_->isModelLoading() && !model.model) return tr("<b>Loading the model…</b>");
+    if (controller_->onEndpoint())
+        return tr("<b>%1</b> · a server writes the replies: it renders the conversation with its own template and "
+                  "counts its tokens.<br>Type a message below and press Ctrl+Enter or Send. File › Open model… goes "
+                  "back to a local model.")
+            .arg(model.name.toHtmlEscaped());
     if (!model.model)
         return tr("<b>No model is open.</b><br>File › Open model… (Ctrl+O) opens a .cflow file; File › Bundled "
                   "models… lists the models installed with cflow studio; File › Convert model… turns a GGUF, a "
@@ -470,10 +479,13 @@ void ChatPanel::showRawPrompt() {
     dialog->setWindowTitle(tr("Raw prompt"));
     const RenderedPrompt& prompt = controller_->visiblePrompt();
     QString source;
-    if (prompt.completion) source = tr("Completion mode: the texts joined as they are, no template.");
+    if (prompt.byServer) source = tr("The server renders this conversation with its own chat template and counts its "
+                                     "tokens; this is the request sent to it.");
+    else if (prompt.completion) source = tr("Completion mode: the texts joined as they are, no template.");
     else if (prompt.kind == TemplateKind::Model) source = tr("Rendered with the chat template.");
     else source = tr("Rendered with the fallback template: %1").arg(prompt.templateNote);
-    auto* label = new QLabel(prompt.text.isEmpty()
+    auto* label = new QLabel(prompt.byServer ? source
+                             : prompt.text.isEmpty()
                                  ? tr("The conversation is empty.")
                                  : source + tr(" %1 tokens, %2 already in the cache.").arg(prompt.promptTokens).arg(prompt.reusedTokens),
                              dialog);

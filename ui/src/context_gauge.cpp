@@ -47,7 +47,29 @@ void ContextGauge::setPolicy(ContextPolicy policy) {
     refresh();
 }
 
+void ContextGauge::setCountedByServer(bool byServer) {
+    if (byServer == countedByServer_) return;
+    countedByServer_ = byServer;
+    refresh();
+}
+
 void ContextGauge::refresh() {
+    if (countedByServer_) {
+        // The server's context size is not known here: a figure without a limit, not a full gauge.
+        text_ = promptTokens_ + replyTokens_ > 0
+                    ? tr("Context: %1 tokens (the server's count after the last reply)").arg(promptTokens_ + replyTokens_)
+                    : tr("Context: counted by the server");
+        const QString tip = tr("A server writes the replies: it renders the prompt and counts its tokens, and its context "
+                               "size is not known here. After each reply the gauge shows the server's usage (prompt + reply).");
+        setToolTip(tip);
+        setAccessibleDescription(tip);
+        if (const int hintWidth = sizeHint().width(); hintWidth != hintWidthPx_) {
+            hintWidthPx_ = hintWidth;
+            updateGeometry();
+        }
+        update();
+        return;
+    }
     if (contextTokens_ == 0) text_ = tr("Context: no model");
     else if (promptTokens_ < 0) text_ = tr("Context: measured when the other reply ends / %1 tokens").arg(contextTokens_);
     else text_ = tr("Context: %1 / %2 tokens").arg(promptTokens_ + replyTokens_).arg(contextTokens_);

@@ -13,6 +13,7 @@
 
 #include "cflow/ui/conversation_store.h"
 #include "cflow/ui/conversation_title.h"
+#include "cflow/ui/remote/endpoint_profile.h"
 
 namespace cflow::ui {
 namespace {
@@ -27,6 +28,17 @@ Status save_atomically(const QString& path, const QByteArray& bytes) {
 }
 
 QString iso_time(qint64 ms) { return QDateTime::fromMSecsSinceEpoch(ms, Qt::UTC).toString(Qt::ISODateWithMs); }
+
+// What wrote a reply, as people read it: an endpoint's "model @ host:port" (issue 34), else "".
+// Local replies are the conversation's model file, named once at the top.
+QString endpoint_writer(const QString& modelPath) {
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+    if (is_endpoint_identity(modelPath)) return endpoint_identity_label(modelPath);
+#else
+    (void)modelPath;
+#endif
+    return {};
+}
 
 QString role_heading(const QString& role) {
     if (role.isEmpty()) return role;
@@ -96,13 +108,18 @@ Status ConversationStore::exportMarkdown(qint64 conversationId, const QString& p
     if (!messages) return messages.take_error();
 
     QString text = QStringLiteral("# %1\n\n").arg(info->title);
-    if (!info->modelPath.isEmpty()) text += QStringLiteral("Model: `%1`  \n").arg(info->modelPath);
+    if (const QString server = endpoint_writer(info->modelPath); !server.isEmpty())
+        text += QStringLiteral("Server: %1  \n").arg(server);
+    else if (!info->modelPath.isEmpty())
+        text += QStringLiteral("Model: `%1`  \n").arg(info->modelPath);
     text += QStringLiteral("Created: %1\n").arg(iso_time(info->createdMs));
     for (const StoredMessage& m : *messages) {
         const QJsonObject extra = extra_fields(m);
         QString heading = role_heading(m.role);
         if (const QString tool = extra.value(QStringLiteral("name")).toString(); m.role == QLatin1String("tool") && !tool.isEmpty())
             heading += QStringLiteral(" (%1)").arg(tool);  // which call this result answers
+        if (const QString server = endpoint_writer(m.modelPath); !server.isEmpty()) heading += QStringLiteral(" (%1)").arg(server);
+        if (m.stopped) heading += QStringLiteral(" (stopped)");
         text += QStringLiteral("\n## %1%2\n\n").arg(heading, m.complete ? QString() : QStringLiteral(" (incomplete)"));
         text += m.content;
         text += u'\n';
@@ -125,6 +142,13 @@ Status ConversationStore::exportJson(qint64 conversationId, const QString& path)
         message.insert(QStringLiteral("content"), m.content);
         message.insert(QStringLiteral("created"), iso_time(m.createdMs));
         message.insert(QStringLiteral("complete"), m.complete);
+        if (m.role == QLatin1String("assistant") && !m.modelPath.isEmpty()) {
+            // Which model or server wrote each reply: a conversation can switch between them.
+            message.insert(QStringLiteral("model_path"), m.modelPath);
+            if (const QString server = endpoint_writer(m.modelPath); !server.isEmpty())
+                message.insert(QStringLiteral("server"), server);
+            if (m.stopped) message.insert(QStringLiteral("stopped"), true);
+        }
         list.append(message);
     }
     const QJsonDocument settings = QJsonDocument::fromJson(info->settingsJson.toUtf8());

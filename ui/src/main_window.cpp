@@ -58,6 +58,11 @@
 #include "cflow/ui/prompt_panel.h"
 #include "cflow/ui/sampling_panel.h"
 #include "cflow/ui/server_controller.h"
+#include "cflow/ui/status_area.h"
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+#include "cflow/ui/remote/connect_dialog.h"
+#include "cflow/ui/remote/keychain_secret_store.h"
+#endif
 #include "cflow/ui/tools/conversation_toolbox.h"
 #include "cflow/ui/tools/tools_panel.h"
 #include "cflow/ui/server_settings_dialog.h"
@@ -125,6 +130,10 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
         server_->setSettings(s);
     }
     controller_ = new ChatController(engine_->worker(), store_.get(), this);
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+    endpointProfiles_ = std::make_unique<EndpointProfileStore>(options.endpointSettingsFile);
+    secrets_ = options.secretStore ? options.secretStore : std::shared_ptr<SecretStore>(make_system_secret_store());
+#endif
     sampling_ = new SamplingPanel(this);
     controller_->setSettingsSource([sampling = sampling_] { return sampling->settings(); });
     chat_ = new ChatPanel(controller_, this);
@@ -171,6 +180,25 @@ void MainWindow::wireController() {
     });
     connect(controller_, &ChatController::modelChanged, this, [this](const ModelInfo& info) {
         // Title, header, inspector and status change together, when the engine has the model.
+        if (controller_->onEndpoint()) {
+            // An endpoint (issue 34): no file, no header, no local telemetry; the server renders,
+            // counts and generates. The local server keeps serving what it served.
+            setWindowTitle(tr("%1 — cflow studio").arg(info.name));
+            inspector_->setModel(nullptr);
+            inspector_->setEndpoint(info.name);
+            status_->showMetrics(QString());
+            status_->clearActivity();
+            status_->showInfo(tr("Connected to %1: replies are written by the server (File > Open model… goes back to a "
+                                 "local model)").arg(info.name));
+            lastError_.clear();
+            currentModel_ = info;
+            syncContextLimits();
+            serveAction_->setEnabled(server_->isRunning());
+            serveAction_->setToolTip(tr("Serves the local engine's model; the chat now uses a server"));
+            emit engineReady(info);
+            return;
+        }
+        inspector_->setEndpoint(QString());
         setWindowTitle(tr("%1 — cflow studio").arg(QFileInfo(info.path).fileName()));
         if (auto found = pendingModels_.find(info.path); found != pendingModels_.end()) {
             modelPanel_->showModel(found->second.first, found->second.second);
@@ -247,6 +275,7 @@ void MainWindow::wireController() {
         status_->showDecoding(replyTokens_, seconds > 0.05 ? double(replyTokens_ - 1) / seconds : 0.0);
     });
     connect(controller_, &ChatController::replyFinished, this, [this](const ReplyStats& stats) {
+        if (stats.remote) inspector_->showRemoteReply(stats.chunkArrivalMs, stats.timeToFirstTokenMs);
         status_->clearActivity();
         status_->showInfo(stats.cancelled ? tr("Reply stopped.") : tr("Reply done."));
         showStats(stats);
@@ -273,6 +302,9 @@ MainWindow::~MainWindow() {
     // Join the producers (the server's request threads, the engine thread) first, then drop the
     // dock (the consumer), all before the ring they share is destroyed with the members.
     server_->stop();
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+    delete findChild<ConnectDialog*>();  // it uses the key store, a member that goes first
+#endif
     engine_.reset();
     delete inspector_;
     inspector_ = nullptr;
@@ -419,6 +451,17 @@ void MainWindow::createMenus() {
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
+
+    QMenu* modelMenu = menuBar()->addMenu(tr("&Model"));
+    modelMenu->setObjectName(QStringLiteral("modelMenu"));
+    QAction* connectAction = modelMenu->addAction(tr("&Connect to a server…"), this, [this] { showConnectDialog(); });
+    connectAction->setObjectName(QStringLiteral("connectServerAction"));
+#if !CFLOW_HAVE_QT_NETWORK_TRANSPORT
+    connectAction->setEnabled(false);
+    connectAction->setToolTip(tr("Not available: this build has no network client (it was built without Qt Network)"));
+#endif
+    modelMenu->addAction(tr("Use a &local model (Open model…)"), this, &MainWindow::chooseModel);
+    modelMenu->setToolTipsVisible(true);
 
     QMenu* chat = menuBar()->addMenu(tr("&Chat"));
     chat->addAction(tr("&New conversation"), controller_, &ChatController::newConversation)->setShortcut(QKeySequence::New);
@@ -673,7 +716,32 @@ void MainWindow::rebuildRecentMenu() {
                                                            : tr("The models opened last, newest first"));
 }
 
+QDialog* MainWindow::showConnectDialog() {
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+    if (auto* open = findChild<ConnectDialog*>(); open && open->isVisible()) {
+        open->raise();
+        open->activateWindow();
+        return open;
+    }
+    auto* dialog = new ConnectDialog(endpointProfiles_.get(), secrets_.get(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QDialog::accepted, this, [this, dialog] {
+        const EndpointChoice choice = dialog->chosen();
+        controller_->connectEndpoint(choice.profile, choice.apiKey);
+    });
+    dialog->show();
+    return dialog;
+#else
+    return nullptr;
+#endif
+}
+
 void MainWindow::showStats(const ReplyStats& stats) {
+    if (stats.remote) {
+        // The local-only figures (KV cache, mapping, experts) belong to the engine, not to a server.
+        status_->showMetrics(remote_reply_metrics_text(stats));
+        return;
+    }
     status_->showMetrics(tr("TTFT %1 ms · prompt %2 tok/s · decode %3 tok/s · %4 tokens (%5) · KV %8 · mapped %6, resident %7")
                           .arg(stats.timeToFirstTokenMs, 0, 'f', 0)
                           .arg(stats.promptTokensPerS, 0, 'f', 1)

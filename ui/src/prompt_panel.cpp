@@ -216,7 +216,10 @@ void PromptPanel::sync() {
                                               "Answer directly: the template tells it to skip the reasoning.")
                                          : tr("This chat template has no thinking switch (enable_thinking)."));
     QString note;
-    if (!chat) note = tr("Completion: the messages are joined as one text and continued; no template, no system prompt.");
+    if (controller_->onEndpoint())
+        note = tr("A server writes the replies: it renders the conversation with its own chat template, so the "
+                  "template, mode and context policy chosen here do not apply to them.");
+    else if (!chat) note = tr("Completion: the messages are joined as one text and continued; no template, no system prompt.");
     else if (index == kModelTemplate && controller_->model().model && !controller_->model().hasChatTemplate) {
         // The engine's note only adds something when the model has a template that was refused
         // (issue 37: "no chat template (the model has no chat template)").

@@ -3,6 +3,7 @@
 #include <QHBoxLayout>
 #include <QPainter>
 #include <QProgressBar>
+#include <QStringList>
 
 namespace cflow::ui {
 
@@ -115,5 +116,23 @@ QString StatusArea::activity() const {
 }
 
 QString StatusArea::metrics() const { return metrics_->text(); }
+
+QString remote_reply_metrics_text(const ReplyStats& stats) {
+    QStringList parts;
+    parts << StatusArea::tr("server · first text %1 ms").arg(stats.timeToFirstTokenMs, 0, 'f', 0);
+    parts << StatusArea::tr("%1 chunks at %2/s as received").arg(stats.chunks).arg(stats.receivedChunksPerS, 0, 'f', 1);
+    if (stats.usagePromptTokens >= 0)
+        parts << StatusArea::tr("usage: prompt %1 + reply %2 tokens").arg(stats.usagePromptTokens).arg(stats.usageCompletionTokens);
+    else
+        parts << StatusArea::tr("no usage reported");
+    if (stats.hasServerTimings)
+        parts << StatusArea::tr("server timings: prompt %1 tok in %2 ms, decode %3 tok/s")
+                     .arg(stats.serverPromptTokens)
+                     .arg(stats.serverPromptMs, 0, 'f', 0)
+                     .arg(stats.serverPredictedPerS, 0, 'f', 1);
+    if (stats.attempts > 1) parts << StatusArea::tr("%1 attempts (busy server retried)").arg(stats.attempts);
+    parts << (stats.cutReason.isEmpty() ? reply_end_name(stats) : StatusArea::tr("cut"));
+    return parts.join(QStringLiteral(" · "));
+}
 
 } // namespace cflow::ui

@@ -47,10 +47,10 @@ bool is_http_status_error(QNetworkReply::NetworkError error) {
 TransportResult transport_result(const QNetworkReply& reply, const ExchangeState& state) {
     const std::string detail = reply.errorString().toStdString();
     switch (state.stop) {
-    case StopReason::Callback: return {TransportFailure::Cancelled, "stopped by the reader"};
-    case StopReason::ConnectTimeout: return {TransportFailure::ConnectTimeout, "no connection in time"};
-    case StopReason::ReadTimeout: return {TransportFailure::ReadTimeout, "no data in time"};
-    case StopReason::None: break;
+    case TransferStop::Callback: return {TransportFailure::Cancelled, "stopped by the reader"};
+    case TransferStop::ConnectTimeout: return {TransportFailure::ConnectTimeout, "no connection in time"};
+    case TransferStop::ReadTimeout: return {TransportFailure::ReadTimeout, "no data in time"};
+    case TransferStop::None: break;
     }
     const QNetworkReply::NetworkError error = reply.error();
     // A body short of its Content-Length is RemoteHostClosedError here; a chunked body cut between

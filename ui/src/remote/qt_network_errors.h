@@ -11,10 +11,10 @@ class QNetworkReply;
 namespace cflow::ui {
 
 // Why the transport itself aborted the reply (QNetworkReply says only OperationCanceledError).
-enum class StopReason { None, Callback, ConnectTimeout, ReadTimeout };
+enum class TransferStop { None, Callback, ConnectTimeout, ReadTimeout };
 
 struct ExchangeState {
-    StopReason stop = StopReason::None;
+    TransferStop stop = TransferStop::None;
     bool head_delivered = false;
     QList<QSslError> ssl_errors;  // from QNetworkReply::sslErrors, before the handshake failed
 };

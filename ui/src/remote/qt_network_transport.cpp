@@ -88,8 +88,8 @@ public:
         connect_timer.setSingleShot(true);
         read_timer.setSingleShot(true);
 
-        auto stop = [&](StopReason why) {
-            if (state.stop != StopReason::None) return;
+        auto stop = [&](TransferStop why) {
+            if (state.stop != TransferStop::None) return;
             state.stop = why;
             connect_timer.stop();
             read_timer.stop();
@@ -100,25 +100,25 @@ public:
             read_timer.start(timer_ms(request.read_timeout_ms));
         };
         auto deliver_head = [&] {
-            if (state.head_delivered || state.stop != StopReason::None) return;
+            if (state.head_delivered || state.stop != TransferStop::None) return;
             const QVariant status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute);
             if (!status.isValid()) return;
             state.head_delivered = true;
             HttpResponseHead head;
             head.status = status.toInt();
             for (const auto& [name, value] : reply->rawHeaderPairs()) head.headers.emplace_back(name.toStdString(), value.toStdString());
-            if (!on_head(head)) stop(StopReason::Callback);
+            if (!on_head(head)) stop(TransferStop::Callback);
         };
         auto deliver_body = [&] {
             deliver_head();
-            while (state.stop == StopReason::None && reply->bytesAvailable() > 0) {
+            while (state.stop == TransferStop::None && reply->bytesAvailable() > 0) {
                 const QByteArray bytes = reply->read(kPieceBytes);
-                if (!on_chunk(std::string_view(bytes.constData(), size_t(bytes.size())))) stop(StopReason::Callback);
+                if (!on_chunk(std::string_view(bytes.constData(), size_t(bytes.size())))) stop(TransferStop::Callback);
             }
         };
 
-        QObject::connect(&connect_timer, &QTimer::timeout, &loop, [&] { stop(StopReason::ConnectTimeout); });
-        QObject::connect(&read_timer, &QTimer::timeout, &loop, [&] { stop(StopReason::ReadTimeout); });
+        QObject::connect(&connect_timer, &QTimer::timeout, &loop, [&] { stop(TransferStop::ConnectTimeout); });
+        QObject::connect(&read_timer, &QTimer::timeout, &loop, [&] { stop(TransferStop::ReadTimeout); });
         QObject::connect(reply.get(), &QNetworkReply::requestSent, &loop, heard_from_server);
         QObject::connect(reply.get(), &QNetworkReply::metaDataChanged, &loop, [&] {
             heard_from_server();
@@ -136,7 +136,7 @@ public:
         if (!reply->isFinished()) loop.exec();
         connect_timer.stop();
         read_timer.stop();
-        if (state.stop == StopReason::None) deliver_body();  // what came with the end (a short body)
+        if (state.stop == TransferStop::None) deliver_body();  // what came with the end (a short body)
         return transport_result(*reply, state);
     }
 };

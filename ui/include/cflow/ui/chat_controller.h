@@ -13,6 +13,7 @@
 //
 // Lives on the GUI thread; talks to the EngineWorker only through queued calls and signals.
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "cflow/base/result.h"
 #include "cflow/ui/chat_tool_round.h"
 #include "cflow/ui/chat_types.h"
+#include "cflow/ui/remote/endpoint_profile.h"
 #include "cflow/ui/reply_format.h"
 #include "cflow/ui/token_spans.h"
 
@@ -32,6 +34,7 @@ namespace cflow::ui {
 
 class ConversationStore;
 class EngineWorker;
+class RemoteThread;
 
 struct ChatEntry {
     QString role;          // "user", "assistant" or "tool" (a tool call's result)
@@ -75,6 +78,7 @@ public:
     using ToolsChosenSource = std::function<bool()>;
 
     ChatController(EngineWorker* worker, ConversationStore* store, QObject* parent = nullptr);
+    ~ChatController() override;
 
     // Sampling, max tokens and threads come from here when a reply starts (the sampling panel).
     void setSettingsSource(SettingsSource source) { settingsSource_ = std::move(source); }
@@ -94,7 +98,15 @@ public:
     // Loads path into the engine (after stopping a streaming reply). The current model stays
     // until the new one is ready; modelChanged or modelFailed follows.
     void loadModel(const QString& path, unsigned threads);
-    bool modelReady() const { return model_.model != nullptr && !loadingPath_; }
+    bool modelReady() const { return (model_.model != nullptr || onEndpoint_) && !loadingPath_; }
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+    // The remote counterpart of loadModel (issue 34): later replies are written by the endpoint,
+    // through the same transcript, store and exports, each recording endpoint_identity(profile)
+    // as its model path. Stops a streaming reply first; loadModel switches back to the engine.
+    void connectEndpoint(const EndpointProfile& profile, const QString& apiKey);
+#endif
+    // Replies go to an endpoint (model().path is its identity, model().model is null).
+    bool onEndpoint() const { return onEndpoint_; }
     bool isModelLoading() const { return loadingPath_.has_value(); }
     const ModelInfo& model() const { return model_; }
 
@@ -199,11 +211,15 @@ signals:
 
 private:
     struct Pending {
-        enum class Kind { Delete, LoadModel } kind;
+        enum class Kind { Delete, LoadModel, ConnectEndpoint } kind;
         qint64 id = 0;
         QString path;
         unsigned threads = 0;
+        EndpointProfile endpoint = {};
+        QString apiKey = {};
     };
+    // Stops the streaming reply on whichever worker writes it (the engine or the endpoint).
+    void stopWorker();
     bool queueIfBusy(Pending pending, const QString& what);
     void runPending();
     // The reply streaming in the background or in view: the store and, when shown, entries_ follow it.
@@ -253,10 +269,15 @@ private:
     void onTokens(const QString& text, int tokens, const TokenPieces& pieces);
     void onFinished(const ReplyStats& stats);
     void onError(const QString& message);
-    void endReply(bool stopped);
+    void endReply(bool stopped, bool complete = true);
     QString settingsJson() const;
 
     EngineWorker* worker_;
+    std::unique_ptr<RemoteThread> remote_;  // made at the first connectEndpoint
+    bool onEndpoint_ = false;               // replies go to remote_ (set when it answers configure)
+    // The server's usage after its last reply (prompt + reply tokens) and the conversation it was in.
+    qint64 serverCountConversation_ = 0;
+    int serverCountTokens_ = 0;
     ConversationStore* store_;
     SettingsSource settingsSource_;
     ModelInfo model_;

@@ -87,6 +87,9 @@ struct RenderedPrompt {
     ToolCallFormat toolFormat = ToolCallFormat::None;
     int toolsOffered = 0;                  // tools rendered into this prompt
     bool toolsUnsupported = false;         // tools were asked for, but the template renders none
+    // Written by an endpoint (issue 34): the server renders and counts the prompt; text is the
+    // request body sent, and the token counts and context length are unknown (0).
+    bool byServer = false;
 };
 
 struct ReplyStats {
@@ -110,6 +113,24 @@ struct ReplyStats {
     uint64_t mappedBytes = 0;      // size of the model's file mapping
     uint64_t residentBytes = 0;    // of it, resident in RAM right after the reply
     uint64_t lanesCopyBytes = 0;   // the rearranged copy the matrices are read from (load "lanes"); 0: none
+
+    // Written by an endpoint (issue 34): what the client saw and what the server reported.
+    // timeToFirstTokenMs is then from the request's start to the first text; generatedTokens is
+    // the server's completion count (or the chunks received when it reports none).
+    bool remote = false;
+    int attempts = 0;                   // requests made (429/503 retries + 1)
+    int chunks = 0;                     // content chunks received
+    double receivedChunksPerS = 0;      // between the first chunk and the last, as they arrived
+    int usagePromptTokens = -1;         // the server's usage (-1: not reported)
+    int usageCompletionTokens = -1;
+    bool hasServerTimings = false;      // llama.cpp's `timings` (the fields below)
+    int serverPromptTokens = 0;
+    double serverPromptMs = 0;
+    int serverPredictedTokens = 0;
+    double serverPredictedMs = 0;
+    double serverPredictedPerS = 0;
+    QString cutReason;                  // the reply was cut (server gone, time-out): why; its text is kept
+    std::vector<float> chunkArrivalMs;  // each content chunk's arrival, from the request's start
 };
 
 // How a reply ended, as one word for the status line and logs: stop_reason_name() ("max_tokens",

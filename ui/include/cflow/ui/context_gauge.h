@@ -19,6 +19,8 @@ public:
     // promptTokens: not measured yet (the engine is busy with a reply in another conversation).
     void setUsage(int promptTokens, int replyTokens, int contextTokens);
     void setPolicy(ContextPolicy policy);
+    // Replies come from a server (issue 34): it counts the tokens; the figure is its last usage.
+    void setCountedByServer(bool byServer);
 
     int promptTokens() const { return promptTokens_; }
     int replyTokens() const { return replyTokens_; }
@@ -32,6 +34,7 @@ protected:
     void paintEvent(QPaintEvent* event) override;
 
 private:
+    bool countedByServer_ = false;
     void refresh();
 
     int promptTokens_ = 0;

@@ -47,6 +47,8 @@ class TelemetryRing;
 class SharedRingProducer;
 class ServerController;
 class ConversationToolbox;
+class EndpointProfileStore;
+class SecretStore;
 
 struct MainWindowOptions {
     // Measure the machine's read bandwidth for the inspector at the first start. The app
@@ -68,6 +70,11 @@ struct MainWindowOptions {
     // Opening a model while a reply streams asks first (issue 37): true stops the reply and opens
     // modelPath. Empty: a message box.
     std::function<bool(const QString& conversationTitle, const QString& modelPath)> confirmStopReply;
+    // Model > Connect to a server… (issue 34): where API keys are kept. Null: the system keychain
+    // (make_system_secret_store); tests pass a MemorySecretStore.
+    std::shared_ptr<SecretStore> secretStore;
+    // The endpoint profiles' settings file ("" = the app's QSettings; tests pass an ini of their own).
+    QString endpointSettingsFile;
 };
 
 class MainWindow : public QMainWindow {
@@ -100,6 +107,9 @@ public:
     ConversationToolbox* toolbox() const { return toolbox_; }
     // Tools > Chat tools…: the Tools panel in a window of its own (one at a time).
     void showChatTools();
+    // Model > Connect to a server…: the Connect dialog (one at a time, not modal to the app);
+    // accepting it connects the chat to the chosen endpoint. Null in a build without Qt Network.
+    QDialog* showConnectDialog();
     // The user chose Quit when asked about a damaged conversation database.
     bool quitRequested() const { return quitRequested_; }
     QString metricsText() const;
@@ -174,6 +184,8 @@ private:
     void showServerStatus();
 
     std::unique_ptr<ConversationStore> store_;
+    std::unique_ptr<EndpointProfileStore> endpointProfiles_;  // Model > Connect to a server…
+    std::shared_ptr<SecretStore> secrets_;                     // null: keys are typed per session
     bool quitRequested_ = false;
     std::unique_ptr<TelemetryRing> ring_;      // engine thread -> inspector; outlives both
     std::unique_ptr<SharedRingProducer> producer_;  // the engine thread and the server's threads push through it

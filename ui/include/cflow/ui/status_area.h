@@ -6,11 +6,18 @@
 #include <QString>
 #include <QWidget>
 
+#include "cflow/ui/chat_types.h"
+
 class QProgressBar;
 
 namespace cflow::ui {
 
 class ElidedText;
+
+// The metrics line of a reply written by an endpoint (issue 34): time to the first text and the
+// rate as received, the server's usage and llama.cpp's timings when it sent them, the attempts
+// (429/503 retries), and how it ended.
+QString remote_reply_metrics_text(const ReplyStats& stats);
 
 class StatusArea : public QWidget {
     Q_OBJECT

@@ -28,6 +28,7 @@ class ThrottledText;
 namespace cflow::ui {
 
 class BandwidthPanel;
+class LatencyTimeline;
 class ReadBandwidthProbe;
 class RoutingPanel;
 class StallPanel;
@@ -60,6 +61,9 @@ public:
     BandwidthPanel* bandwidthPanel() const { return bandwidth_; }
     RoutingPanel* routingPanel() const { return routing_; }
     StallPanel* stallPanel() const { return stalls_; }
+    LatencyTimeline* latencyTimeline() const { return latency_; }
+    // Why the local-only panels are empty while replies come from an endpoint ("" when local).
+    QString endpointNote() const;
     QTabWidget* tabs() const { return tabs_; }
     QTimer* refreshTimer() const { return timer_; }
     ReadBandwidthProbe* readBandwidthProbe() const { return probe_; }
@@ -68,6 +72,11 @@ public:
 
 public slots:
     void setModel(std::shared_ptr<const cflow::Model> model);
+    // Replies are written by the endpoint labelled label (issue 34); "" = the local engine again.
+    // The bandwidth, routing and stall panels are measured inside the engine: they say so.
+    void setEndpoint(const QString& label);
+    // A reply written by the endpoint: its chunks' arrivals (ms from the request) for the timeline.
+    void showRemoteReply(const std::vector<float>& arrivalMs, double firstTextMs);
     void highlightToken(uint32_t position);  // the chat view calls it when a token is clicked
     void clearTelemetry();                   // a new conversation starts
     void drainNow();                         // the timer's work: drain the ring, redraw if new
@@ -93,6 +102,9 @@ private:
     RoutingPanel* routing_ = nullptr;
     StallPanel* stalls_ = nullptr;
     QLabel* status_ = nullptr;
+    LatencyTimeline* latency_ = nullptr;
+    QLabel* endpointNote_ = nullptr;  // above the tabs, on the local-only ones, while on an endpoint
+    QString endpointLabel_;
     std::unique_ptr<detail::ThrottledText> statusText_;  // status_ at most 5 times a second
     ReadBandwidthProbe* probe_ = nullptr;
     uint64_t drawnRevision_[3] = {~0ull, ~0ull, ~0ull};  // history revision each panel last showed

@@ -1,0 +1,371 @@
+// Remote endpoints in the chat (issue 34): a conversation replied to by an endpoint goes through
+// the same ChatController, transcript, store and export as the local engine. The endpoint is a real
+// `cflow serve` (tests/remote/serve_process.h, the bundled model) on loopback.
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+#include <QFile>
+#include <QImage>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <gtest/gtest.h>
+
+#include "cflow/ui/chat_controller.h"
+#include "cflow/ui/context_gauge.h"
+#include "cflow/ui/conversation_store.h"
+#include "cflow/ui/engine_worker.h"
+#include "cflow/ui/inspector/inspector_dock.h"
+#include "cflow/ui/inspector/latency_timeline.h"
+#include "cflow/ui/inspector/routing_panel.h"
+#include "cflow/ui/status_area.h"
+#include "cflow/ui/telemetry_ring.h"
+#include "cflow/ui/remote/remote_worker.h"
+#include "serve_process.h"
+#include "ui_test_models.h"
+
+namespace cflow::ui {
+namespace {
+
+constexpr int kReplyTimeoutMs = 60'000;
+
+EndpointProfile profile_for(const cflow::test::ServeProcess& serve) {
+    EndpointProfile profile;
+    profile.id = QStringLiteral("test-profile");
+    profile.name = QStringLiteral("loopback serve");
+    profile.baseUrl = QString::fromStdString(serve.base_url());
+    profile.readTimeoutS = 30;
+    return profile;
+}
+
+TEST(RemoteChatRequest, MapsTheConversationAndTheSampling) {
+    EndpointProfile profile;
+    profile.model = QStringLiteral("qwen");
+    Conversation conversation = {{QStringLiteral("system"), QStringLiteral("Be brief.")},
+                                 {QStringLiteral("user"), QStringLiteral("What is 2+2?")},
+                                 {QStringLiteral("assistant"), QStringLiteral("<call>"), QStringLiteral("{\"tool_calls\":[]}")},
+                                 {QStringLiteral("tool"), QStringLiteral("4")},
+                                 {QStringLiteral("assistant"), QStringLiteral("4")}};
+    GenerationSettings settings;
+    settings.sampling.temperature = 0.5f;
+    settings.sampling.top_k = 0;       // disabled: left out
+    settings.sampling.top_p = 0.9f;
+    settings.sampling.min_p = 0.0f;    // disabled: left out
+    settings.sampling.repeat_penalty = 1.1f;
+    settings.sampling.seed = 7;
+    settings.maxTokens = 0;  // the local context's quarter means nothing to a server: left out
+    const remote::RemoteChatRequest request = remote_chat_request(profile, conversation, settings);
+    EXPECT_EQ(request.model, "qwen");
+    ASSERT_EQ(request.messages.size(), 4u) << "the tool result is not sent (tools are not offered to servers)";
+    EXPECT_EQ(request.messages[0].role, "system");
+    EXPECT_EQ(request.messages[1].content, "What is 2+2?");
+    EXPECT_EQ(request.messages[3].content, "4");
+    EXPECT_FLOAT_EQ(*request.sampling.temperature, 0.5f);
+    EXPECT_FALSE(request.sampling.top_k);
+    EXPECT_FLOAT_EQ(*request.sampling.top_p, 0.9f);
+    EXPECT_FALSE(request.sampling.min_p);
+    EXPECT_FLOAT_EQ(*request.sampling.repeat_penalty, 1.1f);
+    EXPECT_EQ(*request.sampling.seed, 7u);
+    EXPECT_FALSE(request.max_tokens);
+    settings.maxTokens = 64;
+    EXPECT_EQ(*remote_chat_request(profile, conversation, settings).max_tokens, 64);
+}
+
+TEST(RemoteReplyStats, CarriesUsageTimingsAndTheCut) {
+    remote::RemoteReply reply;
+    reply.text = "abc";
+    reply.attempts = 2;
+    reply.first_token_ms = 12.5;
+    reply.usage = remote::RemoteUsage{10, 3};
+    reply.timings = remote::RemoteTimings{10, 5.0, 3, 30.0, 100.0};
+    reply.complete = false;
+    reply.incomplete_reason = "the server closed the connection in the middle of the reply";
+    const ReplyStats stats = remote_reply_stats(reply, {20.f, 30.f, 40.f});
+    EXPECT_TRUE(stats.remote);
+    EXPECT_EQ(stats.attempts, 2);
+    EXPECT_EQ(stats.chunks, 3);
+    EXPECT_DOUBLE_EQ(stats.timeToFirstTokenMs, 12.5);
+    EXPECT_NEAR(stats.receivedChunksPerS, 100.0, 1e-3) << "2 gaps in 20 ms";
+    EXPECT_EQ(stats.usagePromptTokens, 10);
+    EXPECT_EQ(stats.usageCompletionTokens, 3);
+    EXPECT_EQ(stats.contextUsed, 13) << "what the gauge shows: the server's count";
+    EXPECT_TRUE(stats.hasServerTimings);
+    EXPECT_DOUBLE_EQ(stats.serverPredictedPerS, 100.0);
+    EXPECT_NEAR(stats.promptTokensPerS, 2000.0, 1e-6);
+    EXPECT_EQ(stats.cutReason, QString::fromStdString(reply.incomplete_reason));
+    EXPECT_FALSE(stats.cancelled);
+    reply.cancelled = true;  // a Stop is not a cut
+    EXPECT_TRUE(remote_reply_stats(reply, {}).cutReason.isEmpty());
+}
+
+TEST(RemoteReplyStats, TheStatusLineSaysWhatTheServerReported) {
+    ReplyStats stats;
+    stats.remote = true;
+    stats.timeToFirstTokenMs = 87;
+    stats.chunks = 40;
+    stats.receivedChunksPerS = 120.5;
+    stats.attempts = 3;
+    stats.stopReason = StopReason::EndOfGeneration;
+    QString line = remote_reply_metrics_text(stats);
+    EXPECT_TRUE(line.contains(QStringLiteral("first text 87 ms"))) << line.toStdString();
+    EXPECT_TRUE(line.contains(QStringLiteral("40 chunks at 120.5/s as received"))) << line.toStdString();
+    EXPECT_TRUE(line.contains(QStringLiteral("no usage reported"))) << line.toStdString();
+    EXPECT_TRUE(line.contains(QStringLiteral("3 attempts"))) << line.toStdString();
+    EXPECT_FALSE(line.contains(QStringLiteral("KV"))) << "the engine's figures are not the server's";
+    stats.usagePromptTokens = 12;
+    stats.usageCompletionTokens = 40;
+    stats.hasServerTimings = true;
+    stats.serverPromptTokens = 12;
+    stats.serverPromptMs = 9;
+    stats.serverPredictedPerS = 250;
+    stats.attempts = 1;
+    stats.cutReason = QStringLiteral("gone");
+    line = remote_reply_metrics_text(stats);
+    EXPECT_TRUE(line.contains(QStringLiteral("usage: prompt 12 + reply 40 tokens"))) << line.toStdString();
+    EXPECT_TRUE(line.contains(QStringLiteral("server timings: prompt 12 tok in 9 ms, decode 250.0 tok/s"))) << line.toStdString();
+    EXPECT_FALSE(line.contains(QStringLiteral("attempts")));
+    EXPECT_TRUE(line.endsWith(QStringLiteral("cut"))) << line.toStdString();
+}
+
+TEST(RemoteContextGauge, SaysTheServerCountsInsteadOfAFullGauge) {
+    ContextGauge gauge;
+    gauge.setUsage(0, 0, 0);
+    EXPECT_EQ(gauge.text(), QStringLiteral("Context: no model"));
+    gauge.setCountedByServer(true);
+    EXPECT_EQ(gauge.text(), QStringLiteral("Context: counted by the server"));
+    gauge.setUsage(0, 52, 0);
+    EXPECT_TRUE(gauge.text().contains(QStringLiteral("52 tokens (the server's count"))) << gauge.text().toStdString();
+    gauge.setCountedByServer(false);
+    EXPECT_EQ(gauge.text(), QStringLiteral("Context: no model"));
+}
+
+int count_color(const QImage& image, QRgb rgb) {
+    int n = 0;
+    for (int y = 0; y < image.height(); ++y)
+        for (int x = 0; x < image.width(); ++x) n += (image.pixel(x, y) & 0xffffff) == (rgb & 0xffffff);
+    return n;
+}
+
+TEST(LatencyTimeline, PaintsATickPerChunkAndTheGapsFromTheData) {
+    const QRgb tickRgb = qRgb(0x4e, 0x79, 0xa7);  // chart_colors::kCompute
+    const QRgb gapRgb = qRgb(0xe1, 0x57, 0x59);   // chart_colors::kStall
+    LatencyTimeline timeline;
+    timeline.resize(400, 160);
+    EXPECT_EQ(count_color(timeline.grab().toImage(), tickRgb), 0) << "nothing before a reply";
+    EXPECT_TRUE(timeline.summaryText().contains(QStringLiteral("No reply from a server yet")));
+
+    // 10 chunks 10 ms apart after 100 ms, then one 300 ms stall before the last.
+    std::vector<float> arrivals;
+    for (int i = 0; i < 10; ++i) arrivals.push_back(100.f + 10.f * float(i));
+    arrivals.push_back(490.f);
+    timeline.setReply(arrivals, 100);
+    EXPECT_EQ(timeline.chunks(), 11);
+    EXPECT_DOUBLE_EQ(timeline.largestGapMs(), 300.0);
+    EXPECT_DOUBLE_EQ(timeline.largestGapAtMs(), 490.0);
+    EXPECT_TRUE(timeline.summaryText().contains(QStringLiteral("First text after 100 ms · 11 chunks over 0.49 s")))
+        << timeline.summaryText().toStdString();
+    const QImage image = timeline.grab().toImage();
+    EXPECT_GT(count_color(image, tickRgb), 10 * 8) << "a tick per chunk";
+    // The tallest gap bar is at the last chunk, on the right edge; the 10 ms gaps are short.
+    int tallestX = -1, tallest = 0;
+    for (int x = 0; x < image.width(); ++x) {
+        int h = 0;
+        for (int y = 0; y < image.height(); ++y) h += (image.pixel(x, y) & 0xffffff) == (gapRgb & 0xffffff);
+        if (h > tallest) {
+            tallest = h;
+            tallestX = x;
+        }
+    }
+    EXPECT_GT(tallestX, image.width() * 9 / 10) << "the stall is drawn where it happened";
+    EXPECT_GT(tallest, 20);
+}
+
+TEST(RemoteInspector, TheLocalPanelsSayWhyTheyAreEmptyAndTheTimelineShowsTheReply) {
+    TelemetryRing ring;
+    InspectorOptions options;
+    options.measureBandwidthAtStart = false;
+    InspectorDock dock(&ring, nullptr, options);
+    EXPECT_TRUE(dock.endpointNote().isEmpty());
+    dock.setEndpoint(QStringLiteral("qwen @ gpu-box:8080"));
+    EXPECT_TRUE(dock.endpointNote().contains(QStringLiteral("measured inside the local engine"))) << dock.endpointNote().toStdString();
+    EXPECT_TRUE(dock.endpointNote().contains(QStringLiteral("qwen @ gpu-box:8080")));
+    EXPECT_TRUE(dock.statusText().contains(QStringLiteral("qwen @ gpu-box:8080 (server)"))) << dock.statusText().toStdString();
+    auto* note = dock.findChild<QLabel*>(QStringLiteral("endpointNote"));
+    ASSERT_NE(note, nullptr);
+    dock.show();
+    dock.tabs()->setCurrentWidget(dock.routingPanel());
+    EXPECT_TRUE(note->isVisible()) << "said on a local-only panel";
+    dock.tabs()->setCurrentWidget(dock.latencyTimeline());
+    EXPECT_FALSE(note->isVisible()) << "the timeline is the server's own";
+    dock.showRemoteReply({5.f, 6.f, 7.f}, 5);
+    EXPECT_EQ(dock.latencyTimeline()->chunks(), 3);
+    dock.setEndpoint(QString());
+    dock.tabs()->setCurrentWidget(dock.routingPanel());
+    EXPECT_FALSE(note->isVisible());
+    EXPECT_TRUE(dock.endpointNote().isEmpty());
+}
+
+// The controller with the engine and an endpoint, over a store of the test's own.
+struct RemoteChat {
+    QTemporaryDir dir;
+    EngineThread engine;
+    std::unique_ptr<ConversationStore> store;
+    std::unique_ptr<ChatController> controller;
+    GenerationSettings settings;
+
+    RemoteChat() {
+        auto opened = ConversationStore::open(dir.filePath(QStringLiteral("chat.sqlite")));
+        EXPECT_TRUE(opened) << opened.error();
+        store = std::move(opened).value();
+        controller = std::make_unique<ChatController>(engine.worker(), store.get());
+        settings.sampling.temperature = 0;
+        settings.threads = 1;
+        controller->setSettingsSource([this] { return settings; });
+    }
+    bool connect(const EndpointProfile& profile) {
+        controller->connectEndpoint(profile, QStringLiteral("sk-test"));
+        return QTest::qWaitFor([&] { return controller->modelReady() && controller->onEndpoint(); }, kReplyTimeoutMs);
+    }
+    bool idle() {
+        return QTest::qWaitFor([&] { return !controller->isGenerating() && !controller->switchPending(); }, kReplyTimeoutMs);
+    }
+    StoredMessage storedReply() {
+        auto messages = store->messages(controller->conversationId());
+        return messages && !messages->empty() ? messages->back() : StoredMessage{};
+    }
+};
+
+TEST(RemoteChat, AReplyFromAServerStreamsIntoTheTranscriptAndTheStoreWithTheEndpointIdentity) {
+    cflow::test::ServeProcess serve({}, "127.0.0.1");
+    ASSERT_TRUE(serve.started()) << serve.log();
+    RemoteChat chat;
+    const EndpointProfile profile = profile_for(serve);
+    ASSERT_TRUE(chat.connect(profile));
+    EXPECT_EQ(chat.controller->model().path, endpoint_identity(profile));
+    EXPECT_EQ(chat.controller->model().contextLength, 0) << "the server's business";
+    EXPECT_TRUE(chat.controller->visiblePrompt().byServer || chat.controller->entries().empty());
+
+    chat.settings.maxTokens = 200;
+    QSignalSpy streamed(chat.controller.get(), &ChatController::replyStreamed);
+    QSignalSpy finished(chat.controller.get(), &ChatController::replyFinished);
+    ASSERT_TRUE(chat.controller->send(QStringLiteral("Tell me a story about a cat.")));
+    ASSERT_TRUE(chat.idle());
+    ASSERT_EQ(finished.count(), 1);
+    const auto stats = finished.at(0).at(0).value<ReplyStats>();
+    EXPECT_TRUE(stats.remote);
+    EXPECT_GE(stats.attempts, 1);
+    EXPECT_GT(stats.chunks, 1);
+    EXPECT_EQ(stats.chunkArrivalMs.size(), size_t(stats.chunks));
+    EXPECT_GT(stats.usageCompletionTokens, 0) << "cflow serve reports usage";
+    EXPECT_GT(chat.controller->contextUsed(), stats.usageCompletionTokens) << "prompt + reply, as the server counted";
+    EXPECT_TRUE(chat.controller->lastSentPrompt().byServer);
+    EXPECT_TRUE(chat.controller->lastSentPrompt().text.contains(QStringLiteral("Tell me a story about a cat.")))
+        << "the raw prompt view shows the request sent";
+
+    ASSERT_EQ(chat.controller->entries().size(), 2u);
+    const ChatEntry& reply = chat.controller->entries().back();
+    EXPECT_FALSE(reply.content.isEmpty());
+    EXPECT_EQ(reply.modelPath, endpoint_identity(profile));
+    QString joined;
+    for (const QList<QVariant>& batch : streamed) joined += batch.at(1).toString();
+    EXPECT_EQ(joined, reply.content) << "every streamed batch reached the transcript";
+    const StoredMessage stored = chat.storedReply();
+    EXPECT_EQ(stored.content, reply.content);
+    EXPECT_EQ(stored.modelPath, endpoint_identity(profile));
+    EXPECT_TRUE(stored.complete);
+    EXPECT_FALSE(stored.stopped);
+
+    // Regenerate goes to the endpoint too and keeps the first version.
+    ASSERT_TRUE(chat.controller->regenerate());
+    ASSERT_TRUE(chat.idle());
+    EXPECT_EQ(chat.controller->entries().back().versions.size(), 2);
+}
+
+TEST(RemoteChat, StopKeepsTheReplyMarkedStoppedAndAKilledServerLeavesAMarkedPartialReply) {
+    cflow::test::ServeProcess serve({}, "127.0.0.1");
+    ASSERT_TRUE(serve.started()) << serve.log();
+    RemoteChat chat;
+    const EndpointProfile profile = profile_for(serve);
+    ASSERT_TRUE(chat.connect(profile));
+    chat.settings.maxTokens = 100000;  // longer than the context: the Stop comes first
+
+    QSignalSpy streamed(chat.controller.get(), &ChatController::replyStreamed);
+    ASSERT_TRUE(chat.controller->send(QStringLiteral("Tell me a long story.")));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return streamed.count() >= 2; }, kReplyTimeoutMs));
+    chat.controller->stop();
+    ASSERT_TRUE(chat.idle());
+    const ChatEntry stoppedReply = chat.controller->entries().back();
+    EXPECT_TRUE(stoppedReply.stopped);
+    EXPECT_TRUE(stoppedReply.complete);
+    EXPECT_FALSE(stoppedReply.content.isEmpty());
+    EXPECT_TRUE(chat.storedReply().stopped);
+    EXPECT_EQ(chat.storedReply().content, stoppedReply.content);
+    // The exports name the server that wrote it, and that it was stopped.
+    const QString label = endpoint_identity_label(endpoint_identity(profile));
+    const QString markdownPath = chat.dir.filePath(QStringLiteral("chat.md"));
+    ASSERT_TRUE(chat.store->exportMarkdown(chat.controller->conversationId(), markdownPath));
+    QFile markdown(markdownPath);
+    ASSERT_TRUE(markdown.open(QIODevice::ReadOnly));
+    const QString md = QString::fromUtf8(markdown.readAll());
+    EXPECT_TRUE(md.contains(QStringLiteral("## Assistant (%1) (stopped)").arg(label))) << md.toStdString();
+    EXPECT_TRUE(md.contains(stoppedReply.content));
+    const QString jsonPath = chat.dir.filePath(QStringLiteral("chat.json"));
+    ASSERT_TRUE(chat.store->exportJson(chat.controller->conversationId(), jsonPath));
+    QFile json(jsonPath);
+    ASSERT_TRUE(json.open(QIODevice::ReadOnly));
+    const QJsonObject reply = QJsonDocument::fromJson(json.readAll()).object().value(QStringLiteral("messages")).toArray().last().toObject();
+    EXPECT_EQ(reply.value(QStringLiteral("server")).toString(), label);
+    EXPECT_EQ(reply.value(QStringLiteral("model_path")).toString(), endpoint_identity(profile));
+    EXPECT_TRUE(reply.value(QStringLiteral("stopped")).toBool());
+
+    // The server dies mid-reply: what came is kept, marked, and the reason is said.
+    QSignalSpy failed(chat.controller.get(), &ChatController::replyFailed);
+    streamed.clear();
+    ASSERT_TRUE(chat.controller->send(QStringLiteral("Tell me another story.")));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return streamed.count() >= 2; }, kReplyTimeoutMs));
+    serve.kill_now();
+    ASSERT_TRUE(chat.idle());
+    ASSERT_EQ(failed.count(), 1);
+    EXPECT_TRUE(failed.at(0).at(0).toString().contains(QStringLiteral("cut"))) << failed.at(0).at(0).toString().toStdString();
+    const ChatEntry cut = chat.controller->entries().back();
+    EXPECT_FALSE(cut.content.isEmpty()) << "the partial reply is kept";
+    EXPECT_FALSE(cut.complete) << "and marked";
+    EXPECT_FALSE(cut.stopped);
+    EXPECT_FALSE(chat.storedReply().complete);
+    EXPECT_EQ(chat.storedReply().content, cut.content);
+    EXPECT_EQ(chat.storedReply().modelPath, endpoint_identity(profile));
+
+    // Back to the local engine: its replies record the model file again.
+    const QString local = test::qpath(test::chatml_model());
+    chat.controller->loadModel(local, 1);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return chat.controller->modelReady() && chat.controller->model().path == local; },
+                                kReplyTimeoutMs));
+    EXPECT_FALSE(chat.controller->onEndpoint());
+    chat.settings.maxTokens = 8;
+    ASSERT_TRUE(chat.controller->send(QStringLiteral("Hello")));
+    ASSERT_TRUE(chat.idle());
+    EXPECT_EQ(chat.controller->entries().back().modelPath, local);
+    EXPECT_EQ(chat.storedReply().modelPath, local);
+}
+
+TEST(RemoteChat, AnUnreachableServerIsAnErrorAndLosesNothing) {
+    RemoteChat chat;
+    EndpointProfile profile;
+    profile.baseUrl = QStringLiteral("http://127.0.0.1:1/v1");  // nothing listens on port 1
+    ASSERT_TRUE(chat.connect(profile));
+    QSignalSpy failed(chat.controller.get(), &ChatController::replyFailed);
+    ASSERT_TRUE(chat.controller->send(QStringLiteral("Anyone there?")));
+    ASSERT_TRUE(chat.idle());
+    ASSERT_EQ(failed.count(), 1);
+    EXPECT_TRUE(failed.at(0).at(0).toString().contains(QStringLiteral("127.0.0.1:1"))) << failed.at(0).at(0).toString().toStdString();
+    ASSERT_EQ(chat.controller->entries().size(), 1u) << "the message stays; the empty reply row goes";
+    EXPECT_EQ(chat.controller->entries().front().content, QStringLiteral("Anyone there?"));
+}
+
+} // namespace
+} // namespace cflow::ui
+#endif
