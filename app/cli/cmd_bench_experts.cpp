@@ -11,7 +11,6 @@
 // every line names the backend that ran (io_backend), and the sync line the read bandwidth its
 // blocking reads achieved: expert bytes read from storage over the time blocked on them.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -21,6 +20,7 @@
 
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/session.h"
+#include "cflow/engine/generation/timed_decode.h"
 #include "cflow/engine/kernels/kernels.h"
 #include "commands.h"
 #include "expert_fetch_args.h"
@@ -28,54 +28,15 @@
 namespace cflow::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 struct ArmTotals {
     ExpertFetch arm = ExpertFetch::Mapped;
     std::unique_ptr<Session> session;
-    int32_t next = 0;                 // the token to feed next
-    std::vector<int32_t> emitted;     // greedy tokens, compared across arms
-    double seconds = 0;
-    double compute_us = 0;
-    double stall_us = 0;
-    double expert_bytes = 0;
-    uint64_t cache_hits = 0;          // routed experts served from the expert cache
-    uint64_t cache_misses = 0;        // read from storage
-    double bytes_from_disk = 0;
-    double bytes_saved = 0;
-    int tokens = 0;
+    int32_t next = 0;    // the token to feed next
+    DecodeTotals totals; // the timed steps; totals.emitted is compared across arms
 };
 
-int32_t greedy(std::span<const float> logits) {
-    int32_t best = 0;
-    for (size_t i = 1; i < logits.size(); ++i)
-        if (logits[i] > logits[size_t(best)]) best = int32_t(i);
-    return best;
-}
-
 Status run_tokens(ArmTotals& arm, int count, bool timed) {
-    for (int i = 0; i < count; ++i) {
-        const auto t0 = Clock::now();
-        auto r = arm.session->step(arm.next);
-        if (!r) return r.take_error();
-        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-        arm.next = greedy(*r);
-        if (!timed) continue;
-        arm.emitted.push_back(arm.next);
-        arm.seconds += seconds;
-        const TokenTelemetry& t = arm.session->telemetry();
-        for (const LayerRecord& layer : t.layers) {
-            arm.compute_us += layer.computeUs;
-            arm.stall_us += layer.expertWaitUs;
-        }
-        arm.expert_bytes += double(t.bytes(Stream::Expert));
-        arm.cache_hits += t.expertCacheHits;
-        arm.cache_misses += t.expertCacheMisses;
-        arm.bytes_from_disk += double(t.expertBytesFromDisk);
-        arm.bytes_saved += double(t.expertBytesSaved);
-        ++arm.tokens;
-    }
-    return {};
+    return greedy_decode_steps(*arm.session, arm.next, count, timed ? &arm.totals : nullptr);
 }
 
 } // namespace
@@ -117,48 +78,48 @@ int run_bench_experts(const BenchExpertsArgs& args) {
             if (Status s = run_tokens(arm, per_round, true); !s)
                 return fail("bench experts", std::string(expert_fetch_name(arm.arm)) + ": " + s.error());
 
-    const auto per_token_ms = [](const ArmTotals& a, double us) { return us / 1000.0 / std::max(1, a.tokens); };
+    const auto per_token_ms = [](const ArmTotals& a, double us) { return us / 1000.0 / std::max(1, a.totals.tokens); };
     const ArmTotals& mapped = arms[0];
     const ArmTotals& sync = arms[1];
     const ArmTotals& staged = arms[2];
-    const double c_ms = mapped.seconds * 1000.0 / std::max(1, mapped.tokens);  // the whole step from the page cache
-    const double io_ms = per_token_ms(sync, sync.stall_us);
+    const double c_ms = mapped.totals.seconds * 1000.0 / std::max(1, mapped.totals.tokens);  // the whole step from the page cache
+    const double io_ms = per_token_ms(sync, sync.totals.expertStallUs);
     const double predicted = (c_ms + io_ms) / std::max({c_ms, io_ms, 1e-9});
-    const double sync_tps = sync.tokens / std::max(sync.seconds, 1e-9);
-    const double staged_tps = staged.tokens / std::max(staged.seconds, 1e-9);
+    const double sync_tps = sync.totals.tokens / std::max(sync.totals.seconds, 1e-9);
+    const double staged_tps = staged.totals.tokens / std::max(staged.totals.seconds, 1e-9);
     const double measured = staged_tps / std::max(sync_tps, 1e-9);
-    const double hidden = sync.stall_us > 0 ? 1.0 - staged.stall_us / sync.stall_us : 0.0;
+    const double hidden = sync.totals.expertStallUs > 0 ? 1.0 - staged.totals.expertStallUs / sync.totals.expertStallUs : 0.0;
     // The paper's refined model (5.14.2-5.14.3): reads running beneath the compute slow it by an
     // interference tax tau (memory-subsystem contention), so staged pins at max((1 + tau) C, IO).
     // tau is measured here as the staged arm's compute over the mapped arm's (same tokens, same
     // arithmetic; only the concurrent reads differ), never fitted to the speedup.
-    const double mapped_compute = per_token_ms(mapped, mapped.compute_us);
-    const double tau = mapped_compute > 0 ? per_token_ms(staged, staged.compute_us) / mapped_compute - 1.0 : 0.0;
+    const double mapped_compute = per_token_ms(mapped, mapped.totals.computeUs);
+    const double tau = mapped_compute > 0 ? per_token_ms(staged, staged.totals.computeUs) / mapped_compute - 1.0 : 0.0;
     const double predicted_taxed = (c_ms + io_ms) / std::max({(1.0 + tau) * c_ms, io_ms, 1e-9});
-    const bool identical = mapped.emitted == sync.emitted && mapped.emitted == staged.emitted;
+    const bool identical = mapped.totals.emitted == sync.totals.emitted && mapped.totals.emitted == staged.totals.emitted;
     const std::string isa(isa_name(selected_isa()));
     // Sync and staged open their readers alike, so they run the same backend.
     const std::optional<IoBackend> backend_ran = sync.session->io_backend();
     const std::string backend_name = backend_ran ? std::string(io_backend_name(*backend_ran)) : "none";
     const std::string backend_note = sync.session->io_backend_note();
     // Sync blocks on every read it issues, so its stall is the reads' own time (top_k at once).
-    const double read_mb_per_second = sync.stall_us > 0 ? sync.bytes_from_disk / sync.stall_us : 0.0;
+    const double read_mb_per_second = sync.totals.expertStallUs > 0 ? sync.totals.expertBytesFromDisk / sync.totals.expertStallUs : 0.0;
 
     for (const ArmTotals& arm : arms) {
-        const double tps = arm.tokens / std::max(arm.seconds, 1e-9);
+        const double tps = arm.totals.tokens / std::max(arm.totals.seconds, 1e-9);
         const double arm_cache_mib = double(arm.session->expert_cache_bytes()) / double(1 << 20);
-        const uint64_t lookups = arm.cache_hits + arm.cache_misses;
-        const double hit_rate = lookups ? double(arm.cache_hits) / double(lookups) : 0.0;
-        const double read_per_token = arm.bytes_from_disk / std::max(1, arm.tokens);
-        const double saved_per_token = arm.bytes_saved / std::max(1, arm.tokens);
+        const uint64_t lookups = arm.totals.expertCacheHits + arm.totals.expertCacheMisses;
+        const double hit_rate = lookups ? double(arm.totals.expertCacheHits) / double(lookups) : 0.0;
+        const double read_per_token = arm.totals.expertBytesFromDisk / std::max(1, arm.totals.tokens);
+        const double saved_per_token = arm.totals.expertBytesSaved / std::max(1, arm.totals.tokens);
         nlohmann::json line = {{"arm", std::string(expert_fetch_name(arm.arm))},
-                               {"tokens", arm.tokens},
+                               {"tokens", arm.totals.tokens},
                                {"tokens_per_second", tps},
                                {"ms_per_token", 1000.0 / std::max(tps, 1e-9)},
-                               {"compute_ms_per_token", per_token_ms(arm, arm.compute_us)},
+                               {"compute_ms_per_token", per_token_ms(arm, arm.totals.computeUs)},
                                {"io_ms_per_token", arm.arm == ExpertFetch::Mapped ? 0.0 : io_ms},
-                               {"stall_ms_per_token", per_token_ms(arm, arm.stall_us)},
-                               {"expert_bytes_per_token", arm.expert_bytes / std::max(1, arm.tokens)},
+                               {"stall_ms_per_token", per_token_ms(arm, arm.totals.expertStallUs)},
+                               {"expert_bytes_per_token", arm.totals.bytes(Stream::Expert) / std::max(1, arm.totals.tokens)},
                                {"isa", isa},
                                {"threads", arm.session->threads()},
                                {"direct_io", arm.arm != ExpertFetch::Mapped && direct},
@@ -184,8 +145,8 @@ int run_bench_experts(const BenchExpertsArgs& args) {
         } else {
             std::printf("%-7s %8.2f tok/s  %8.2f ms/token  compute %7.2f ms  stall %7.2f ms  experts %7.2f MiB/token",
                         std::string(expert_fetch_name(arm.arm)).c_str(), tps, 1000.0 / std::max(tps, 1e-9),
-                        per_token_ms(arm, arm.compute_us), per_token_ms(arm, arm.stall_us),
-                        arm.expert_bytes / std::max(1, arm.tokens) / (1 << 20));
+                        per_token_ms(arm, arm.totals.computeUs), per_token_ms(arm, arm.totals.expertStallUs),
+                        arm.totals.bytes(Stream::Expert) / std::max(1, arm.totals.tokens) / (1 << 20));
             if (arm.arm != ExpertFetch::Mapped)
                 std::printf("  read %7.2f MiB/token  cache %.0f MiB hit %5.1f%% saved %7.2f MiB/token", read_per_token / (1 << 20),
                             arm_cache_mib, 100.0 * hit_rate, saved_per_token / (1 << 20));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cflow/engine/generation/sampler.h"
+#include "cflow/engine/generation/timed_decode.h"
 
 namespace cflow {
 namespace {
@@ -50,32 +51,14 @@ Result<SpeedMeasurement> measure_speed(const std::shared_ptr<const Model>& model
     }
 
     int32_t token = greedy_token(logits);  // greedy: every run decodes the same sequence
-    for (int i = 0; i < plan.warmupTokens; ++i) {
-        if (cancel && cancel->is_cancelled()) return cancelled_error("speed");
-        auto r = s.step(token);
-        if (!r) return r.take_error();
-        token = greedy_token(*r);
-    }
-    std::array<double, size_t(Stream::Count_)> bytes{};
-    double wait_us = 0, step_us = 0;
-    const auto t0 = Clock::now();
-    for (int i = 0; i < plan.decodeTokens; ++i) {
-        if (cancel && cancel->is_cancelled()) return cancelled_error("speed");
-        auto r = s.step(token);
-        if (!r) return r.take_error();
-        token = greedy_token(*r);
-        const TokenTelemetry& t = s.telemetry();
-        for (size_t k = 0; k < size_t(Stream::Count_); ++k) bytes[k] += double(t.bytes(Stream(k)));
-        for (const LayerRecord& layer : t.layers) wait_us += layer.expertWaitUs;
-        step_us += t.totalUs;
-    }
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    m.decodeTokPerS = plan.decodeTokens / seconds;
-    for (size_t k = 0; k < size_t(Stream::Count_); ++k) {
-        m.decodeBytesPerTokenByStream[k] = bytes[k] / plan.decodeTokens;
-        m.decodeBytesPerToken += m.decodeBytesPerTokenByStream[k];
-    }
-    m.expertWaitShare = step_us > 0 ? wait_us / step_us : 0;
+    const DecodeStepsOptions steps{false, cancel};
+    if (Status st = greedy_decode_steps(s, token, plan.warmupTokens, nullptr, steps); !st) return st.take_error();
+    DecodeTotals decode;
+    if (Status st = greedy_decode_steps(s, token, plan.decodeTokens, &decode, steps); !st) return st.take_error();
+    m.decodeTokPerS = decode.tokens / decode.seconds;
+    for (size_t k = 0; k < size_t(Stream::Count_); ++k) m.decodeBytesPerTokenByStream[k] = decode.bytesByStream[k] / decode.tokens;
+    m.decodeBytesPerToken = decode.bytesPerToken();
+    m.expertWaitShare = decode.stepUs > 0 ? decode.expertStallUs / decode.stepUs : 0;
     return m;
 }
 

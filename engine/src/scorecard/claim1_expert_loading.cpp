@@ -43,10 +43,10 @@ ClaimResult scorecard_claim1_expert_loading(const std::string& moe_model, const 
     auto session = Session::create(model.value(), so);
     if (!session) return not_measurable(1, kClaim1Title, method, session.error());
     int32_t next = 1;
-    if (Status s = decode_steps(**session, next, 2, nullptr); !s) return not_measurable(1, kClaim1Title, method, s.error());
+    if (Status s = greedy_decode_steps(**session, next, 2, nullptr, kWrappingDecode); !s) return not_measurable(1, kClaim1Title, method, s.error());
     DecodeTotals totals;
     const int64_t before = process_read_bytes();
-    if (Status s = decode_steps(**session, next, tokens, &totals); !s) return not_measurable(1, kClaim1Title, method, s.error());
+    if (Status s = greedy_decode_steps(**session, next, tokens, &totals, kWrappingDecode); !s) return not_measurable(1, kClaim1Title, method, s.error());
     const int64_t after = process_read_bytes();
 
     ClaimResult r;
@@ -69,7 +69,7 @@ ClaimResult scorecard_claim1_expert_loading(const std::string& moe_model, const 
                   {"k_over_e", k_over_e, "ratio"},
                   {"bank_bytes_per_token", bank_bytes, "bytes"},
                   {"bytes_read_per_token", read_per_token, "bytes"},
-                  {"engine_expert_bytes_per_token", totals.expertBytes / totals.tokens, "bytes"},
+                  {"engine_expert_bytes_per_token", totals.bytes(Stream::Expert) / totals.tokens, "bytes"},
                   {"read_over_bank", ratio, "ratio"},
                   {"reduction", ratio > 0 ? 1.0 / ratio : 0.0, "x"},
                   {"tokens", double(totals.tokens), "count"}};

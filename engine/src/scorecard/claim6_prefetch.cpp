@@ -33,7 +33,7 @@ ClaimResult scorecard_claim6_prefetch(const std::string& dense_model, const Scor
         return not_measurable(6, kClaim6Title, method,
                               "the kernel path here (" + isa + ") issues no explicit prefetch, so there is nothing to switch off");
     int32_t next = 1;
-    if (Status st = decode_steps(s, next, 4, nullptr); !st) return not_measurable(6, kClaim6Title, method, st.error());
+    if (Status st = greedy_decode_steps(s, next, 4, nullptr, kWrappingDecode); !st) return not_measurable(6, kClaim6Title, method, st.error());
     std::vector<double> ratios;
     DecodeTotals on_all, off_all;
     for (int round = 0; round < rounds; ++round) {
@@ -41,7 +41,7 @@ ClaimResult scorecard_claim6_prefetch(const std::string& dense_model, const Scor
         for (int arm = 0; arm < 2; ++arm) {
             const bool prefetch = (arm == 0) == (round % 2 == 0);
             set_explicit_prefetch(prefetch);
-            Status st = decode_steps(s, next, block, prefetch ? &on : &off);
+            Status st = greedy_decode_steps(s, next, block, prefetch ? &on : &off, kWrappingDecode);
             if (!st) {
                 set_explicit_prefetch(true);
                 return not_measurable(6, kClaim6Title, method, st.error());

@@ -90,7 +90,7 @@ ClaimResult scorecard_claim7_critical_path(const std::string& trained_model, con
         auto s = Session::create(model.value(), so);
         if (!s) return fail_wall(s.error());
         arms[a] = std::move(s).value();
-        if (Status st = decode_steps(*arms[a], next[a], 2, nullptr); !st) return fail_wall(st.error());
+        if (Status st = greedy_decode_steps(*arms[a], next[a], 2, nullptr, kWrappingDecode); !st) return fail_wall(st.error());
     }
     const bool direct = arms[1]->staged_direct_io();
     std::vector<double> ratios;
@@ -98,7 +98,7 @@ ClaimResult scorecard_claim7_critical_path(const std::string& trained_model, con
         DecodeTotals per[2];
         for (int i = 0; i < 2; ++i) {
             const int a = round % 2 == 0 ? i : 1 - i;
-            if (Status st = decode_steps(*arms[a], next[a], block, &per[a]); !st) return fail_wall(st.error());
+            if (Status st = greedy_decode_steps(*arms[a], next[a], block, &per[a], kWrappingDecode); !st) return fail_wall(st.error());
         }
         ratios.push_back((per[1].tokens / per[1].seconds) / (per[0].tokens / per[0].seconds));
         for (int a = 0; a < 2; ++a) {

@@ -1,10 +1,8 @@
 // Shared scorecard helpers: the decode loop, A/B verdicts, synthetic Q4_0 matrices, verdict names.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 
-#include "cflow/engine/generation/sampler.h"
 #include "cflow/formats/tile_codec.h"
 #include "cflow/formats/tile_plan.h"
 #include "scorecard/scorecard_internal.h"
@@ -24,8 +22,6 @@ std::string_view verdict_name(Verdict v) {
 namespace scorecard {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // splitmix64: a seeded stream independent of the standard library's engines.
 uint64_t next_random(uint64_t& state) {
     uint64_t z = (state += 0x9E3779B97F4A7C15ull);
@@ -41,26 +37,6 @@ std::string format_ratio(double r) {
 }
 
 } // namespace
-
-Status decode_steps(Session& session, int32_t& next, int count, DecodeTotals* totals) {
-    for (int i = 0; i < count; ++i) {
-        if (session.position() + 1 >= session.context_length()) session.reset();  // stay inside the context
-        const auto t0 = Clock::now();
-        auto r = session.step(next);
-        if (!r) return r.take_error();
-        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-        next = greedy_token(*r);
-        if (!totals) continue;
-        const TokenTelemetry& t = session.telemetry();
-        totals->seconds += seconds;
-        ++totals->tokens;
-        for (const LayerRecord& layer : t.layers) totals->expertStallUs += layer.expertWaitUs;
-        totals->expertBytes += double(t.bytes(Stream::Expert));
-        totals->expertBytesFromDisk += double(t.expertBytesFromDisk);
-        totals->emitted.push_back(next);
-    }
-    return {};
-}
 
 double median(std::vector<double> v) {
     if (v.empty()) return 0;

@@ -7,22 +7,14 @@
 #include <vector>
 
 #include "cflow/engine/forward/session.h"
+#include "cflow/engine/generation/timed_decode.h"
 #include "cflow/engine/scorecard/scorecard.h"
 
 namespace cflow::scorecard {
 
-// What a run of decode steps cost and read.
-struct DecodeTotals {
-    int tokens = 0;
-    double seconds = 0;
-    double expertStallUs = 0;       // LayerRecord::expertWaitUs summed
-    double expertBytes = 0;         // the engine's Expert stream count
-    double expertBytesFromDisk = 0; // TokenTelemetry::expertBytesFromDisk
-    std::vector<int32_t> emitted;   // greedy tokens
-};
-
-// `count` greedy steps from `next` (updated); timed steps are added to `totals` when non-null.
-Status decode_steps(Session& session, int32_t& next, int count, DecodeTotals* totals);
+// The claims' decode runs alternate arms for many rounds: they start again from an empty KV cache
+// when the context is full (greedy_decode_steps, generation/timed_decode.h).
+inline constexpr DecodeStepsOptions kWrappingDecode{true, nullptr};
 
 // Claimed-better arm B against A over rounds: ratios[i] = B_i / A_i (higher = B better).
 // Proven: median >= 1 + threshold and every round > 1. Refuted: every round below 1 + threshold.
