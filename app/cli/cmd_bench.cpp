@@ -19,27 +19,13 @@
 namespace cflow::cli {
 namespace {
 
-struct BenchPlan {
-    unsigned threads = 0;
-    int promptTokens = 64;
-    int warmupTokens = 8;
-    int decodeTokens = 64;
-    KvCacheType kvCache = KvCacheType::F32;
-};
-
 // The timing recipe lives in the engine (measure_speed), shared with the comparison wizard.
 // lanesKept: whether the loaded model holds a lanes copy (a lanes load of a K-quant model does not).
-Result<SpeedMeasurement> measure(const std::string& path, const LoadOptions& load, const BenchPlan& plan, bool& lanesKept) {
+Result<SpeedMeasurement> measure(const std::string& path, const LoadOptions& load, const SpeedPlan& plan, bool& lanesKept) {
     auto model = Model::load(path, load);
     if (!model) return model.take_error();
     lanesKept = (*model)->lanes_base() != nullptr;
-    SpeedPlan speed;
-    speed.threads = plan.threads;
-    speed.promptTokens = plan.promptTokens;
-    speed.warmupTokens = plan.warmupTokens;
-    speed.decodeTokens = plan.decodeTokens;
-    speed.kvCache = plan.kvCache;
-    return measure_speed(model.value(), speed);
+    return measure_speed(model.value(), plan);
 }
 
 nlohmann::json speed_json(const SpeedMeasurement& m, double bandwidth) {
@@ -57,7 +43,7 @@ int run_bench(const BenchArgs& args) {
     const bool json = args.json;
 
     ThreadPool pool{args.session.threads};
-    const BenchPlan plan{pool.size(), args.prompt_tokens, args.warmup, args.tokens, args.session.kv_cache};
+    const SpeedPlan plan{pool.size(), args.prompt_tokens, args.warmup, args.tokens, args.session.kv_cache};
     const std::string isa(isa_name(selected_isa()));
     constexpr int kArms = 3;
     SpeedMeasurement results[kArms];
