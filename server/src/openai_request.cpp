@@ -60,6 +60,24 @@ std::optional<ApiError> read_bool(const json& body, const char* name, bool& out)
     return std::nullopt;
 }
 
+// Chat: `logprobs` true/false and `top_logprobs` 0..20, which needs logprobs true (OpenAI refuses
+// it alone). Completions (the legacy API): `logprobs` is the number of alternatives, 0..5.
+std::optional<ApiError> read_logprobs(const json& body, GenerationRequest& request) {
+    std::optional<int64_t> top;
+    if (request.kind == GenerationRequest::Kind::Completion) {
+        if (auto e = read_integer(body, "logprobs", 0, 5, top)) return e;
+        request.logprobs = top.has_value();
+        request.top_logprobs = uint32_t(top.value_or(0));
+        return std::nullopt;
+    }
+    if (auto e = read_bool(body, "logprobs", request.logprobs)) return e;
+    if (auto e = read_integer(body, "top_logprobs", 0, 20, top)) return e;
+    if (top && !request.logprobs)
+        return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+    request.top_logprobs = uint32_t(top.value_or(0));
+    return std::nullopt;
+}
+
 // The fields both endpoints share: model, sampling, max_tokens, stop, seed, stream, n.
 std::optional<ApiError> read_common(const json& body, const RequestLimits& limits, GenerationRequest& request) {
     if (const auto it = body.find("model"); it != body.end() && !it->is_null()) {
@@ -120,10 +138,7 @@ std::optional<ApiError> read_common(const json& body, const RequestLimits& limit
         }
     }
 
-    bool logprobs = false;
-    if (auto e = read_bool(body, "logprobs", logprobs)) return e;
-    if (const auto it = body.find("logprobs"); it != body.end() && it->is_number_integer()) logprobs = it->get<int64_t>() > 0;
-    if (logprobs) return bad_request("log probabilities are not supported by this server", "logprobs");
+    if (auto e = read_logprobs(body, request)) return e;
     if (const auto it = body.find("logit_bias"); it != body.end() && !it->is_null() && !(it->is_object() && it->empty()))
         return bad_request("'logit_bias' is not supported by this server", "logit_bias");
     if (request.kind == GenerationRequest::Kind::Chat) {

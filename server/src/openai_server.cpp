@@ -173,9 +173,10 @@ void OpenAiServer::Impl::handle_generation(const httplib::Request& req, const st
     const ResponseHeader header{new_response_id(chat_endpoint ? "chatcmpl-" : "cmpl-"), unix_seconds(), options.model_id};
     if (chat_endpoint)
         plan.writer = std::make_unique<OpenAiChatWriter>(header, plan.request.stream, plan.request.include_usage,
-                                                          plan.request.parallel_tool_calls);
+                                                          plan.request.parallel_tool_calls, plan.request.logprobs);
     else
-        plan.writer = std::make_unique<OpenAiTextWriter>(header, plan.request.stream, plan.request.include_usage);
+        plan.writer = std::make_unique<OpenAiTextWriter>(header, plan.request.stream, plan.request.include_usage,
+                                                          plan.request.logprobs);
     if (plan.request.json_object) {
         auto parsed_grammar = json_object_grammar();
         if (!parsed_grammar) return send_error(res, server_error(parsed_grammar.error()));

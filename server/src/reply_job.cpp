@@ -1,6 +1,9 @@
 #include "reply_job.h"
 
+#include "cflow/server/token_logprobs.h"
+
 #include <random>
+#include <span>
 #include <utility>
 
 namespace cflow::server {
@@ -55,6 +58,16 @@ bool run_reply_job(ReplyJob& job, const ReplyJobHost& host, httplib::DataSink& s
         }
         if (host.observer && host.observer->on_step) host.observer->on_step(slot, step);
     };
+    size_t text_bytes = 0;  // of the reply so far: the next token's legacy text_offset
+    if (job.request.logprobs) {
+        const Tokenizer& tokenizer = chat.model().tokenizer();
+        const uint32_t top_n = job.request.top_logprobs;
+        reply.on_sampled = [&writer, &tokenizer, &text_bytes, top_n](int32_t token, std::span<const float> logits) {
+            TokenLogprob entry = token_logprob(tokenizer, token, logits, top_n);
+            entry.text_offset = text_bytes;
+            writer.token_logprob(std::move(entry));
+        };
+    }
     write(writer.start());
     const PieceCallback on_piece = [&](const ChatPiece& piece) {
         if (first_content && piece.token >= 0) {
@@ -62,6 +75,7 @@ bool run_reply_job(ReplyJob& job, const ReplyJobHost& host, httplib::DataSink& s
             first_token_at = ReplyClock::now();
         }
         if (piece.text.empty()) return;
+        text_bytes += piece.text.size();
         write(writer.piece(piece.text));
     };
 

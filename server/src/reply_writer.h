@@ -43,6 +43,9 @@ public:
     virtual std::string refusal(const ApiError& error) const = 0;
     // Called once, after the prompt is prepared and before start().
     virtual void prepared(const ReplyContext& context) { (void)context; }
+    // A generated token's log probabilities (only when the request asked for them), given before
+    // the piece its text belongs to; the writer sends it with the next piece or at the end.
+    virtual void token_logprob(TokenLogprob entry) { (void)entry; }
     // The bytes sent before the first piece (a stream's opening events; "" for a whole body).
     virtual std::string start() = 0;
     // One non-empty piece of reply text as the model wrote it: the bytes to send now ("" is fine:

@@ -97,7 +97,6 @@ TEST(OpenAiRequest, MalformedBodiesAndWrongTypesNameTheField) {
 TEST(OpenAiRequest, WhatTheServerCannotDoIsRefusedNotIgnored) {
     const std::string ok = R"("messages":[{"role":"user","content":"hi"}])";
     EXPECT_EQ(chat_refused("{" + ok + R"(,"n":2})").param, "n");
-    EXPECT_EQ(chat_refused("{" + ok + R"(,"logprobs":true})").param, "logprobs");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"tools":[{"type":"function"}]})").param, "tools[0].function");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"functions":[{"name":"f"}]})").param, "functions");
     // json_object and json_schema are served (grammars); the schema travels as its JSON text.
@@ -121,6 +120,36 @@ TEST(OpenAiRequest, WhatTheServerCannotDoIsRefusedNotIgnored) {
     EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":{"type":"yaml"}})").param, "response_format");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"response_format":"json_object"})").param, "response_format");
     EXPECT_EQ(chat_refused("{" + ok + R"(,"logit_bias":{"50256":-100}})").param, "logit_bias");
+}
+
+TEST(OpenAiRequest, LogprobsAndTopLogprobsAreReadWithOpenAisLimits) {
+    const std::string ok = R"("messages":[{"role":"user","content":"hi"}])";
+    const GenerationRequest plain = chat_ok("{" + ok + "}");
+    EXPECT_FALSE(plain.logprobs);
+    const GenerationRequest chosen_only = chat_ok("{" + ok + R"(,"logprobs":true})");
+    EXPECT_TRUE(chosen_only.logprobs);
+    EXPECT_EQ(chosen_only.top_logprobs, 0u);
+    const GenerationRequest twenty = chat_ok("{" + ok + R"(,"logprobs":true,"top_logprobs":20})");
+    EXPECT_EQ(twenty.top_logprobs, 20u);
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"logprobs":true,"top_logprobs":21})").param, "top_logprobs");
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"logprobs":true,"top_logprobs":-1})").param, "top_logprobs");
+    // OpenAI refuses top_logprobs without logprobs rather than ignoring it.
+    const ApiError alone = chat_refused("{" + ok + R"(,"top_logprobs":3})");
+    EXPECT_EQ(alone.param, "top_logprobs");
+    EXPECT_NE(alone.message.find("'logprobs': true"), std::string::npos) << alone.message;
+    EXPECT_EQ(chat_refused("{" + ok + R"(,"logprobs":3})").param, "logprobs");  // chat's is a boolean
+    // The legacy completions API: logprobs is the number of alternatives, 0..5.
+    ParsedRequest three = parse_completion_request(R"({"prompt":"x","logprobs":3})");
+    ASSERT_TRUE(three.ok());
+    EXPECT_TRUE(three.request->logprobs);
+    EXPECT_EQ(three.request->top_logprobs, 3u);
+    ParsedRequest zero = parse_completion_request(R"({"prompt":"x","logprobs":0})");
+    ASSERT_TRUE(zero.ok());
+    EXPECT_TRUE(zero.request->logprobs);
+    EXPECT_EQ(zero.request->top_logprobs, 0u);
+    ParsedRequest six = parse_completion_request(R"({"prompt":"x","logprobs":6})");
+    ASSERT_FALSE(six.ok());
+    EXPECT_EQ(six.error.param, "logprobs");
 }
 
 TEST(OpenAiRequest, ToolsAndToolChoiceAreRead) {

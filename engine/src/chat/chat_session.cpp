@@ -399,6 +399,7 @@ Status ChatSession::reply(const PreparedTurn& turn, const ReplyOptions& options,
     request.stop_at_end_of_generation = !options.ignore_end_of_turn;
     if (!options.ignore_end_of_turn) request.stop_tokens = end_of_turn_;
     request.on_step = options.on_step;
+    request.on_sampled = options.on_sampled;
     const uint32_t keep = static_cast<uint32_t>(std::min(turn.kept_head, turn.ids.size()));
     if (options.context_policy != ContextPolicy::Stop) request.context_shift = ContextShift{cached_, keep};
     if (options.grammar) {

@@ -170,6 +170,7 @@ Result<GenerateStats> generate_unguarded(Session& session, const GenerateRequest
         ++stats.generated_tokens;
         history.push_back(next);
         const std::string text = decoder.push(next);
+        if (request.on_sampled) request.on_sampled(next, candidates);
         if (on_token && !on_token(next, text)) {
             stats.stop_reason = StopReason::CallbackStopped;
             break;

@@ -235,6 +235,42 @@ TEST(ChatSession, PiecesCarryTokenAndPosition) {
     EXPECT_EQ(streamed, outcome.text);
 }
 
+// ReplyOptions::on_sampled (for the server's logprobs): one call per emitted token, before its
+// piece, with the row the token was drawn from; the first row is the prompt's own logits.
+TEST(ChatSession, EachEmittedTokenComesWithTheRowItWasSampledFrom) {
+    auto model = model_with("sampled_rows", kChatMl);
+    ASSERT_TRUE(model);
+    ChatSession chat = chat_for(model);
+    auto turn = chat.prepare({{"user", "hello", ""}});
+    ASSERT_TRUE(turn.ok());
+    std::vector<int32_t> sampled;
+    std::vector<int32_t> row_argmax;
+    std::vector<float> first_row;
+    size_t pieces_before_sample = 0;
+    size_t pieces = 0;
+    ReplyOptions options = greedy(6);
+    options.on_sampled = [&](int32_t token, std::span<const float> logits) {
+        ASSERT_EQ(logits.size(), size_t(kVocab));
+        if (sampled.empty()) first_row.assign(logits.begin(), logits.end());
+        if (pieces != sampled.size()) ++pieces_before_sample;
+        sampled.push_back(token);
+        row_argmax.push_back(greedy_token(logits));
+    };
+    ChatTurnOutcome outcome;
+    ASSERT_TRUE(chat.reply(*turn, options, [&](const ChatPiece& p) { pieces += p.token >= 0 ? 1 : 0; }, nullptr, outcome).ok());
+    EXPECT_EQ(sampled, outcome.tokens);
+    EXPECT_EQ(row_argmax, outcome.tokens) << "greedy: each token is its row's argmax";
+    EXPECT_EQ(pieces_before_sample, 0u) << "the row comes before the token's piece";
+
+    SessionOptions session_options;
+    session_options.threads = 1;
+    auto fresh = Session::create(model, session_options);
+    ASSERT_TRUE(fresh.ok());
+    auto logits = fresh.value()->prefill(turn->ids);
+    ASSERT_TRUE(logits.ok());
+    EXPECT_EQ(std::vector<float>(logits.value().begin(), logits.value().end()), first_row);
+}
+
 TEST(ChatSession, AStopSequenceEndsTheReplyBeforeItIsStreamed) {
     auto model = model_with("stop_sequence", kChatMl);
     ASSERT_TRUE(model);

@@ -6,7 +6,7 @@
 // a random seed; for chat, a reply until end of turn or a full context; for completions, 16
 // tokens (the OpenAI default). Fields OpenAI defines that change nothing here are accepted
 // (user, metadata, store, presence_penalty, frequency_penalty, ...); fields asking for what the
-// server cannot do (n > 1, logprobs, non-text content, echo, suffix) are refused rather than
+// server cannot do (n > 1, non-text content, echo, suffix, logit_bias) are refused rather than
 // silently ignored. Tools (OpenAI's `tools`, `tool_choice`, `parallel_tool_calls`, assistant
 // `tool_calls` and role `tool` messages) are read here and checked against the model's template
 // when the request is served. Extensions, as llama.cpp's server names them: top_k,
@@ -51,6 +51,10 @@ struct GenerationRequest {
     std::vector<ToolDefinition> tools;          // Chat: `tools`, names unique and valid
     ToolChoice tool_choice;                     // Required / Named only with tools; Named names one of them
     bool parallel_tool_calls = true;            // false: only the reply's first call is returned
+    // Log probabilities of the reply's tokens (token_logprobs.h): chat `logprobs: true` with
+    // `top_logprobs` 0..20 alternatives per token; completions `logprobs: N`, N 0..5 alternatives.
+    bool logprobs = false;
+    uint32_t top_logprobs = 0;
 };
 
 struct ParsedRequest {

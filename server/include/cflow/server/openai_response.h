@@ -8,8 +8,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cflow/engine/chat/tool_calls.h"
+#include "cflow/server/token_logprobs.h"
 
 namespace cflow::server {
 
@@ -25,6 +27,12 @@ struct ResponseHeader {
     std::string model;
 };
 
+// A choice's `logprobs` everywhere below: nullptr writes null (the request asked for none); else
+// chat's {"content": [{token, logprob, bytes, top_logprobs: [...]}]} or the legacy completions
+// shape {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}, one entry per
+// token (a streamed chunk: the tokens that chunk adds).
+using LogprobList = std::vector<TokenLogprob>;
+
 // "chatcmpl-" or "cmpl-" + 24 random hex digits.
 std::string new_response_id(std::string_view prefix);
 
@@ -32,11 +40,12 @@ std::string new_response_id(std::string_view prefix);
 // OpenAI sends them); a reply that is only calls has content null (finish_reason is the caller's:
 // "tool_calls" when there are calls).
 std::string chat_completion_body(const ResponseHeader& header, std::string_view content, std::string_view finish_reason,
-                                 const Usage& usage, std::span<const ToolCall> tool_calls = {});
+                                 const Usage& usage, std::span<const ToolCall> tool_calls = {},
+                                 const LogprobList* logprobs = nullptr);
 // A streamed delta: the first chunk carries the role, the others content; the last one an empty
 // delta and the finish reason. `content` nullopt: no content key in the delta.
 std::string chat_chunk(const ResponseHeader& header, std::optional<std::string_view> content, bool with_role,
-                       std::optional<std::string_view> finish_reason);
+                       std::optional<std::string_view> finish_reason, const LogprobList* logprobs = nullptr);
 // A streamed tool call as OpenAI streams one, in delta.tool_calls[0]: the head names it (index,
 // id, type, function.name, empty arguments); arguments chunks (one or more) carry pieces of the
 // arguments text that the client appends per index.
@@ -46,8 +55,9 @@ std::string chat_tool_call_arguments_chunk(const ResponseHeader& header, uint32_
 std::string usage_chunk(const ResponseHeader& header, std::string_view object, const Usage& usage);
 
 std::string text_completion_body(const ResponseHeader& header, std::string_view text, std::string_view finish_reason,
-                                 const Usage& usage);
-std::string text_chunk(const ResponseHeader& header, std::string_view text, std::optional<std::string_view> finish_reason);
+                                 const Usage& usage, const LogprobList* logprobs = nullptr);
+std::string text_chunk(const ResponseHeader& header, std::string_view text, std::optional<std::string_view> finish_reason,
+                       const LogprobList* logprobs = nullptr);
 
 // GET /v1/models: one model.
 std::string models_body(std::string_view model_id, int64_t created);

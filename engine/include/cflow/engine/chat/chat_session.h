@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,6 +94,9 @@ struct ReplyOptions {
     // until it cannot (or the reply ends).
     std::vector<std::string> stop_sequences;
     std::function<void(const TokenTelemetry&)> on_step;  // every forward step, on the replying thread
+    // Each emitted reply token with the logits row it was sampled from (generate.h
+    // GenerateRequest::on_sampled), before its piece reaches on_piece; on the replying thread.
+    std::function<void(int32_t token, std::span<const float> logits)> on_sampled;
     // A reply that fills the context: Stop ends it (StopReason::ContextFull); DropOldest and
     // SlidingWindow shift the context (generate.h ContextShift, keeping PreparedTurn::kept_head)
     // and the same reply goes on.

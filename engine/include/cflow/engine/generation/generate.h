@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,11 @@ struct GenerateRequest {
     bool stop_at_end_of_generation = true;  // EOS, and BOS which llama2.c-style story models emit between stories
     // Called on the generating thread after every forward step (prompt and generated tokens).
     std::function<void(const TokenTelemetry&)> on_step;
+    // Called for each generated token that is emitted, right before on_token, with the logits row
+    // it was sampled from: the model's output (after its final soft-cap), with the grammar's -inf
+    // mask when one is set, before repetition penalty, temperature and top-k/p (for log
+    // probabilities as OpenAI's API reports them). The span is valid during the call only.
+    std::function<void(int32_t token, std::span<const float> logits)> on_sampled;
     // Set: a full context shifts (ContextShift) and the reply goes on; unset: it stops (ContextFull).
     std::optional<ContextShift> context_shift;
     // Set: every sampled token keeps the output inside this grammar's language (the logits of the
