@@ -176,7 +176,7 @@ TEST(ConnectDialog, WithoutAKeychainTheKeyIsForThisSessionOnly) {
     Fixture f;
     ConnectDialog dialog(&f.profiles, nullptr);
     dialog.show();
-    EXPECT_TRUE(child<QLabel>(dialog, "keyNote")->text().contains(QStringLiteral("not saved")));
+    EXPECT_TRUE(child<QLabel>(dialog, "keyNote")->text().contains(QStringLiteral("Not saved")));
     child<QLineEdit>(dialog, "baseUrl")->setText(QStringLiteral("http://127.0.0.1:9/v1"));
     child<QLineEdit>(dialog, "apiKey")->setText(QStringLiteral("typed-per-session"));
     child<QPushButton>(dialog, "connectButton")->click();

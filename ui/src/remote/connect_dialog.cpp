@@ -87,9 +87,9 @@ ConnectDialog::ConnectDialog(EndpointProfileStore* profiles, SecretStore* secret
     apiKey_->setPlaceholderText(tr("none"));
     keyNote_ = new QLabel(this);
     keyNote_->setObjectName(QStringLiteral("keyNote"));
-    keyNote_->setWordWrap(true);
-    keyNote_->setText(secrets_ ? tr("The key is kept in %1, never in the settings file.").arg(secrets_->describe())
-                               : tr("This build has no keychain: the key is not saved, type it each session."));
+    // One line, not wrapped: a wrapped label in a form row is given too little height by QFormLayout.
+    keyNote_->setText(secrets_ ? tr("Kept in %1, not in the settings file").arg(secrets_->describe())
+                               : tr("Not saved: this build has no keychain (type it each session)"));
     caFile_ = new QLineEdit(this);
     caFile_->setObjectName(QStringLiteral("caFile"));
     caFile_->setAccessibleName(tr("CA certificate file"));
@@ -128,7 +128,9 @@ ConnectDialog::ConnectDialog(EndpointProfileStore* profiles, SecretStore* secret
     form->addRow(tr("Base &URL:"), baseUrl_);
     form->addRow(tr("API &key:"), apiKey_);
     form->addRow(QString(), keyNote_);
-    form->addRow(tr("C&A file:"), caRow);
+    auto* caLabel = new QLabel(tr("CA &file:"), this);
+    caLabel->setBuddy(caFile_);  // a row of a layout gets no buddy from QFormLayout
+    form->addRow(caLabel, caRow);
     form->addRow(tr("&Read time-out:"), readTimeoutS_);
     form->addRow(QString(), testButton_);
     form->addRow(tr("&Model:"), model_);
