@@ -19,6 +19,8 @@ std::string chat_request_json(const RemoteChatRequest& request) {
     if (s.seed) body["seed"] = *s.seed;
     if (request.max_tokens) body["max_tokens"] = *request.max_tokens;
     if (!request.stop.empty()) body["stop"] = request.stop;
+    if (request.logprobs) body["logprobs"] = true;
+    if (request.logprobs && request.top_logprobs) body["top_logprobs"] = *request.top_logprobs;
     body["stream"] = request.stream;
     // The usage chunk at the end of a stream (OpenAI's, llama.cpp's and vLLM's spelling).
     if (request.stream) body["stream_options"] = {{"include_usage", true}};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -184,6 +185,11 @@ Result<RemoteReply> RemoteClient::stream_chat(RemoteChatRequest chat, const Toke
                 reply.text += chunk->content;
                 if (on_token) on_token(chunk->content);
             }
+            if (chunk->logprobs) {
+                if (!reply.logprobs) reply.logprobs.emplace();
+                reply.logprobs->insert(reply.logprobs->end(), std::make_move_iterator(chunk->logprobs->begin()),
+                                       std::make_move_iterator(chunk->logprobs->end()));
+            }
             if (chunk->finish_reason) reply.finish_reason = chunk->finish_reason;
             if (chunk->usage) reply.usage = chunk->usage;
             if (chunk->timings) reply.timings = chunk->timings;
@@ -254,6 +260,7 @@ Result<RemoteReply> RemoteClient::complete_chat(RemoteChatRequest chat, const Ca
     reply.finish_reason = chunk->finish_reason;
     reply.usage = chunk->usage;
     reply.timings = chunk->timings;
+    reply.logprobs = std::move(chunk->logprobs);
     return reply;
 }
 

@@ -50,6 +50,42 @@ TEST(StreamChunk, ErrorsAndMalformedChunksAreNamed) {
     EXPECT_NE(number.error().find("choices[0].delta.content is not a string"), std::string::npos);
 }
 
+TEST(StreamChunk, ReadsLogprobsWithBytesAndAlternatives) {
+    // cflow serve's shape (llama.cpp's and vLLM's are the same): a token ending inside a character
+    // has bytes that are not its text.
+    auto chunk = read_stream_chunk(R"({"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null,
+        "logprobs":{"content":[{"token":"H","logprob":-0.5,"bytes":[72],"top_logprobs":[{"token":"H","logprob":-0.5,"bytes":[72]},
+        {"token":"\ufffd","logprob":-2.25,"bytes":[226,150]}]},{"token":"i","logprob":-0.125,"top_logprobs":[]}]}}]})");
+    ASSERT_TRUE(chunk) << chunk.error();
+    ASSERT_TRUE(chunk->logprobs);
+    ASSERT_EQ(chunk->logprobs->size(), 2u);
+    const RemoteTokenLogprob& first = (*chunk->logprobs)[0];
+    EXPECT_EQ(first.chosen.token, "H");
+    EXPECT_DOUBLE_EQ(first.chosen.logprob, -0.5);
+    ASSERT_EQ(first.top.size(), 2u);
+    EXPECT_EQ(first.top[1].bytes, "\xE2\x96");
+    EXPECT_TRUE(first.top[1].bytes_sent);
+    const RemoteTokenLogprob& second = (*chunk->logprobs)[1];
+    EXPECT_EQ(second.chosen.bytes, "i") << "no bytes sent: the token's text";
+    EXPECT_FALSE(second.chosen.bytes_sent);
+
+    auto none = read_stream_chunk(R"({"choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null}]})");
+    ASSERT_TRUE(none);
+    EXPECT_FALSE(none->logprobs) << "null: the server reports none";
+    auto absent = read_stream_chunk(R"({"choices":[{"index":0,"delta":{"content":"Hi"}}]})");
+    ASSERT_TRUE(absent);
+    EXPECT_FALSE(absent->logprobs);
+
+    auto bad_logprob = read_stream_chunk(R"({"choices":[{"delta":{},"logprobs":{"content":[{"token":"a","logprob":"x"}]}}]})");
+    ASSERT_FALSE(bad_logprob);
+    EXPECT_NE(bad_logprob.error().find("choices[0].logprobs.content[0].logprob is not a number"), std::string::npos)
+        << bad_logprob.error();
+    auto bad_byte = read_stream_chunk(R"({"choices":[{"delta":{},"logprobs":{"content":[{"token":"a","logprob":0,
+        "top_logprobs":[{"token":"b","logprob":-1,"bytes":[300]}]}]}}]})");
+    ASSERT_FALSE(bad_byte);
+    EXPECT_NE(bad_byte.error().find("content[0].top_logprobs[0].bytes holds 300"), std::string::npos) << bad_byte.error();
+}
+
 TEST(EndpointUrl, BaseUrlsAreTakenApart) {
     auto v1 = parse_endpoint_url("http://10.0.0.2:8080/v1/");
     ASSERT_TRUE(v1) << v1.error();
@@ -94,6 +130,12 @@ TEST(ChatRequestJson, CarriesMessagesSamplingAndStreamOptions) {
     EXPECT_FALSE(body.contains("top_k")) << "unset sampling fields are the server's defaults";
     request.stream = false;
     EXPECT_FALSE(nlohmann::json::parse(chat_request_json(request)).contains("stream_options"));
+    EXPECT_FALSE(body.contains("logprobs")) << "asked for only when wanted";
+    request.logprobs = true;
+    request.top_logprobs = 5;
+    const auto with_logprobs = nlohmann::json::parse(chat_request_json(request));
+    EXPECT_EQ(with_logprobs["logprobs"], true);
+    EXPECT_EQ(with_logprobs["top_logprobs"], 5);
 }
 
 } // namespace

@@ -31,6 +31,10 @@ struct RemoteChatRequest {
     std::optional<int32_t> max_tokens;
     std::vector<std::string> stop;
     bool stream = true;
+    // OpenAI's `logprobs: true` and `top_logprobs` (0..20 alternatives per token): the reply's
+    // tokens with their log probabilities, where the server reports them (StreamChunk::logprobs).
+    bool logprobs = false;
+    std::optional<int32_t> top_logprobs;
 };
 
 // The JSON text of the request body.

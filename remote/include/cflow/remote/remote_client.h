@@ -37,6 +37,9 @@ struct RemoteReply {
     std::optional<std::string> finish_reason;
     std::optional<RemoteUsage> usage;
     std::optional<RemoteTimings> timings;
+    // Every token's log probabilities in order (the chunks' choices[0].logprobs.content joined);
+    // nullopt when no chunk carried a logprobs object (the server does not report them).
+    std::optional<std::vector<RemoteTokenLogprob>> logprobs;
     bool complete = true;        // false: cut short (incomplete_reason says why), text is what came
     bool cancelled = false;      // the caller's token stopped it (complete is false)
     std::string incomplete_reason;
