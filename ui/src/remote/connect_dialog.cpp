@@ -206,6 +206,7 @@ void ConnectDialog::showProfile(int row) {
     model_->setEditText(profile.model);
     apiKey_->clear();
     loadedKey_.clear();
+    setKeyForSessionOnly(false);
     setStatus(QString(), false);
     deleteButton_->setEnabled(true);
     if (!secrets_ || !profile.hasKey) {
@@ -243,6 +244,7 @@ void ConnectDialog::newProfile() {
     shownHasKey_ = false;
     loadedKey_.clear();
     keyPending_ = false;
+    setKeyForSessionOnly(false);
     name_->clear();
     baseUrl_->clear();
     apiKey_->clear();
@@ -365,6 +367,10 @@ void ConnectDialog::connectClicked() {
         finishConnect(profile, key);
         return;
     }
+    if (keyForSessionOnly_) {
+        finishConnect(profile, key);  // the keychain refused it: used now, not saved (hasKey as it was)
+        return;
+    }
     if (key == loadedKey_ && (profile.hasKey || key.isEmpty())) {
         finishConnect(profile, key);  // the key is as saved: the keychain is not asked again
         return;
@@ -377,8 +383,11 @@ void ConnectDialog::connectClicked() {
         if (!guard) return;
         guard->setBusy(false);
         if (!done) {
+            // A keychain that is absent or locked must not keep the user from the server: the
+            // next Connect uses the key for this session only, and the button says so.
             guard->setStatus(tr("Not connected: the key could not be saved: %1").arg(QString::fromStdString(done.error())),
                              true);
+            guard->setKeyForSessionOnly(true);
             return;
         }
         guard->finishConnect(profile, key);
@@ -398,6 +407,11 @@ void ConnectDialog::finishConnect(const EndpointProfile& profile, const QString&
     loadedKey_ = key;
     chosen_ = EndpointChoice{*saved, key};
     accept();
+}
+
+void ConnectDialog::setKeyForSessionOnly(bool sessionOnly) {
+    keyForSessionOnly_ = sessionOnly;
+    connectButton_->setText(sessionOnly ? tr("Connect &without saving the key") : tr("&Connect"));
 }
 
 void ConnectDialog::setStatus(const QString& text, bool problem) {

@@ -3,7 +3,8 @@
 // connection test that lists the server's models (GET /v1/models) with a diagnosis when it fails,
 // and Connect, which saves the profile (its key into the SecretStore, never QSettings) and
 // accepts. The caller owns the stores; secrets may be nullptr (a build without a keychain): the
-// key is then typed for this session only, and the dialog says so.
+// key is then typed for this session only, and the dialog says so. A keychain that refuses the
+// key (locked, none running) is reported, and the next Connect uses the key without saving it.
 #include <QDialog>
 #include <QPointer>
 
@@ -61,6 +62,8 @@ private:
     void finishConnect(const EndpointProfile& profile, const QString& key);
     void setStatus(const QString& text, bool problem);
     void setBusy(bool busy);
+    // After the SecretStore refused the key: Connect then uses it for this session without saving it.
+    void setKeyForSessionOnly(bool sessionOnly);
 
     EndpointProfileStore* profiles_;
     SecretStore* secrets_;
@@ -69,6 +72,7 @@ private:
     bool shownHasKey_ = false;
     QString loadedKey_;                   // the key the SecretStore gave for it (to see an edit)
     bool keyPending_ = false;
+    bool keyForSessionOnly_ = false;
     bool testRunning_ = false;
     quint64 testGeneration_ = 0;          // a newer test (or a closed dialog) makes older results stale
     std::shared_ptr<CancelToken> testCancel_;
