@@ -1,10 +1,10 @@
 // Model > Connect to a server… (issue 34) on the offscreen platform: the Connect dialog against a
 // real `cflow serve` with an API key (401 with a wrong key, the model list with the right one,
 // Connect saves the profile and puts the key in the SecretStore, not in the settings file), the
-// diagnoses of a refused port and of a base URL without /v1, a keychain that fails (reported, then
-// a Connect for this session only), and a dialog closed while its connection test waits on a
-// stalling server. The MemorySecretStore stands in for the system keychain
-// (keychain_secret_store_test.cpp tests that one).
+// diagnoses of a refused port and of a base URL without /v1, https trusted only with the CA file
+// given (stunnel4), a keychain that fails (reported, then a Connect for this session only), and a
+// dialog closed while its connection test waits on a stalling server. The MemorySecretStore stands
+// in for the system keychain (keychain_secret_store_test.cpp tests that one).
 #include <gtest/gtest.h>
 
 #include <QComboBox>
@@ -27,6 +27,7 @@
 #include "cflow/ui/remote/memory_secret_store.h"
 #include "loopback_server.h"
 #include "serve_process.h"
+#include "tls_fixture.h"
 
 namespace cflow::ui {
 namespace {
@@ -150,6 +151,35 @@ TEST(ConnectDialog, ARefusedPortAndABaseUrlWithoutV1AreDiagnosed) {
     EXPECT_EQ(dialog.result(), QDialog::Rejected);
     EXPECT_TRUE(dialog.statusText().contains(QStringLiteral("gpu-box:8080/v1"))) << dialog.statusText().toStdString();
     EXPECT_TRUE(f.profiles.profiles().empty());
+}
+
+// The CA file field reaches the transport: https through stunnel4 is refused with a CA that signed
+// nothing, and connects with the CA that signed the server's certificate.
+TEST(ConnectDialog, HttpsIsTrustedOnlyWithTheCaFileGiven) {
+    std::string why;
+    if (!cflow::test::have_tls_tools(why))
+        GTEST_SKIP() << "stunnel4 or openssl is missing (apt-get install stunnel4 openssl): " << why;
+    cflow::test::TestCertificates certs;
+    ASSERT_TRUE(certs.ok()) << certs.why();
+    cflow::test::ServeProcess serve({}, "127.0.0.1");
+    ASSERT_TRUE(serve.started()) << serve.log();
+    cflow::test::Stunnel stunnel(certs, serve.port());
+    ASSERT_TRUE(stunnel.up()) << "stunnel4 did not listen on " << stunnel.port();
+    const QString url = QStringLiteral("https://localhost:%1/v1").arg(stunnel.port());
+
+    Fixture f;
+    ConnectDialog dialog(&f.profiles, &f.secrets);
+    dialog.show();
+    QLineEdit* caFile = child<QLineEdit>(dialog, "caFile");
+    caFile->setText(QString::fromStdString(certs.other_ca()));
+    EXPECT_FALSE(test_connection(dialog, url, QString()));
+    EXPECT_TRUE(dialog.statusText().contains(QStringLiteral("not trusted"))) << dialog.statusText().toStdString();
+
+    caFile->setText(QString::fromStdString(certs.ca()));
+    EXPECT_TRUE(test_connection(dialog, url, QString())) << dialog.statusText().toStdString();
+    child<QPushButton>(dialog, "connectButton")->click();
+    EXPECT_EQ(dialog.result(), QDialog::Accepted) << dialog.statusText().toStdString();
+    EXPECT_EQ(dialog.chosen().profile.caFile, QString::fromStdString(certs.ca()));
 }
 
 TEST(ConnectDialog, AKeychainThatFailsKeepsTheDialogOpenThenConnectsWithoutSavingTheKey) {
