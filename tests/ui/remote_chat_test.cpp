@@ -7,7 +7,15 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <functional>
+
+#include <QAction>
+#include <QComboBox>
+#include <QFileInfo>
 #include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -16,6 +24,13 @@
 #include <gtest/gtest.h>
 
 #include "cflow/ui/chat_controller.h"
+#include "cflow/ui/chat_panel.h"
+#include "cflow/ui/chat_view.h"
+#include "cflow/ui/default_model.h"
+#include "cflow/ui/main_window.h"
+#include "cflow/ui/remote/connect_dialog.h"
+#include "cflow/ui/remote/memory_secret_store.h"
+#include "cflow/ui/sampling_panel.h"
 #include "cflow/ui/context_gauge.h"
 #include "cflow/ui/conversation_store.h"
 #include "cflow/ui/engine_worker.h"
@@ -32,6 +47,30 @@ namespace cflow::ui {
 namespace {
 
 constexpr int kReplyTimeoutMs = 60'000;
+
+// cflow serve arguments for replies that go on until Stop (or the kill): the synthetic ChatML test
+// model (random weights: an end-of-turn token is rare) with a sliding window past its context.
+// The bundled model ends its stories within a few batches, sometimes before a Stop arrives.
+std::vector<std::string> endless_replies(std::vector<std::string> extra = {}) {
+    for (const char* arg : {"--context-policy", "sliding-window", "--threads", "1"}) extra.emplace_back(arg);
+    extra.push_back(test::chatml_model().string());
+    return extra;
+}
+
+// Sends (through send) until a reply is still streaming after `batches` batches: the random-weight
+// model ends a reply now and then (it samples its end-of-turn token), which would leave nothing to
+// stop or cut. At most 8 tries; false when no reply kept going.
+bool streaming_reply(ChatController* controller, const std::function<void()>& send, int batches) {
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        QSignalSpy streamed(controller, &ChatController::replyStreamed);
+        send();
+        if (!controller->isGenerating()) return false;  // refused
+        (void)QTest::qWaitFor([&] { return streamed.count() >= batches || !controller->isGenerating(); }, kReplyTimeoutMs);
+        if (controller->isGenerating() && streamed.count() >= batches) return true;
+        (void)QTest::qWaitFor([&] { return !controller->isGenerating(); }, kReplyTimeoutMs);
+    }
+    return false;
+}
 
 EndpointProfile profile_for(const cflow::test::ServeProcess& serve) {
     EndpointProfile profile;
@@ -286,16 +325,14 @@ TEST(RemoteChat, AReplyFromAServerStreamsIntoTheTranscriptAndTheStoreWithTheEndp
 }
 
 TEST(RemoteChat, StopKeepsTheReplyMarkedStoppedAndAKilledServerLeavesAMarkedPartialReply) {
-    cflow::test::ServeProcess serve({}, "127.0.0.1");
+    cflow::test::ServeProcess serve({}, "127.0.0.1", endless_replies());
     ASSERT_TRUE(serve.started()) << serve.log();
     RemoteChat chat;
     const EndpointProfile profile = profile_for(serve);
     ASSERT_TRUE(chat.connect(profile));
     chat.settings.maxTokens = 100000;  // longer than the context: the Stop comes first
 
-    QSignalSpy streamed(chat.controller.get(), &ChatController::replyStreamed);
-    ASSERT_TRUE(chat.controller->send(QStringLiteral("Tell me a long story.")));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return streamed.count() >= 2; }, kReplyTimeoutMs));
+    ASSERT_TRUE(streaming_reply(chat.controller.get(), [&] { chat.controller->send(QStringLiteral("Tell me a long story.")); }, 2));
     chat.controller->stop();
     ASSERT_TRUE(chat.idle());
     const ChatEntry stoppedReply = chat.controller->entries().back();
@@ -324,9 +361,7 @@ TEST(RemoteChat, StopKeepsTheReplyMarkedStoppedAndAKilledServerLeavesAMarkedPart
 
     // The server dies mid-reply: what came is kept, marked, and the reason is said.
     QSignalSpy failed(chat.controller.get(), &ChatController::replyFailed);
-    streamed.clear();
-    ASSERT_TRUE(chat.controller->send(QStringLiteral("Tell me another story.")));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return streamed.count() >= 2; }, kReplyTimeoutMs));
+    ASSERT_TRUE(streaming_reply(chat.controller.get(), [&] { chat.controller->send(QStringLiteral("Tell me another story.")); }, 2));
     serve.kill_now();
     ASSERT_TRUE(chat.idle());
     ASSERT_EQ(failed.count(), 1);
@@ -364,6 +399,134 @@ TEST(RemoteChat, AnUnreachableServerIsAnErrorAndLosesNothing) {
     EXPECT_TRUE(failed.at(0).at(0).toString().contains(QStringLiteral("127.0.0.1:1"))) << failed.at(0).at(0).toString().toStdString();
     ASSERT_EQ(chat.controller->entries().size(), 1u) << "the message stays; the empty reply row goes";
     EXPECT_EQ(chat.controller->entries().front().content, QStringLiteral("Anyone there?"));
+}
+
+// The whole path a user takes, on the real window: Model > Connect to a server… → the profile
+// typed with a key (a test keychain) → Test connection → the model list → Connect → a streamed
+// reply → Stop → export; then a server killed mid-reply, and back to the local model.
+TEST(RemoteChatWindow, ConnectSendStopExportKillAndBackToTheLocalModel) {
+    const QString key = QStringLiteral("e2e-key-5150");
+    cflow::test::ServeProcess serve({}, "127.0.0.1", endless_replies({"--api-key", key.toStdString()}));
+    ASSERT_TRUE(serve.started()) << serve.log();
+    const QString url = QString::fromStdString(serve.base_url());
+    test::ScopedDb db("remote_chat_window");
+    test::IsolatedSettings isolated("remote_chat_window");
+    QTemporaryDir dir;
+    MainWindowOptions options;
+    auto secrets = std::make_shared<MemorySecretStore>();
+    options.secretStore = secrets;
+    options.endpointSettingsFile = dir.filePath(QStringLiteral("endpoints.ini"));
+    options.bundledModelsFolder = QString();
+    MainWindow window(nullptr, options);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    ChatController* controller = window.controller();
+
+    // Model > Connect to a server…
+    auto* connectAction = window.findChild<QAction*>(QStringLiteral("connectServerAction"));
+    ASSERT_NE(connectAction, nullptr);
+    ASSERT_TRUE(connectAction->isEnabled());
+    connectAction->trigger();
+    auto* dialog = window.findChild<ConnectDialog*>();
+    ASSERT_NE(dialog, nullptr);
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(dialog));
+    dialog->findChild<QLineEdit*>(QStringLiteral("endpointName"))->setText(QStringLiteral("loopback serve"));
+    dialog->findChild<QLineEdit*>(QStringLiteral("baseUrl"))->setText(url);
+    dialog->findChild<QLineEdit*>(QStringLiteral("apiKey"))->setText(key);
+    QSignalSpy tested(dialog, &ConnectDialog::testFinished);
+    dialog->findChild<QPushButton*>(QStringLiteral("testConnection"))->click();
+    ASSERT_TRUE(tested.wait(kReplyTimeoutMs));
+    ASSERT_TRUE(tested.at(0).at(0).toBool()) << dialog->statusText().toStdString();
+    auto* models = dialog->findChild<QComboBox*>(QStringLiteral("model"));
+    ASSERT_EQ(models->count(), 1) << "cflow serve lists its one model";
+    EXPECT_FALSE(models->currentText().isEmpty());
+    const QString served = models->currentText();
+    dialog->findChild<QPushButton*>(QStringLiteral("connectButton"))->click();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return controller->onEndpoint() && controller->modelReady(); }, kReplyTimeoutMs))
+        << dialog->statusText().toStdString();
+    EndpointProfile profile;
+    profile.baseUrl = url;
+    profile.model = served;
+    const QString identity = endpoint_identity(profile);
+    const QString label = endpoint_identity_label(identity);
+    EXPECT_EQ(controller->model().path, identity);
+    EXPECT_TRUE(window.windowTitle().contains(label)) << window.windowTitle().toStdString();
+    EXPECT_TRUE(window.statusArea()->message().contains(QStringLiteral("Connected to"))) << window.statusArea()->message().toStdString();
+    EXPECT_FALSE(window.inspector()->endpointNote().isEmpty());
+
+    // A long reply streams in batches into the transcript; Stop keeps it, marked.
+    GenerationSettings settings = window.samplingPanel()->settings();
+    settings.maxTokens = 100000;
+    settings.sampling.temperature = 0.8f;
+    window.samplingPanel()->setSettings(settings);
+    auto* send = window.chatPanel()->findChild<QPushButton*>(QStringLiteral("sendButton"));
+    const auto type_and_send = [&](const QString& text) {
+        window.chatPanel()->input()->setPlainText(text);
+        EXPECT_TRUE(send->isEnabled());
+        send->click();
+    };
+    ASSERT_TRUE(streaming_reply(controller, [&] { type_and_send(QStringLiteral("Tell me a long story about a dog.")); }, 3))
+        << "a reply streaming in more than one batch";
+    window.chatPanel()->findChild<QPushButton*>(QStringLiteral("stopButton"))->click();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !controller->isGenerating(); }, kReplyTimeoutMs));
+    ASSERT_GE(controller->entries().size(), 2u);
+    const int replyIndex = int(controller->entries().size()) - 1;
+    const ChatEntry reply = controller->entries().back();
+    EXPECT_TRUE(reply.stopped);
+    EXPECT_EQ(reply.modelPath, identity);
+    EXPECT_FALSE(reply.content.isEmpty());
+    ChatView* view = window.chatPanel()->view();
+    ASSERT_EQ(view->count(), replyIndex + 1);
+    EXPECT_EQ(view->card(replyIndex)->text(), reply.content) << "the transcript shows what the server sent";
+    EXPECT_TRUE(view->card(replyIndex)->isStopped());
+    EXPECT_TRUE(window.metricsText().contains(QStringLiteral("server · first text"))) << window.metricsText().toStdString();
+    EXPECT_GT(window.inspector()->latencyTimeline()->chunks(), 1);
+
+    // The export names the server; the key is in the test keychain, not in the settings.
+    const QString exported = dir.filePath(QStringLiteral("remote.md"));
+    ASSERT_TRUE(window.store()->exportMarkdown(controller->conversationId(), exported));
+    QFile markdown(exported);
+    ASSERT_TRUE(markdown.open(QIODevice::ReadOnly));
+    const QString md = QString::fromUtf8(markdown.readAll());
+    EXPECT_TRUE(md.contains(QStringLiteral("(%1) (stopped)").arg(label))) << md.toStdString();
+    EXPECT_TRUE(md.contains(reply.content));
+    QFile ini(options.endpointSettingsFile);
+    ASSERT_TRUE(ini.open(QIODevice::ReadOnly));
+    const QByteArray iniBytes = ini.readAll();
+    EXPECT_TRUE(iniBytes.contains(url.toUtf8())) << iniBytes.toStdString();
+    EXPECT_FALSE(iniBytes.contains(key.toUtf8()));
+    EXPECT_EQ(secrets->keys().size(), 1);
+    EXPECT_EQ(secrets->keys().first(), key);
+
+    // The server dies mid-reply: the partial reply stays, marked, and the error is shown.
+    ASSERT_TRUE(streaming_reply(controller, [&] { type_and_send(QStringLiteral("And another one.")); }, 2));
+    serve.kill_now();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !controller->isGenerating(); }, kReplyTimeoutMs));
+    const int cutIndex = int(controller->entries().size()) - 1;
+    EXPECT_FALSE(controller->entries().back().content.isEmpty());
+    EXPECT_FALSE(controller->entries().back().complete);
+    EXPECT_EQ(controller->entries().back().modelPath, identity);
+    ASSERT_EQ(view->count(), cutIndex + 1);
+    EXPECT_EQ(view->card(cutIndex)->text(), controller->entries().back().content) << "the partial reply stays shown";
+    EXPECT_TRUE(view->card(cutIndex)->isInterrupted()) << "marked in the transcript";
+    EXPECT_TRUE(window.statusArea()->showsError());
+    EXPECT_TRUE(window.statusArea()->message().contains(QStringLiteral("cut"))) << window.statusArea()->message().toStdString();
+
+    // Back to the local default model: its replies record the model file again.
+    const QString local = default_model_path(QFileInfo(QStringLiteral(CFLOW_CLI_PATH)).absolutePath());
+    ASSERT_FALSE(local.isEmpty()) << "no default model beside the CLI";
+    window.openModel(local);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return controller->modelReady() && controller->model().path == local; }, kReplyTimeoutMs));
+    EXPECT_FALSE(controller->onEndpoint());
+    EXPECT_TRUE(window.inspector()->endpointNote().isEmpty());
+    settings.maxTokens = 8;
+    window.samplingPanel()->setSettings(settings);
+    const size_t before = controller->entries().size();
+    type_and_send(QStringLiteral("Hello again"));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return controller->entries().size() == before + 2 && !controller->isGenerating(); },
+                                kReplyTimeoutMs));
+    EXPECT_EQ(controller->entries().back().modelPath, local);
+    EXPECT_FALSE(window.metricsText().contains(QStringLiteral("server ·"))) << window.metricsText().toStdString();
 }
 
 } // namespace
