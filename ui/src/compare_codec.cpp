@@ -76,11 +76,16 @@ QJsonObject report_to_json(const CompareReport& report) {
         QJsonObject values;
         for (size_t m = 0; m < kCompareMetricCount; ++m)
             if (row.values[m]) values[qt(std::string(compare_metric_key(CompareMetric(m))))] = *row.values[m];
+        QJsonObject notes;  // why cells are empty (an endpoint entry's "not reported by the endpoint")
+        for (size_t m = 0; m < kCompareMetricCount; ++m)
+            if (!row.notes[m].empty()) notes[qt(std::string(compare_metric_key(CompareMetric(m))))] = qt(row.notes[m]);
         rows.append(QJsonObject{{"entry", entry_to_json(row.entry)},
                                 {"display_name", qt(row.displayName)},
                                 {"model_name", qt(row.modelName)},
                                 {"threads", int(row.threads)},
-                                {"values", values}});
+                                {"values", values},
+                                {"notes", notes},
+                                {"failure", qt(row.failure)}});
     }
     return {{"rows", rows},
             {"text_name", qt(report.textName)},
@@ -107,6 +112,11 @@ Result<CompareReport> report_from_json(const QJsonObject& j) {
         for (auto it = values.begin(); it != values.end(); ++it)
             if (auto m = parse_compare_metric(it.key().toStdString()); m && it.value().isDouble())
                 row.values[size_t(*m)] = it.value().toDouble();
+        const QJsonObject notes = o["notes"].toObject();  // absent from runs saved before endpoint entries
+        for (auto it = notes.begin(); it != notes.end(); ++it)
+            if (auto m = parse_compare_metric(it.key().toStdString()); m && it.value().isString())
+                row.notes[size_t(*m)] = json_utf8(it.value());
+        row.failure = json_utf8(o["failure"]);
         report.rows.push_back(std::move(row));
     }
     if (report.rows.empty()) return make_error("a saved comparison has no rows");

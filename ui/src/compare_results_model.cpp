@@ -18,6 +18,7 @@ int decimals(CompareMetric metric) {
         case CompareMetric::MeanKlNats: return 5;
         case CompareMetric::BNaiveMiB:
         case CompareMetric::BCriticalMiB: return 4;
+        case CompareMetric::TimeToFirstTokenMs: return 1;
         default: return 0;  // bytes per token: whole bytes
     }
 }
@@ -54,6 +55,7 @@ QString metric_value_text(CompareMetric metric, double value) {
         case CompareMetric::BNaiveMiB:
         case CompareMetric::BCriticalMiB: return number + QStringLiteral(" MiB/token");
         case CompareMetric::Perplexity: return number;
+        case CompareMetric::TimeToFirstTokenMs: return number + QStringLiteral(" ms");
         default: break;  // bytes per token, all streams and each
     }
     const double kib = value / 1024.0, mib = kib / 1024.0;
@@ -111,14 +113,22 @@ QVariant CompareResultsModel::data(const QModelIndex& index, int role) const {
     const CompareRow& row = report_.rows[size_t(index.row())];
     if (index.column() == 0) {
         if (role == Qt::DisplayRole) return QString::fromStdString(row.displayName);
-        if (role == Qt::ToolTipRole) return QString::fromStdString(row.entry.modelPath);
+        if (role == Qt::ToolTipRole)
+            return QString::fromStdString(row.failure.empty() ? row.entry.modelPath : row.failure);
         return {};
     }
     const CompareMetric metric = metrics_[size_t(index.column() - 1)];
     const auto value = row.value(metric);
     if (role == Qt::TextAlignmentRole) return QVariant(Qt::AlignRight | Qt::AlignVCenter);
-    if (!value) return {};
+    // An endpoint entry's empty cell says why ("not reported by the endpoint"), in the table and
+    // the exports alike, so it never reads as a 0 or as a value left out by accident.
+    if (!value) {
+        const bool textual = role == Qt::DisplayRole || role == Qt::ToolTipRole;
+        return textual && !row.note(metric).empty() ? QVariant(QString::fromStdString(row.note(metric))) : QVariant();
+    }
     if (role == Qt::DisplayRole) return format_metric(metric, *value);
+    // How an endpoint's value was measured ("truncated: over the endpoint's top 20 tokens only").
+    if (role == Qt::ToolTipRole && !row.note(metric).empty()) return QString::fromStdString(row.note(metric));
     if (role == RawValueRole) return *value;
     return {};
 }

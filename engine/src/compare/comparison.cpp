@@ -41,6 +41,7 @@ constexpr MetricInfo kMetrics[kCompareMetricCount] = {
     {"b_naive_mib", "B_naive (MiB/token)", false},
     {"b_critical_mib", "B_critical (MiB/token)", false},
     {"expert_wait_share", "Expert-wait share", false},
+    {"time_to_first_token_ms", "First token (ms)", false},
 };
 
 // Stream order of the per-stream metrics (telemetry.h's Stream).

@@ -36,6 +36,7 @@ enum class CompareMetric : uint8_t {
     BNaiveMiB,               // critical-path bandwidth of the file (paper 4.5), MiB per token
     BCriticalMiB,
     ExpertWaitShare,         // 0..1 of decode time
+    TimeToFirstTokenMs,      // an endpoint entry's first streamed token, as received (request to first content)
     Count_
 };
 inline constexpr size_t kCompareMetricCount = size_t(CompareMetric::Count_);
@@ -84,7 +85,13 @@ struct CompareRow {
     std::array<std::optional<double>, kCompareMetricCount> values{};  // nullopt: not measured
     std::string modelName;           // general.name of the file
     unsigned threads = 0;            // as resolved by the session
+    // Why a value is absent where that is worth saying ("not reported by the endpoint"); "" else.
+    std::array<std::string, kCompareMetricCount> notes{};
+    // An entry that could not be measured (an endpoint that refused): the diagnosis; the other
+    // entries still finish. "" when it ran.
+    std::string failure;
     std::optional<double> value(CompareMetric m) const { return values[size_t(m)]; }
+    const std::string& note(CompareMetric m) const { return notes[size_t(m)]; }
 };
 
 struct CompareReport {

@@ -1,0 +1,230 @@
+// Endpoint entries of the model comparison (issue 34), below the wizard: a real `cflow serve`
+// (tests/remote/serve_process.h, the bundled default model) measured as an endpoint beside the same
+// model loaded locally as the agreement reference; an endpoint that ignores logprobs (a loopback
+// server) leaves "not reported by the endpoint" in those cells, through the table, its CSV and the
+// saved-comparison codec; a refused endpoint ends as a row with the diagnosis, not an error; Cancel
+// ends an endpoint entry mid-stream.
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <QFileInfo>
+#include <QJsonObject>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include <httplib.h>
+
+#include "cflow/remote/httplib_transport.h"
+#include "cflow/ui/compare_codec.h"
+#include "cflow/ui/compare_results_model.h"
+#include "cflow/ui/default_model.h"
+#include "cflow/ui/remote/compare_endpoint.h"
+#include "loopback_server.h"
+#include "serve_process.h"
+
+namespace cflow::ui {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+EndpointCompareEntry endpoint_at(const std::string& base_url) {
+    EndpointCompareEntry entry;
+    entry.label = "cflow serve @ " + base_url;
+    entry.config.base_url = base_url;
+    entry.config.connect_timeout_ms = 5'000;
+    entry.config.read_timeout_ms = 60'000;
+    return entry;
+}
+
+std::shared_ptr<remote::HttpTransport> transport() {
+    return std::shared_ptr<remote::HttpTransport>(remote::make_httplib_transport());
+}
+
+EndpointCompareInputs story_inputs() {
+    EndpointCompareInputs inputs;
+    inputs.prompt = {{"user", "Tell me a story about a cat."}};
+    inputs.decodeTokens = 24;
+    inputs.workloads = CompareWorkloads{true, true, true, false, false, false};
+    return inputs;
+}
+
+std::unique_ptr<ChatSession> local_default_model() {
+    const QString path = default_model_path(QFileInfo(QStringLiteral(CFLOW_CLI_PATH)).absolutePath());
+    if (path.isEmpty()) return nullptr;
+    auto model = Model::load(path.toStdString());
+    if (!model) return nullptr;
+    SessionOptions options;
+    options.threads = 2;
+    auto session = Session::create(model.value(), options);
+    if (!session) return nullptr;
+    return std::make_unique<ChatSession>(model.value(), std::move(session).value());
+}
+
+TEST(CompareEndpoint, TheSameModelServedAgreesFullyWithItselfLoadedLocally) {
+    cflow::test::ServeProcess serve({}, "127.0.0.1");
+    ASSERT_TRUE(serve.started()) << serve.log();
+    auto reference = local_default_model();
+    ASSERT_TRUE(reference) << "no default model beside the CLI";
+    EndpointCompareInputs inputs = story_inputs();
+    inputs.reference = reference.get();
+    auto row = run_endpoint_entry(endpoint_at(serve.base_url()), transport(), inputs);
+    ASSERT_TRUE(row) << row.error();
+    EXPECT_TRUE(row->failure.empty()) << row->failure;
+    EXPECT_EQ(row->displayName, "cflow serve @ " + serve.base_url());
+    // Speed as received.
+    ASSERT_TRUE(row->value(CompareMetric::TimeToFirstTokenMs));
+    EXPECT_GT(*row->value(CompareMetric::TimeToFirstTokenMs), 0.0);
+    ASSERT_TRUE(row->value(CompareMetric::DecodeTokPerS)) << row->note(CompareMetric::DecodeTokPerS);
+    EXPECT_GT(*row->value(CompareMetric::DecodeTokPerS), 0.0);
+    // Same weights, greedy, the same template: the reference picks every token the endpoint did.
+    // Exact (1.0): the engine's kernels give a row's logits independently of the thread count.
+    ASSERT_TRUE(row->value(CompareMetric::Top1Agreement)) << row->note(CompareMetric::Top1Agreement);
+    EXPECT_DOUBLE_EQ(*row->value(CompareMetric::Top1Agreement), 1.0);
+    ASSERT_TRUE(row->value(CompareMetric::MeanKlNats)) << row->note(CompareMetric::MeanKlNats);
+    // Not 0: the server's session runs on its own thread count, so its rows may differ from the
+    // reference's in the last bits (3e-6 nats seen); a different model is orders of magnitude above.
+    EXPECT_LT(*row->value(CompareMetric::MeanKlNats), 1e-4);
+    EXPECT_NE(row->note(CompareMetric::MeanKlNats).find("truncated"), std::string::npos);
+    // What an endpoint cannot give says why instead of a number.
+    EXPECT_FALSE(row->value(CompareMetric::Perplexity));
+    EXPECT_FALSE(row->note(CompareMetric::Perplexity).empty());
+}
+
+TEST(CompareEndpoint, TeacherForcingNoticesTokensTheReferenceWouldNotPick) {
+    auto reference = local_default_model();
+    ASSERT_TRUE(reference);
+    const std::vector<remote::RemoteMessage> prompt = {{"user", "Tell me a story about a cat."}};
+    // The reference's own greedy reply, then the same with its third token swapped for another
+    // of the vocabulary: agreement drops by exactly that position.
+    ReplyOptions greedy;
+    greedy.sampling.temperature = 0;
+    greedy.max_tokens = 6;
+    greedy.ignore_end_of_turn = true;
+    auto turn = reference->prepare({{"user", prompt[0].content, ""}});
+    ASSERT_TRUE(turn);
+    ChatTurnOutcome outcome;
+    ASSERT_TRUE(reference->reply(*turn, greedy, {}, nullptr, outcome).ok());
+    ASSERT_EQ(outcome.tokens.size(), 6u);
+    const Tokenizer& tokenizer = reference->model().tokenizer();
+    std::vector<remote::RemoteTokenLogprob> tokens;
+    for (int32_t id : outcome.tokens) {
+        remote::RemoteTokenLogprob t;
+        t.chosen.bytes = t.chosen.token = tokenizer.token_bytes(id);
+        tokens.push_back(t);
+    }
+    auto same = teacher_force_endpoint_tokens(*reference, prompt, tokens);
+    ASSERT_TRUE(same.stats) << same.notMeasured;
+    EXPECT_EQ(same.stats->positions, 6u);
+    EXPECT_EQ(same.stats->top1Matches, 6u);
+    EXPECT_FALSE(same.klMeasured) << "no top_logprobs sent";
+    int32_t other = outcome.tokens[2] == 100 ? 101 : 100;
+    tokens[2].chosen.bytes = tokens[2].chosen.token = tokenizer.token_bytes(other);
+    auto swapped = teacher_force_endpoint_tokens(*reference, prompt, tokens);
+    ASSERT_TRUE(swapped.stats);
+    // Position 2 no longer matches; the later ones are conditioned on the swapped token and may not either.
+    EXPECT_LT(swapped.stats->top1Matches, 6u);
+    EXPECT_GE(swapped.stats->top1Matches, 2u);
+    // A token no reference token spells: not measured, and why.
+    tokens[4].chosen.bytes = tokens[4].chosen.token = "\x01\x02\x03 not a token";
+    auto foreign = teacher_force_endpoint_tokens(*reference, prompt, tokens);
+    EXPECT_FALSE(foreign.stats);
+    EXPECT_NE(foreign.notMeasured.find("token 4"), std::string::npos) << foreign.notMeasured;
+}
+
+TEST(CompareEndpoint, AnEndpointWithoutLogprobsSaysNotReportedInTheTableCsvAndStore) {
+    cflow::test::LoopbackServer server;
+    server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        cflow::test::stream_events(res, {cflow::test::chunk_event("Once"), cflow::test::chunk_event(" upon"),
+                                         cflow::test::kEndEvents}, true);
+    });
+    server.start();
+    auto reference = local_default_model();
+    ASSERT_TRUE(reference);
+    EndpointCompareInputs inputs = story_inputs();
+    inputs.reference = reference.get();
+    auto row = run_endpoint_entry(endpoint_at(server.base_url()), transport(), inputs);
+    ASSERT_TRUE(row) << row.error();
+    EXPECT_FALSE(row->value(CompareMetric::Top1Agreement)) << "never a 0";
+    EXPECT_EQ(row->note(CompareMetric::Top1Agreement), kNotReportedByEndpoint);
+    EXPECT_EQ(row->note(CompareMetric::MeanKlNats), kNotReportedByEndpoint);
+    EXPECT_TRUE(row->value(CompareMetric::TimeToFirstTokenMs)) << "speed still measured";
+
+    // Beside a local row that has the values, the endpoint's cells read the note.
+    CompareReport report;
+    CompareRow local;
+    local.displayName = "local";
+    local.values[size_t(CompareMetric::Top1Agreement)] = 1.0;
+    local.values[size_t(CompareMetric::MeanKlNats)] = 0.0;
+    report.rows = {local, *row};
+    CompareResultsModel model;
+    model.setReport(report);
+    const QString csv = model.toCsv();
+    EXPECT_TRUE(csv.contains(QStringLiteral("not reported by the endpoint"))) << csv.toStdString();
+    EXPECT_TRUE(model.toMarkdown().contains(QStringLiteral("not reported by the endpoint")));
+    auto reloaded = report_from_json(report_to_json(report));
+    ASSERT_TRUE(reloaded) << reloaded.error();
+    EXPECT_EQ(reloaded->rows[1].note(CompareMetric::Top1Agreement), kNotReportedByEndpoint);
+    EXPECT_EQ(reloaded->rows[1].displayName, row->displayName);
+}
+
+TEST(CompareEndpoint, ARefusedEndpointIsARowWithTheDiagnosisNotAnError) {
+    // A port bound and closed again, never listened on: the connection is refused.
+    int free_port = 0;
+    {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof(address);
+        if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0)
+            free_port = ntohs(address.sin_port);
+        if (fd >= 0) ::close(fd);
+    }
+    ASSERT_GT(free_port, 0);
+    EndpointCompareEntry entry = endpoint_at("http://127.0.0.1:" + std::to_string(free_port) + "/v1");
+    entry.config.retry.max_attempts = 1;
+    auto row = run_endpoint_entry(entry, transport(), story_inputs());
+    ASSERT_TRUE(row) << "the other entries go on: " << row.error();
+    EXPECT_NE(row->failure.find("refused"), std::string::npos) << row->failure;
+    EXPECT_FALSE(row->value(CompareMetric::DecodeTokPerS));
+    EXPECT_NE(row->note(CompareMetric::DecodeTokPerS).find("refused"), std::string::npos);
+}
+
+TEST(CompareEndpoint, CancelEndsAnEndpointEntryMidStream) {
+    cflow::test::LoopbackServer server;
+    server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        res.set_chunked_content_provider("text/event-stream", [&](size_t, httplib::DataSink& sink) {
+            for (int i = 0; i < 500 && !server.release; ++i) {
+                const std::string e = cflow::test::chunk_event("t");
+                if (!sink.write(e.data(), e.size())) return false;
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+            sink.done();
+            return true;
+        });
+    });
+    server.start();
+    CancelToken cancel;
+    std::thread canceller([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        cancel.cancel();
+    });
+    const auto started = Clock::now();
+    auto row = run_endpoint_entry(endpoint_at(server.base_url()), transport(), story_inputs(), &cancel);
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    canceller.join();
+    ASSERT_FALSE(row);
+    EXPECT_EQ(row.kind(), ErrorKind::Cancelled);
+    EXPECT_LT(seconds, 4.0) << "the stream would run 5 s";
+}
+
+} // namespace
+} // namespace cflow::ui
+#endif
