@@ -208,7 +208,6 @@ void ConnectDialog::showProfile(int row) {
     loadedKey_.clear();
     setKeyForSessionOnly(false);
     setStatus(QString(), false);
-    deleteButton_->setEnabled(true);
     if (!secrets_ || !profile.hasKey) {
         keyPending_ = false;
         setBusy(false);
@@ -253,7 +252,6 @@ void ConnectDialog::newProfile() {
     readTimeoutS_->setValue(120);
     model_->clear();
     setStatus(QString(), false);
-    deleteButton_->setEnabled(false);
     setBusy(false);
     baseUrl_->setFocus();
 }
@@ -427,6 +425,7 @@ void ConnectDialog::setBusy(bool busy) {
     apiKey_->setEnabled(!keyPending_);
     list_->setEnabled(!busy);
     newButton_->setEnabled(!busy);
+    deleteButton_->setEnabled(!busy && !shownId_.isEmpty());  // not under a Connect that is saving it
 }
 
 } // namespace cflow::ui
