@@ -40,6 +40,7 @@
 #include "cflow/ui/status_area.h"
 #include "cflow/ui/telemetry_ring.h"
 #include "cflow/ui/remote/remote_worker.h"
+#include "loopback_server.h"
 #include "serve_process.h"
 #include "ui_test_models.h"
 
@@ -385,6 +386,51 @@ TEST(RemoteChat, StopKeepsTheReplyMarkedStoppedAndAKilledServerLeavesAMarkedPart
     ASSERT_TRUE(chat.idle());
     EXPECT_EQ(chat.controller->entries().back().modelPath, local);
     EXPECT_EQ(chat.storedReply().modelPath, local);
+}
+
+TEST(RemoteChat, ToolsAndReplyFormatsAreNotSentAndTheReplySaysSo) {
+    cflow::test::ServeProcess serve({}, "127.0.0.1");
+    ASSERT_TRUE(serve.started()) << serve.log();
+    RemoteChat chat;
+    ASSERT_TRUE(chat.connect(profile_for(serve)));
+    chat.settings.maxTokens = 8;
+    cflow::ToolDefinition clock;
+    clock.name = "clock";
+    chat.controller->setToolsSource([clock] { return std::vector<cflow::ToolDefinition>{clock}; });
+    chat.controller->setToolsChosenSource([] { return true; });
+    ReplyFormat json;
+    json.kind = ReplyFormatKind::JsonObject;
+    ASSERT_TRUE(chat.controller->setReplyFormat(json));
+    ASSERT_TRUE(chat.controller->send(QStringLiteral("What time is it?")));
+    ASSERT_TRUE(chat.idle());
+    const QString note = chat.controller->entries().back().toolsNote;
+    EXPECT_TRUE(note.contains(QStringLiteral("Tools are not sent to a server"))) << note.toStdString();
+    EXPECT_TRUE(note.contains(QStringLiteral("Reply formats are not sent to a server"))) << note.toStdString();
+    EXPECT_FALSE(chat.controller->lastSentPrompt().text.contains(QStringLiteral("clock"))) << "no tools in the request";
+}
+
+TEST(RemoteChat, AServerSilentMidReplyEndsInTheTimeOutWithThePartialReplyKept) {
+    cflow::test::LoopbackServer server;
+    server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        cflow::test::stream_events(res, {cflow::test::chunk_event("Once"), cflow::test::chunk_event(" upon")}, true,
+                                   [&] { server.stall(10'000); });
+    });
+    server.start();
+    RemoteChat chat;
+    EndpointProfile profile;
+    profile.baseUrl = QString::fromStdString(server.base_url());
+    profile.readTimeoutS = 1;
+    ASSERT_TRUE(chat.connect(profile));
+    QSignalSpy failed(chat.controller.get(), &ChatController::replyFailed);
+    ASSERT_TRUE(chat.controller->send(QStringLiteral("Tell me a story.")));
+    ASSERT_TRUE(chat.idle());
+    ASSERT_EQ(failed.count(), 1);
+    const QString message = failed.at(0).at(0).toString();
+    EXPECT_TRUE(message.contains(QStringLiteral("time-out"))) << message.toStdString();
+    EXPECT_EQ(chat.controller->entries().back().content, QStringLiteral("Once upon"));
+    EXPECT_FALSE(chat.controller->entries().back().complete);
+    EXPECT_EQ(chat.storedReply().content, QStringLiteral("Once upon"));
+    EXPECT_FALSE(chat.storedReply().complete);
 }
 
 TEST(RemoteChat, AnUnreachableServerIsAnErrorAndLosesNothing) {
