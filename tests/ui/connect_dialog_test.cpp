@@ -264,12 +264,17 @@ TEST(ConnectDialog, ClosingTheDialogWhileATestWaitsOnAStallingServerDoesNotCrash
     dialog->show();
     child<QLineEdit>(*dialog, "baseUrl")->setText(QString::fromStdString(server.base_url()));
     child<QSpinBox>(*dialog, "readTimeout")->setValue(1);
+    // Waited for, a stall is a time-out with the profile's read time-out in its message.
+    EXPECT_FALSE(test_connection(*dialog, QString::fromStdString(server.base_url()), QString()));
+    EXPECT_TRUE(dialog->statusText().contains(QStringLiteral("time-out"))) << dialog->statusText().toStdString();
+    EXPECT_EQ(asked.load(), 1);
+
     child<QPushButton>(*dialog, "testConnection")->click();
-    QTRY_VERIFY_WITH_TIMEOUT(asked.load() == 1, kWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(asked.load() == 2, kWaitMs);
     dialog.reset();  // closed while the worker waits for the server
     // The worker gives up at its 1 s read time-out and posts its answer to a dialog that is gone.
     QTest::qWait(2500);
-    EXPECT_EQ(asked.load(), 1);
+    EXPECT_EQ(asked.load(), 2);
 }
 
 TEST(DialogAudit, TheConnectDialog) {

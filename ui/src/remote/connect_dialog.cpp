@@ -17,6 +17,8 @@
 #include <QUuid>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "cflow/base/cancel.h"
 #include "cflow/remote/endpoint_url.h"
 #include "cflow/remote/remote_client.h"
@@ -25,6 +27,8 @@
 namespace cflow::ui {
 
 namespace {
+
+constexpr uint32_t kTestReadTimeoutMs = 15'000;
 
 // What the worker hands back to the GUI thread (plain Qt values: implicitly shared, thread-safe).
 struct ConnectionTestOutcome {
@@ -302,7 +306,9 @@ void ConnectDialog::testConnection() {
     config.base_url = profile.baseUrl.toStdString();
     config.api_key = apiKey_->text().toStdString();
     config.ca_file = profile.caFile.toStdString();
-    config.read_timeout_ms = static_cast<uint32_t>(profile.readTimeoutS) * 1000u;
+    // GET /models needs no prefill: a server silent for 15 s is worth reporting even where
+    // replies may take longer. The cap also bounds how long a test outlives a closed dialog.
+    config.read_timeout_ms = std::min(static_cast<uint32_t>(profile.readTimeoutS) * 1000u, kTestReadTimeoutMs);
     config.retry.max_attempts = 1;  // a test says what the server answers now, at once
 
     if (testCancel_) testCancel_->cancel();
