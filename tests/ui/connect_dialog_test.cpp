@@ -269,12 +269,22 @@ TEST(ConnectDialog, ClosingTheDialogWhileATestWaitsOnAStallingServerDoesNotCrash
     EXPECT_TRUE(dialog->statusText().contains(QStringLiteral("time-out"))) << dialog->statusText().toStdString();
     EXPECT_EQ(asked.load(), 1);
 
+    // New while a test runs: the form is another profile's, and the old answer does not land on it.
     child<QPushButton>(*dialog, "testConnection")->click();
     QTRY_VERIFY_WITH_TIMEOUT(asked.load() == 2, kWaitMs);
+    child<QPushButton>(*dialog, "newEndpoint")->click();
+    EXPECT_TRUE(child<QPushButton>(*dialog, "testConnection")->isEnabled());
+    QTest::qWait(2500);  // past the old test's 1 s time-out
+    EXPECT_TRUE(dialog->statusText().isEmpty()) << dialog->statusText().toStdString();
+
+    child<QLineEdit>(*dialog, "baseUrl")->setText(QString::fromStdString(server.base_url()));
+    child<QSpinBox>(*dialog, "readTimeout")->setValue(1);
+    child<QPushButton>(*dialog, "testConnection")->click();
+    QTRY_VERIFY_WITH_TIMEOUT(asked.load() == 3, kWaitMs);
     dialog.reset();  // closed while the worker waits for the server
     // The worker gives up at its 1 s read time-out and posts its answer to a dialog that is gone.
     QTest::qWait(2500);
-    EXPECT_EQ(asked.load(), 2);
+    EXPECT_EQ(asked.load(), 3);
 }
 
 TEST(DialogAudit, TheConnectDialog) {

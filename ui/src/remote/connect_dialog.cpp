@@ -200,6 +200,7 @@ void ConnectDialog::reloadList(const QString& selectId) {
 void ConnectDialog::showProfile(int row) {
     if (row < 0 || row >= static_cast<int>(saved_.size())) return;
     const EndpointProfile& profile = saved_[static_cast<size_t>(row)];
+    abandonTest();
     shownId_ = profile.id;
     shownHasKey_ = profile.hasKey;
     name_->setText(profile.name);
@@ -243,6 +244,7 @@ void ConnectDialog::newProfile() {
         list_->setCurrentRow(-1);
         list_->clearSelection();
     }
+    abandonTest();
     shownId_.clear();
     shownHasKey_ = false;
     loadedKey_.clear();
@@ -334,6 +336,14 @@ void ConnectDialog::testConnection() {
         });
     connect(worker, &QThread::finished, worker, &QObject::deleteLater);
     worker->start();
+}
+
+void ConnectDialog::abandonTest() {
+    if (!testRunning_) return;
+    testCancel_->cancel();
+    ++testGeneration_;  // its answer is about a form no longer shown
+    testRunning_ = false;
+    testButton_->setText(tr("&Test connection"));
 }
 
 void ConnectDialog::finishTest(quint64 generation, bool connected, const QStringList& models, const QString& message) {

@@ -58,6 +58,7 @@ private:
     // The form as a profile (id of the one shown; "" for a new one).
     EndpointProfile formProfile() const;
     // The worker's answer, on the GUI thread; ignored when a newer test started since.
+    void abandonTest();  // another profile is shown: a running test's answer no longer applies
     void finishTest(quint64 generation, bool connected, const QStringList& models, const QString& message);
     void finishConnect(const EndpointProfile& profile, const QString& key);
     void setStatus(const QString& text, bool problem);
