@@ -11,6 +11,7 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QDialog>
 #include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
@@ -388,6 +389,38 @@ TEST(RemoteChat, StopKeepsTheReplyMarkedStoppedAndAKilledServerLeavesAMarkedPart
     EXPECT_EQ(chat.storedReply().modelPath, local);
 }
 
+TEST(RemoteChat, ConnectingWhileALocalReplyStreamsStopsItFirst) {
+    cflow::test::ServeProcess serve({}, "127.0.0.1");
+    ASSERT_TRUE(serve.started()) << serve.log();
+    RemoteChat chat;
+    const QString local = test::qpath(test::chatml_model());
+    chat.controller->loadModel(local, 1);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return chat.controller->modelReady(); }, kReplyTimeoutMs));
+    chat.settings.maxTokens = 100000;
+    chat.settings.ignoreEos = true;  // with drop-oldest, a local reply that goes on until stopped
+    QSignalSpy streamed(chat.controller.get(), &ChatController::replyStreamed);
+    ASSERT_TRUE(chat.controller->send(QStringLiteral("Hello")));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return streamed.count() >= 1; }, kReplyTimeoutMs));
+    const EndpointProfile profile = profile_for(serve);
+    chat.controller->connectEndpoint(profile, QString());
+    EXPECT_TRUE(chat.controller->switchPending()) << "queued behind the streaming reply";
+    ASSERT_TRUE(QTest::qWaitFor([&] { return chat.controller->onEndpoint() && chat.controller->modelReady(); }, kReplyTimeoutMs));
+    const ChatEntry stopped = chat.controller->entries().back();
+    EXPECT_TRUE(stopped.stopped) << "the local reply was stopped and kept";
+    EXPECT_EQ(stopped.modelPath, local);
+    chat.settings.maxTokens = 8;
+    chat.settings.ignoreEos = false;
+    // A new conversation: the local reply's random text is past the served model's 512 tokens (the
+    // server answers that with a 400 naming both counts, and nothing is lost).
+    chat.controller->newConversation();
+    QSignalSpy failed(chat.controller.get(), &ChatController::replyFailed);
+    ASSERT_TRUE(chat.controller->send(QStringLiteral("And now the server")));
+    ASSERT_TRUE(chat.idle());
+    ASSERT_EQ(failed.count(), 0) << failed.at(0).at(0).toString().toStdString();
+    EXPECT_EQ(chat.controller->entries().back().modelPath, endpoint_identity(profile));
+    EXPECT_EQ(chat.storedReply().modelPath, endpoint_identity(profile));
+}
+
 TEST(RemoteChat, ToolsAndReplyFormatsAreNotSentAndTheReplySaysSo) {
     cflow::test::ServeProcess serve({}, "127.0.0.1");
     ASSERT_TRUE(serve.started()) << serve.log();
@@ -527,6 +560,17 @@ TEST(RemoteChatWindow, ConnectSendStopExportKillAndBackToTheLocalModel) {
     EXPECT_TRUE(view->card(replyIndex)->isStopped());
     EXPECT_TRUE(window.metricsText().contains(QStringLiteral("server · first text"))) << window.metricsText().toStdString();
     EXPECT_GT(window.inspector()->latencyTimeline()->chunks(), 1);
+    // The gauge and the raw prompt say the server counts and renders; no "0 / 0" context.
+    const QString gauge = window.chatPanel()->contextGauge()->text();
+    // A stopped stream carries no usage: the gauge says the server counts rather than a figure.
+    EXPECT_TRUE(gauge.contains(QStringLiteral("server"))) << gauge.toStdString();
+    EXPECT_FALSE(gauge.contains(QStringLiteral("/ 0"))) << gauge.toStdString();
+    window.chatPanel()->showRawPrompt();
+    auto* rawDialog = window.chatPanel()->findChild<QDialog*>(QStringLiteral("rawPromptDialog"));
+    ASSERT_NE(rawDialog, nullptr);
+    const QString rawSummary = rawDialog->findChild<QLabel*>(QStringLiteral("rawPromptSummary"))->text();
+    EXPECT_TRUE(rawSummary.contains(QStringLiteral("The server renders this conversation"))) << rawSummary.toStdString();
+    rawDialog->close();
 
     // The export names the server; the key is in the test keychain, not in the settings.
     const QString exported = dir.filePath(QStringLiteral("remote.md"));
