@@ -1,6 +1,7 @@
 #include "cflow/engine/forward/load_policy.h"
 
 #include <filesystem>
+#include <string>
 #include <system_error>
 
 #include "cflow/engine/io/system_memory.h"
@@ -22,9 +23,14 @@ LoadChoice choose_load_options(const std::string& path, bool expertsReadFromFile
     std::error_code error;
     const uint64_t fileBytes = std::filesystem::file_size(path, error);
     if (error) return mapped("the file size is unknown");
-    const uint64_t availableBytes = query_system_memory().available_bytes;
-    if (availableBytes == 0 || fileBytes > availableBytes / 4 * 3)
-        return mapped("the model does not fit three quarters of the available memory");
+    const SystemMemory memory = query_system_memory();
+    if (memory.available_bytes == 0 || fileBytes > memory.available_bytes / 4 * 3) {
+        if (memory.limit_bytes == 0) return mapped("the model does not fit three quarters of the available memory");
+        constexpr uint64_t kMiB = uint64_t{1} << 20;
+        return mapped("the model does not fit three quarters of the memory its cgroup leaves (" +
+                      std::to_string(memory.available_bytes / kMiB) + " MiB free of a " +
+                      std::to_string(memory.limit_bytes / kMiB) + " MiB limit, " + memory.limit_source + ")");
+    }
     LoadChoice lanes{LoadOptions{}, "lanes", "the " + std::string(isa_name(kernels.isa)) + " kernels walk the lanes layout", true};
     lanes.options.lanes = true;
     return lanes;
