@@ -10,8 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <QFile>
 #include <QFileInfo>
 #include <QJsonObject>
+#include <QTemporaryDir>
 
 #include <gtest/gtest.h>
 
@@ -23,10 +25,16 @@
 #include "cflow/remote/httplib_transport.h"
 #include "cflow/ui/compare_codec.h"
 #include "cflow/ui/compare_results_model.h"
+#include "cflow/ui/compare_samples.h"
+#include "cflow/ui/compare_wizard.h"
 #include "cflow/ui/default_model.h"
 #include "cflow/ui/remote/compare_endpoint.h"
+#include "cflow/ui/remote/endpoint_profile.h"
+#include "cflow/ui/remote/memory_secret_store.h"
 #include "loopback_server.h"
 #include "serve_process.h"
+#include "test_support.h"
+#include "wizard_wait.h"
 
 namespace cflow::ui {
 namespace {
@@ -44,6 +52,21 @@ EndpointCompareEntry endpoint_at(const std::string& base_url) {
 
 std::shared_ptr<remote::HttpTransport> transport() {
     return std::shared_ptr<remote::HttpTransport>(remote::make_httplib_transport());
+}
+
+// A port bound and closed again, never listened on: a connection there is refused.
+int refused_port() {
+    int port = 0;
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0)
+        port = ntohs(address.sin_port);
+    if (fd >= 0) ::close(fd);
+    return port;
 }
 
 EndpointCompareInputs story_inputs() {
@@ -174,19 +197,7 @@ TEST(CompareEndpoint, AnEndpointWithoutLogprobsSaysNotReportedInTheTableCsvAndSt
 }
 
 TEST(CompareEndpoint, ARefusedEndpointIsARowWithTheDiagnosisNotAnError) {
-    // A port bound and closed again, never listened on: the connection is refused.
-    int free_port = 0;
-    {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t length = sizeof(address);
-        if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0)
-            free_port = ntohs(address.sin_port);
-        if (fd >= 0) ::close(fd);
-    }
+    const int free_port = refused_port();
     ASSERT_GT(free_port, 0);
     EndpointCompareEntry entry = endpoint_at("http://127.0.0.1:" + std::to_string(free_port) + "/v1");
     entry.config.retry.max_attempts = 1;
@@ -223,6 +234,83 @@ TEST(CompareEndpoint, CancelEndsAnEndpointEntryMidStream) {
     ASSERT_FALSE(row);
     EXPECT_EQ(row.kind(), ErrorKind::Cancelled);
     EXPECT_LT(seconds, 4.0) << "the stream would run 5 s";
+}
+
+// The wizard end to end: the default model locally, the same model behind cflow serve and a
+// refused endpoint, both from saved profiles (the key from a test keychain): the run finishes with
+// three rows, the served one agreeing fully, the refused one saying so; the table, CSV and the
+// saved comparison carry the endpoint rows under their identity labels.
+TEST(CompareEndpoint, TheWizardRunsEndpointEntriesBesideTheLocalModel) {
+    cflow::test::ServeProcess serve({}, "127.0.0.1", {"--api-key", "compare-key"});
+    ASSERT_TRUE(serve.started()) << serve.log();
+    const QString local = default_model_path(QFileInfo(QStringLiteral(CFLOW_CLI_PATH)).absolutePath());
+    ASSERT_FALSE(local.isEmpty());
+    QTemporaryDir dir;
+    EndpointProfileStore profiles(dir.filePath(QStringLiteral("profiles.ini")));
+    MemorySecretStore secrets;
+    EndpointProfile served;
+    served.name = QStringLiteral("served");
+    served.baseUrl = QString::fromStdString(serve.base_url());
+    auto saved = profiles.save(served);
+    ASSERT_TRUE(saved) << saved.error();
+    bool written = false;
+    secrets.writeKey(saved->id, QStringLiteral("compare-key"), [&](Status s) { written = s.ok(); });
+    ASSERT_TRUE(QTest::qWaitFor([&] { return written; }, 5000));
+    EndpointProfile refused;
+    refused.name = QStringLiteral("refused");
+    refused.baseUrl = QStringLiteral("http://127.0.0.1:%1/v1").arg(refused_port());
+    auto savedRefused = profiles.save(refused);
+    ASSERT_TRUE(savedRefused) << savedRefused.error();
+
+    const QString db = dir.filePath(QStringLiteral("studio.sqlite"));
+    CompareWizard wizard(nullptr, db);
+    wizard.setEndpointSources(&profiles, &secrets);
+    CompareRequest r;
+    r.entries = {CompareEntry{{}, local.toStdString(), 2}};
+    r.workloads = CompareWorkloads{true, false, true, false, false, false};
+    r.promptTokens = 8;
+    r.warmupTokens = 1;
+    r.decodeTokens = 16;
+    r.maxScoredTokens = 32;
+    r.contextTokens = 64;
+    r.textName = bundled_text_samples().front().name.toStdString();
+    wizard.setRequest(r);
+    wizard.show();
+    EXPECT_FALSE(cflow::ui::test::wait_page_complete(wizard, 300)) << "one local entry alone is not a comparison";
+    ASSERT_TRUE(wizard.addEndpointEntry(saved->id));
+    ASSERT_TRUE(wizard.addEndpointEntry(savedRefused->id));
+    EXPECT_FALSE(wizard.addEndpointEntry(QStringLiteral("no-such-profile")));
+    EXPECT_EQ(wizard.endpointEntries(), (QStringList{saved->id, savedRefused->id}));
+    ASSERT_TRUE(cflow::ui::test::wait_page_complete(wizard));
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), CompareWizard::WorkloadsPageId);
+    ASSERT_TRUE(cflow::ui::test::wait_page_complete(wizard));
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), CompareWizard::RunPageId);
+    ASSERT_TRUE(cflow::ui::test::wait_page_complete(wizard)) << wizard.lastError().toStdString();
+    const CompareReport& report = wizard.report();
+    ASSERT_EQ(report.rows.size(), 3u);
+    const std::string servedLabel = endpoint_identity_label(endpoint_identity(*saved)).toStdString();
+    const CompareRow& endpointRow = report.rows[1];
+    EXPECT_EQ(endpointRow.displayName, servedLabel);
+    EXPECT_TRUE(endpointRow.failure.empty()) << endpointRow.failure << " (the key reached the server?)";
+    EXPECT_TRUE(endpointRow.value(CompareMetric::TimeToFirstTokenMs)) << endpointRow.note(CompareMetric::TimeToFirstTokenMs);
+    EXPECT_TRUE(endpointRow.value(CompareMetric::DecodeTokPerS)) << endpointRow.note(CompareMetric::DecodeTokPerS);
+    ASSERT_TRUE(endpointRow.value(CompareMetric::Top1Agreement)) << endpointRow.note(CompareMetric::Top1Agreement);
+    EXPECT_DOUBLE_EQ(*endpointRow.value(CompareMetric::Top1Agreement), 1.0);
+    EXPECT_NE(report.rows[2].failure.find("refused"), std::string::npos) << report.rows[2].failure;
+    EXPECT_TRUE(report.rows[0].value(CompareMetric::DecodeTokPerS)) << "the local entry finished too";
+
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), CompareWizard::ResultsPageId);
+    const QString csv = wizard.resultsModel()->toCsv();
+    EXPECT_TRUE(csv.contains(QString::fromStdString(servedLabel))) << csv.toStdString();
+    EXPECT_TRUE(csv.contains(QStringLiteral("refused"))) << csv.toStdString();
+    ASSERT_GT(wizard.savedId(), 0);
+    CompareWizard reopened(nullptr, db);
+    reopened.show();
+    ASSERT_TRUE(reopened.openSaved(wizard.savedId()).ok());
+    EXPECT_EQ(reopened.resultsModel()->toCsv(), csv);
 }
 
 } // namespace

@@ -41,6 +41,13 @@
 #include "cflow/ui/screen_fit.h"
 #include "qt_text.h"
 #include "labelled_button.h"
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+#include <QPointer>
+
+#include "cflow/ui/remote/compare_endpoint.h"
+#include "cflow/ui/remote/endpoint_profile.h"
+#include "cflow/ui/remote/qt_network_transport.h"
+#endif
 
 namespace cflow::ui {
 
@@ -69,6 +76,32 @@ struct CompareWizard::PagesState {
     std::shared_ptr<CancelToken> cancel = std::make_shared<CancelToken>();
     std::atomic<int> busy{0};
     std::vector<QFuture<void>> workers;  // waited for by ~CompareWizard
+    // Endpoint entries: where profiles and keys come from (the caller's), and the chosen ones.
+    EndpointProfileStore* profiles = nullptr;
+    SecretStore* secrets = nullptr;
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+    struct ChosenEndpoint {
+        EndpointProfile profile;
+        QString key;           // "" = none (or not readable: keyNote says why)
+        bool keyRead = false;  // the keychain answered (entries wait for it before the run)
+        QString keyNote;
+    };
+    std::vector<ChosenEndpoint> endpoints;
+#endif
+    size_t endpointCount() const {
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+        return endpoints.size();
+#else
+        return 0;
+#endif
+    }
+    bool endpointKeysRead() const {
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+        for (const ChosenEndpoint& e : endpoints)
+            if (!e.keyRead) return false;
+#endif
+        return true;
+    }
 
     // Opened on first use on the GUI thread; "" error when it works.
     CompareStore* openStore() {
@@ -162,9 +195,43 @@ public:
         status_->setObjectName(QStringLiteral("compareModelsStatus"));
         status_->setWordWrap(true);
 
+        // Endpoints from the saved profiles (shown only when the wizard was given them).
+        endpointsBox_ = new QGroupBox(tr("Endpoints (speed as received; agreement where they return log probabilities)"), this);
+        endpointsBox_->setObjectName(QStringLiteral("compareEndpoints"));
+        endpointProfiles_ = new QComboBox(endpointsBox_);
+        endpointProfiles_->setObjectName(QStringLiteral("compareEndpointProfile"));
+        endpointProfiles_->setAccessibleName(tr("Saved endpoint"));
+        auto* addEndpoint = labelled_button(tr("Add endpoint"), QStringLiteral("compareAddEndpoint"),
+                                            tr("Add the chosen endpoint as an entry"), endpointsBox_);
+        auto* removeEndpoint = labelled_button(tr("Remove endpoint"), QStringLiteral("compareRemoveEndpoint"),
+                                               tr("Remove the selected endpoint entry"), endpointsBox_);
+        endpointEntries_ = new QListWidget(endpointsBox_);
+        endpointEntries_->setObjectName(QStringLiteral("compareEndpointEntries"));
+        endpointEntries_->setAccessibleName(tr("Endpoint entries"));
+        QObject::connect(addEndpoint, &QPushButton::clicked, this, [this] {
+            const QString id = endpointProfiles_->currentData().toString();
+            if (!id.isEmpty()) static_cast<CompareWizard*>(wizard())->addEndpointEntry(id);
+        });
+        QObject::connect(removeEndpoint, &QPushButton::clicked, this, [this] {
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+            const int row = endpointEntries_->currentRow();
+            if (row >= 0 && size_t(row) < shared_->endpoints.size()) shared_->endpoints.erase(shared_->endpoints.begin() + row);
+#endif
+            refreshEndpoints();
+        });
+        auto* endpointRow = new QHBoxLayout;
+        endpointRow->addWidget(endpointProfiles_, 1);
+        endpointRow->addWidget(addEndpoint);
+        endpointRow->addWidget(removeEndpoint);
+        auto* endpointLayout = new QVBoxLayout(endpointsBox_);
+        endpointLayout->addLayout(endpointRow);
+        endpointLayout->addWidget(endpointEntries_);
+        endpointsBox_->setVisible(false);
+
         auto* layout = new QVBoxLayout(this);
         layout->addWidget(table_, 2);
         layout->addLayout(buttons);
+        layout->addWidget(endpointsBox_, 1);
         layout->addWidget(status_);
         layout->addWidget(new QLabel(tr("Earlier comparisons:"), this));
         layout->addWidget(saved_, 1);
@@ -176,10 +243,15 @@ public:
             for (const QString& path : shared_->initialModels) shared_->request.entries.push_back(CompareEntry{{}, utf8(path)});
         fill();
         refreshSaved();
+        refreshEndpoints();
     }
+    // Endpoint entries count toward the 2-8 entries; at least one local entry stays (the
+    // reference for agreement, and run_comparison's).
     bool isComplete() const override {
         const int n = table_->rowCount();
-        if (n < int(CompareRequest::kMinEntries) || n > int(CompareRequest::kMaxEntries)) return false;
+        const int all = n + int(shared_->endpointCount());
+        if (n < 1 || all < int(CompareRequest::kMinEntriesInAll) || all > int(CompareRequest::kMaxEntries)) return false;
+        if (!shared_->endpointKeysRead()) return false;
         for (int r = 0; r < n; ++r)
             if (!QFileInfo(table_->item(r, 0) ? table_->item(r, 0)->text() : QString()).isFile()) return false;
         return true;
@@ -205,6 +277,27 @@ public:
     void fill() {
         table_->setRowCount(0);
         for (const CompareEntry& e : shared_->request.entries) addRow(e);
+        emit completeChanged();
+    }
+
+    // The profiles on offer and the chosen endpoint entries, as the shared state holds them.
+    void refreshEndpoints() {
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+        endpointsBox_->setVisible(shared_->profiles != nullptr);
+        const QString current = endpointProfiles_->currentData().toString();
+        endpointProfiles_->clear();
+        if (shared_->profiles)
+            for (const EndpointProfile& p : shared_->profiles->profiles())
+                endpointProfiles_->addItem(endpoint_identity_label(endpoint_identity(p)), p.id);
+        endpointProfiles_->setCurrentIndex(std::max(0, endpointProfiles_->findData(current)));
+        endpointEntries_->clear();
+        for (const CompareWizardState::ChosenEndpoint& e : shared_->endpoints) {
+            QString text = endpoint_identity_label(endpoint_identity(e.profile));
+            if (!e.keyRead) text += tr(" (reading its key…)");
+            else if (!e.keyNote.isEmpty()) text += QStringLiteral(" (%1)").arg(e.keyNote);
+            endpointEntries_->addItem(text);
+        }
+#endif
         emit completeChanged();
     }
 
@@ -263,6 +356,9 @@ private:
     QTableWidget* table_ = nullptr;
     QListWidget* saved_ = nullptr;
     QLabel* status_ = nullptr;
+    QGroupBox* endpointsBox_ = nullptr;
+    QComboBox* endpointProfiles_ = nullptr;
+    QListWidget* endpointEntries_ = nullptr;
 };
 
 class WorkloadsPage : public QWizardPage {
@@ -459,8 +555,23 @@ public:
         timer_->start();
         emit completeChanged();
         const CompareRequest request = shared_->request;
+        names_.clear();
+        for (const CompareEntry& e : request.entries) names_ << qt(compare_entry_display_name(e));
         auto cancel = shared_->cancel;
         auto state = state_;
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+        std::vector<EndpointCompareEntry> endpoints;
+        for (const CompareWizardState::ChosenEndpoint& chosen : shared_->endpoints) {
+            EndpointCompareEntry e;
+            e.label = utf8(endpoint_identity_label(endpoint_identity(chosen.profile)));
+            e.config.base_url = utf8(chosen.profile.baseUrl);
+            e.config.api_key = utf8(chosen.key);
+            e.config.ca_file = utf8(chosen.profile.caFile);
+            e.model = utf8(chosen.profile.model);
+            names_ << qt(e.label);
+            endpoints.push_back(std::move(e));
+        }
+#endif
         auto* watcher = new QFutureWatcher<Result<CompareReport>>(this);
         ++shared_->busy;
         QObject::connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
@@ -468,12 +579,23 @@ public:
             finished(watcher->result());
             watcher->deleteLater();
         });
-        QFuture<Result<CompareReport>> future = QtConcurrent::run([request, cancel, state] {
-            return run_comparison(request, [state](const CompareProgressInfo& p) {
-                std::lock_guard lock(state->mutex);
-                state->info = p;
-            }, cancel.get());
+        const CompareProgress progress = [state](const CompareProgressInfo& p) {
+            std::lock_guard lock(state->mutex);
+            state->info = p;
+        };
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+        // Endpoint entries go through the Qt Network transport, which blocks this worker thread
+        // (never the GUI's) on a network manager of its own.
+        QFuture<Result<CompareReport>> future = QtConcurrent::run([request, endpoints, cancel, progress] {
+            return run_comparison_with_endpoints(request, endpoints, [] {
+                return std::shared_ptr<remote::HttpTransport>(make_qt_network_transport());
+            }, progress, cancel.get());
         });
+#else
+        QFuture<Result<CompareReport>> future = QtConcurrent::run([request, cancel, progress] {
+            return run_comparison(request, progress, cancel.get());
+        });
+#endif
         shared_->workers.push_back(QFuture<void>(future));
         watcher->setFuture(future);
     }
@@ -488,8 +610,7 @@ private:
         }
         if (p.entries == 0) return;
         bar_->setValue(int(p.fraction * 1000));
-        const auto& entries = shared_->request.entries;
-        const QString name = p.entry < entries.size() ? qt(compare_entry_display_name(entries[p.entry])) : QString();
+        const QString name = p.entry < size_t(names_.size()) ? names_[qsizetype(p.entry)] : QString();
         status_->setText(tr("%1 of %2: %3 — %4").arg(p.entry + 1).arg(p.entries).arg(name, qt(p.stage)));
     }
     void finished(Result<CompareReport> r) {
@@ -521,6 +642,7 @@ private:
 
     std::shared_ptr<CompareWizardState> shared_;
     std::shared_ptr<CompareProgressState> state_ = std::make_shared<CompareProgressState>();
+    QStringList names_;  // every entry's name, local then endpoints, as progress counts them
     QProgressBar* bar_ = nullptr;
     QLabel* status_ = nullptr;
     QTimer* timer_ = nullptr;
@@ -653,6 +775,50 @@ void CompareWizard::setRequest(const CompareRequest& request) {
 }
 CompareRequest CompareWizard::request() const { return shared_->request; }
 void CompareWizard::setInitialModels(const QStringList& paths) { shared_->initialModels = paths; }
+
+void CompareWizard::setEndpointSources(EndpointProfileStore* profiles, SecretStore* secrets) {
+    shared_->profiles = profiles;
+    shared_->secrets = secrets;
+    if (currentId() == ModelsPageId) static_cast<ModelsPage*>(page(ModelsPageId))->refreshEndpoints();
+}
+
+bool CompareWizard::addEndpointEntry(const QString& profileId) {
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+    if (!shared_->profiles) return false;
+    const std::vector<EndpointProfile> profiles = shared_->profiles->profiles();
+    const auto it = std::find_if(profiles.begin(), profiles.end(), [&](const EndpointProfile& p) { return p.id == profileId; });
+    if (it == profiles.end()) return false;
+    shared_->endpoints.push_back({*it, QString(), shared_->secrets == nullptr, QString()});
+    auto* models = static_cast<ModelsPage*>(page(ModelsPageId));
+    models->refreshEndpoints();
+    if (!shared_->secrets) return true;
+    // The keychain may answer later (or at once): the entry is found again by its place and id.
+    const size_t index = shared_->endpoints.size() - 1;
+    std::weak_ptr<PagesState> weak = shared_;
+    QPointer<ModelsPage> page_guard(models);
+    shared_->secrets->readKey(profileId, [weak, page_guard, index, profileId](Result<QString> key) {
+        auto shared = weak.lock();
+        if (!shared || index >= shared->endpoints.size() || shared->endpoints[index].profile.id != profileId) return;
+        auto& chosen = shared->endpoints[index];
+        chosen.keyRead = true;
+        if (key) chosen.key = *key;
+        else chosen.keyNote = tr("no key: %1").arg(qt(key.error()));
+        if (page_guard) page_guard->refreshEndpoints();
+    });
+    return true;
+#else
+    (void)profileId;
+    return false;
+#endif
+}
+
+QStringList CompareWizard::endpointEntries() const {
+    QStringList ids;
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+    for (const PagesState::ChosenEndpoint& e : shared_->endpoints) ids << e.profile.id;
+#endif
+    return ids;
+}
 bool CompareWizard::isBusy() const { return shared_->busy.load() > 0; }
 bool CompareWizard::hasReport() const { return shared_->report.has_value(); }
 const CompareReport& CompareWizard::report() const { return *shared_->report; }

@@ -84,7 +84,7 @@ private:
 Status check_request(const CompareRequest& request) {
     const size_t n = request.entries.size();
     if (n < CompareRequest::kMinEntries || n > CompareRequest::kMaxEntries)
-        return make_error("comparison: choose 2 to 8 models or configurations (got " + std::to_string(n) + ")");
+        return make_error("comparison: choose 1 to 8 models or configurations (got " + std::to_string(n) + ")");
     for (const CompareEntry& e : request.entries)
         if (e.modelPath.empty()) return make_error("comparison: an entry has no model file");
     const CompareWorkloads& w = request.workloads;

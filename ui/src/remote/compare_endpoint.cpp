@@ -186,6 +186,16 @@ Result<CompareRow> run_endpoint_entry(const EndpointCompareEntry& entry, std::sh
         return row;
     }
 
+    const int64_t completion_tokens = reply->usage ? reply->usage->completion_tokens
+                                                   : reply->logprobs ? int64_t(reply->logprobs->size()) : -1;
+    if (completion_tokens == 0 || (completion_tokens < 0 && reply->text.empty())) {
+        // Nothing to time or compare (the model ended its turn at once): say so rather than "not reported".
+        const std::string why = "the endpoint generated no tokens for this prompt";
+        for (CompareMetric m : {CompareMetric::DecodeTokPerS, CompareMetric::TimeToFirstTokenMs, CompareMetric::Top1Agreement,
+                                CompareMetric::MeanKlNats})
+            set_note(row, m, why);
+        return row;
+    }
     if (w.speed) {
         if (reply->first_token_ms >= 0) row.values[size_t(CompareMetric::TimeToFirstTokenMs)] = reply->first_token_ms;
         const int64_t tokens = reply->usage ? reply->usage->completion_tokens
@@ -225,6 +235,65 @@ Result<CompareRow> run_endpoint_entry(const EndpointCompareEntry& entry, std::sh
         }
     }
     return row;
+}
+
+std::vector<remote::RemoteMessage> endpoint_compare_prompt() {
+    // A request every chat model answers at some length (the scored text's first paragraph as a
+    // user message made the bundled story model end its turn at once: nothing to compare).
+    return {{"user", "Tell me a story about a cat."}};
+}
+
+Result<CompareReport> run_comparison_with_endpoints(const CompareRequest& local, const std::vector<EndpointCompareEntry>& endpoints,
+                                                    const std::function<std::shared_ptr<remote::HttpTransport>()>& make_transport,
+                                                    const CompareProgress& progress, const CancelToken* cancel) {
+    const auto started = Clock::now();
+    const size_t local_count = local.entries.size(), all = local_count + endpoints.size();
+    // Progress: each entry, local or endpoint, one equal share.
+    const double local_share = all ? double(local_count) / double(all) : 1.0;
+    auto report = run_comparison(local, [&](const CompareProgressInfo& p) {
+        if (!progress) return;
+        CompareProgressInfo scaled = p;
+        scaled.entries = all;
+        scaled.fraction = p.fraction * local_share;
+        progress(scaled);
+    }, cancel);
+    if (!report) return report;
+    if (endpoints.empty()) return report;
+
+    std::unique_ptr<ChatSession> reference;
+    std::string reference_note;
+    if (local.workloads.agreement && local.referenceEntry < local_count) {
+        SessionOptions options;
+        const CompareEntry& entry = local.entries[local.referenceEntry];
+        options.threads = entry.threads;
+        options.kv_cache = entry.kvCache;
+        auto model = Model::load(entry.modelPath);
+        if (!model) {
+            reference_note = "not measured: the reference cannot be loaded again: " + model.error();
+        } else if (auto session = Session::create(model.value(), options); !session) {
+            reference_note = "not measured: the reference's session cannot be made: " + session.error();
+        } else {
+            reference = std::make_unique<ChatSession>(model.value(), std::move(session).value());
+        }
+    }
+    EndpointCompareInputs inputs;
+    inputs.prompt = endpoint_compare_prompt();
+    inputs.decodeTokens = local.decodeTokens;
+    inputs.workloads = local.workloads;
+    inputs.reference = reference.get();
+    for (size_t k = 0; k < endpoints.size(); ++k) {
+        if (progress) progress(CompareProgressInfo{local_count + k, all, "endpoint", double(local_count + k) / double(all)});
+        auto row = run_endpoint_entry(endpoints[k], make_transport(), inputs, cancel);
+        if (!row) return row.take_error();
+        if (!reference_note.empty() && !row->value(CompareMetric::Top1Agreement) && row->failure.empty()) {
+            row->notes[size_t(CompareMetric::Top1Agreement)] = reference_note;
+            row->notes[size_t(CompareMetric::MeanKlNats)] = reference_note;
+        }
+        report->rows.push_back(std::move(row).value());
+    }
+    if (progress) progress(CompareProgressInfo{all - 1, all, "done", 1.0});
+    report->elapsedSeconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return report;
 }
 
 } // namespace cflow::ui

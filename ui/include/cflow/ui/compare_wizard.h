@@ -1,8 +1,10 @@
 #pragma once
 // Tools > Compare models…: 2-8 models, or one model under several configurations, measured side
 // by side (cflow/engine/compare/comparison.h) in four pages:
-//   1. Models: files and per entry threads, expert fetch (mapped / staged / sync) and KV cache;
-//      earlier comparisons saved in the app's database can be reopened or loaded to re-run
+//   1. Models: files and per entry threads, expert fetch (mapped / staged / sync) and KV cache,
+//      and endpoints from the saved profiles (speed as received; agreement where they return
+//      logprobs: ui/remote/compare_endpoint.h); earlier comparisons saved in the app's database
+//      can be reopened or loaded to re-run (their local entries)
 //   2. Workloads: speed, perplexity on a bundled sample or a file, top-1 agreement and KL against
 //      a reference entry, bytes per token per stream, B_naive / B_critical, expert-wait share
 //   3. Running: the comparison on a worker, with progress; Cancel stops it within a token
@@ -23,6 +25,8 @@ namespace cflow::ui {
 
 class CompareResultsModel;
 class CompareChartsWidget;
+class EndpointProfileStore;
+class SecretStore;
 
 class CompareWizard : public QWizard {
     Q_OBJECT
@@ -38,6 +42,14 @@ public:
     CompareRequest request() const;
     // The entries the models page offers first when nothing else was set (the default model).
     void setInitialModels(const QStringList& paths);
+    // Endpoint entries (issue 34): the models page offers the saved profiles of `profiles`, each
+    // key read from `secrets` when the entry is added. Both optional (null: local entries only),
+    // owned by the caller, which keeps them alive as long as the wizard. Ignored in a build
+    // without the network client.
+    void setEndpointSources(EndpointProfileStore* profiles, SecretStore* secrets);
+    // As the page's "Add endpoint" does: false when the id names no saved profile.
+    bool addEndpointEntry(const QString& profileId);
+    QStringList endpointEntries() const;  // the chosen profiles' ids, in order
 
     bool isBusy() const;                    // the comparison runs
     bool hasReport() const;

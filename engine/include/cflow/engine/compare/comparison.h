@@ -65,7 +65,11 @@ struct CompareWorkloads {
 };
 
 struct CompareRequest {
-    static constexpr size_t kMinEntries = 2;
+    // One local entry is a comparison too: beside endpoint entries, measured outside the engine
+    // (the desktop wizard's compare_endpoint.h) and merged into the report. The wizard still asks
+    // for kMinEntriesInAll entries, local and endpoint together.
+    static constexpr size_t kMinEntries = 1;
+    static constexpr size_t kMinEntriesInAll = 2;
     static constexpr size_t kMaxEntries = 8;
     std::vector<CompareEntry> entries;
     CompareWorkloads workloads;
@@ -131,7 +135,7 @@ std::vector<size_t> rank_compare_rows(const CompareReport& report, CompareMetric
 std::vector<std::string> common_scored_documents(const std::vector<const Tokenizer*>& tokenizers,
                                                  const std::vector<std::string>& documents, uint64_t max_scored_tokens);
 
-// Checks the request (2-8 entries, a reference in range, a text with at least 2 tokens when
+// Checks the request (1-8 entries, a reference in range, a text with at least 2 tokens when
 // perplexity or agreement are chosen, one tokenizer across all entries for agreement), loads every
 // model, then measures entry by entry. Perplexity and bits per byte: every entry scores all of
 // common_scored_documents(the text's documents, request.maxScoredTokens) with its own tokenizer.

@@ -13,6 +13,7 @@
 // argmax is the endpoint's token; KL(reference || endpoint) is over the endpoint's returned top-k
 // only, both renormalised over it (a truncated KL, said in the note). An endpoint that returns no
 // logprobs gets kNotReportedByEndpoint in those cells, never 0.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,5 +63,17 @@ EndpointAgreement teacher_force_endpoint_tokens(ChatSession& reference, const st
 // other entries still finish. Errors: Cancelled only.
 Result<CompareRow> run_endpoint_entry(const EndpointCompareEntry& entry, std::shared_ptr<remote::HttpTransport> transport,
                                       const EndpointCompareInputs& inputs, const CancelToken* cancel = nullptr);
+
+// What an endpoint is asked in a comparison: one fixed user request for a story, which the
+// reference renders with its own template for teacher forcing.
+std::vector<remote::RemoteMessage> endpoint_compare_prompt();
+
+// A whole comparison with endpoint entries: run_comparison for the local entries (at least one),
+// then each endpoint entry in turn (agreement against the request's reference entry, loaded again
+// here), their rows appended in that order. An endpoint's failure is its row's, not the run's.
+// Errors: the local run's, or Cancelled.
+Result<CompareReport> run_comparison_with_endpoints(const CompareRequest& local, const std::vector<EndpointCompareEntry>& endpoints,
+                                                    const std::function<std::shared_ptr<remote::HttpTransport>()>& make_transport,
+                                                    const CompareProgress& progress = {}, const CancelToken* cancel = nullptr);
 
 } // namespace cflow::ui
