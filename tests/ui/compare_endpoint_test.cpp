@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -311,6 +312,59 @@ TEST(CompareEndpoint, TheWizardRunsEndpointEntriesBesideTheLocalModel) {
     reopened.show();
     ASSERT_TRUE(reopened.openSaved(wizard.savedId()).ok());
     EXPECT_EQ(reopened.resultsModel()->toCsv(), csv);
+}
+
+// Cancel in the wizard while an endpoint entry streams: the run stops within bounds, no report.
+TEST(CompareEndpoint, CancellingTheWizardStopsAStreamingEndpointEntry) {
+    cflow::test::LoopbackServer server;
+    std::atomic<bool> streaming{false};
+    server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        streaming = true;
+        res.set_chunked_content_provider("text/event-stream", [&](size_t, httplib::DataSink& sink) {
+            for (int i = 0; i < 1000 && !server.release; ++i) {
+                const std::string e = cflow::test::chunk_event("t");
+                if (!sink.write(e.data(), e.size())) return false;
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+            sink.done();
+            return true;
+        });
+    });
+    server.start();
+    const QString local = default_model_path(QFileInfo(QStringLiteral(CFLOW_CLI_PATH)).absolutePath());
+    ASSERT_FALSE(local.isEmpty());
+    QTemporaryDir dir;
+    EndpointProfileStore profiles(dir.filePath(QStringLiteral("profiles.ini")));
+    MemorySecretStore secrets;
+    EndpointProfile slow;
+    slow.name = QStringLiteral("slow");
+    slow.baseUrl = QString::fromStdString(server.base_url());
+    auto saved = profiles.save(slow);
+    ASSERT_TRUE(saved) << saved.error();
+
+    CompareWizard wizard(nullptr, dir.filePath(QStringLiteral("studio.sqlite")));
+    wizard.setEndpointSources(&profiles, &secrets);
+    CompareRequest r;
+    r.entries = {CompareEntry{{}, local.toStdString(), 1}};
+    r.workloads = CompareWorkloads{true, false, false, false, false, false};
+    r.promptTokens = 4;
+    r.warmupTokens = 1;
+    r.decodeTokens = 4;
+    wizard.setRequest(r);
+    wizard.show();
+    ASSERT_TRUE(wizard.addEndpointEntry(saved->id));
+    ASSERT_TRUE(cflow::ui::test::wait_page_complete(wizard));
+    wizard.next();
+    ASSERT_TRUE(cflow::ui::test::wait_page_complete(wizard));
+    wizard.next();
+    ASSERT_EQ(wizard.currentId(), CompareWizard::RunPageId);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return streaming.load(); }, 60000)) << "the endpoint entry never started";
+    const auto started = Clock::now();
+    wizard.reject();
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    EXPECT_LT(seconds, 4.0) << "the stream would run 10 s";
+    EXPECT_TRUE(QTest::qWaitFor([&] { return !wizard.isBusy(); }, 2000)) << "its finished signal reaches the page";
+    EXPECT_FALSE(wizard.hasReport());
 }
 
 } // namespace
