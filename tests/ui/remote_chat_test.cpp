@@ -223,6 +223,16 @@ TEST(LatencyTimeline, PaintsATickPerChunkAndTheGapsFromTheData) {
     }
     EXPECT_GT(tallestX, image.width() * 9 / 10) << "the stall is drawn where it happened";
     EXPECT_GT(tallest, 20);
+
+    // Streaming: arrivals are appended, and repainted only by the refresh timer's call.
+    timeline.clear();
+    timeline.appendArrivals({50.f, 60.f});
+    timeline.appendArrivals({400.f});
+    EXPECT_EQ(timeline.chunks(), 3);
+    EXPECT_DOUBLE_EQ(timeline.largestGapMs(), 340.0);
+    EXPECT_TRUE(timeline.summaryText().contains(QStringLiteral("First text after 50 ms"))) << timeline.summaryText().toStdString();
+    EXPECT_TRUE(timeline.refreshIfChanged());
+    EXPECT_FALSE(timeline.refreshIfChanged()) << "nothing new since";
 }
 
 TEST(RemoteInspector, TheLocalPanelsSayWhyTheyAreEmptyAndTheTimelineShowsTheReply) {
@@ -546,6 +556,7 @@ TEST(RemoteChatWindow, ConnectSendStopExportKillAndBackToTheLocalModel) {
     };
     ASSERT_TRUE(streaming_reply(controller, [&] { type_and_send(QStringLiteral("Tell me a long story about a dog.")); }, 3))
         << "a reply streaming in more than one batch";
+    EXPECT_GT(window.inspector()->latencyTimeline()->chunks(), 0) << "the timeline follows the reply as it streams";
     window.chatPanel()->findChild<QPushButton*>(QStringLiteral("stopButton"))->click();
     ASSERT_TRUE(QTest::qWaitFor([&] { return !controller->isGenerating(); }, kReplyTimeoutMs));
     ASSERT_GE(controller->entries().size(), 2u);

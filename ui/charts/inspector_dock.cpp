@@ -80,6 +80,7 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
     // A hidden tab is redrawn when it becomes visible, not on every timer tick.
     connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
         refreshPanel(tabs_->widget(index));
+        if (tabs_->widget(index) == latency_) latency_->refreshIfChanged();
         endpointNote_->setVisible(!endpointLabel_.isEmpty() && tabs_->widget(index) != latency_);
     });
 
@@ -110,6 +111,11 @@ void InspectorDock::setEndpoint(const QString& label) {
 
 void InspectorDock::showRemoteReply(const std::vector<float>& arrivalMs, double firstTextMs) {
     latency_->setReply(arrivalMs, firstTextMs);
+}
+
+void InspectorDock::appendRemoteArrivals(const std::vector<float>& arrivalMs, bool startsReply) {
+    if (startsReply) latency_->clear();
+    latency_->appendArrivals(arrivalMs);
 }
 
 void InspectorDock::setModel(std::shared_ptr<const cflow::Model> model) {
@@ -181,6 +187,7 @@ void InspectorDock::drainNow() {
     }
     if (n > 0 || ring_->droppedTokens() != lastDropped_) updateStatus();
     if (isVisible()) refreshPanel(tabs_->currentWidget());
+    if (isVisible() && tabs_->currentWidget() == latency_) latency_->refreshIfChanged();
 }
 
 void InspectorDock::refreshPanel(QWidget* panel) {

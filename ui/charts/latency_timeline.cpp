@@ -21,25 +21,48 @@ LatencyTimeline::LatencyTimeline(QWidget* parent) : QWidget(parent) {
     setObjectName(QStringLiteral("latencyTimeline"));
     setAccessibleName(tr("Server latency timeline"));
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
-    setAccessibleDescription(summaryText());
+    summarize();
 }
 
 void LatencyTimeline::setReply(std::vector<float> arrivalMs, double firstTextMs) {
-    arrivalMs_ = std::move(arrivalMs);
-    firstTextMs_ = firstTextMs;
+    arrivalMs_.clear();
     largestGapMs_ = 0;
     largestGapAtMs_ = 0;
-    for (size_t i = 1; i < arrivalMs_.size(); ++i) {
-        const double gap = double(arrivalMs_[i]) - double(arrivalMs_[i - 1]);
-        if (gap > largestGapMs_) {
-            largestGapMs_ = gap;
-            largestGapAtMs_ = arrivalMs_[i];
+    appendArrivals(arrivalMs);
+    firstTextMs_ = firstTextMs;
+    changed_ = false;
+    summarize();
+    update();
+}
+
+void LatencyTimeline::appendArrivals(const std::vector<float>& arrivalMs) {
+    if (arrivalMs.empty()) return;
+    if (arrivalMs_.empty()) firstTextMs_ = arrivalMs.front();
+    for (float ms : arrivalMs) {
+        if (!arrivalMs_.empty()) {
+            const double gap = double(ms) - double(arrivalMs_.back());
+            if (gap > largestGapMs_) {
+                largestGapMs_ = gap;
+                largestGapAtMs_ = ms;
+            }
         }
+        arrivalMs_.push_back(ms);
     }
+    changed_ = true;
+}
+
+bool LatencyTimeline::refreshIfChanged() {
+    if (!changed_) return false;
+    changed_ = false;
+    summarize();
+    update();
+    return true;
+}
+
+void LatencyTimeline::summarize() {
     const QString summary = summaryText();
     setToolTip(summary);
     setAccessibleDescription(summary);
-    update();
 }
 
 QString LatencyTimeline::summaryText() const {

@@ -164,6 +164,11 @@ void ChatController::connectEndpoint(const EndpointProfile& profile, const QStri
         connect(remote, &RemoteWorker::tokensReady, this, &ChatController::onTokens);
         connect(remote, &RemoteWorker::finished, this, &ChatController::onFinished);
         connect(remote, &RemoteWorker::error, this, &ChatController::onError);
+        connect(remote, &RemoteWorker::chunksArrived, this, [this](const std::vector<float>& arrivalMs) {
+            if (!isGenerating()) return;
+            emit remoteChunksArrived(arrivalMs, !reply_->remoteChunksSeen);
+            reply_->remoteChunksSeen = true;
+        });
     }
     const QString identity = endpoint_identity(profile);
     loadingPath_ = identity;

@@ -261,6 +261,7 @@ void MainWindow::wireController() {
         status_->showInfo(tr("Processing the prompt…"));
     });
     connect(controller_, &ChatController::promptProgress, status_, &StatusArea::showPromptProgress);
+    connect(controller_, &ChatController::remoteChunksArrived, inspector_, &InspectorDock::appendRemoteArrivals);
     connect(controller_, &ChatController::generatingChanged, this,
             [this] { sidebar_->setBusyConversation(controller_->replyConversationId()); });
     connect(controller_, &ChatController::setupChanged, this, &MainWindow::syncContextLimits);

@@ -92,6 +92,7 @@ RemoteWorker::RemoteWorker(QObject* parent) : QObject(parent) {
     qRegisterMetaType<ReplyStats>("cflow::ui::ReplyStats");
     qRegisterMetaType<ModelInfo>("cflow::ui::ModelInfo");
     qRegisterMetaType<TokenPieces>("cflow::ui::TokenPieces");
+    qRegisterMetaType<std::vector<float>>("std::vector<float>");
 }
 
 void RemoteWorker::stop() {
@@ -140,6 +141,7 @@ void RemoteWorker::generate(const Conversation& conversation, const GenerationSe
     QString pending;
     int pendingChunks = 0;
     std::vector<float> arrivalMs;
+    size_t arrivalsSent = 0;  // of arrivalMs, sent with chunksArrived so far
     QElapsedTimer sinceStart;
     sinceStart.start();
     QElapsedTimer sinceEmit;
@@ -148,6 +150,10 @@ void RemoteWorker::generate(const Conversation& conversation, const GenerationSe
         if (pending.isEmpty()) return;
         // No pieces: a server's chunks have no KV positions here, so no token links to telemetry.
         emit tokensReady(pending, pendingChunks, TokenPieces{});
+        if (arrivalsSent < arrivalMs.size()) {
+            emit chunksArrived(std::vector<float>(arrivalMs.begin() + std::ptrdiff_t(arrivalsSent), arrivalMs.end()));
+            arrivalsSent = arrivalMs.size();
+        }
         pending.clear();
         pendingChunks = 0;
         sinceEmit.restart();

@@ -194,6 +194,9 @@ signals:
     void replyStreamed(int index, const QString& text, int tokens, const cflow::ui::TokenPieces& pieces);
     // Every streamed batch, shown or not (the status bar's rate).
     void replyProgress(int tokens);
+    // A reply written by an endpoint: its newest chunks' arrivals (ms from the request's start),
+    // with each batch; firstBatch: the reply's first (the inspector's latency timeline).
+    void remoteChunksArrived(const std::vector<float>& arrivalMs, bool firstBatch);
     void generatingChanged(bool generating);
     void contextChanged(int used, int length);
     void promptMeasured(const cflow::ui::RenderedPrompt& prompt);
@@ -233,6 +236,7 @@ private:
         QByteArray released;  // the reader's content so far (a prefix of the reply's UTF-8)
         bool callSeen = false;
         int shownChars = -1;
+        bool remoteChunksSeen = false;  // remoteChunksArrived was emitted for this reply
     };
     void holdBackCalls(const QString& batch);  // updates reply_->shownChars
     void startReply(int entryIndex, int seedOffset, const QString& previous = QString());

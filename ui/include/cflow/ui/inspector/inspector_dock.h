@@ -77,6 +77,9 @@ public slots:
     void setEndpoint(const QString& label);
     // A reply written by the endpoint: its chunks' arrivals (ms from the request) for the timeline.
     void showRemoteReply(const std::vector<float>& arrivalMs, double firstTextMs);
+    // A remote reply streaming: its newest chunks' arrivals; the timer repaints the timeline.
+    // startsReply: the first batch of a reply (the previous reply's chunks are cleared).
+    void appendRemoteArrivals(const std::vector<float>& arrivalMs, bool startsReply);
     void highlightToken(uint32_t position);  // the chat view calls it when a token is clicked
     void clearTelemetry();                   // a new conversation starts
     void drainNow();                         // the timer's work: drain the ring, redraw if new

@@ -3,7 +3,8 @@
 // its chunks arrived, from the request's start. A shaded span up to the first text (the server's
 // queue, prefill and the network), a tick per chunk, and below them each gap since the chunk
 // before as a bar, so a stall in the stream shows where it happened. Painted with QPainter like
-// the other inspector charts; it changes once per reply, so it repaints only then.
+// the other inspector charts. While a reply streams, its arrivals are appended as they come and
+// the inspector's refresh timer repaints it (refreshIfChanged), at most once per tick.
 #include <vector>
 
 #include <QString>
@@ -20,6 +21,11 @@ public:
     // client's time to the first text. Empty: no remote reply yet.
     void setReply(std::vector<float> arrivalMs, double firstTextMs);
     void clear() { setReply({}, 0); }
+    // A reply streaming: more arrivals (ms from its request's start, in order). The first one is
+    // the time to the first text until setReply() gives the client's figure. No repaint here.
+    void appendArrivals(const std::vector<float>& arrivalMs);
+    // The refresh timer's call: repaints when arrivals came since the last paint; true if so.
+    bool refreshIfChanged();
 
     int chunks() const { return static_cast<int>(arrivalMs_.size()); }
     double largestGapMs() const { return largestGapMs_; }
@@ -36,6 +42,8 @@ private:
     double firstTextMs_ = 0;
     double largestGapMs_ = 0;
     double largestGapAtMs_ = 0;
+    bool changed_ = false;  // arrivals appended since the last refresh
+    void summarize();       // the tooltip and accessible description from the data
 };
 
 } // namespace cflow::ui

@@ -69,6 +69,8 @@ signals:
     void modelLoaded(const cflow::ui::ModelInfo& info);
     void promptReady(const cflow::ui::RenderedPrompt& prompt);
     void tokensReady(const QString& text, int tokenCount, const cflow::ui::TokenPieces& pieces);
+    // With each batch: its chunks' arrivals (ms from the request's start), for the latency timeline.
+    void chunksArrived(const std::vector<float>& arrivalMs);
     void finished(const cflow::ui::ReplyStats& stats);
     void error(const QString& message);
 
