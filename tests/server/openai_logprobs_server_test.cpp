@@ -175,6 +175,34 @@ TEST(OpenAiLogprobs, SampledTokensReportTheRawLogitsNotTheTemperaturesDistributi
     EXPECT_TRUE(json::parse(none->body)["choices"][0]["logprobs"].is_null());
 }
 
+// Tokens whose text a stop string swallowed were generated all the same: they keep their entries
+// (one per completion token), and a stream sends them with its last chunk.
+TEST(OpenAiLogprobs, AStopStringsTokensKeepTheirEntriesWholeAndStreamed) {
+    TestServer t;
+    ASSERT_TRUE(t.server);
+    auto first = t.post("/v1/chat/completions", chat_body(16, 5, false, {{"temperature", 0}}));
+    ASSERT_TRUE(first);
+    const std::string reply = json::parse(first->body)["choices"][0]["message"]["content"];
+    ASSERT_GE(reply.size(), 6u) << reply;
+    // A stop string from the middle of the reply (cut on a character boundary).
+    size_t at = reply.size() / 2;
+    while (at < reply.size() && (static_cast<unsigned char>(reply[at]) & 0xC0) == 0x80) ++at;
+    size_t end = at + 1;
+    while (end < reply.size() && (static_cast<unsigned char>(reply[end]) & 0xC0) == 0x80) ++end;
+    const std::string stop = reply.substr(at, end - at);
+    const json extra = {{"temperature", 0}, {"logprobs", true}, {"top_logprobs", 1}, {"stop", stop}};
+    auto whole = t.post("/v1/chat/completions", chat_body(16, 5, false, extra));
+    ASSERT_TRUE(whole);
+    ASSERT_EQ(whole->status, 200) << whole->body;
+    const json body = json::parse(whole->body);
+    ASSERT_EQ(body["choices"][0]["finish_reason"], "stop");
+    const json content = chat_content(whole->body, false);
+    EXPECT_EQ(content.size(), body["usage"]["completion_tokens"].get<size_t>());
+    auto streamed = t.post("/v1/chat/completions", chat_body(16, 5, true, extra));
+    ASSERT_TRUE(streamed);
+    EXPECT_EQ(chat_content(streamed->body, true), content);
+}
+
 TEST(OpenAiLogprobs, OutOfRangeTopLogprobsIsA400NamingTheField) {
     TestServer t;
     ASSERT_TRUE(t.server);
