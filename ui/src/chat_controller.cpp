@@ -11,6 +11,11 @@
 #include "cflow/ui/sampling_panel.h"
 #if CFLOW_HAVE_QT_NETWORK_TRANSPORT
 #include "cflow/ui/remote/remote_worker.h"
+#else
+namespace cflow::ui {
+// A build without Qt Network (the Windows cross build for now) has no endpoints: nothing makes one.
+class RemoteThread {};
+} // namespace cflow::ui
 #endif
 
 namespace cflow::ui {
