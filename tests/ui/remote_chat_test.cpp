@@ -12,6 +12,7 @@
 #include <QAction>
 #include <QComboBox>
 #include <QDialog>
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
@@ -474,6 +475,33 @@ TEST(RemoteChat, AServerSilentMidReplyEndsInTheTimeOutWithThePartialReplyKept) {
     EXPECT_FALSE(chat.controller->entries().back().complete);
     EXPECT_EQ(chat.storedReply().content, QStringLiteral("Once upon"));
     EXPECT_FALSE(chat.storedReply().complete);
+}
+
+TEST(RemoteChat, StopEndsAReplyWhileTheServerIsStillSilent) {
+    // A long prefill: the server says nothing for 10 s. Stop must not wait for its first byte.
+    cflow::test::LoopbackServer server;
+    server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        server.stall(10'000);
+        cflow::test::stream_events(res, {cflow::test::chunk_event("late")}, true);
+    });
+    server.start();
+    RemoteChat chat;
+    EndpointProfile profile;
+    profile.baseUrl = QString::fromStdString(server.base_url());
+    ASSERT_TRUE(chat.connect(profile));
+    QSignalSpy finished(chat.controller.get(), &ChatController::replyFinished);
+    ASSERT_TRUE(chat.controller->send(QStringLiteral("A long prompt")));
+    QTest::qWait(300);
+    QElapsedTimer sinceStop;
+    sinceStop.start();
+    chat.controller->stop();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !chat.controller->isGenerating(); }, 9'000)) << "Stop waited for the server";
+    EXPECT_LT(sinceStop.elapsed(), 5'000);
+    ASSERT_EQ(finished.count(), 1);
+    EXPECT_TRUE(finished.at(0).at(0).value<ReplyStats>().cancelled);
+    ASSERT_EQ(chat.controller->entries().size(), 2u);
+    EXPECT_TRUE(chat.controller->entries().back().stopped);
+    EXPECT_EQ(chat.controller->entries().front().content, QStringLiteral("A long prompt"));
 }
 
 TEST(RemoteChat, AnUnreachableServerIsAnErrorAndLosesNothing) {

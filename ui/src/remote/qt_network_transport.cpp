@@ -58,8 +58,13 @@ QNetworkRequest make_network_request(const HttpRequest& request, const QList<QSs
     return out;
 }
 
+// How often a waiting exchange looks at its cancel token (Stop while the server is silent).
+constexpr int kCancelPollMs = 50;
+
 class QtNetworkTransport final : public cflow::remote::HttpTransport {
 public:
+    explicit QtNetworkTransport(const CancelToken* cancel) : cancel_(cancel) {}
+
     TransportResult send(const HttpRequest& request, const cflow::remote::HeadCallback& on_head,
                          const cflow::remote::ChunkCallback& on_chunk) override {
         if (!QCoreApplication::instance()) return {TransportFailure::Other, "Qt Network needs a QCoreApplication"};
@@ -117,6 +122,15 @@ public:
             }
         };
 
+        QTimer cancel_poll;
+        if (cancel_) {
+            // RemoteClient sees its token only when a chunk arrives: a server silent in its prefill
+            // (or stalled) would hold a Stop until the read time-out.
+            QObject::connect(&cancel_poll, &QTimer::timeout, &loop, [&] {
+                if (cancel_->is_cancelled()) stop(TransferStop::Callback);
+            });
+            cancel_poll.start(kCancelPollMs);
+        }
         QObject::connect(&connect_timer, &QTimer::timeout, &loop, [&] { stop(TransferStop::ConnectTimeout); });
         QObject::connect(&read_timer, &QTimer::timeout, &loop, [&] { stop(TransferStop::ReadTimeout); });
         QObject::connect(reply.get(), &QNetworkReply::requestSent, &loop, heard_from_server);
@@ -136,13 +150,19 @@ public:
         if (!reply->isFinished()) loop.exec();
         connect_timer.stop();
         read_timer.stop();
+        cancel_poll.stop();
         if (state.stop == TransferStop::None) deliver_body();  // what came with the end (a short body)
         return transport_result(*reply, state);
     }
+
+private:
+    const CancelToken* cancel_;
 };
 
 } // namespace
 
-std::unique_ptr<cflow::remote::HttpTransport> make_qt_network_transport() { return std::make_unique<QtNetworkTransport>(); }
+std::unique_ptr<cflow::remote::HttpTransport> make_qt_network_transport(const CancelToken* cancel) {
+    return std::make_unique<QtNetworkTransport>(cancel);
+}
 
 } // namespace cflow::ui

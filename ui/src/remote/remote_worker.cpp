@@ -137,7 +137,7 @@ void RemoteWorker::generate(const Conversation& conversation, const GenerationSe
     prompt.completion = settings.mode == PromptMode::Completion;
     emit promptReady(prompt);
 
-    cflow::remote::RemoteClient client(remote_endpoint_config(profile, apiKey_), make_qt_network_transport());
+    cflow::remote::RemoteClient client(remote_endpoint_config(profile, apiKey_), make_qt_network_transport(&cancel_));
     QString pending;
     int pendingChunks = 0;
     std::vector<float> arrivalMs;

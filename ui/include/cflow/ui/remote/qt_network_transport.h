@@ -12,10 +12,14 @@
 // that RemoteClient checks per chunk, and start no other request from such a slot.
 #include <memory>
 
+#include "cflow/base/cancel.h"
 #include "cflow/remote/http_transport.h"
 
 namespace cflow::ui {
 
-std::unique_ptr<cflow::remote::HttpTransport> make_qt_network_transport();
+// cancel (optional, must outlive the transport): also checked every 50 ms while an exchange waits,
+// so a Stop ends it while the server sends nothing (RemoteClient checks its token per chunk only);
+// the exchange then ends as a callback's cancel does (TransportFailure::Cancelled).
+std::unique_ptr<cflow::remote::HttpTransport> make_qt_network_transport(const CancelToken* cancel = nullptr);
 
 } // namespace cflow::ui
