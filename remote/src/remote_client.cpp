@@ -264,4 +264,41 @@ Result<RemoteReply> RemoteClient::complete_chat(RemoteChatRequest chat, const Ca
     return reply;
 }
 
+Result<std::optional<std::vector<double>>> RemoteClient::score_prompt(const std::string& model, const std::string& text,
+                                                                      const CancelToken* cancel) {
+    auto url = parse_endpoint_url(config_.base_url);
+    if (!url) return url.take_error();
+    nlohmann::json body = {{"prompt", text}, {"max_tokens", 1}, {"temperature", 0}, {"prompt_logprobs", 0}};
+    if (!model.empty()) body["model"] = model;
+    const HttpRequest request = make_request("POST", url->route("/completions"),
+                                             body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    auto whole = fetch_whole(request, cancel);
+    if (!whole) return whole.take_error();
+    const nlohmann::json root = nlohmann::json::parse(whole->body, nullptr, false);
+    const auto malformed = [&](const std::string& what) {
+        return make_error(ErrorKind::InvalidInput, request.url + ": malformed prompt_logprobs: " + what);
+    };
+    if (!root.is_object() || !root.contains("choices") || !root["choices"].is_array() || root["choices"].empty())
+        return malformed("no choices");
+    const nlohmann::json& choice = root["choices"][0];
+    const auto found = choice.find("prompt_logprobs");
+    if (found == choice.end() || found->is_null()) return std::optional<std::vector<double>>();
+    if (!found->is_array()) return malformed("not an array");
+    // vLLM: [null, {"<token id>": {"logprob": x, "rank": r, "decoded_token": "..."}}, ...]; with
+    // prompt_logprobs 0 each position holds the prompt's own token only.
+    std::vector<double> logprobs;
+    for (size_t i = 0; i < found->size(); ++i) {
+        const nlohmann::json& position = (*found)[i];
+        if (position.is_null()) continue;
+        if (!position.is_object() || position.size() != 1)
+            return malformed("position " + std::to_string(i) + " is not one token's entry");
+        const nlohmann::json& entry = position.begin().value();
+        const auto logprob = entry.is_object() ? entry.find("logprob") : entry.end();
+        if (!entry.is_object() || logprob == entry.end() || !logprob->is_number())
+            return malformed("position " + std::to_string(i) + " has no numeric logprob");
+        logprobs.push_back(logprob->get<double>());
+    }
+    return std::optional<std::vector<double>>(std::move(logprobs));
+}
+
 } // namespace cflow::remote

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <thread>
 
@@ -97,6 +98,7 @@ TEST(CompareEndpoint, TheSameModelServedAgreesFullyWithItselfLoadedLocally) {
     ASSERT_TRUE(reference) << "no default model beside the CLI";
     EndpointCompareInputs inputs = story_inputs();
     inputs.reference = reference.get();
+    inputs.scoredDocuments = {"Once upon a time there was a cat."};
     auto row = run_endpoint_entry(endpoint_at(serve.base_url()), transport(), inputs);
     ASSERT_TRUE(row) << row.error();
     EXPECT_TRUE(row->failure.empty()) << row->failure;
@@ -115,9 +117,39 @@ TEST(CompareEndpoint, TheSameModelServedAgreesFullyWithItselfLoadedLocally) {
     // reference's in the last bits (3e-6 nats seen); a different model is orders of magnitude above.
     EXPECT_LT(*row->value(CompareMetric::MeanKlNats), 1e-4);
     EXPECT_NE(row->note(CompareMetric::MeanKlNats).find("truncated"), std::string::npos);
-    // What an endpoint cannot give says why instead of a number.
+    // What an endpoint cannot give says why instead of a number: cflow serve has no prompt_logprobs.
     EXPECT_FALSE(row->value(CompareMetric::Perplexity));
-    EXPECT_FALSE(row->note(CompareMetric::Perplexity).empty());
+    EXPECT_NE(row->note(CompareMetric::Perplexity).find("prompt_logprobs"), std::string::npos)
+        << row->note(CompareMetric::Perplexity);
+}
+
+// vLLM's prompt_logprobs (its shape, served by a loopback server): perplexity and bits per byte of
+// the scored text per the endpoint's own tokens, its first token left out.
+TEST(CompareEndpoint, VllmPromptLogprobsGivePerplexityAndBitsPerByte) {
+    cflow::test::LoopbackServer server;
+    std::string completions_body;
+    server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        cflow::test::stream_events(res, {cflow::test::chunk_event("Once"), cflow::test::chunk_event(" upon"),
+                                         cflow::test::kEndEvents}, true);
+    });
+    server.http.Post("/v1/completions", [&](const httplib::Request& req, httplib::Response& res) {
+        completions_body = req.body;
+        res.set_content(R"({"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":" a","logprobs":null,
+            "finish_reason":"length","prompt_logprobs":[null,{"1234":{"logprob":-1.0,"rank":1,"decoded_token":" upon"}},
+            {"99":{"logprob":-3.0,"rank":7,"decoded_token":" a"}}]}],"usage":{"prompt_tokens":3,"completion_tokens":1}})",
+                        "application/json");
+    });
+    server.start();
+    EndpointCompareInputs inputs = story_inputs();
+    inputs.scoredDocuments = {"Once upon a"};  // 11 bytes
+    auto row = run_endpoint_entry(endpoint_at(server.base_url()), transport(), inputs);
+    ASSERT_TRUE(row) << row.error();
+    ASSERT_TRUE(row->value(CompareMetric::Perplexity)) << row->note(CompareMetric::Perplexity);
+    EXPECT_NEAR(*row->value(CompareMetric::Perplexity), std::exp(2.0), 1e-9);  // mean NLL (1 + 3) / 2
+    ASSERT_TRUE(row->value(CompareMetric::BitsPerByte));
+    EXPECT_NEAR(*row->value(CompareMetric::BitsPerByte), 4.0 / std::log(2.0) / 11.0, 1e-9);
+    EXPECT_NE(completions_body.find("\"prompt_logprobs\":0"), std::string::npos) << completions_body;
+    EXPECT_NE(completions_body.find("Once upon a"), std::string::npos);
 }
 
 TEST(CompareEndpoint, TeacherForcingNoticesTokensTheReferenceWouldNotPick) {

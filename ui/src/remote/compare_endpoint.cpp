@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <unordered_map>
 #include <utility>
 
+#include "cflow/engine/generation/perplexity.h"
 #include "cflow/engine/generation/sampler.h"
 #include "cflow/engine/tokenizer/tokenizer.h"
 
@@ -158,8 +160,7 @@ Result<CompareRow> run_endpoint_entry(const EndpointCompareEntry& entry, std::sh
     if (w.expertWait) set_note(row, CompareMetric::ExpertWaitShare, local_only);
     if (w.speed) set_note(row, CompareMetric::PrefillTokPerS, "inside the endpoint's first-token time (not reported apart)");
     if (w.perplexity) {
-        // OpenAI's chat API scores no prompt tokens; vLLM's prompt_logprobs extension is not read.
-        const std::string why = "the endpoint's API gives no log probabilities of a given text";
+        const std::string why = inputs.scoredDocuments.empty() ? "no text to score" : "not measured";
         set_note(row, CompareMetric::Perplexity, why);
         set_note(row, CompareMetric::BitsPerByte, why);
     }
@@ -206,6 +207,38 @@ Result<CompareRow> run_endpoint_entry(const EndpointCompareEntry& entry, std::sh
         else
             set_note(row, CompareMetric::DecodeTokPerS, tokens <= 1 ? "the endpoint sent fewer than 2 tokens"
                                                                     : "the endpoint reported no token count");
+    }
+    if (w.perplexity && !inputs.scoredDocuments.empty()) {
+        // vLLM's prompt_logprobs; the others (cflow serve, llama.cpp, OpenAI) answer without them.
+        double nll = 0;
+        uint64_t scored = 0, text_bytes = 0;
+        std::string why;
+        for (const std::string& document : inputs.scoredDocuments) {
+            auto logprobs = client.score_prompt(entry.model, document, cancel);
+            if (!logprobs && logprobs.kind() == ErrorKind::Cancelled) return cancelled_error(entry.label);
+            if (!logprobs) {
+                why = "failed: " + logprobs.error();
+                break;
+            }
+            if (!*logprobs) {
+                why = "the endpoint gives no log probabilities of a given text (only vLLM's prompt_logprobs does)";
+                break;
+            }
+            for (double logprob : **logprobs) nll -= logprob;
+            scored += (*logprobs)->size();
+            text_bytes += document.size();
+        }
+        if (why.empty() && scored > 0) {
+            row.values[size_t(CompareMetric::Perplexity)] = std::exp(nll / double(scored));
+            row.values[size_t(CompareMetric::BitsPerByte)] = nll / std::numbers::ln2 / double(text_bytes);
+            const std::string how = "through prompt_logprobs, per the endpoint's own " + std::to_string(scored) + " tokens";
+            set_note(row, CompareMetric::Perplexity, how);
+            set_note(row, CompareMetric::BitsPerByte, how);
+        } else {
+            if (why.empty()) why = "the endpoint scored no tokens";
+            set_note(row, CompareMetric::Perplexity, why);
+            set_note(row, CompareMetric::BitsPerByte, why);
+        }
     }
     if (w.agreement) {
         if (!reply->logprobs) {
@@ -277,6 +310,17 @@ Result<CompareReport> run_comparison_with_endpoints(const CompareRequest& local,
         }
     }
     EndpointCompareInputs inputs;
+    if (local.workloads.perplexity) {
+        // The same documents the local entries scored (their bytes are report->scoredTextBytes).
+        std::vector<std::shared_ptr<const Model>> models;
+        std::vector<const Tokenizer*> tokenizers;
+        for (const CompareEntry& e : local.entries)
+            if (auto m = Model::load(e.modelPath)) {
+                models.push_back(m.value());
+                tokenizers.push_back(&models.back()->tokenizer());
+            }
+        inputs.scoredDocuments = common_scored_documents(tokenizers, split_documents(local.text), local.maxScoredTokens);
+    }
     inputs.prompt = endpoint_compare_prompt();
     inputs.decodeTokens = local.decodeTokens;
     inputs.workloads = local.workloads;

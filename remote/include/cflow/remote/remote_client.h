@@ -65,6 +65,13 @@ public:
     // The same request not streamed (stream: false): one chat.completion.
     Result<RemoteReply> complete_chat(RemoteChatRequest request, const CancelToken* cancel = nullptr);
 
+    // The log probability of each token of `text` after the ones before it, through vLLM's
+    // prompt_logprobs extension of POST {base}/completions (prompt_logprobs: 0, one token
+    // generated and ignored). The first token has none and is left out. nullopt: the server
+    // answered without them (cflow serve, llama.cpp and OpenAI have no such field).
+    Result<std::optional<std::vector<double>>> score_prompt(const std::string& model, const std::string& text,
+                                                            const CancelToken* cancel = nullptr);
+
     const EndpointConfig& config() const { return config_; }
 
 private:

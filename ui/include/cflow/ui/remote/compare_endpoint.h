@@ -12,7 +12,9 @@
 // unmeasured, with the reason). Top-1 agreement is the share of positions where the reference's
 // argmax is the endpoint's token; KL(reference || endpoint) is over the endpoint's returned top-k
 // only, both renormalised over it (a truncated KL, said in the note). An endpoint that returns no
-// logprobs gets kNotReportedByEndpoint in those cells, never 0.
+// logprobs gets kNotReportedByEndpoint in those cells, never 0. Perplexity and bits per byte only
+// through vLLM's prompt_logprobs (RemoteClient::score_prompt) on the local entries' scored text,
+// per the endpoint's own tokens; elsewhere the cells say why.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -43,6 +45,9 @@ struct EndpointCompareInputs {
     int32_t decodeTokens = 32;
     int32_t topLogprobs = 20;                   // OpenAI's most
     CompareWorkloads workloads;
+    // Perplexity: the documents every local entry scored (common_scored_documents), sent to the
+    // endpoint's prompt_logprobs (vLLM); empty: not measured.
+    std::vector<std::string> scoredDocuments;
     // The local reference entry's model in a chat session (its template renders `prompt` as the
     // endpoint's should); null: agreement is not measured ("no local reference entry").
     ChatSession* reference = nullptr;
