@@ -25,6 +25,7 @@
 #include <httplib.h>
 
 #include "cflow/remote/httplib_transport.h"
+#include "cflow/ui/compare_charts.h"
 #include "cflow/ui/compare_codec.h"
 #include "cflow/ui/compare_results_model.h"
 #include "cflow/ui/compare_samples.h"
@@ -338,6 +339,10 @@ TEST(CompareEndpoint, TheWizardRunsEndpointEntriesBesideTheLocalModel) {
     ASSERT_EQ(wizard.currentId(), CompareWizard::ResultsPageId);
     const QString csv = wizard.resultsModel()->toCsv();
     EXPECT_TRUE(csv.contains(QString::fromStdString(servedLabel))) << csv.toStdString();
+    // The endpoint's first-token time has a chart of its own (only endpoint rows have the metric).
+    EXPECT_TRUE(wizard.charts()->chartNames().contains(QStringLiteral("time_to_first_token_ms")))
+        << wizard.charts()->chartNames().join(u',').toStdString();
+    EXPECT_TRUE(wizard.resultsModel()->toMarkdown().contains(QString::fromStdString(servedLabel)));
     EXPECT_TRUE(csv.contains(QStringLiteral("refused"))) << csv.toStdString();
     ASSERT_GT(wizard.savedId(), 0);
     CompareWizard reopened(nullptr, db);
