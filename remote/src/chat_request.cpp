@@ -19,6 +19,18 @@ std::string chat_request_json(const RemoteChatRequest& request) {
     if (s.seed) body["seed"] = *s.seed;
     if (request.max_tokens) body["max_tokens"] = *request.max_tokens;
     if (!request.stop.empty()) body["stop"] = request.stop;
+    if (const auto& format = request.response_format) {
+        if (format->kind == RemoteResponseFormat::Kind::JsonObject) {
+            body["response_format"] = {{"type", "json_object"}};
+        } else {
+            // Not parsed as JSON (the caller's schema text, checked where the user gave it): sent as
+            // a string, which a server refuses with its own message rather than this code throwing.
+            nlohmann::json schema = nlohmann::json::parse(format->schema_json, nullptr, false);
+            if (schema.is_discarded()) schema = format->schema_json;
+            body["response_format"] = {{"type", "json_schema"},
+                                       {"json_schema", {{"name", format->name}, {"schema", std::move(schema)}}}};
+        }
+    }
     if (request.logprobs) body["logprobs"] = true;
     if (request.logprobs && request.top_logprobs) body["top_logprobs"] = *request.top_logprobs;
     body["stream"] = request.stream;

@@ -432,7 +432,35 @@ TEST(RemoteChat, ConnectingWhileALocalReplyStreamsStopsItFirst) {
     EXPECT_EQ(chat.storedReply().modelPath, endpoint_identity(profile));
 }
 
-TEST(RemoteChat, ToolsAndReplyFormatsAreNotSentAndTheReplySaysSo) {
+TEST(RemoteChatRequest, TheReplyFormatGoesAsResponseFormat) {
+    EndpointProfile profile;
+    const Conversation conversation = {{QStringLiteral("user"), QStringLiteral("hi")}};
+    GenerationSettings settings;
+    const auto body = [&] {
+        return QJsonDocument::fromJson(
+                   QByteArray::fromStdString(remote::chat_request_json(remote_chat_request(profile, conversation, settings))))
+            .object();
+    };
+    EXPECT_FALSE(body().contains(QStringLiteral("response_format"))) << "free text";
+    settings.replyFormat.kind = ReplyFormatKind::JsonObject;
+    EXPECT_EQ(body().value(QStringLiteral("response_format")).toObject().value(QStringLiteral("type")).toString(),
+              QStringLiteral("json_object"));
+    settings.replyFormat.kind = ReplyFormatKind::JsonSchema;
+    settings.replyFormat.schema = QStringLiteral(R"({"type":"object","properties":{"n":{"type":"integer"}}})");
+    QJsonObject format = body().value(QStringLiteral("response_format")).toObject();
+    EXPECT_EQ(format.value(QStringLiteral("type")).toString(), QStringLiteral("json_schema"));
+    const QJsonObject schema = format.value(QStringLiteral("json_schema")).toObject();
+    EXPECT_EQ(schema.value(QStringLiteral("name")).toString(), QStringLiteral("reply"));
+    EXPECT_EQ(schema.value(QStringLiteral("schema")).toObject().value(QStringLiteral("type")).toString(), QStringLiteral("object"))
+        << "the schema is sent as an object, not as its text";
+    settings.replyFormat.schema = QStringLiteral("{not json");
+    format = body().value(QStringLiteral("response_format")).toObject();
+    EXPECT_EQ(format.value(QStringLiteral("json_schema")).toObject().value(QStringLiteral("schema")).toString(),
+              QStringLiteral("{not json"))
+        << "unreadable text goes as a string for the server to refuse, nothing throws";
+}
+
+TEST(RemoteChat, ToolsAreNotSentAndTheReplySaysSoAndTheReplyFormatIsHeldByTheServer) {
     cflow::test::ServeProcess serve({}, "127.0.0.1");
     ASSERT_TRUE(serve.started()) << serve.log();
     RemoteChat chat;
@@ -449,8 +477,14 @@ TEST(RemoteChat, ToolsAndReplyFormatsAreNotSentAndTheReplySaysSo) {
     ASSERT_TRUE(chat.idle());
     const QString note = chat.controller->entries().back().toolsNote;
     EXPECT_TRUE(note.contains(QStringLiteral("Tools are not sent to a server"))) << note.toStdString();
-    EXPECT_TRUE(note.contains(QStringLiteral("Reply formats are not sent to a server"))) << note.toStdString();
     EXPECT_FALSE(chat.controller->lastSentPrompt().text.contains(QStringLiteral("clock"))) << "no tools in the request";
+    EXPECT_TRUE(chat.controller->lastSentPrompt().text.contains(QStringLiteral("json_object")))
+        << chat.controller->lastSentPrompt().text.toStdString();
+    EXPECT_EQ(chat.controller->entries().back().replyFormat, reply_format_mark(json));
+    // cflow serve holds the reply to one JSON object under its grammar (the start of one when
+    // max_tokens cuts it: 8 tokens here).
+    EXPECT_TRUE(chat.controller->entries().back().content.trimmed().startsWith(u'{'))
+        << chat.controller->entries().back().content.toStdString();
 }
 
 TEST(RemoteChat, AServerSilentMidReplyEndsInTheTimeOutWithThePartialReplyKept) {

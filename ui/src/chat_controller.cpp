@@ -320,6 +320,7 @@ GenerationSettings ChatController::requestSettings(int seedOffset) const {
     s.contextPolicy = setup_.contextPolicy;
     s.thinking = setup_.thinking;
     s.grammar = replyGrammar_;
+    s.replyFormat = setup_.replyFormat;
     if (setup_.mode == PromptMode::Chat && toolsSource_) s.tools = toolsSource_();
     return s;
 }
@@ -487,13 +488,7 @@ void ChatController::onPrompt(const RenderedPrompt& prompt) {
                             : tr("This model's chat template cannot call tools: the conversation's tools were not offered to it.");
         mirrorReply();
     }
-    if (prompt.byServer && setup_.replyFormat.kind != ReplyFormatKind::FreeText) {
-        // Said on every such reply: its text was not held to the format the conversation asks for.
-        const QString format = tr("Reply formats are not sent to a server yet: this reply was not held to %1.")
-                                   .arg(reply_format_mark(setup_.replyFormat));
-        reply_->entry.toolsNote = reply_->entry.toolsNote.isEmpty() ? format : reply_->entry.toolsNote + u' ' + format;
-        mirrorReply();
-    }
+
     reply_->contextUsed = prompt.promptTokens;
     if (replyIndex_ < 0) return;
     visiblePrompt_ = prompt;

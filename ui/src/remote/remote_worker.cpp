@@ -32,6 +32,15 @@ cflow::remote::RemoteChatRequest remote_chat_request(const EndpointProfile& prof
     if (s.min_p > 0.0f) request.sampling.min_p = s.min_p;
     if (s.repeat_penalty != 1.0f) request.sampling.repeat_penalty = s.repeat_penalty;
     request.sampling.seed = s.seed;
+    // The server holds the reply to it (response_format), as the engine does with its grammar.
+    if (settings.replyFormat.kind == ReplyFormatKind::JsonObject) {
+        request.response_format = cflow::remote::RemoteResponseFormat{};
+    } else if (settings.replyFormat.kind == ReplyFormatKind::JsonSchema) {
+        cflow::remote::RemoteResponseFormat format;
+        format.kind = cflow::remote::RemoteResponseFormat::Kind::JsonSchema;
+        format.schema_json = settings.replyFormat.schema.toStdString();
+        request.response_format = std::move(format);
+    }
     // 0 resolves against the local model's context, which the server's model does not share.
     if (settings.maxTokens > 0) request.max_tokens = settings.maxTokens;
     request.stream = true;

@@ -24,12 +24,21 @@ struct RemoteSampling {
     std::optional<uint64_t> seed;
 };
 
+// response_format: the reply must be one JSON object, or JSON valid under a schema (OpenAI's
+// spelling, which llama.cpp, vLLM and cflow serve read).
+struct RemoteResponseFormat {
+    enum class Kind { JsonObject, JsonSchema } kind = Kind::JsonObject;
+    std::string schema_json;  // JsonSchema: the schema's JSON text (sent as an object)
+    std::string name = "reply";  // JsonSchema: json_schema.name, which OpenAI requires
+};
+
 struct RemoteChatRequest {
     std::string model;  // empty: left out (a server with one model takes it)
     std::vector<RemoteMessage> messages;
     RemoteSampling sampling;
     std::optional<int32_t> max_tokens;
     std::vector<std::string> stop;
+    std::optional<RemoteResponseFormat> response_format;
     bool stream = true;
     // OpenAI's `logprobs: true` and `top_logprobs` (0..20 alternatives per token): the reply's
     // tokens with their log probabilities, where the server reports them (StreamChunk::logprobs).

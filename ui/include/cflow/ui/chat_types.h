@@ -16,6 +16,7 @@
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/generation/generate.h"
 #include "cflow/engine/generation/sampler.h"
+#include "cflow/ui/reply_format.h"
 
 namespace cflow::ui {
 
@@ -55,6 +56,9 @@ struct GenerationSettings {
     // Set: the reply is sampled under this grammar (the conversation's reply format, built once
     // per choice by the controller); immutable, so sharing it across threads is safe.
     std::shared_ptr<const Grammar> grammar;
+    // The same format as the conversation chose it: what an endpoint is sent (response_format),
+    // as the engine samples under `grammar`.
+    ReplyFormat replyFormat;
     // Chat mode: the tools offered to the model (the conversation's enabled tools), rendered by
     // its template when the template can call tools (ChatSession::tool_call_format() != None).
     std::vector<ToolDefinition> tools;

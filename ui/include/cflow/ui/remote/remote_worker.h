@@ -4,8 +4,9 @@
 // batches, finished, error), so ChatController handles a remote reply exactly as a local one.
 //
 // The server renders the prompt, applies its own template and counts tokens: PromptMode,
-// template choices and the context policy are the server's business and are not sent. Tools
-// and reply formats are not sent in this slice (the controller notes it on the reply).
+// template choices and the context policy are the server's business and are not sent. The reply
+// format goes as response_format; tools are not sent in this slice (the controller notes it on
+// the reply).
 //
 // RemoteClient's transport (Qt Network) blocks this thread in a local event loop while a reply
 // streams, and that loop also runs this thread's queued slots: configure() may run inside
@@ -30,7 +31,8 @@ namespace cflow::ui {
 
 // The request a conversation and the sampling settings make for profile's model: the system
 // prompt and the user/assistant turns (tool turns are left out: tools are not sent), sampling,
-// the seed, and max_tokens when the settings fix it (0 = the server's default).
+// the seed, the reply format (response_format), and max_tokens when the settings fix it (0 = the
+// server's default).
 cflow::remote::RemoteChatRequest remote_chat_request(const EndpointProfile& profile, const Conversation& conversation,
                                                      const GenerationSettings& settings);
 
