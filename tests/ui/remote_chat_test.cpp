@@ -672,6 +672,8 @@ TEST(RemoteChatWindow, ConnectSendStopExportKillAndBackToTheLocalModel) {
     ASSERT_EQ(view->count(), cutIndex + 1);
     EXPECT_EQ(view->card(cutIndex)->text(), controller->entries().back().content) << "the partial reply stays shown";
     EXPECT_TRUE(view->card(cutIndex)->isInterrupted()) << "marked in the transcript";
+    EXPECT_TRUE(view->card(cutIndex)->interruptedReason().contains(QStringLiteral("closed the connection")))
+        << "with the diagnosis: " << view->card(cutIndex)->interruptedReason().toStdString();
     EXPECT_TRUE(window.statusArea()->showsError());
     EXPECT_TRUE(window.statusArea()->message().contains(QStringLiteral("cut"))) << window.statusArea()->message().toStdString();
 

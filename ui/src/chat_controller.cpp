@@ -532,6 +532,7 @@ void ChatController::onFinished(const ReplyStats& stats) {
     if (!isGenerating()) return;
     // A stopped reply is not acted on: its calls (if any) stay as the text it wrote.
     const bool cut = !stats.cutReason.isEmpty();
+    if (cut) reply_->entry.cutReason = stats.cutReason;
     const bool calls = !stats.cancelled && !cut && takeToolCalls(reply_->entry);
     // A reply cut by its server (gone, silent too long) keeps what came, marked as interrupted.
     endReply(stats.cancelled, !cut);

@@ -337,7 +337,8 @@ void ChatPanel::syncEntry(int index) {
         const QString tool = QJsonDocument::fromJson(e.extraJson.toUtf8()).object().value(QStringLiteral("name")).toString();
         view_->card(index)->setHeading(tool.isEmpty() ? e.role : tr("tool · %1").arg(tool));
     }
-    view_->setInterrupted(index, !e.complete);  // only a reply read back from the store can be incomplete
+    // A reply read back from the store can be incomplete (the app ended), and one a server cut.
+    view_->setInterrupted(index, !e.complete, e.cutReason);
     view_->setAlternatives(index, e.version, static_cast<int>(e.versions.size()));
     view_->setEditing(index, index == editingIndex_);
     syncToolCards(index);

@@ -291,10 +291,14 @@ QString ChatMessageCard::toolsNote() const { return toolsMarker_->isHidden() ? Q
 
 QString ChatMessageCard::replyFormat() const { return formatMarker_->isHidden() ? QString() : formatMarker_->text(); }
 
-void ChatMessageCard::setInterrupted(bool interrupted) {
+void ChatMessageCard::setInterrupted(bool interrupted, const QString& why) {
     interrupted_ = interrupted;
     interruptedMarker_->setVisible(interrupted);
+    interruptedMarker_->setToolTip(why.isEmpty() ? tr("The app ended while this reply was being written: it may be cut short.")
+                                                 : tr("Cut short: %1").arg(why));
 }
+
+QString ChatMessageCard::interruptedReason() const { return interrupted_ ? interruptedMarker_->toolTip() : QString(); }
 
 void ChatMessageCard::setAlternatives(int current, int count) {
     const bool shown = count > 1;
@@ -493,8 +497,8 @@ void ChatView::setToolsNote(int index, const QString& note) {
     if (index >= 0 && index < count()) card(index)->setToolsNote(note);
 }
 
-void ChatView::setInterrupted(int index, bool interrupted) {
-    if (index >= 0 && index < count()) card(index)->setInterrupted(interrupted);
+void ChatView::setInterrupted(int index, bool interrupted, const QString& why) {
+    if (index >= 0 && index < count()) card(index)->setInterrupted(interrupted, why);
 }
 
 void ChatView::setAlternatives(int index, int current, int alternatives) {

@@ -89,7 +89,9 @@ public:
     void setReplyFormat(const QString& mark);
     QString replyFormat() const;
     // A reply the app was still writing when it ended (a crash, kill -9): its text may be cut.
-    void setInterrupted(bool interrupted);
+    // why: what cut it when known (a server gone or silent, issue 34); the marker's tooltip.
+    void setInterrupted(bool interrupted, const QString& why = QString());
+    QString interruptedReason() const;  // the marker's tooltip ("" when not interrupted)
     bool isInterrupted() const { return interrupted_; }
     // Alternative number current (0-based) of count is shown; ‹ › step through them.
     // Hidden for count <= 1.
@@ -175,7 +177,7 @@ public:
 
     // Card state for the chat controller; out-of-range indices are ignored.
     void setStopped(int index, bool stopped);
-    void setInterrupted(int index, bool interrupted);
+    void setInterrupted(int index, bool interrupted, const QString& why = QString());
     void setReplyFormat(int index, const QString& mark);
     void setToolsNote(int index, const QString& note);
     void setActivity(int index, const QString& text);
