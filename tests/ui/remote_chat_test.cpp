@@ -631,6 +631,7 @@ TEST(RemoteChatWindow, ConnectSendStopExportKillAndBackToTheLocalModel) {
     ASSERT_EQ(view->count(), replyIndex + 1);
     EXPECT_EQ(view->card(replyIndex)->text(), reply.content) << "the transcript shows what the server sent";
     EXPECT_TRUE(view->card(replyIndex)->isStopped());
+    EXPECT_EQ(view->card(replyIndex)->heading(), QStringLiteral("assistant · %1").arg(label)) << "the transcript names the server";
     EXPECT_TRUE(window.metricsText().contains(QStringLiteral("server · first text"))) << window.metricsText().toStdString();
     EXPECT_GT(window.inspector()->latencyTimeline()->chunks(), 1);
     // The gauge and the raw prompt say the server counts and renders; no "0 / 0" context.
@@ -691,6 +692,7 @@ TEST(RemoteChatWindow, ConnectSendStopExportKillAndBackToTheLocalModel) {
     ASSERT_TRUE(QTest::qWaitFor([&] { return controller->entries().size() == before + 2 && !controller->isGenerating(); },
                                 kReplyTimeoutMs));
     EXPECT_EQ(controller->entries().back().modelPath, local);
+    EXPECT_EQ(view->card(view->count() - 1)->heading(), QStringLiteral("assistant")) << "a local reply as before";
     EXPECT_FALSE(window.metricsText().contains(QStringLiteral("server ·"))) << window.metricsText().toStdString();
 }
 

@@ -337,6 +337,11 @@ void ChatPanel::syncEntry(int index) {
         const QString tool = QJsonDocument::fromJson(e.extraJson.toUtf8()).object().value(QStringLiteral("name")).toString();
         view_->card(index)->setHeading(tool.isEmpty() ? e.role : tr("tool · %1").arg(tool));
     }
+#if CFLOW_HAVE_QT_NETWORK_TRANSPORT
+    // A reply a server wrote names it (issue 34): a conversation can go between local models and servers.
+    if (e.role == QLatin1String("assistant") && is_endpoint_identity(e.modelPath))
+        view_->card(index)->setHeading(tr("assistant · %1").arg(endpoint_identity_label(e.modelPath)));
+#endif
     // A reply read back from the store can be incomplete (the app ended), and one a server cut.
     view_->setInterrupted(index, !e.complete, e.cutReason);
     view_->setAlternatives(index, e.version, static_cast<int>(e.versions.size()));
