@@ -230,6 +230,27 @@ TEST(CompareEndpoint, AnEndpointWithoutLogprobsSaysNotReportedInTheTableCsvAndSt
     EXPECT_EQ(reloaded->rows[1].displayName, row->displayName);
 }
 
+// A model that ends its turn at once reports nothing to compare: the cells say so, not "not reported".
+TEST(CompareEndpoint, AnEmptyReplySaysNoTokensWereGenerated) {
+    cflow::test::LoopbackServer server;
+    server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        cflow::test::stream_events(res, {"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+                                         "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":0}}\n\n"
+                                         "data: [DONE]\n\n"}, true);
+    });
+    server.start();
+    auto reference = local_default_model();
+    ASSERT_TRUE(reference);
+    EndpointCompareInputs inputs = story_inputs();
+    inputs.reference = reference.get();
+    auto row = run_endpoint_entry(endpoint_at(server.base_url()), transport(), inputs);
+    ASSERT_TRUE(row) << row.error();
+    EXPECT_TRUE(row->failure.empty());
+    EXPECT_FALSE(row->value(CompareMetric::DecodeTokPerS));
+    EXPECT_EQ(row->note(CompareMetric::Top1Agreement), "the endpoint generated no tokens for this prompt");
+    EXPECT_EQ(row->note(CompareMetric::DecodeTokPerS), "the endpoint generated no tokens for this prompt");
+}
+
 TEST(CompareEndpoint, ARefusedEndpointIsARowWithTheDiagnosisNotAnError) {
     const int free_port = refused_port();
     ASSERT_GT(free_port, 0);

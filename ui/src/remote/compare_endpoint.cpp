@@ -189,15 +189,17 @@ Result<CompareRow> run_endpoint_entry(const EndpointCompareEntry& entry, std::sh
 
     const int64_t completion_tokens = reply->usage ? reply->usage->completion_tokens
                                                    : reply->logprobs ? int64_t(reply->logprobs->size()) : -1;
-    if (completion_tokens == 0 || (completion_tokens < 0 && reply->text.empty())) {
+    const bool generated = !(completion_tokens == 0 || (completion_tokens < 0 && reply->text.empty()));
+    if (!generated) {
         // Nothing to time or compare (the model ended its turn at once): say so rather than "not reported".
         const std::string why = "the endpoint generated no tokens for this prompt";
         for (CompareMetric m : {CompareMetric::DecodeTokPerS, CompareMetric::TimeToFirstTokenMs, CompareMetric::Top1Agreement,
                                 CompareMetric::MeanKlNats})
             set_note(row, m, why);
-        return row;
     }
-    if (w.speed) {
+    // The stream time after the first content; a request retried after a 429/503 counts its waits
+    // in total_ms, so such a run reads slower than the stream was (first_token_ms is the last try's).
+    if (w.speed && generated) {
         if (reply->first_token_ms >= 0) row.values[size_t(CompareMetric::TimeToFirstTokenMs)] = reply->first_token_ms;
         const int64_t tokens = reply->usage ? reply->usage->completion_tokens
                                             : reply->logprobs ? int64_t(reply->logprobs->size()) : 0;
@@ -240,7 +242,7 @@ Result<CompareRow> run_endpoint_entry(const EndpointCompareEntry& entry, std::sh
             set_note(row, CompareMetric::BitsPerByte, why);
         }
     }
-    if (w.agreement) {
+    if (w.agreement && generated) {
         if (!reply->logprobs) {
             set_note(row, CompareMetric::Top1Agreement, std::string(kNotReportedByEndpoint));
             set_note(row, CompareMetric::MeanKlNats, std::string(kNotReportedByEndpoint));
