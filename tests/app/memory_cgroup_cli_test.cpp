@@ -42,8 +42,8 @@ struct ChildCgroup {
     }
 };
 
-// A child of this process's memory cgroup limited to kLimitBytes.
-void make_child_cgroup(ChildCgroup& child) {
+// A child of this process's memory cgroup limited to limitBytes.
+void make_child_cgroup(ChildCgroup& child, uint64_t limitBytes, const std::string& name) {
     std::ifstream in("/proc/self/cgroup");
     std::string line, v1Path, v2Path;
     bool v2 = false;
@@ -69,7 +69,7 @@ void make_child_cgroup(ChildCgroup& child) {
         child.error = "no memory cgroup in /proc/self/cgroup";
         return;
     }
-    const fs::path dir = parent / ("cflow-test-" + std::to_string(getpid()));
+    const fs::path dir = parent / ("cflow-test-" + name + "-" + std::to_string(getpid()));
     std::error_code ec;
     if (!fs::create_directory(dir, ec) || ec) {
         child.error = "cannot create " + dir.string() + ": " + (ec ? ec.message() : "exists");
@@ -80,8 +80,8 @@ void make_child_cgroup(ChildCgroup& child) {
         child.error = dir.string() + " has no " + limitFile + " (the memory controller is not delegated there)";
         return;
     }
-    std::ofstream(dir / limitFile) << kLimitBytes;
-    if (slurp_cgroup_file(dir / limitFile).find(std::to_string(kLimitBytes)) != 0) child.error = "the limit did not take in " + dir.string();
+    std::ofstream(dir / limitFile) << limitBytes;
+    if (slurp_cgroup_file(dir / limitFile).find(std::to_string(limitBytes)) != 0) child.error = "the limit did not take in " + dir.string();
 }
 
 struct CgroupRun {
@@ -105,7 +105,7 @@ CgroupRun run_in(const fs::path& cgroup, const std::vector<std::string>& args) {
 
 TEST(MemoryCgroupCli, GenerateMapsAModelLargerThanItsCgroupAllows) {
     ChildCgroup cgroup;
-    make_child_cgroup(cgroup);
+    make_child_cgroup(cgroup, kLimitBytes, "map");
     if (!cgroup.error.empty()) GTEST_SKIP() << "no memory cgroup to run in: " << cgroup.error;
 
     // About 160 MB of Q8_0 weights: more than three quarters of the 128 MiB limit.
@@ -129,6 +129,29 @@ TEST(MemoryCgroupCli, GenerateMapsAModelLargerThanItsCgroupAllows) {
     else
         std::printf("[ note ] this machine's kernels map the model anyway (%s); the cgroup reason is not reached\n",
                     outside.err.substr(outside.err.find("load ")).substr(0, 120).c_str());
+}
+
+// The streamed expert arms keep the experts out of memory: a MoE whose expert bank is larger than
+// its cgroup runs with sync and staged reads through a small expert cache. Their staging buffers
+// came from the C heap, which fragmented until it held about the whole bank (143 MiB of heap for
+// a 115 MiB model): killed in a 64 MiB cgroup before the buffers were taken in whole pages.
+TEST(MemoryCgroupCli, StreamedExpertsRunInACgroupSmallerThanTheExpertBank) {
+    constexpr uint64_t kSmallLimitBytes = uint64_t{64} << 20;
+    ChildCgroup cgroup;
+    make_child_cgroup(cgroup, kSmallLimitBytes, "experts");
+    if (!cgroup.error.empty()) GTEST_SKIP() << "no memory cgroup to run in: " << cgroup.error;
+    const std::string model = (temp_dir("cgroup-moe") / "moe.cflow").string();
+    const CgroupRun synth = run_in({}, {"synth", "--d", "512", "--layers", "8", "--heads", "8", "--experts", "8", "--top-k",
+                                        "2", "--expert-hidden", "2048", "--d-ff", "0", "--vocab", "4096", "-o", model});
+    ASSERT_EQ(synth.exit_code, 0) << synth.err;
+    ASSERT_GT(fs::file_size(model), kSmallLimitBytes);
+    for (const std::string arm : {"sync", "staged"}) {
+        SCOPED_TRACE(arm);
+        const CgroupRun run = run_in(cgroup.dir, {"generate", model, "--prompt", "hello", "-n", "32", "--threads", "1",
+                                                  "--expert-fetch", arm, "--cache-mib", "8"});
+        EXPECT_EQ(run.exit_code, 0) << "killed or failed inside the 64 MiB cgroup:\n" << run.err;
+        EXPECT_NE(run.err.find("generated 32 tokens"), std::string::npos) << run.err;
+    }
 }
 
 } // namespace

@@ -1,26 +1,19 @@
 #include "io/aligned_bytes.h"
 
-#include <cstdlib>
 #include <new>
+
+#include "io/page_memory.h"
 
 namespace cflow {
 
 std::shared_ptr<AlignedBytes> AlignedBytes::allocate(uint64_t alignment, uint64_t bytes) {
-    // aligned_alloc wants a size that is a multiple of the alignment; callers pass sector multiples.
+    // Direct I/O reads whole sectors: callers pass sector multiples; round up to be sure.
     const uint64_t rounded = (bytes + alignment - 1) / alignment * alignment;
-#ifdef _WIN32
-    auto* p = static_cast<uint8_t*>(_aligned_malloc(size_t(rounded), size_t(alignment)));
-#else
-    auto* p = static_cast<uint8_t*>(std::aligned_alloc(size_t(alignment), size_t(rounded)));
-#endif
+    uint8_t* p = page_memory_allocate(alignment, rounded);
     if (!p) return nullptr;
     AlignedBytes* raw = new (std::nothrow) AlignedBytes(p, rounded);
     if (!raw) {
-#ifdef _WIN32
-        _aligned_free(p);
-#else
-        std::free(p);
-#endif
+        page_memory_free(p, rounded);
         return nullptr;
     }
     try {
@@ -30,12 +23,6 @@ std::shared_ptr<AlignedBytes> AlignedBytes::allocate(uint64_t alignment, uint64_
     }
 }
 
-AlignedBytes::~AlignedBytes() {
-#ifdef _WIN32
-    _aligned_free(data_);
-#else
-    std::free(data_);
-#endif
-}
+AlignedBytes::~AlignedBytes() { page_memory_free(data_, bytes_); }
 
 } // namespace cflow

@@ -1,6 +1,6 @@
 #pragma once
-// A heap buffer whose start is aligned for direct I/O (DirectReader::alignment(): 4 KiB here,
-// the sector size on Windows). Shared between a fetcher's staging slot and the expert cache
+// A buffer whose start is aligned for direct I/O (DirectReader::alignment(): 4 KiB here, the
+// sector size on Windows), in whole pages from the OS (page_memory.h), given back when freed. Shared between a fetcher's staging slot and the expert cache
 // through std::shared_ptr, so an evicted expert stays valid while a slot still computes from it.
 #include <cstdint>
 #include <memory>
