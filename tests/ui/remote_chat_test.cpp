@@ -28,6 +28,7 @@
 #include "cflow/ui/chat_controller.h"
 #include "cflow/ui/chat_panel.h"
 #include "cflow/ui/chat_view.h"
+#include "cflow/ui/compare_wizard.h"
 #include "cflow/ui/default_model.h"
 #include "cflow/ui/main_window.h"
 #include "cflow/ui/remote/connect_dialog.h"
@@ -694,6 +695,35 @@ TEST(RemoteChatWindow, ConnectSendStopExportKillAndBackToTheLocalModel) {
     EXPECT_EQ(controller->entries().back().modelPath, local);
     EXPECT_EQ(view->card(view->count() - 1)->heading(), QStringLiteral("assistant")) << "a local reply as before";
     EXPECT_FALSE(window.metricsText().contains(QStringLiteral("server ·"))) << window.metricsText().toStdString();
+}
+
+// Tools > Compare models… offers the window's saved endpoints as entries (the same profile store
+// and keychain as Model > Connect to a server…).
+TEST(RemoteChatWindow, TheComparisonWizardOffersTheSavedEndpoints) {
+    test::ScopedDb db("remote_compare_window");
+    test::IsolatedSettings isolated("remote_compare_window");
+    QTemporaryDir dir;
+    MainWindowOptions options;
+    options.secretStore = std::make_shared<MemorySecretStore>();
+    options.endpointSettingsFile = dir.filePath(QStringLiteral("endpoints.ini"));
+    options.bundledModelsFolder = QString();
+    EndpointProfile profile;
+    profile.name = QStringLiteral("GPU box");
+    profile.baseUrl = QStringLiteral("http://10.0.0.2:8080/v1");
+    profile.model = QStringLiteral("big-model");
+    auto saved = EndpointProfileStore(options.endpointSettingsFile).save(profile);
+    ASSERT_TRUE(saved) << saved.error();
+    MainWindow window(nullptr, options);
+    auto* action = window.findChild<QAction*>(QStringLiteral("compareModelsAction"));
+    ASSERT_NE(action, nullptr);
+    action->trigger();
+    auto* wizard = window.findChild<CompareWizard*>();
+    ASSERT_NE(wizard, nullptr);
+    EXPECT_TRUE(wizard->endpointEntries().isEmpty());
+    EXPECT_FALSE(wizard->addEndpointEntry(QStringLiteral("no-such-profile")));
+    ASSERT_TRUE(wizard->addEndpointEntry(saved->id)) << "the wizard sees the window's saved profiles";
+    EXPECT_EQ(wizard->endpointEntries(), QStringList{saved->id});
+    wizard->close();
 }
 
 } // namespace

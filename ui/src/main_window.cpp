@@ -634,6 +634,8 @@ void MainWindow::offerConversion(const QString& sourcePath) {
 void MainWindow::showComparison() {
     auto* wizard = new CompareWizard(this);
     wizard->setAttribute(Qt::WA_DeleteOnClose);
+    // The saved endpoints can be entries (the window owns both and outlives its child wizard).
+    wizard->setEndpointSources(endpointProfiles_.get(), secrets_.get());
     const QString first = !currentModel_.path.isEmpty() ? currentModel_.path : default_model_path();
     if (!first.isEmpty()) wizard->setInitialModels({first});
     wizard->show();
