@@ -41,7 +41,8 @@ std::string seconds_text(uint32_t ms) {
 
 } // namespace
 
-Error diagnose_transport(const TransportResult& result, std::string_view url, const HttpRequest& request) {
+Error diagnose_transport(const TransportResult& result, std::string_view url, const HttpRequest& request,
+                         const DiagnosisHints& hints) {
     const std::string u(url);
     const std::string host = host_of(url);
     switch (result.failure) {
@@ -60,7 +61,7 @@ Error diagnose_transport(const TransportResult& result, std::string_view url, co
     case TransportFailure::TlsUntrusted:
         return make_error(ErrorKind::Io,
                           with_detail(u + ": TLS: the server's certificate is not trusted" +
-                                          (request.ca_file.empty() ? std::string(" (give its CA with --ca-file PEM)")
+                                          (request.ca_file.empty() ? " (" + hints.ca_file + ")"
                                                                    : " by the CA in " + request.ca_file),
                                       result.detail));
     case TransportFailure::TlsHostname:
@@ -82,14 +83,14 @@ Error diagnose_transport(const TransportResult& result, std::string_view url, co
     return make_error(ErrorKind::Io, with_detail(u + ": the request failed", result.detail));
 }
 
-Error diagnose_status(int status, std::string_view body, std::string_view url) {
+Error diagnose_status(int status, std::string_view body, std::string_view url, const DiagnosisHints& hints) {
     const std::string u(url);
     const std::string words = server_words(body);
     const std::string said = words.empty() ? std::string() : ": the server says: " + words;
     switch (status) {
     case 401:
-        return make_error(ErrorKind::InvalidInput, u + ": HTTP 401: the API key was refused or is missing "
-                                                       "(--api-key-env VAR names the variable holding it)" + said);
+        return make_error(ErrorKind::InvalidInput, u + ": HTTP 401: the API key was refused or is missing (" +
+                                                       hints.api_key + ")" + said);
     case 403:
         return make_error(ErrorKind::InvalidInput, u + ": HTTP 403: the API key may not use this endpoint" + said);
     case 404: {

@@ -115,7 +115,7 @@ Result<RemoteClient::WholeResponse> RemoteClient::fetch_whole(const HttpRequest&
         if (x.over_cap)
             return make_error(ErrorKind::InvalidInput, request.url + ": the response is over the cap of " +
                                                            cap_text(config_.max_response_bytes) + ": refused");
-        if (x.status == 0) return diagnose_transport(x.transport, request.url, request);
+        if (x.status == 0) return diagnose_transport(x.transport, request.url, request, config_.hints);
         if (x.status != 200) {
             RetryDecision d = decide_retry(config_.retry, attempt, x.status, x.retry_after, false,
                                            std::chrono::system_clock::now());
@@ -123,11 +123,11 @@ Result<RemoteClient::WholeResponse> RemoteClient::fetch_whole(const HttpRequest&
                 if (!wait_unless_cancelled(d.wait_ms, cancel)) return cancelled_error(request.url);
                 continue;
             }
-            Error e = diagnose_status(x.status, x.error_body, request.url);
+            Error e = diagnose_status(x.status, x.error_body, request.url, config_.hints);
             if (!d.why_not.empty()) e.message += " (" + d.why_not + ")";
             return e;
         }
-        if (x.transport.failure != TransportFailure::None) return diagnose_transport(x.transport, request.url, request);
+        if (x.transport.failure != TransportFailure::None) return diagnose_transport(x.transport, request.url, request, config_.hints);
         return WholeResponse{std::move(body), attempt};
     }
 }
@@ -213,7 +213,7 @@ Result<RemoteReply> RemoteClient::stream_chat(RemoteChatRequest chat, const Toke
         if (x.over_cap)
             return cut(make_error(ErrorKind::InvalidInput, request.url + ": the response is over the cap of " +
                                                                cap_text(config_.max_response_bytes) + ": the rest was refused"));
-        if (x.status == 0) return diagnose_transport(x.transport, request.url, request);
+        if (x.status == 0) return diagnose_transport(x.transport, request.url, request, config_.hints);
         if (x.status != 200) {
             RetryDecision d = decide_retry(config_.retry, attempt, x.status, x.retry_after, false,
                                            std::chrono::system_clock::now());
@@ -221,14 +221,14 @@ Result<RemoteReply> RemoteClient::stream_chat(RemoteChatRequest chat, const Toke
                 if (!wait_unless_cancelled(d.wait_ms, cancel)) return cancelled_error(request.url);
                 continue;
             }
-            Error e = diagnose_status(x.status, x.error_body, request.url);
+            Error e = diagnose_status(x.status, x.error_body, request.url, config_.hints);
             if (!d.why_not.empty()) e.message += " (" + d.why_not + ")";
             return e;
         }
         if (stream_error) return cut(*stream_error);
         if (done) return reply;
         if (x.transport.failure != TransportFailure::None && x.transport.failure != TransportFailure::Cancelled) {
-            Error e = diagnose_transport(x.transport, request.url, request);
+            Error e = diagnose_transport(x.transport, request.url, request, config_.hints);
             if (x.transport.failure == TransportFailure::ConnectionLost || x.transport.failure == TransportFailure::Other)
                 e.message = request.url + ": the server closed the connection in the middle of the reply" +
                             (x.transport.detail.empty() ? "" : " (" + x.transport.detail + ")");

@@ -80,6 +80,8 @@ TEST(ConnectDialog, AgainstCflowServeAWrongKeyIsRefusedAndTheRightOneListsModels
 
     EXPECT_FALSE(test_connection(dialog, url, QStringLiteral("wrong-key")));
     EXPECT_TRUE(dialog.statusText().contains(QStringLiteral("401"))) << dialog.statusText().toStdString();
+    EXPECT_TRUE(dialog.statusText().contains(QStringLiteral("Model > Connect to a server"))) << "the desktop's advice";
+    EXPECT_FALSE(dialog.statusText().contains(QStringLiteral("--api-key-env"))) << "not the CLI's flag";
     EXPECT_TRUE(dialog.statusText().contains(QStringLiteral("API key"))) << dialog.statusText().toStdString();
 
     ASSERT_TRUE(test_connection(dialog, url, QStringLiteral("right-key-4711"))) << dialog.statusText().toStdString();
@@ -171,6 +173,9 @@ TEST(ConnectDialog, HttpsIsTrustedOnlyWithTheCaFileGiven) {
     ConnectDialog dialog(&f.profiles, &f.secrets);
     dialog.show();
     QLineEdit* caFile = child<QLineEdit>(dialog, "caFile");
+    EXPECT_FALSE(test_connection(dialog, url, QString()));  // the system's CAs do not know it
+    EXPECT_TRUE(dialog.statusText().contains(QStringLiteral("endpoint's CA file"))) << dialog.statusText().toStdString();
+    EXPECT_FALSE(dialog.statusText().contains(QStringLiteral("--ca-file"))) << "the desktop's advice, not the CLI's flag";
     caFile->setText(QString::fromStdString(certs.other_ca()));
     EXPECT_FALSE(test_connection(dialog, url, QString()));
     EXPECT_TRUE(dialog.statusText().contains(QStringLiteral("not trusted"))) << dialog.statusText().toStdString();

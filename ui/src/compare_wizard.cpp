@@ -47,6 +47,7 @@
 #include "cflow/ui/remote/compare_endpoint.h"
 #include "cflow/ui/remote/endpoint_profile.h"
 #include "cflow/ui/remote/qt_network_transport.h"
+#include "cflow/ui/remote/remote_worker.h"
 #endif
 
 namespace cflow::ui {
@@ -564,9 +565,7 @@ public:
         for (const CompareWizardState::ChosenEndpoint& chosen : shared_->endpoints) {
             EndpointCompareEntry e;
             e.label = utf8(endpoint_identity_label(endpoint_identity(chosen.profile)));
-            e.config.base_url = utf8(chosen.profile.baseUrl);
-            e.config.api_key = utf8(chosen.key);
-            e.config.ca_file = utf8(chosen.profile.caFile);
+            e.config = remote_endpoint_config(chosen.profile, chosen.key);
             e.model = utf8(chosen.profile.model);
             names_ << qt(e.label);
             endpoints.push_back(std::move(e));

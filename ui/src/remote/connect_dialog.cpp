@@ -23,6 +23,7 @@
 #include "cflow/remote/endpoint_url.h"
 #include "cflow/remote/remote_client.h"
 #include "cflow/ui/remote/qt_network_transport.h"
+#include "cflow/ui/remote/remote_worker.h"
 
 namespace cflow::ui {
 
@@ -304,10 +305,7 @@ void ConnectDialog::testConnection() {
         setStatus(QString::fromStdString(url.error()), true);
         return;
     }
-    cflow::remote::EndpointConfig config;
-    config.base_url = profile.baseUrl.toStdString();
-    config.api_key = apiKey_->text().toStdString();
-    config.ca_file = profile.caFile.toStdString();
+    cflow::remote::EndpointConfig config = remote_endpoint_config(profile, apiKey_->text());
     // GET /models needs no prefill: a server silent for 15 s is worth reporting even where
     // replies may take longer. The cap also bounds how long a test outlives a closed dialog.
     config.read_timeout_ms = std::min(static_cast<uint32_t>(profile.readTimeoutS) * 1000u, kTestReadTimeoutMs);

@@ -53,6 +53,9 @@ cflow::remote::EndpointConfig remote_endpoint_config(const EndpointProfile& prof
     config.api_key = apiKey.toStdString();
     config.ca_file = profile.caFile.toStdString();
     config.read_timeout_ms = static_cast<uint32_t>(std::max(1, profile.readTimeoutS)) * 1000u;
+    // The advice in error messages names the dialog's fields, not the CLI's flags.
+    config.hints.api_key = "check the API key in Model > Connect to a server…";
+    config.hints.ca_file = "choose the CA certificate that signed it as the endpoint's CA file";
     return config;
 }
 

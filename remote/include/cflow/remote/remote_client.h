@@ -15,6 +15,7 @@
 #include "cflow/base/cancel.h"
 #include "cflow/base/result.h"
 #include "cflow/remote/chat_request.h"
+#include "cflow/remote/diagnosis.h"
 #include "cflow/remote/http_transport.h"
 #include "cflow/remote/retry_policy.h"
 #include "cflow/remote/stream_chunk.h"
@@ -30,6 +31,7 @@ struct EndpointConfig {
     size_t max_response_bytes = 64u << 20;  // a whole response, streamed or not
     size_t max_error_body_bytes = 16u << 10;  // what is kept of an error answer for its message
     RetryPolicy retry;
+    DiagnosisHints hints;  // the words of its error messages' advice
 };
 
 struct RemoteReply {

@@ -36,7 +36,7 @@ namespace cflow::ui {
 cflow::remote::RemoteChatRequest remote_chat_request(const EndpointProfile& profile, const Conversation& conversation,
                                                      const GenerationSettings& settings);
 
-// The client's configuration for profile and its key.
+// The client's configuration for profile and its key (error advice worded for the desktop).
 cflow::remote::EndpointConfig remote_endpoint_config(const EndpointProfile& profile, const QString& apiKey);
 
 // What a finished remote reply reports to the status line and the inspector. arrivalMs: each
