@@ -52,8 +52,8 @@ TEST(ServerSwitch, TheControllerServesAModelAndReportsEachRequest) {
     std::atomic<int> steps{0};
     controller.setTelemetrySink([&](const cflow::TokenTelemetry&) { steps.fetch_add(1); });
     QSignalSpy served(&controller, &ServerController::requestServed);
-    ASSERT_TRUE(controller.start(model.value(), cflow::ui::test::qpath(cflow::ui::test::moe_chatml_model())))
-        << controller.lastError().toStdString();
+    const cflow::Status started = controller.start(model.value(), cflow::ui::test::qpath(cflow::ui::test::moe_chatml_model()));
+    ASSERT_TRUE(started) << started.error();
     EXPECT_TRUE(controller.isRunning());
     EXPECT_TRUE(controller.url().startsWith(QStringLiteral("http://127.0.0.1:")));
     EXPECT_TRUE(controller.url().endsWith(QStringLiteral("/v1")));
@@ -87,9 +87,14 @@ TEST(ServerSwitch, AnAddressInUseIsReportedAndNothingRuns) {
     ASSERT_TRUE(first.start(model.value(), QStringLiteral("a.cflow")));
     settings.port = port_of(first.url());
     second.setSettings(settings);
-    EXPECT_FALSE(second.start(model.value(), QStringLiteral("b.cflow")));
+    const cflow::Status taken = second.start(model.value(), QStringLiteral("b.cflow"));
+    ASSERT_FALSE(taken);
     EXPECT_FALSE(second.isRunning());
-    EXPECT_TRUE(second.lastError().contains(QString::number(settings.port))) << second.lastError().toStdString();
+    EXPECT_EQ(taken.kind(), cflow::ErrorKind::Io) << taken.error();
+    EXPECT_NE(taken.error().find(std::to_string(settings.port)), std::string::npos) << taken.error();
+    const cflow::Status noModel = second.start(nullptr, QStringLiteral("c.cflow"));
+    ASSERT_FALSE(noModel);
+    EXPECT_EQ(noModel.kind(), cflow::ErrorKind::InvalidInput) << noModel.error();
 }
 
 TEST(ServerSwitch, TheMenuStartsTheServerTheStatusBarShowsItAndTheInspectorChartsIt) {

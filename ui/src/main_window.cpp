@@ -540,9 +540,9 @@ void MainWindow::setServing(bool on) {
         status_->showError(tr("Open a model before starting the server"));
         return;
     }
-    if (!server_->start(currentModel_.model, currentModel_.path)) {
+    if (Status started = server_->start(currentModel_.model, currentModel_.path); !started) {
         serveAction_->setChecked(false);
-        status_->showError(tr("The server did not start: %1").arg(server_->lastError()));
+        status_->showError(tr("The server did not start: %1").arg(QString::fromStdString(started.error())));
         return;
     }
     status_->showInfo(tr("Serving %1 at %2 (OpenAI API; Server > Copy server URL)").arg(server_->modelId(), server_->url()));

@@ -59,19 +59,14 @@ void ServerController::onServed(const QString& summary) {
     emit requestServed(summary, served_);
 }
 
-bool ServerController::start(std::shared_ptr<const Model> model, const QString& modelPath) {
+Status ServerController::start(std::shared_ptr<const Model> model, const QString& modelPath) {
     stop();
-    lastError_.clear();
 #if !CFLOW_HAVE_SERVER
     (void)model;
     (void)modelPath;
-    lastError_ = tr("this build has no server (it was built without cpp-httplib)");
-    return false;
+    return make_error(ErrorKind::Unsupported, tr("this build has no server (it was built without cpp-httplib)").toStdString());
 #else
-    if (!model) {
-        lastError_ = tr("no model is loaded");
-        return false;
-    }
+    if (!model) return make_error(ErrorKind::InvalidInput, tr("no model is loaded").toStdString());
     server::ServerOptions options;
     options.host = settings_.host.trimmed().toStdString();
     options.port = settings_.port;
@@ -100,21 +95,17 @@ bool ServerController::start(std::shared_ptr<const Model> model, const QString& 
             QCoreApplication::instance(), [self, summary] { if (self) self->onServed(summary); }, Qt::QueuedConnection);
     };
     auto created = server::OpenAiServer::create(std::move(model), session, options, observer);
-    if (!created) {
-        lastError_ = QString::fromStdString(created.error());
-        return false;
-    }
+    if (!created) return created.take_error();
     server_ = std::move(created).value();
     if (Status started = server_->start(); !started) {
-        lastError_ = QString::fromStdString(started.error());
         server_.reset();
-        return false;
+        return started;
     }
     modelId_ = QString::fromStdString(options.model_id);
     served_ = 0;
     lastSummary_.clear();
     emit runningChanged(true);
-    return true;
+    return {};
 #endif
 }
 

@@ -12,6 +12,8 @@
 #include <QObject>
 #include <QString>
 
+#include "cflow/base/result.h"
+
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/forward/telemetry.h"
 
@@ -46,15 +48,15 @@ public:
     void setTelemetrySink(TelemetrySink sink);
 
     // Starts serving `model` (loaded from modelPath, which names it in /v1/models); a running
-    // server is stopped first. On failure returns false and lastError() says why.
-    bool start(std::shared_ptr<const Model> model, const QString& modelPath);
+    // server is stopped first. Errors: Unsupported (a build without the server), InvalidInput
+    // (no model), the server's own (Io for a port in use, ...), each with its message.
+    Status start(std::shared_ptr<const Model> model, const QString& modelPath);
     void stop();
 
     bool isRunning() const;
     QString url() const;            // "http://127.0.0.1:8080/v1" while running
     QString modelId() const;
     uint64_t requestsServed() const { return served_; }
-    QString lastError() const { return lastError_; }
     QString lastRequestSummary() const { return lastSummary_; }
 
 signals:
@@ -69,7 +71,6 @@ private:
     std::unique_ptr<server::OpenAiServer> server_;
     std::shared_ptr<TelemetrySink> sink_;   // shared with the request threads
     QString modelId_;
-    QString lastError_;
     QString lastSummary_;
     uint64_t served_ = 0;
 };
