@@ -337,17 +337,4 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
     emit finished(stats);
 }
 
-EngineThread::EngineThread() : worker_(new EngineWorker) {
-    thread_.setObjectName(QStringLiteral("cflow-engine"));
-    worker_->moveToThread(&thread_);
-    QObject::connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
-    thread_.start();
-}
-
-EngineThread::~EngineThread() {
-    worker_->shutdown();
-    thread_.quit();
-    thread_.wait();
-}
-
 } // namespace cflow::ui

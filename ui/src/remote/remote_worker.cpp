@@ -202,17 +202,4 @@ void RemoteWorker::generate(const Conversation& conversation, const GenerationSe
     emit finished(remote_reply_stats(*reply, std::move(arrivalMs)));
 }
 
-RemoteThread::RemoteThread() : worker_(new RemoteWorker) {
-    thread_.setObjectName(QStringLiteral("cflow-remote"));
-    worker_->moveToThread(&thread_);
-    QObject::connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
-    thread_.start();
-}
-
-RemoteThread::~RemoteThread() {
-    worker_->shutdown();
-    thread_.quit();
-    thread_.wait();
-}
-
 } // namespace cflow::ui

@@ -22,6 +22,7 @@
 #include "cflow/base/cancel.h"
 #include "cflow/ui/chat_types.h"
 #include "cflow/ui/token_spans.h"
+#include "cflow/ui/worker_thread.h"
 
 namespace cflow::ui {
 
@@ -112,20 +113,11 @@ private:
     TelemetrySink sink_;
 };
 
-// Owns the worker thread: creates the worker, moves it to a fresh QThread and, on
-// destruction, cancels any generation and joins the thread.
-class EngineThread {
+// The engine's worker on its own thread (worker_thread.h): cancels any generation and joins the
+// thread on destruction.
+class EngineThread : public WorkerThread<EngineWorker> {
 public:
-    EngineThread();
-    ~EngineThread();
-    EngineThread(const EngineThread&) = delete;
-    EngineThread& operator=(const EngineThread&) = delete;
-
-    EngineWorker* worker() const { return worker_; }
-
-private:
-    QThread thread_;
-    EngineWorker* worker_;  // deleted on the worker thread when it finishes
+    EngineThread() : WorkerThread(QStringLiteral("cflow-engine")) {}
 };
 
 } // namespace cflow::ui

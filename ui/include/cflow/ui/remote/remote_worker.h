@@ -25,6 +25,7 @@
 #include "cflow/remote/remote_client.h"
 #include "cflow/ui/chat_types.h"
 #include "cflow/ui/remote/endpoint_profile.h"
+#include "cflow/ui/worker_thread.h"
 #include "cflow/ui/token_spans.h"
 
 namespace cflow::ui {
@@ -86,18 +87,9 @@ private:
 };
 
 // Owns the remote worker's thread (as EngineThread does the engine's).
-class RemoteThread {
+class RemoteThread : public WorkerThread<RemoteWorker> {
 public:
-    RemoteThread();
-    ~RemoteThread();
-    RemoteThread(const RemoteThread&) = delete;
-    RemoteThread& operator=(const RemoteThread&) = delete;
-
-    RemoteWorker* worker() const { return worker_; }
-
-private:
-    QThread thread_;
-    RemoteWorker* worker_;  // deleted on its thread when the thread finishes
+    RemoteThread() : WorkerThread(QStringLiteral("cflow-remote")) {}
 };
 
 } // namespace cflow::ui
