@@ -8,16 +8,12 @@
 // passed, 1 otherwise; without the shared template the tool checks are reported as skipped.
 // ctest: anthropic_node_client.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import { Checks, option, startServer, stopServer } from '../node-harness/harness.mjs';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const args = process.argv.slice(2);
-const option = (name) => {
-  const at = args.indexOf(name);
-  return at >= 0 ? args[at + 1] : undefined;
-};
 const cflow = option('--cflow');
 const shared = option('--shared');
 if (!cflow) {
@@ -34,45 +30,12 @@ try {
 }
 const apiKey = 'test-key-' + Math.random().toString(36).slice(2);
 
-function startServer(extraArgs) {
-  const argv = ['serve', ...extraArgs, '--port', '0', '--api-key', apiKey, '--parallel', '2', '--threads', '1'];
-  const child = spawn(cflow, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('cflow serve did not start within 30 s:\n' + log)), 30000);
-    child.stderr.on('data', (data) => {
-      log += data.toString();
-      const match = log.match(/on (http:\/\/127\.0\.0\.1:\d+)\/v1/);
-      if (match && !child.url) {
-        child.url = match[1];
-        clearTimeout(timer);
-        resolve(child);
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`cflow serve exited with ${code}:\n${log}`)));
-    child.log = () => log;
-  });
-}
-async function stopServer(child) {
-  child.kill('SIGINT');
-  await new Promise((resolve) => child.on('exit', resolve));
-}
 
-const results = [];
-async function check(name, fn) {
-  const started = Date.now();
-  try {
-    await fn();
-    results.push({ name, ok: true });
-    console.log(`ok   ${name} (${Date.now() - started} ms)`);
-  } catch (error) {
-    results.push({ name, ok: false });
-    console.log(`FAIL ${name}: ${error.stack || error}`);
-  }
-}
+const checks = new Checks();
+const check = (name, fn) => checks.check(name, fn);
 
 // The SDK's base URL is the server's root: it posts to /v1/messages.
-const server = await startServer([]);
+const server = await startServer(cflow, ['--api-key', apiKey, '--parallel', '2', '--threads', '1']);
 const client = new Anthropic({ baseURL: server.url, apiKey, maxRetries: 0, timeout: 60000 });
 const models = await (await fetch(server.url + '/v1/models', { headers: { authorization: `Bearer ${apiKey}` } })).json();
 const modelId = models.data[0].id;
@@ -163,7 +126,8 @@ if (!template || !existsSync(template)) {
   const synth = spawnSync(cflow, ['synth', '-o', model, '--d', '128', '--layers', '2', '--heads', '4', '--d-ff', '256',
                                   '--vocab', '4000', '--seed', '11'], { encoding: 'utf8' });
   assert.equal(synth.status, 0, 'cflow synth: ' + synth.stderr);
-  const toolServer = await startServer([model, '--template', template, '--ctx', '4096']);
+  const toolServer = await startServer(cflow, [model, '--template', template, '--ctx', '4096', '--api-key', apiKey,
+                                               '--parallel', '2', '--threads', '1']);
   const tools = new Anthropic({ baseURL: toolServer.url, apiKey, maxRetries: 0, timeout: 120000 });
   const toolModel = (await (await fetch(toolServer.url + '/v1/models', { headers: { authorization: `Bearer ${apiKey}` } })).json()).data[0].id;
   const weather = {
@@ -220,6 +184,4 @@ if (!template || !existsSync(template)) {
   rmSync(folder, { recursive: true, force: true });
 }
 
-const failed = results.filter((r) => !r.ok);
-console.log(`${results.length - failed.length} of ${results.length} checks passed`);
-process.exit(failed.length ? 1 : 0);
+checks.finish(server.log());

@@ -6,13 +6,8 @@
 // Usage: node logprobs_test.mjs --cflow PATH/TO/cflow [--model MODEL.cflow]
 // ctest: openai_node_logprobs.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { Checks, option, startServer, stopServer } from '../node-harness/harness.mjs';
 
-const args = process.argv.slice(2);
-const option = (name) => {
-  const at = args.indexOf(name);
-  return at >= 0 ? args[at + 1] : undefined;
-};
 const cflow = option('--cflow');
 const model = option('--model');
 if (!cflow) {
@@ -28,40 +23,13 @@ try {
   process.exit(1);
 }
 
-function startServer() {
-  const argv = ['serve', ...(model ? [model] : []), '--port', '0', '--threads', '1'];
-  const child = spawn(cflow, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('cflow serve did not start within 30 s:\n' + log)), 30000);
-    child.stderr.on('data', (data) => {
-      log += data.toString();
-      const match = log.match(/on (http:\/\/127\.0\.0\.1:\d+)\/v1/);
-      if (match && !child.url) {
-        child.url = match[1];
-        clearTimeout(timer);
-        resolve(child);
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`cflow serve exited with ${code}:\n${log}`)));
-  });
-}
 
-const server = await startServer();
+const server = await startServer(cflow, [...(model ? [model] : []), '--threads', '1']);
 const client = new OpenAI({ baseURL: server.url + '/v1', apiKey: 'unused', maxRetries: 0, timeout: 120000 });
 const modelId = (await client.models.list()).data[0].id;
 
-const results = [];
-async function check(name, fn) {
-  try {
-    await fn();
-    results.push(true);
-    console.log(`ok   ${name}`);
-  } catch (error) {
-    results.push(false);
-    console.log(`FAIL ${name}: ${error.stack || error}`);
-  }
-}
+const checks = new Checks();
+const check = (name, fn) => checks.check(name, fn);
 
 const request = {
   model: modelId,
@@ -119,7 +87,5 @@ await check('top_logprobs past 20 is a 400 naming the field', async () => {
                        (error) => error.status === 400 && error.param === 'top_logprobs');
 });
 
-server.kill();
-const failed = results.filter((ok) => !ok).length;
-console.log(`${results.length - failed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await stopServer(server);
+checks.finish(server.log());

@@ -3,13 +3,8 @@
 // Starts its own server on a free loopback port (--port 0, the URL read from its log), runs
 // every check, stops the server, exits 0 when all passed and 1 otherwise. ctest: openai_node_client.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { Checks, option, startServer, stopServer } from '../node-harness/harness.mjs';
 
-const args = process.argv.slice(2);
-const option = (name) => {
-  const at = args.indexOf(name);
-  return at >= 0 ? args[at + 1] : undefined;
-};
 const cflow = option('--cflow');
 const model = option('--model');
 if (!cflow) {
@@ -26,43 +21,14 @@ try {
 }
 const apiKey = 'test-key-' + Math.random().toString(36).slice(2);
 
-function startServer() {
-  const argv = ['serve', ...(model ? [model] : []), '--port', '0', '--api-key', apiKey, '--parallel', '2', '--threads', '1'];
-  const child = spawn(cflow, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('cflow serve did not start within 30 s:\n' + log)), 30000);
-    child.stderr.on('data', (data) => {
-      log += data.toString();
-      const match = log.match(/on (http:\/\/127\.0\.0\.1:\d+)\/v1/);
-      if (match && !child.url) {
-        child.url = match[1];
-        clearTimeout(timer);
-        resolve(child);
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`cflow serve exited with ${code}:\n${log}`)));
-    child.log = () => log;
-  });
-}
 
-const server = await startServer();
+const server = await startServer(cflow, [...(model ? [model] : []), '--api-key', apiKey, '--parallel', '2', '--threads', '1']);
 const baseURL = server.url + '/v1';
 const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 60000 });
 const modelId = (await client.models.list()).data[0].id;
 
-const results = [];
-async function check(name, fn) {
-  const started = Date.now();
-  try {
-    await fn();
-    results.push({ name, ok: true });
-    console.log(`ok   ${name} (${Date.now() - started} ms)`);
-  } catch (error) {
-    results.push({ name, ok: false });
-    console.log(`FAIL ${name}: ${error.stack || error}`);
-  }
-}
+const checks = new Checks();
+const check = (name, fn) => checks.check(name, fn);
 
 const messages = [
   { role: 'system', content: 'You are a helpful assistant.' },
@@ -240,9 +206,5 @@ await check('malformed JSON, wrong types and huge bodies get 4xx and the server 
   assert.ok(alive.choices.length === 1, 'the server lives on');
 });
 
-server.kill('SIGINT');
-await new Promise((resolve) => server.on('exit', resolve));
-const failed = results.filter((r) => !r.ok);
-console.log(`${results.length - failed.length} of ${results.length} checks passed`);
-if (failed.length) console.log('server log:\n' + server.log());
-process.exit(failed.length ? 1 : 0);
+await stopServer(server);
+checks.finish(server.log());

@@ -6,13 +6,8 @@
 // Usage: node structured_output_test.mjs --cflow PATH/TO/cflow [--model MODEL.cflow]
 // ctest: openai_node_structured_output.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { Checks, option, startServer, stopServer } from '../node-harness/harness.mjs';
 
-const args = process.argv.slice(2);
-const option = (name) => {
-  const at = args.indexOf(name);
-  return at >= 0 ? args[at + 1] : undefined;
-};
 const cflow = option('--cflow');
 const model = option('--model');
 if (!cflow) {
@@ -31,42 +26,14 @@ try {
 }
 const apiKey = 'test-key-' + Math.random().toString(36).slice(2);
 
-function startServer() {
-  const argv = ['serve', ...(model ? [model] : []), '--port', '0', '--api-key', apiKey, '--parallel', '2', '--threads', '1'];
-  const child = spawn(cflow, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('cflow serve did not start within 30 s:\n' + log)), 30000);
-    child.stderr.on('data', (data) => {
-      log += data.toString();
-      const match = log.match(/on (http:\/\/127\.0\.0\.1:\d+)\/v1/);
-      if (match && !child.url) {
-        child.url = match[1];
-        clearTimeout(timer);
-        resolve(child);
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`cflow serve exited with ${code}:\n${log}`)));
-  });
-}
 
-const server = await startServer();
+const server = await startServer(cflow, [...(model ? [model] : []), '--api-key', apiKey, '--parallel', '2', '--threads', '1']);
 const client = new OpenAI({ baseURL: server.url + '/v1', apiKey, maxRetries: 0, timeout: 120000 });
 // The served model's name (the file's stem), as a client finds it.
 const modelId = (await client.models.list()).data[0].id;
 
-const results = [];
-async function check(name, fn) {
-  const started = Date.now();
-  try {
-    await fn();
-    results.push({ name, ok: true });
-    console.log(`ok   ${name} (${Date.now() - started} ms)`);
-  } catch (error) {
-    results.push({ name, ok: false });
-    console.log(`FAIL ${name}: ${error.stack || error}`);
-  }
-}
+const checks = new Checks();
+const check = (name, fn) => checks.check(name, fn);
 
 // Bounded strings and lists: the bundled model is a tiny story model that would otherwise write
 // until max_tokens inside one string.
@@ -131,7 +98,5 @@ await check('a schema the grammar cannot check is a 400 naming the schema and th
     });
 });
 
-server.kill('SIGINT');
-const failed = results.filter((r) => !r.ok).length;
-console.log(`${results.length - failed} of ${results.length} checks passed`);
-process.exit(failed ? 1 : 0);
+await stopServer(server);
+checks.finish(server.log());

@@ -7,16 +7,12 @@
 // Exits 0 when every check passed, 1 otherwise, 77 (ctest: skipped) without the shared template.
 // ctest: openai_node_tools.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import { Checks, option, startServer, stopServer } from '../node-harness/harness.mjs';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const args = process.argv.slice(2);
-const option = (name) => {
-  const at = args.indexOf(name);
-  return at >= 0 ? args[at + 1] : undefined;
-};
 const cflow = option('--cflow');
 const shared = option('--shared');
 if (!cflow || !shared) {
@@ -56,52 +52,19 @@ if (synth.status !== 0) {
 }
 
 const apiKey = 'test-key-' + Math.random().toString(36).slice(2);
-function startServer(template) {
-  const argv = ['serve', model, '--template', template, '--port', '0', '--api-key', apiKey, '--parallel', '2',
-                '--threads', '1', '--ctx', '4096'];
-  const child = spawn(cflow, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('cflow serve did not start within 30 s:\n' + log)), 30000);
-    child.stderr.on('data', (data) => {
-      log += data.toString();
-      const match = log.match(/on (http:\/\/127\.0\.0\.1:\d+)\/v1/);
-      if (match && !child.url) {
-        child.url = match[1];
-        clearTimeout(timer);
-        resolve(child);
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`cflow serve exited with ${code}:\n${log}`)));
-    child.log = () => log;
-  });
-}
 
 let server;
 let client;
 let modelId;
 async function serveWith(template) {
-  server = await startServer(template);
+  server = await startServer(cflow, [model, '--template', template, '--api-key', apiKey, '--parallel', '2', '--threads', '1',
+                                     '--ctx', '4096']);
   client = new OpenAI({ baseURL: server.url + '/v1', apiKey, maxRetries: 0, timeout: 120000 });
   modelId = (await client.models.list()).data[0].id;
 }
-async function stopServer() {
-  server.kill('SIGINT');
-  await new Promise((resolve) => server.on('exit', resolve));
-}
 
-const results = [];
-async function check(name, fn) {
-  const started = Date.now();
-  try {
-    await fn();
-    results.push({ name, ok: true });
-    console.log(`ok   ${name} (${Date.now() - started} ms)`);
-  } catch (error) {
-    results.push({ name, ok: false });
-    console.log(`FAIL ${name}: ${error.stack || error}`);
-  }
-}
+const checks = new Checks();
+const check = (name, fn) => checks.check(name, fn);
 
 const tools = [
   {
@@ -269,10 +232,10 @@ async function familyChecks(label) {
 const failedLogs = [];
 for (const { label, template } of families) {
   await serveWith(template);
-  const before = results.filter((r) => !r.ok).length;
+  const before = checks.results.filter((r) => !r.ok).length;
   await familyChecks(label);
-  await stopServer();
-  if (results.filter((r) => !r.ok).length > before) failedLogs.push(`${label}:\n${server.log()}`);
+  await stopServer(server);
+  if (checks.results.filter((r) => !r.ok).length > before) failedLogs.push(`${label}:\n${server.log()}`);
 }
 
 // A template that renders no tools (the built-in plain one) cannot be made to call one.
@@ -283,9 +246,6 @@ await check('plain template: tool_choice required is a 400 that says the templat
   const auto = await client.chat.completions.create({ model: modelId, messages, tools, max_tokens: 4 });
   assert.equal(typeof auto.choices[0].message.content, 'string', 'auto: a text reply');
 });
-await stopServer();
+await stopServer(server);
 rmSync(folder, { recursive: true, force: true });
-const failed = results.filter((r) => !r.ok);
-console.log(`${results.length - failed.length} of ${results.length} checks passed`);
-if (failed.length) console.log('server logs:\n' + failedLogs.join('\n') + server.log());
-process.exit(failed.length ? 1 : 0);
+checks.finish(failedLogs.join('\n') + server.log());
