@@ -3,7 +3,9 @@
 // requests; the inspector charts the server's generations; the switch stops it, and it follows
 // the chat to another model.
 #include <QAction>
+#include <QSettings>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <gtest/gtest.h>
@@ -19,6 +21,7 @@
 #include "cflow/ui/inspector/inspector_dock.h"
 #include "cflow/ui/main_window.h"
 #include "cflow/ui/server_controller.h"
+#include "cflow/ui/server_settings_store.h"
 #include "cflow/ui/server_settings_dialog.h"
 #include "cflow/ui/status_area.h"
 #include "ui_test_models.h"
@@ -134,6 +137,23 @@ TEST(ServerSwitch, TheMenuStartsTheServerTheStatusBarShowsItAndTheInspectorChart
 }
 
 #endif  // CFLOW_HAVE_SERVER
+
+TEST(ServerSwitch, SettingsAreKeptBetweenRunsUnderTheirKeys) {
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    QSettings stored(dir.filePath(QStringLiteral("studio.ini")), QSettings::IniFormat);
+    EXPECT_EQ(cflow::ui::read_server_settings(stored), ServerSettings{}) << "nothing stored: the defaults";
+    ServerSettings chosen;
+    chosen.host = QStringLiteral("0.0.0.0");
+    chosen.port = 9191;
+    chosen.apiKey = QStringLiteral("k-1");
+    chosen.parallel = 3;
+    cflow::ui::write_server_settings(stored, chosen);
+    stored.sync();
+    QSettings reread(dir.filePath(QStringLiteral("studio.ini")), QSettings::IniFormat);
+    EXPECT_EQ(cflow::ui::read_server_settings(reread), chosen);
+    EXPECT_EQ(reread.value(QStringLiteral("server/port")).toInt(), 9191) << "the key earlier versions wrote";
+}
 
 TEST(ServerSwitch, TheSettingsDialogWarnsAboutAnAddressOthersCanReach) {
     ServerSettings settings;

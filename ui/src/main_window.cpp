@@ -58,6 +58,7 @@
 #include "cflow/ui/prompt_panel.h"
 #include "cflow/ui/sampling_panel.h"
 #include "cflow/ui/server_controller.h"
+#include "cflow/ui/server_settings_store.h"
 #include "cflow/ui/status_area.h"
 #if CFLOW_HAVE_QT_NETWORK_TRANSPORT
 #include "cflow/ui/remote/connect_dialog.h"
@@ -121,13 +122,7 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
     server_ = new ServerController(this);
     server_->setTelemetrySink([producer = producer_.get()](const TokenTelemetry& t) { producer->push(t); });
     if (rememberLayout_) {
-        QSettings stored;
-        ServerSettings s;
-        s.host = stored.value(QStringLiteral("server/host"), s.host).toString();
-        s.port = stored.value(QStringLiteral("server/port"), s.port).toInt();
-        s.apiKey = stored.value(QStringLiteral("server/apiKey"), s.apiKey).toString();
-        s.parallel = stored.value(QStringLiteral("server/parallel"), s.parallel).toInt();
-        server_->setSettings(s);
+        server_->setSettings(read_server_settings(QSettings()));
     }
     controller_ = new ChatController(engine_->worker(), store_.get(), this);
 #if CFLOW_HAVE_QT_NETWORK_TRANSPORT
@@ -568,10 +563,7 @@ void MainWindow::editServerSettings() {
     server_->setSettings(chosen);
     if (rememberLayout_) {
         QSettings stored;
-        stored.setValue(QStringLiteral("server/host"), chosen.host);
-        stored.setValue(QStringLiteral("server/port"), chosen.port);
-        stored.setValue(QStringLiteral("server/apiKey"), chosen.apiKey);
-        stored.setValue(QStringLiteral("server/parallel"), chosen.parallel);
+        write_server_settings(stored, chosen);
     }
     if (server_->isRunning()) setServing(true);  // restart with the new address, key or slots
 }
