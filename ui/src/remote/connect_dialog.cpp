@@ -39,7 +39,9 @@ struct ConnectionTestOutcome {
 };
 
 ConnectionTestOutcome run_connection_test(const cflow::remote::EndpointConfig& config, const CancelToken* cancel) {
-    cflow::remote::RemoteClient client(config, std::shared_ptr<cflow::remote::HttpTransport>(make_qt_network_transport()));
+    // The transport checks the token while the server is silent too, so a closed dialog's test
+    // ends within its polling interval instead of running on to the time-out.
+    cflow::remote::RemoteClient client(config, std::shared_ptr<cflow::remote::HttpTransport>(make_qt_network_transport(cancel)));
     const auto models = client.list_models(cancel);
     ConnectionTestOutcome outcome;
     if (!models) {
@@ -174,7 +176,7 @@ ConnectDialog::ConnectDialog(EndpointProfileStore* profiles, SecretStore* secret
 }
 
 ConnectDialog::~ConnectDialog() {
-    // A test still running ends at its next chunk or its time-out; its answer finds no dialog.
+    // A test still running ends within the transport's polling interval; its answer finds no dialog.
     if (testCancel_) testCancel_->cancel();
 }
 
