@@ -512,6 +512,45 @@ TEST(RemoteChat, AServerSilentMidReplyEndsInTheTimeOutWithThePartialReplyKept) {
     EXPECT_FALSE(chat.storedReply().complete);
 }
 
+// A reply's text reaches the store about once a second, not at every ~30 ms batch (issue 36:
+// the whole text was rewritten on the GUI thread ~33 times a second), and never more than a
+// second after it arrived: a server sending 90 chunks over ~1.4 s, then falling silent for 1.5 s
+// before its last chunk, gives a handful of writes, and the store holds the text sent before
+// the silence while the reply still streams.
+TEST(RemoteChat, TheStreamingTextReachesTheStoreAboutOnceASecond) {
+    cflow::test::LoopbackServer server;
+    server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        res.set_chunked_content_provider("text/event-stream", [&](size_t, httplib::DataSink& sink) {
+            for (int i = 0; i < 90; ++i) {
+                const std::string e = cflow::test::chunk_event("w");
+                sink.write(e.data(), e.size());
+                std::this_thread::sleep_for(std::chrono::milliseconds(15));
+            }
+            server.stall(1500);
+            const std::string last = cflow::test::chunk_event("!") + cflow::test::kEndEvents;
+            sink.write(last.data(), last.size());
+            sink.done();
+            return true;
+        });
+    });
+    server.start();
+    RemoteChat chat;
+    EndpointProfile profile;
+    profile.baseUrl = QString::fromStdString(server.base_url());
+    profile.readTimeoutS = 10;
+    ASSERT_TRUE(chat.connect(profile));
+    ASSERT_TRUE(chat.controller->send(QStringLiteral("Tell me a story.")));
+    // Inside the silence: every chunk before it arrived more than a second ago.
+    ASSERT_TRUE(QTest::qWaitFor([&] { return chat.controller->entries().back().content.size() >= 90; }, 20000));
+    QTest::qWait(ChatController::kPersistIntervalMs + 200);
+    ASSERT_TRUE(chat.controller->isGenerating()) << "the server is still silent";
+    EXPECT_EQ(chat.storedReply().content, QString(90, QLatin1Char('w'))) << "the text before the silence is in the store";
+    ASSERT_TRUE(chat.idle());
+    EXPECT_EQ(chat.storedReply().content, QString(90, QLatin1Char('w')) + QLatin1Char('!'));
+    EXPECT_GE(chat.controller->replyStoreWrites(), 2) << "written while it streamed, not only at the end";
+    EXPECT_LE(chat.controller->replyStoreWrites(), 5) << "about once a second over ~3 s, not once per batch";
+}
+
 TEST(RemoteChat, StopEndsAReplyWhileTheServerIsStillSilent) {
     // A long prefill: the server says nothing for 10 s. Stop must not wait for its first byte.
     cflow::test::LoopbackServer server;

@@ -84,6 +84,10 @@ ChatController::ChatController(EngineWorker* worker, ConversationStore* store, Q
     measureTimer_.setSingleShot(true);
     measureTimer_.setInterval(kMeasureDelayMs);
     connect(&measureTimer_, &QTimer::timeout, this, &ChatController::measureNow);
+    persistTimer_.setSingleShot(true);
+    connect(&persistTimer_, &QTimer::timeout, this, [this] {
+        if (reply_ && reply_->unpersisted) persistReply();
+    });
     connect(worker_, &EngineWorker::modelLoaded, this, [this](const ModelInfo& info) {
         onEndpoint_ = false;  // the engine's model writes the replies again
         onModelLoaded(info);
@@ -377,6 +381,8 @@ bool ChatController::startAssistantReply() {
 void ChatController::startReply(int entryIndex, int seedOffset, const QString& previous) {
     replyIndex_ = entryIndex;
     reply_ = StreamingReply{conversationId_, entries_[static_cast<size_t>(entryIndex)], previous, 0};
+    persistTimer_.stop();
+    replyStoreWrites_ = 0;
     emit generatingChanged(true);
     emit replyStarted();
     const Conversation conversation = history(static_cast<size_t>(entryIndex));
@@ -505,7 +511,10 @@ void ChatController::onTokens(const QString& text, int tokens, const TokenPieces
     if (!pieces.empty()) reply_->contextUsed = static_cast<int>(pieces.back().position) + 1;
     else reply_->contextUsed += tokens;
     holdBackCalls(text);
-    check(store_->updateMessage(reply.rowId, reply.content, false));
+    reply_->unpersisted = true;
+    if (!reply_->sincePersisted.isValid() || reply_->sincePersisted.elapsed() >= kPersistIntervalMs) persistReply();
+    else if (!persistTimer_.isActive())
+        persistTimer_.start(std::max<int>(0, kPersistIntervalMs - static_cast<int>(reply_->sincePersisted.elapsed())));
     emit replyProgress(tokens);
     if (replyIndex_ < 0 || replyIndex_ >= static_cast<int>(entries_.size())) return;
     entries_[static_cast<size_t>(replyIndex_)].content = reply.content;
@@ -514,7 +523,16 @@ void ChatController::onTokens(const QString& text, int tokens, const TokenPieces
     emit replyStreamed(replyIndex_, text, tokens, pieces);
 }
 
+void ChatController::persistReply() {
+    check(store_->updateMessage(reply_->entry.rowId, reply_->entry.content, false));
+    ++replyStoreWrites_;
+    reply_->unpersisted = false;
+    reply_->sincePersisted.start();
+}
+
 void ChatController::endReply(bool stopped, bool complete) {
+    persistTimer_.stop();
+    ++replyStoreWrites_;
     reply_->shownChars = -1;  // the whole text from now on (its calls, if any, are taken out already)
     ChatEntry& reply = reply_->entry;
     reply.stopped = stopped;

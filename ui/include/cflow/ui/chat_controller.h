@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include <QElapsedTimer>
 #include <QObject>
 #include <QSet>
 #include <QString>
@@ -143,6 +144,12 @@ public:
     const QString& replyFormatError() const { return replyFormatError_; }
 
     // --- state
+    // A streaming reply's text reaches the store at most this often (and this long after it
+    // arrived, at the latest), not at every ~30 ms batch: a crash loses at most the last second.
+    static constexpr int kPersistIntervalMs = 1000;
+    // Writes of the streaming text to the store in the reply streaming or streamed last (its
+    // final write included).
+    int replyStoreWrites() const { return replyStoreWrites_; }
     bool isGenerating() const { return reply_.has_value(); }
     // The conversation the streaming reply writes into (0 when none streams), and its index in
     // entries() when that conversation is the shown one (else -1).
@@ -238,7 +245,10 @@ private:
         bool callSeen = false;
         int shownChars = -1;
         bool remoteChunksSeen = false;  // remoteChunksArrived was emitted for this reply
+        QElapsedTimer sincePersisted;   // since the text was last written to the store
+        bool unpersisted = false;       // text arrived after that write
     };
+    void persistReply();  // writes the streaming text to the store now
     void holdBackCalls(const QString& batch);  // updates reply_->shownChars
     void startReply(int entryIndex, int seedOffset, const QString& previous = QString());
     // Adds the empty assistant row and entry for the next reply and starts it.
@@ -298,6 +308,8 @@ private:
     std::optional<Pending> pending_;
     quint64 measureSerial_ = 0;
     QTimer measureTimer_;
+    QTimer persistTimer_;  // writes the text a reply's last batches brought, kPersistIntervalMs after the write before
+    int replyStoreWrites_ = 0;
     static constexpr int kMeasureDelayMs = 120;
     int contextUsed_ = 0;
     ToolsSource toolsSource_;
