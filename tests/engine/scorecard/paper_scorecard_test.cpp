@@ -45,7 +45,13 @@ TEST(PaperScorecard, RunsOneClaimAndRemovesItsModels) {
     ASSERT_TRUE(results) << results.error();
     ASSERT_EQ(results->size(), 1u);
     EXPECT_EQ((*results)[0].claim, 8);
-    EXPECT_NE((*results)[0].verdict, Verdict::NotMeasurable) << (*results)[0].reason;
+    // The claim read the generated pair; where the OS cannot drop the page cache (Windows) that
+    // is all it can say, and it says why.
+    const ClaimResult& claim = (*results)[0];
+    if (claim.verdict == Verdict::NotMeasurable) {
+        EXPECT_NE(claim.reason.find("the page cache cannot be dropped here"), std::string::npos) << claim.reason;
+    }
+    EXPECT_EQ(claim.reason.find("was not given"), std::string::npos) << claim.reason;
     EXPECT_TRUE(models_seen);
     ASSERT_GE(steps.size(), 3u);
     EXPECT_EQ(steps.front().claim, 0) << "the synthetic models are made first";
