@@ -264,6 +264,34 @@ Result<RemoteReply> RemoteClient::complete_chat(RemoteChatRequest chat, const Ca
     return reply;
 }
 
+Result<std::optional<ServerMetrics>> RemoteClient::fetch_metrics(const CancelToken* cancel) {
+    auto url = parse_endpoint_url(config_.base_url);
+    if (!url) return url.take_error();
+    HttpRequest request = make_request("GET", metrics_url(*url), "");
+    request.headers = {{"Accept", "text/plain"}};
+    if (!config_.api_key.empty()) request.headers.emplace_back("Authorization", "Bearer " + config_.api_key);
+    request.connect_timeout_ms = std::min(request.connect_timeout_ms, kMetricsTimeoutMs);
+    request.read_timeout_ms = std::min(request.read_timeout_ms, kMetricsTimeoutMs);
+    EndpointConfig capped = config_;
+    capped.max_response_bytes = std::min(config_.max_response_bytes, kMaxMetricsBytes);
+    std::string body;
+    const Exchange x = send_once(*transport_, request, capped, cancel, [&](std::string_view bytes) {
+        body.append(bytes);
+        return true;
+    });
+    if (x.cancelled) return cancelled_error(request.url);
+    if (x.over_cap)
+        return make_error(ErrorKind::InvalidInput, request.url + ": the metrics are over the cap of " +
+                                                       cap_text(capped.max_response_bytes) + ": refused");
+    if (x.status == 0) return diagnose_transport(x.transport, request.url, request, config_.hints);
+    if (x.status == 404 || x.status == 405 || x.status == 501) return std::optional<ServerMetrics>();
+    if (x.status != 200) return diagnose_status(x.status, x.error_body, request.url, config_.hints);
+    if (x.transport.failure != TransportFailure::None) return diagnose_transport(x.transport, request.url, request, config_.hints);
+    auto samples = parse_prometheus_text(body);
+    if (!samples) return make_error(ErrorKind::InvalidInput, request.url + ": " + samples.error());
+    return read_server_metrics(*samples);
+}
+
 Result<std::optional<std::vector<double>>> RemoteClient::score_prompt(const std::string& model, const std::string& text,
                                                                       const CancelToken* cancel) {
     auto url = parse_endpoint_url(config_.base_url);

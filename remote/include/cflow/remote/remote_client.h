@@ -18,6 +18,7 @@
 #include "cflow/remote/diagnosis.h"
 #include "cflow/remote/http_transport.h"
 #include "cflow/remote/retry_policy.h"
+#include "cflow/remote/server_metrics.h"
 #include "cflow/remote/stream_chunk.h"
 
 namespace cflow::remote {
@@ -73,6 +74,14 @@ public:
     // answered without them (cflow serve, llama.cpp and OpenAI have no such field).
     Result<std::optional<std::vector<double>>> score_prompt(const std::string& model, const std::string& text,
                                                             const CancelToken* cancel = nullptr);
+
+    // What the server reports on GET /metrics (server_metrics.h says where), asked once, without
+    // retries, waiting at most metrics_timeout_ms. nullopt: the server has none (404, 405 or 501,
+    // as cflow serve, OpenAI and llama.cpp without --metrics answer) or they are not vLLM's or
+    // llama.cpp's; an Error for anything else (unreachable, 401, a malformed answer).
+    static constexpr uint32_t kMetricsTimeoutMs = 5'000;
+    static constexpr size_t kMaxMetricsBytes = 8u << 20;  // vLLM's answer is ~100 KB with a few models
+    Result<std::optional<ServerMetrics>> fetch_metrics(const CancelToken* cancel = nullptr);
 
     const EndpointConfig& config() const { return config_; }
 
