@@ -58,6 +58,10 @@ void add_remote_chat_options(CLI::App& app, RemoteChatArgs& args) {
         ->check(integer_in(1, 3600))
         ->type_name("S")
         ->capture_default_str();
+    app.add_flag("--server-metrics", args.server_metrics,
+                 "with --endpoint: after each reply, print on stderr what the server reports on /metrics (vLLM; "
+                 "llama.cpp's server started with --metrics): requests running and waiting, KV cache use, mean "
+                 "time to first token");
 }
 
 void add_json_schema_options(CLI::App& app, JsonSchemaArgs& args) {

@@ -43,9 +43,10 @@ struct RemoteChatArgs {
     std::string model;                    // --model NAME; empty: the endpoint's first listed model
     std::string ca_file;                  // --ca-file PEM: trust this CA for https
     int timeout_s = 120;                  // --timeout: the longest silence of the server
+    bool server_metrics = false;          // --server-metrics: print the server's /metrics line after each reply
 };
 
-// --endpoint, --api-key-env, --model, --ca-file, --timeout (chat).
+// --endpoint, --api-key-env, --model, --ca-file, --timeout, --server-metrics (chat).
 void add_remote_chat_options(CLI::App& app, RemoteChatArgs& args);
 
 struct JsonSchemaArgs {

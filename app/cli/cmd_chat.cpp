@@ -111,6 +111,8 @@ private:
 
 int run_chat(const ChatCommandArgs& args) {
     if (args.remote.endpoint) return run_remote_chat(args);
+    if (args.remote.server_metrics)
+        return fail("chat", "--server-metrics reads a remote server's /metrics: give it with --endpoint URL");
     auto model_path = model_argument_or_default(args.positionals);
     if (!model_path) return fail("chat", model_path.error());
     const SamplingArgs sampling = args.sampling.resolved();

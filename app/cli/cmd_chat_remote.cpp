@@ -23,8 +23,8 @@ namespace {
 
 class RemoteReplier final : public ChatReplier {
 public:
-    RemoteReplier(remote::RemoteClient client, std::string model, SamplingArgs sampling)
-        : client_(std::move(client)), model_(std::move(model)), sampling_(sampling) {}
+    RemoteReplier(remote::RemoteClient client, std::string model, SamplingArgs sampling, bool serverMetrics)
+        : client_(std::move(client)), model_(std::move(model)), sampling_(sampling), server_metrics_(serverMetrics) {}
 
     Status turn(Conversation& conversation, const std::string& user_text) override {
         ++turn_index_;
@@ -65,13 +65,25 @@ public:
             std::fputs("[cflow] the reply stopped at the token limit (-n)\n", stderr);
         conversation.turns.push_back({"user", user_text, ""});
         conversation.turns.push_back({"assistant", reply->text, ""});
+        if (server_metrics_) print_server_metrics();
         return {};
     }
 
 private:
+    // After the reply, so the figures include it; a failure is one line and the chat goes on.
+    void print_server_metrics() {
+        CancelToken cancel;
+        InterruptGuard guard(cancel);
+        auto metrics = client_.fetch_metrics(&cancel);
+        if (!metrics) std::fprintf(stderr, "[cflow] server metrics: %s\n", one_line(metrics.error()).c_str());
+        else if (!*metrics) std::fputs("[cflow] server metrics: the server reports none on /metrics\n", stderr);
+        else std::fprintf(stderr, "[cflow] %s\n", remote::server_metrics_text(**metrics).c_str());
+    }
+
     remote::RemoteClient client_;
     std::string model_;
     SamplingArgs sampling_;
+    bool server_metrics_ = false;
     unsigned turn_index_ = 0;
 };
 
@@ -105,7 +117,7 @@ int run_remote_chat(const ChatCommandArgs& args) {
         model = models->front();
     }
     std::fprintf(stderr, "cflow chat: %s, model '%s'\n", r.endpoint->c_str(), model.c_str());
-    RemoteReplier replier(std::move(client), std::move(model), args.sampling.resolved());
+    RemoteReplier replier(std::move(client), std::move(model), args.sampling.resolved(), r.server_metrics);
     Conversation conversation;
     if (args.system) conversation.system_prompt = *args.system;
     return run_chat_loop(replier, conversation);

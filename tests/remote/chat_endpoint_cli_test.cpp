@@ -165,5 +165,55 @@ TEST(ChatEndpointCli, AMissingKeyVariableIsNamed) {
     EXPECT_NE(out.find("--api-key-env CFLOW_TEST_NO_SUCH_KEY: the environment variable is not set"), std::string::npos) << out;
 }
 
+// --server-metrics: after each reply, the server's /metrics in one stderr line (llama.cpp's names
+// here), "none" where the server has no /metrics, and a refusal without --endpoint.
+TEST(ChatEndpointCli, ServerMetricsFollowEachReply) {
+    httplib::Server http;
+    std::atomic<int> metricsAsked{0};
+    std::atomic<bool> hasMetrics{true};
+    http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        res.set_content("data: {\"choices\":[{\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+                        "text/event-stream");
+    });
+    http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+        ++metricsAsked;
+        if (!hasMetrics) {
+            res.status = 501;  // llama.cpp started without --metrics
+            return;
+        }
+        res.set_content("llamacpp:requests_processing 1\nllamacpp:requests_deferred 0\nllamacpp:kv_cache_usage_ratio 0.25\n"
+                        "llamacpp:predicted_tokens_seconds 31.5\n",
+                        "text/plain");
+    });
+    const int port = http.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread server([&] { http.listen_after_bind(); });
+    while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const std::string chat = quoted(CFLOW_CLI_PATH) + " chat --endpoint http://127.0.0.1:" + std::to_string(port) + "/v1 --model m";
+    std::string withMetrics, without, plain;
+    const int rcWith = run_shell("printf 'a\\nb\\n' | " + chat + " --server-metrics 2>&1 >/dev/null", &withMetrics);
+    const int askedWith = metricsAsked.load();
+    const int rcPlain = run_shell("printf 'a\\n' | " + chat + " 2>&1 >/dev/null", &plain);
+    const int askedPlain = metricsAsked.load() - askedWith;
+    hasMetrics = false;
+    const int rcWithout = run_shell("printf 'a\\n' | " + chat + " --server-metrics 2>&1 >/dev/null", &without);
+    http.stop();
+    server.join();
+    EXPECT_EQ(rcWith, 0) << withMetrics;
+    EXPECT_EQ(askedWith, 2) << "one /metrics request per reply";
+    const std::string line = "[cflow] llama.cpp: 1 running, 0 waiting, KV cache 25.0% used, generation 31.5 tok/s (mean)\n";
+    ASSERT_NE(withMetrics.find(line), std::string::npos) << withMetrics;
+    EXPECT_NE(withMetrics.find(line, withMetrics.find(line) + 1), std::string::npos) << "not after the second reply: " << withMetrics;
+    EXPECT_EQ(rcPlain, 0) << plain;
+    EXPECT_EQ(askedPlain, 0) << "asked for /metrics without --server-metrics";
+    EXPECT_EQ(plain.find("llama.cpp:"), std::string::npos) << plain;
+    EXPECT_EQ(rcWithout, 0) << without;
+    EXPECT_NE(without.find("[cflow] server metrics: the server reports none on /metrics"), std::string::npos) << without;
+
+    std::string local;
+    EXPECT_EQ(run_shell("printf 'a\\n' | " + quoted(CFLOW_CLI_PATH) + " chat --server-metrics 2>&1", &local), 1) << local;
+    EXPECT_NE(local.find("--server-metrics reads a remote server's /metrics: give it with --endpoint URL"), std::string::npos) << local;
+}
+
 } // namespace
 } // namespace cflow::test
