@@ -167,7 +167,7 @@ FrontEndRun run_gui(const std::string& model) {
     QStringList errors;
     FrontEndRun run;
     QObject::connect(worker, &EngineWorker::modelLoaded, &context, [&](const cflow::ui::ModelInfo&) { loaded = true; });
-    QObject::connect(worker, &EngineWorker::loadFailed, &context, [&](const QString&, const QString& m) { errors << m; });
+    QObject::connect(worker, &EngineWorker::loadFailed, &context, [&](const QString&, const cflow::ui::WorkerError& e) { errors << e.message; });
     QObject::connect(worker, &EngineWorker::promptReady, &context, [&](const cflow::ui::RenderedPrompt& p) {
         run.prompts.emplace_back(p.promptTokens, p.reusedTokens);
     });
@@ -176,7 +176,7 @@ FrontEndRun run_gui(const std::string& model) {
         run.stop_reasons.push_back(cflow::ui::reply_end_name(s));
         run.generated.push_back(s.generatedTokens);
     });
-    QObject::connect(worker, &EngineWorker::error, &context, [&](const QString& m) { errors << m; });
+    QObject::connect(worker, &EngineWorker::error, &context, [&](const cflow::ui::WorkerError& e) { errors << e.message; });
 
     const QString path = QString::fromStdString(model);
     QMetaObject::invokeMethod(worker, [worker, path] { worker->loadModel(path, 1); });

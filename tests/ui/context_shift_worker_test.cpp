@@ -58,13 +58,13 @@ TEST(ContextShiftWorker, ALongReplyKeepsStreamingUnderTheShiftingPolicies) {
         int streamed = 0;
         cflow::ui::ReplyStats stats;
         QObject::connect(worker, &EngineWorker::modelLoaded, &context, [&](const cflow::ui::ModelInfo&) { loaded = true; });
-        QObject::connect(worker, &EngineWorker::loadFailed, &context, [&](const QString&, const QString& m) { errors << m; });
+        QObject::connect(worker, &EngineWorker::loadFailed, &context, [&](const QString&, const cflow::ui::WorkerError& e) { errors << e.message; });
         QObject::connect(worker, &EngineWorker::tokensReady, &context, [&](const QString&, int n) { streamed += n; });
         QObject::connect(worker, &EngineWorker::finished, &context, [&](const cflow::ui::ReplyStats& s) {
             stats = s;
             finished = true;
         });
-        QObject::connect(worker, &EngineWorker::error, &context, [&](const QString& m) { errors << m; });
+        QObject::connect(worker, &EngineWorker::error, &context, [&](const cflow::ui::WorkerError& e) { errors << e.message; });
         QMetaObject::invokeMethod(worker, [worker, path] { worker->loadModel(path, 1); });
         ASSERT_TRUE(QTest::qWaitFor([&] { return loaded || !errors.isEmpty(); }, kShiftWorkerTimeoutMs) && loaded)
             << errors.join(u'\n').toStdString();

@@ -2,12 +2,14 @@
 // queued signals into this thread). Replies are compared with a direct engine run.
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <filesystem>
 #include <string>
 #include <thread>
 
 #include <QMetaObject>
 #include <QObject>
+#include <QSemaphore>
 #include <QTest>
 
 #include <gtest/gtest.h>
@@ -37,18 +39,26 @@ constexpr int kWorkerTimeoutMs = 60000;
 struct Collector {
     QObject context;
     bool loaded = false;
+    std::vector<cflow::ui::ModelInfo> infos;
     QString loadError;
+    cflow::ErrorKind loadErrorKind = cflow::ErrorKind::Internal;
     std::vector<cflow::ui::RenderedPrompt> prompts;
     QString text;
     int batches = 0;
     int tokens = 0;
     std::vector<cflow::ui::ReplyStats> finished;
     QStringList errors;
+    std::vector<cflow::ErrorKind> errorKinds;
 
     explicit Collector(EngineWorker* worker) {
-        QObject::connect(worker, &EngineWorker::modelLoaded, &context, [this](const cflow::ui::ModelInfo&) { loaded = true; });
-        QObject::connect(worker, &EngineWorker::loadFailed, &context,
-                         [this](const QString&, const QString& message) { loadError = message; });
+        QObject::connect(worker, &EngineWorker::modelLoaded, &context, [this](const cflow::ui::ModelInfo& info) {
+            loaded = true;
+            infos.push_back(info);
+        });
+        QObject::connect(worker, &EngineWorker::loadFailed, &context, [this](const QString&, const cflow::ui::WorkerError& e) {
+            loadError = e.message;
+            loadErrorKind = e.kind;
+        });
         QObject::connect(worker, &EngineWorker::promptReady, &context,
                          [this](const cflow::ui::RenderedPrompt& p) { prompts.push_back(p); });
         QObject::connect(worker, &EngineWorker::tokensReady, &context, [this](const QString& t, int n) {
@@ -58,7 +68,10 @@ struct Collector {
         });
         QObject::connect(worker, &EngineWorker::finished, &context,
                          [this](const cflow::ui::ReplyStats& s) { finished.push_back(s); });
-        QObject::connect(worker, &EngineWorker::error, &context, [this](const QString& m) { errors << m; });
+        QObject::connect(worker, &EngineWorker::error, &context, [this](const cflow::ui::WorkerError& e) {
+            errors << e.message;
+            errorKinds.push_back(e.kind);
+        });
     }
     void resetReply() {
         text.clear();
@@ -285,6 +298,7 @@ TEST(EngineWorkerTest, ConversationLongerThanTheContextIsReported) {
     ASSERT_TRUE(QTest::qWaitFor([&] { return !c.errors.isEmpty(); }, kWorkerTimeoutMs));
     EXPECT_TRUE(c.errors[0].contains(QStringLiteral("context is full"))) << c.errors[0].toStdString();
     EXPECT_TRUE(c.errors[0].contains(QStringLiteral("1024"))) << c.errors[0].toStdString();
+    EXPECT_EQ(c.errorKinds[0], cflow::ErrorKind::ContextFull) << "the kind crosses the thread with the text";
     EXPECT_TRUE(c.finished.empty());
 }
 
@@ -295,6 +309,77 @@ TEST(EngineWorkerTest, MissingModelReportsThePath) {
     QMetaObject::invokeMethod(engine.worker(), [w = engine.worker(), missing] { w->loadModel(missing, 1); });
     ASSERT_TRUE(QTest::qWaitFor([&] { return !c.loadError.isEmpty(); }, kWorkerTimeoutMs));
     EXPECT_TRUE(c.loadError.contains(missing)) << c.loadError.toStdString();
+    auto direct = cflow::Model::load(missing.toStdString());
+    ASSERT_FALSE(direct);
+    EXPECT_EQ(c.loadErrorKind, direct.kind()) << "the engine's kind, not a string";
+    EXPECT_EQ(c.loadError, QString::fromStdString(direct.error())) << "the engine's text unchanged";
+}
+
+// Issue 36: the worker's one open of the file gives the Model panel its rows and card (the window
+// used to read the file a second time for them).
+TEST(EngineWorkerTest, TheLoadedModelCarriesItsSummaryAndCard) {
+    EngineThread engine;
+    Collector c(engine.worker());
+    ASSERT_TRUE(load(engine.worker(), c, qpath(chatml_model()))) << c.loadError.toStdString();
+    ASSERT_EQ(c.infos.size(), 1u);
+    const cflow::ui::ModelInfo& info = c.infos[0];
+    ASSERT_NE(info.model, nullptr);
+    const cflow::ui::ModelSummary expected = cflow::ui::summarize_model(info.model->file());
+    ASSERT_EQ(info.summary.size(), expected.size());
+    ASSERT_FALSE(info.summary.empty());
+    for (size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(info.summary[i].title, expected[i].title);
+        ASSERT_EQ(info.summary[i].fields.size(), expected[i].fields.size()) << expected[i].title.toStdString();
+        for (size_t f = 0; f < expected[i].fields.size(); ++f) {
+            EXPECT_EQ(info.summary[i].fields[f].name, expected[i].fields[f].name);
+            EXPECT_EQ(info.summary[i].fields[f].value, expected[i].fields[f].value);
+        }
+    }
+    const cflow::ui::ModelCard card = cflow::ui::read_model_card(info.model->file(), qpath(chatml_model()));
+    EXPECT_EQ(info.card.name, card.name);
+    EXPECT_FALSE(info.card.name.isEmpty());
+    EXPECT_EQ(info.card.capabilities, card.capabilities);
+    EXPECT_FALSE(info.card.capabilities.isEmpty());
+}
+
+// A load asked for while an older one still waited in the queue makes the worker skip the older:
+// its file is never opened and only the newer model arrives.
+TEST(EngineWorkerTest, ALoadOvertakenInTheQueueIsNotOpened) {
+    EngineThread engine;
+    Collector c(engine.worker());
+    std::atomic<int> opens{0};
+    std::vector<std::string> opened;
+    std::mutex openedMutex;
+    engine.worker()->setModelLoader([&](const std::string& path, const cflow::LoadOptions& options) {
+        opens.fetch_add(1);
+        {
+            std::lock_guard lock(openedMutex);
+            opened.push_back(path);
+        }
+        return cflow::Model::load(path, options);
+    });
+    // Holds the worker's thread so that both requests are queued before either starts.
+    QSemaphore holding, release;
+    QMetaObject::invokeMethod(engine.worker(), [&] {
+        holding.release();
+        release.acquire();
+    });
+    ASSERT_TRUE(holding.tryAcquire(1, kWorkerTimeoutMs));
+    EngineWorker* worker = engine.worker();
+    const QString older = qpath(moe_chatml_model()), newer = qpath(chatml_model());
+    const uint64_t olderSerial = worker->postLoadRequest();
+    QMetaObject::invokeMethod(worker, [worker, older, olderSerial] { worker->loadModel(older, 2, olderSerial); });
+    const uint64_t newerSerial = worker->postLoadRequest();
+    QMetaObject::invokeMethod(worker, [worker, newer, newerSerial] { worker->loadModel(newer, 2, newerSerial); });
+    release.release();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return c.loaded || !c.loadError.isEmpty(); }, kWorkerTimeoutMs)) << c.loadError.toStdString();
+    // Signals from one thread arrive in order: a load of the older file would have come first.
+    ASSERT_EQ(c.infos.size(), 1u);
+    EXPECT_EQ(c.infos[0].path, newer);
+    EXPECT_EQ(opens.load(), 1);
+    std::lock_guard lock(openedMutex);
+    ASSERT_EQ(opened.size(), 1u);
+    EXPECT_EQ(opened[0], newer.toStdString());
 }
 
 // Issue 38: the model file truncated while the app has it loaded killed the whole app with SIGBUS.

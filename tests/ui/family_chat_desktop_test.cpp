@@ -71,7 +71,7 @@ TEST_P(DesktopFamilyChat, TwoTurnsAsTheReferenceEndOnTheEndOfTurnToken) {
     TurnSeen current;
     bool finished = false;
     QObject::connect(worker, &EngineWorker::modelLoaded, &context, [&](const cflow::ui::ModelInfo&) { loaded = true; });
-    QObject::connect(worker, &EngineWorker::loadFailed, &context, [&](const QString&, const QString& m) { errors << m; });
+    QObject::connect(worker, &EngineWorker::loadFailed, &context, [&](const QString&, const cflow::ui::WorkerError& e) { errors << e.message; });
     QObject::connect(worker, &EngineWorker::promptReady, &context, [&](const cflow::ui::RenderedPrompt& p) {
         current.promptTokens = p.promptTokens;
         current.reusedTokens = p.reusedTokens;
@@ -81,7 +81,7 @@ TEST_P(DesktopFamilyChat, TwoTurnsAsTheReferenceEndOnTheEndOfTurnToken) {
         current.stopReason = cflow::ui::reply_end_name(s);
         finished = true;
     });
-    QObject::connect(worker, &EngineWorker::error, &context, [&](const QString& m) { errors << m; });
+    QObject::connect(worker, &EngineWorker::error, &context, [&](const cflow::ui::WorkerError& e) { errors << e.message; });
 
     const QString path = QString::fromStdString(model.string());
     QMetaObject::invokeMethod(worker, [worker, path] { worker->loadModel(path, 2); });

@@ -1,6 +1,7 @@
 // MainWindow end to end on the offscreen platform: a real .cflow file written by the
 // converter is opened through the window's coroutine, and what the header view shows is
 // compared with the spec the file was made from and with an independent CflowFile::open.
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -14,13 +15,13 @@
 #include <QStatusBar>
 #include <QSemaphore>
 #include <QTest>
-#include <QThreadPool>
 
 #include <QCoro/QCoroTask>
 #include <gtest/gtest.h>
 
 #include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/converter.h"
+#include "cflow/engine/forward/model.h"
 #include "cflow/ui/chat_controller.h"
 #include "cflow/ui/load_error_text.h"
 #include "cflow/ui/main_window.h"
@@ -97,23 +98,19 @@ void close_error_boxes(QWidget& window) {
     QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
 }
 
-// Holds the global pool's only thread until open(), so work queued meanwhile is
-// guaranteed to be pending: a fast worker cannot finish before the coroutine suspends.
-class PoolGate {
+// Holds the engine's thread until open(), so loads asked for meanwhile are guaranteed to wait in
+// its queue: a fast load cannot finish before the next request is made. Declare it after the
+// window: it must open before the window joins the engine's thread.
+class EngineGate {
 public:
-    PoolGate() : pool_(QThreadPool::globalInstance()), threads_(pool_->maxThreadCount()) {
-        pool_->setMaxThreadCount(1);
-        pool_->start([this] {
+    explicit EngineGate(cflow::ui::EngineWorker* worker) {
+        QMetaObject::invokeMethod(worker, [this] {
             holding_.release();
             release_.acquire();
         });
         held_ = holding_.tryAcquire(1, kOpenTimeoutMs);
     }
-    ~PoolGate() {
-        open();
-        pool_->waitForDone(kOpenTimeoutMs);
-        pool_->setMaxThreadCount(threads_);
-    }
+    ~EngineGate() { open(); }
     bool holding() const { return held_; }
     void open() {
         if (!released_) release_.release();
@@ -121,8 +118,6 @@ public:
     }
 
 private:
-    QThreadPool* pool_;
-    int threads_;
     QSemaphore holding_;
     QSemaphore release_;
     bool held_ = false;
@@ -141,7 +136,7 @@ TEST(MainWindowTest, OpensConvertedModelAndShowsItsHeader) {
     EXPECT_EQ(opened.count(), 1);
     EXPECT_EQ(failed.count(), 0);
     EXPECT_TRUE(window.lastError().isEmpty());
-    ASSERT_NE(window.model(), nullptr);
+    ASSERT_NE(window.controller()->model().model, nullptr);
 
     const cflow::ui::ModelHeaderView& view = *window.headerView();
     const QString header = QStringLiteral("Global header");
@@ -209,7 +204,7 @@ TEST(MainWindowTest, CorruptFileReportsTheReadersError) {
     EXPECT_EQ(failed.at(0).at(1).toString(), QString::fromStdString(direct.error()));
     EXPECT_EQ(window.lastError(), QString::fromStdString(direct.error()));
     EXPECT_TRUE(window.lastError().contains(qpath(garbage))) << window.lastError().toStdString();
-    EXPECT_EQ(window.model(), nullptr);
+    EXPECT_EQ(window.controller()->model().model, nullptr);
     EXPECT_EQ(window.headerView()->topLevelItemCount(), 0);
 
     // The message box is shown without blocking: the file's name and plain words (issue 37: the
@@ -254,14 +249,70 @@ TEST(MainWindowTest, FailedOpenKeepsThePreviousModel) {
     cflow::ui::MainWindow window;
     auto good = window.openModel(qpath(model_path()));
     ASSERT_TRUE(finish(good, &window)) << window.lastError().toStdString();
-    const auto shown = window.model();
+    const auto shown = window.controller()->model().model;
+    ASSERT_NE(shown, nullptr);
 
     auto bad = window.openModel(qpath(write_garbage_file()));
     EXPECT_FALSE(finish(bad));
     EXPECT_FALSE(window.lastError().isEmpty());
-    EXPECT_EQ(window.model(), shown);
+    EXPECT_EQ(window.controller()->model().model, shown);
     EXPECT_EQ(window.headerView()->shownValue(QStringLiteral("Global header"), QStringLiteral("d_model")),
               QStringLiteral("96"));
+    close_error_boxes(window);
+}
+
+// Descriptors this process holds open on path (Linux: /proc/self/fd); -1 where that cannot be seen.
+int open_descriptors_on(const std::filesystem::path& path) {
+#ifdef __linux__
+    std::error_code error;
+    const auto target = std::filesystem::canonical(path, error);
+    if (error) return -1;
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", error)) {
+        std::error_code linkError;
+        if (std::filesystem::read_symlink(entry.path(), linkError) == target && !linkError) ++count;
+    }
+    return error ? -1 : count;
+#else
+    (void)path;
+    return -1;
+#endif
+}
+
+// Issue 36: each open read and validated the file twice (the window for the header and card on a
+// pool thread, then the engine), and both copies stayed open. Now the engine's one load feeds the
+// header, the card and the chat: the loader runs once per open, and one descriptor holds the file.
+TEST(MainWindowTest, EachOpenReadsTheModelFileOnce) {
+    const std::filesystem::path& path = model_path();
+    ASSERT_TRUE(std::filesystem::exists(path));
+    std::atomic<int> loads{0};
+    cflow::ui::MainWindowOptions options;
+    options.modelLoader = [&loads](const std::string& file, const cflow::LoadOptions& load) {
+        loads.fetch_add(1);
+        return cflow::Model::load(file, load);
+    };
+    cflow::ui::MainWindow window(nullptr, options);
+    QSignalSpy opened(&window, &cflow::ui::MainWindow::modelOpened);
+
+    auto first = window.openModel(qpath(path));
+    ASSERT_TRUE(finish(first, &window)) << window.lastError().toStdString();
+    EXPECT_EQ(loads.load(), 1);
+    EXPECT_EQ(opened.count(), 1);
+    if (const int held = open_descriptors_on(path); held >= 0) {
+        EXPECT_EQ(held, 1) << "the file is held open twice";
+    }
+    // What the Model panel shows came with that load.
+    EXPECT_EQ(window.headerView()->shownValue(QStringLiteral("Global header"), QStringLiteral("d_model")), QStringLiteral("96"));
+
+    auto again = window.openModel(qpath(path));
+    ASSERT_TRUE(finish(again, &window)) << window.lastError().toStdString();
+    EXPECT_EQ(loads.load(), 2) << "opening it again reads it again, once";
+    EXPECT_EQ(opened.count(), 2);
+
+    auto bad = window.openModel(qpath(write_garbage_file()));
+    EXPECT_FALSE(finish(bad));
+    EXPECT_EQ(loads.load(), 3) << "a file that fails is read once too";
+    EXPECT_FALSE(window.lastError().isEmpty());
     close_error_boxes(window);
 }
 
@@ -270,31 +321,27 @@ TEST(MainWindowTest, NewerOpenSupersedesAnOlderOne) {
     cflow::ui::MainWindow window;
     QSignalSpy opened(&window, &cflow::ui::MainWindow::modelOpened);
     QSignalSpy failed(&window, &cflow::ui::MainWindow::openFailed);
-    PoolGate gate;
+    EngineGate gate(window.engine());
     ASSERT_TRUE(gate.holding());
     auto older = window.openModel(qpath(model_path()));
     auto newer = window.openModel(qpath(write_garbage_file()));
-    EXPECT_FALSE(older.isReady());
-    gate.open();  // the older (valid) model finishes first: its result must still be dropped
+    gate.open();  // the older (valid) model is first in the engine's queue: it must still not be shown
     EXPECT_FALSE(finish(newer));
     EXPECT_FALSE(finish(older));
     EXPECT_EQ(opened.count(), 0);
     EXPECT_EQ(failed.count(), 1);
-    EXPECT_EQ(window.model(), nullptr);
+    EXPECT_EQ(window.controller()->model().model, nullptr);
     EXPECT_EQ(window.headerView()->topLevelItemCount(), 0);
     close_error_boxes(window);
 }
 
 TEST(MainWindowTest, ClosingTheWindowDuringAnOpenIsSafe) {
     ASSERT_TRUE(std::filesystem::exists(model_path()));
-    PoolGate gate;
-    ASSERT_TRUE(gate.holding());
-
     auto* window = new cflow::ui::MainWindow;
     auto task = window->openModel(qpath(model_path()));
+    // The engine's answer needs this thread's event loop, which has not run yet.
     EXPECT_FALSE(task.isReady());
-    delete window;
-    gate.open();
+    delete window;  // joins the engine's thread, which may be loading the model
     EXPECT_FALSE(finish(task)) << "a result arriving after the window closed must be dropped";
 }
 

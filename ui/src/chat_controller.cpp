@@ -193,11 +193,15 @@ void ChatController::loadModel(const QString& path, unsigned threads) {
     loadingPath_ = path;
     emit modelLoading(path);
     EngineWorker* worker = worker_;
-    QMetaObject::invokeMethod(worker, [worker, path, threads] { worker->loadModel(path, threads); });
+    // Taken now: a newer load asked for before this one starts makes the worker skip it.
+    const uint64_t loadsAtPost = worker->postLoadRequest();
+    QMetaObject::invokeMethod(worker, [worker, path, threads, loadsAtPost] { worker->loadModel(path, threads, loadsAtPost); });
 }
 
 void ChatController::onModelLoaded(const ModelInfo& info) {
-    loadingPath_.reset();
+    // A load that had started when a newer one was asked for still lands (the engine has it now);
+    // the newer one is still loading.
+    if (loadingPath_ == info.path) loadingPath_.reset();
     model_ = info;
     // A fresh conversation starts in the mode the model is made for: a model without a chat
     // template is a base model, which continues text rather than answering turns.
@@ -212,9 +216,9 @@ void ChatController::onModelLoaded(const ModelInfo& info) {
     remeasure();
 }
 
-void ChatController::onLoadFailed(const QString& path, const QString& message) {
-    loadingPath_.reset();  // the engine keeps the model it had
-    emit modelFailed(path, message);
+void ChatController::onLoadFailed(const QString& path, const WorkerError& error) {
+    if (loadingPath_ == path) loadingPath_.reset();  // the engine keeps the model it had
+    emit modelFailed(path, error);
 }
 
 bool ChatController::openConversation(qint64 id) {
@@ -574,7 +578,8 @@ void ChatController::onFinished(const ReplyStats& stats) {
     else remeasure();
 }
 
-void ChatController::onError(const QString& message) {
+void ChatController::onError(const WorkerError& error) {
+    const QString& message = error.message;
     if (!isGenerating()) {
         lastReplyShown_ = true;  // not a reply's error: the shown conversation's
         emit replyFailed(message);

@@ -26,6 +26,7 @@ void register_metatypes() {
     qRegisterMetaType<ReplyStats>("cflow::ui::ReplyStats");
     qRegisterMetaType<ModelInfo>("cflow::ui::ModelInfo");
     qRegisterMetaType<TokenPieces>("cflow::ui::TokenPieces");
+    qRegisterMetaType<WorkerError>("cflow::ui::WorkerError");
 }
 
 } // namespace
@@ -50,16 +51,47 @@ void EngineWorker::shutdown() {
     cancel_.cancel();
 }
 
-void EngineWorker::loadModel(const QString& path, unsigned threads) {
+void EngineWorker::setModelLoader(ModelLoader loader) {
+    std::lock_guard lock(loaderMutex_);
+    loader_ = std::move(loader);
+}
+
+void EngineWorker::loadModel(const QString& path, unsigned threads, uint64_t loadsAtPost) {
     if (shutDown_.load()) return;
+    // A newer load was asked for while this one waited: its model would only be replaced (and
+    // shown for a moment), so it is not read at all.
+    if (loadsAtPost != kNoLoadCheck && loadRequests_.load(std::memory_order_acquire) != loadsAtPost) {
+        spdlog::info("engine: skipped loading '{}': a newer model was asked for", path.toStdString());
+        return;
+    }
+    if (path.isEmpty()) {
+        emit loadFailed(path, WorkerError{ErrorKind::InvalidInput, tr("No model file given.")});
+        return;
+    }
+    ModelLoader loader;
+    {
+        std::lock_guard lock(loaderMutex_);
+        loader = loader_ ? loader_ : ModelLoader(&Model::load);
+    }
     // The loaded model stays until the new one is ready: a file that fails to load costs nothing.
     // The same default as the CLI's --load auto. Experts count as mapped here: the session starts
     // with mapped experts, and a later switch to sync/staged keeps working from either layout.
-    LoadChoice load = choose_load_options(path.toStdString(), false);
-    auto loaded = load_model(path.toStdString(), load);
+    LoadChoice load = choose_load_options(path.toStdString(), false);  // QString::toStdString is UTF-8
+    auto loaded = load_model(path.toStdString(), load, loader);
     if (!loaded) {
         spdlog::warn("engine: cannot load '{}': {}", path.toStdString(), loaded.error());
-        emit loadFailed(path, QString::fromStdString(loaded.error()));
+        emit loadFailed(path, worker_error(loaded.take_error()));
+        return;
+    }
+    // The Model panel's rows and card come from this same open: the file is read once per load.
+    ModelSummary summary;
+    ModelCard card;
+    try {
+        summary = summarize_model((*loaded)->file());
+        card = read_model_card((*loaded)->file(), path);
+    } catch (const std::bad_alloc&) {
+        // A hostile header can make the summary's containers huge; report instead of crashing the app.
+        emit loadFailed(path, WorkerError{ErrorKind::OutOfMemory, path + QStringLiteral(": out of memory while opening the model")});
         return;
     }
     spdlog::info("engine: loaded '{}' as {} ({})", path.toStdString(), load.name, load.reason);
@@ -85,6 +117,8 @@ void EngineWorker::loadModel(const QString& path, unsigned threads) {
     info.templateNote = QString::fromStdString(chat_->template_note());
     info.fileBytes = model_->file().file_bytes();
     info.model = model_;
+    info.summary = std::move(summary);
+    info.card = std::move(card);
     spdlog::info("engine: loaded '{}' (context {} tokens, {} threads)", path.toStdString(), info.contextLength,
                  chat_->session().threads());
     emit modelLoaded(info);
@@ -107,7 +141,7 @@ bool EngineWorker::ensureSession(unsigned threads, KvCacheType kvCache, ExpertFe
                                                              : uint64_t(std::max(0, cacheMiB)) << 20;
     auto created = Session::create(model_, options);
     if (!created) {
-        emit loadFailed(modelPath_, QString::fromStdString(created.error()));
+        emit loadFailed(modelPath_, worker_error(created.take_error()));
         return false;
     }
     sessionsCreated_.fetch_add(1, std::memory_order_relaxed);
@@ -179,7 +213,7 @@ RenderedPrompt EngineWorker::describe(const PreparedTurn& turn, const Generation
 void EngineWorker::generate(const Conversation& conversation, const GenerationSettings& settings, uint64_t stopsAtPost) {
     if (shutDown_.load()) return;
     if (!model_) {
-        emit error(tr("No model is loaded."));
+        emit error(WorkerError{ErrorKind::InvalidInput, tr("No model is loaded.")});
         return;
     }
     if (!ensureSession(settings.threads, settings.kvCache, settings.expertFetch, settings.expertCacheMiB)) return;
@@ -205,17 +239,19 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
     if (stopsAtPost != kNoStopCheck && stopRequests_.load(std::memory_order_acquire) != stopsAtPost) cancel_.cancel();
     tokensGenerated_.store(0, std::memory_order_release);
     if (!prepared) {
-        emit error(prepared.kind() == ErrorKind::OutOfMemory ? tr("Out of memory while preparing the prompt.")
-                                                             : QString::fromStdString(prepared.error()));
+        emit error(WorkerError{prepared.kind(), prepared.kind() == ErrorKind::OutOfMemory
+                                                    ? tr("Out of memory while preparing the prompt.")
+                                                    : QString::fromStdString(prepared.error())});
         return;
     }
     const PreparedTurn& turn = *prepared;
     emit promptReady(describe(turn, settings));
     if (!turn.fits()) {
-        emit error(tr("The context is full: the conversation needs %1 tokens and the model's context holds %2. "
-                      "Start a new conversation or shorten the messages.")
-                       .arg(turn.ids.size())
-                       .arg(turn.context_length));
+        emit error(WorkerError{ErrorKind::ContextFull,
+                               tr("The context is full: the conversation needs %1 tokens and the model's context "
+                                  "holds %2. Start a new conversation or shorten the messages.")
+                                   .arg(turn.ids.size())
+                                   .arg(turn.context_length)});
         return;
     }
 
@@ -234,7 +270,8 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
         limits.max_array_items = kToolArgumentMaxItems;
         auto grammar = tool_call_grammar(chat_->tool_call_format(), settings.tools, settings.toolChoice, limits);
         if (!grammar) {
-            emit error(tr("The tools cannot be forced on this model: %1").arg(QString::fromStdString(grammar.error())));
+            emit error(WorkerError{grammar.kind(), tr("The tools cannot be forced on this model: %1")
+                                                       .arg(QString::fromStdString(grammar.error()))});
             return;
         }
         options.grammar = std::move(grammar.value());
@@ -300,8 +337,9 @@ void EngineWorker::run(Result<PreparedTurn> prepared, const GenerationSettings& 
     const bool cancelled = !status && status.kind() == ErrorKind::Cancelled;
     if (!status && !cancelled) {
         spdlog::warn("engine: generation failed: {}", status.error());
-        emit error(status.kind() == ErrorKind::OutOfMemory ? tr("Out of memory while generating the reply.")
-                                                           : QString::fromStdString(status.error()));
+        emit error(WorkerError{status.kind(), status.kind() == ErrorKind::OutOfMemory
+                                                  ? tr("Out of memory while generating the reply.")
+                                                  : QString::fromStdString(status.error())});
         return;
     }
 

@@ -29,12 +29,10 @@
 #include <QStatusBar>
 #include <QTimer>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <QCoro/QCoroFuture>
 #include <spdlog/spdlog.h>
 
-#include "cflow/formats/cflow_reader.h"
 #include "cflow/formats/model_path_kind.h"
 #include "cflow/ui/fixed_font.h"
 #include "cflow/ui/app_icon.h"
@@ -53,7 +51,6 @@
 #include "cflow/ui/inspector/stall_panel.h"
 #include "cflow/ui/model_header_view.h"
 #include "cflow/ui/model_library.h"
-#include "cflow/ui/model_loader.h"
 #include "cflow/ui/model_panel.h"
 #include "cflow/ui/prompt_panel.h"
 #include "cflow/ui/sampling_panel.h"
@@ -116,6 +113,7 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
     ring_ = std::make_unique<TelemetryRing>();
     producer_ = std::make_unique<SharedRingProducer>(*ring_);
     engine_ = std::make_unique<EngineThread>();
+    if (options.modelLoader) engine_->worker()->setModelLoader(options.modelLoader);
     // The engine thread and the local server's request threads produce (one at a time, through
     // producer_); the inspector dock is the ring's only consumer.
     engine_->worker()->setTelemetrySink([producer = producer_.get()](const TokenTelemetry& t) { producer->push(t); });
@@ -190,16 +188,14 @@ void MainWindow::wireController() {
             syncContextLimits();
             serveAction_->setEnabled(server_->isRunning());
             serveAction_->setToolTip(tr("Serves the local engine's model; the chat now uses a server"));
+            settleOpen(info.path, true);
             emit engineReady(info);
             return;
         }
         inspector_->setEndpoint(QString());
         setWindowTitle(tr("%1 — cflow studio").arg(QFileInfo(info.path).fileName()));
-        if (auto found = pendingModels_.find(info.path); found != pendingModels_.end()) {
-            modelPanel_->showModel(found->second.first, found->second.second);
-            chat_->setModelPurpose(found->second.first.purpose);
-            pendingModels_.erase(found);
-        }
+        modelPanel_->showModel(info.card, info.summary);
+        chat_->setModelPurpose(info.card.purpose);
         inspector_->setModel(info.model);
         // The last reply's figures belong to the model before (issue 37: they stayed after a switch).
         status_->showMetrics(QString());
@@ -218,10 +214,13 @@ void MainWindow::wireController() {
         if (server_->isRunning()) setServing(true);  // the server follows the chat to the new model
         if (const qint64 id = std::exchange(reopenConversation_, 0); id != 0 && store_ && store_->conversation(id))
             controller_->openConversation(id);
+        settleOpen(info.path, true);
         emit engineReady(info);
     });
-    connect(controller_, &ChatController::modelFailed, this,
-            [this](const QString& path, const QString& message) { reportError(path, message); });
+    connect(controller_, &ChatController::modelFailed, this, [this](const QString& path, const WorkerError& error) {
+        reportError(path, error.message);
+        settleOpen(path, false);
+    });
     connect(controller_, &ChatController::conversationChanged, this, [this](qint64 id) {
         sidebar_->refresh(id);
         // The charts follow the engine: a reply streaming on in another conversation keeps its history.
@@ -792,29 +791,34 @@ QCoro::Task<bool> MainWindow::openModel(QString path) {
     status_->showInfo(tr("Opening %1…").arg(QDir::toNativeSeparators(path)));
     spdlog::info("opening model '{}'", path.toStdString());
 
-    // The future is a named local and no lambda is involved on purpose: with GCC 12, a
-    // capturing lambda temporary inside the co_await expression corrupted the frame's
-    // `path` (its QString was released one time too many; the known GCC coroutine bugs
-    // around temporaries in co_await expressions).
-    QFuture<LoadedModel> pending = QtConcurrent::run(&load_model, path, LoadMode::Map);
-    LoadedModel loaded = co_await pending;
-
-    if (!self) co_return false;                    // the window closed while the worker ran
-    if (request != openRequest_) co_return false;  // a newer openModel call owns the view now
-
-    if (!loaded.ok()) {
-        reportError(path, loaded.error);
-        co_return false;
-    }
-    // Nothing shown changes yet: the header, the title and the inspector follow the engine
-    // (modelChanged), which first stops a streaming reply of the current model.
-    model_ = std::move(loaded.file);
-    lastError_.clear();
-    pendingModels_[path] = {loaded.card, loaded.summary};
-    spdlog::info("read the header of '{}' ({} bytes)", path.toStdString(), model_->file_bytes());
+    // One open per user open: the engine reads and validates the file and hands up its summary
+    // and card (ModelInfo); nothing here reads it. An open still waiting is superseded (its call
+    // resolves to false; the engine skips its load if it has not started it).
+    if (openAnswered_) openAnswered_->finish();
+    openAnswered_ = std::make_unique<QPromise<void>>();
+    openAnswered_->start();
+    openPath_ = path;
+    openShown_ = false;
+    // A named local, awaited without a lambda: with GCC 12, temporaries inside a co_await
+    // expression corrupted the frame's `path` (the known GCC coroutine bugs).
+    QFuture<void> answered = openAnswered_->future();
     controller_->loadModel(path, sampling_->settings().threads);
-    emit modelOpened(path);
-    co_return true;
+    co_await answered;
+
+    if (!self) co_return false;                    // the window closed while the engine loaded
+    if (request != openRequest_) co_return false;  // a newer openModel call owns the view now
+    co_return openShown_;  // false: reported by modelFailed (reportError)
+}
+
+void MainWindow::settleOpen(const QString& path, bool shown) {
+    if (!openAnswered_) return;
+    // Another model's news (a load that had already started when this one was asked for) while
+    // this one still loads: keep waiting.
+    if (path != openPath_ && controller_->isModelLoading()) return;
+    openShown_ = shown && path == openPath_;
+    openAnswered_->finish();
+    openAnswered_.reset();
+    if (openShown_) emit modelOpened(path);
 }
 
 void MainWindow::showChatTools() {

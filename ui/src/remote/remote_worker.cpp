@@ -104,6 +104,7 @@ RemoteWorker::RemoteWorker(QObject* parent) : QObject(parent) {
     qRegisterMetaType<ReplyStats>("cflow::ui::ReplyStats");
     qRegisterMetaType<ModelInfo>("cflow::ui::ModelInfo");
     qRegisterMetaType<TokenPieces>("cflow::ui::TokenPieces");
+    qRegisterMetaType<WorkerError>("cflow::ui::WorkerError");
     qRegisterMetaType<std::vector<float>>("std::vector<float>");
 }
 
@@ -133,7 +134,7 @@ void RemoteWorker::configure(const EndpointProfile& profile, const QString& apiK
 void RemoteWorker::generate(const Conversation& conversation, const GenerationSettings& settings, uint64_t stopsAtPost) {
     if (shutDown_.load()) return;
     if (!configured_) {
-        emit error(tr("No server is connected."));
+        emit error(WorkerError{ErrorKind::InvalidInput, tr("No server is connected.")});
         return;
     }
     // Copies: configure() may run inside the stream below (see the header).
@@ -195,7 +196,7 @@ void RemoteWorker::generate(const Conversation& conversation, const GenerationSe
             return;
         }
         spdlog::warn("remote: {}", reply.error());
-        emit error(QString::fromStdString(reply.error()));
+        emit error(worker_error(reply.take_error()));
         return;
     }
     if (!reply->complete && !reply->cancelled) spdlog::warn("remote: reply cut: {}", reply->incomplete_reason);

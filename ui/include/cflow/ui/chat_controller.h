@@ -193,7 +193,7 @@ public:
 signals:
     void modelLoading(const QString& path);
     void modelChanged(const cflow::ui::ModelInfo& info);
-    void modelFailed(const QString& path, const QString& message);
+    void modelFailed(const QString& path, const cflow::ui::WorkerError& error);
     void conversationChanged(qint64 id);  // the shown conversation is another one (entries reset)
     void entryAdded(int index);
     void entryChanged(int index);          // content, versions or the stopped mark
@@ -278,12 +278,12 @@ private:
     bool check(const Status& status);
 
     void onModelLoaded(const ModelInfo& info);
-    void onLoadFailed(const QString& path, const QString& message);
+    void onLoadFailed(const QString& path, const WorkerError& error);
     void onPrompt(const RenderedPrompt& prompt);
     void onMeasured(quint64 serial, const RenderedPrompt& prompt);
     void onTokens(const QString& text, int tokens, const TokenPieces& pieces);
     void onFinished(const ReplyStats& stats);
-    void onError(const QString& message);
+    void onError(const WorkerError& error);
     void endReply(bool stopped, bool complete = true);
     QString settingsJson() const;
 

@@ -16,6 +16,9 @@
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/generation/generate.h"
 #include "cflow/engine/generation/sampler.h"
+#include "cflow/base/result.h"
+#include "cflow/ui/model_card.h"
+#include "cflow/ui/model_summary.h"
 #include "cflow/ui/reply_format.h"
 
 namespace cflow::ui {
@@ -144,6 +147,17 @@ inline QString reply_end_name(const ReplyStats& stats) {
     return QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()));
 }
 
+// A worker's failure as it crossed the thread boundary: the engine's kind (what went wrong, for
+// code to act on) and the text the user reads.
+struct WorkerError {
+    ErrorKind kind = ErrorKind::Internal;
+    QString message;
+};
+
+inline WorkerError worker_error(const Error& error) {
+    return WorkerError{error.kind, QString::fromStdString(error.message)};
+}
+
 struct ModelInfo {
     QString path;
     QString name;
@@ -152,6 +166,10 @@ struct ModelInfo {
     QString templateNote;                // why the model's template is not used ("" when it is)
     uint64_t fileBytes = 0;
     std::shared_ptr<const Model> model;  // immutable, shareable with the GUI (the inspector reads its geometry)
+    // Read by the worker from the file it loaded (the one open per user open): the Model panel's
+    // header rows and card. Empty for an endpoint.
+    ModelSummary summary;
+    ModelCard card;
 };
 
 } // namespace cflow::ui
@@ -161,3 +179,4 @@ Q_DECLARE_METATYPE(cflow::ui::GenerationSettings)
 Q_DECLARE_METATYPE(cflow::ui::RenderedPrompt)
 Q_DECLARE_METATYPE(cflow::ui::ReplyStats)
 Q_DECLARE_METATYPE(cflow::ui::ModelInfo)
+Q_DECLARE_METATYPE(cflow::ui::WorkerError)

@@ -15,6 +15,7 @@
 #include <QString>
 #include <QThread>
 
+#include "cflow/engine/forward/load_policy.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/engine/chat/chat_session.h"
 #include "cflow/engine/forward/session.h"
@@ -52,8 +53,19 @@ public:
     // Thread-safe: tokens generated so far in the current (or last) reply.
     int tokensGenerated() const { return tokensGenerated_.load(std::memory_order_acquire); }
 
+    // Thread-safe; before the first load: what loadModel opens files with (Model::load when unset).
+    // Tests count the opens through it.
+    void setModelLoader(ModelLoader loader);
+    // Thread-safe: counts load requests; the value returned goes with the request it was taken for
+    // (loadModel's loadsAtPost), so a request that a newer one overtook while queued is skipped.
+    uint64_t postLoadRequest() { return loadRequests_.fetch_add(1, std::memory_order_acq_rel) + 1; }
+    static constexpr uint64_t kNoLoadCheck = ~uint64_t{0};
+
 public slots:
-    void loadModel(const QString& path, unsigned threads);
+    // Opens and validates path once (Model::load, or the injected loader) and answers with
+    // modelLoaded, whose ModelInfo carries the summary and card read from that open, or loadFailed.
+    // loadsAtPost: postLoadRequest() for this request (kNoLoadCheck: never skipped).
+    void loadModel(const QString& path, unsigned threads, uint64_t loadsAtPost = kNoLoadCheck);
     // Renders the conversation with the model's chat template (or the fallback), reuses the
     // KV cache where the new prompt extends what it holds, and streams the reply.
     // stopsAtPost: stopRequests() when the request was posted (kNoStopCheck: no check).
@@ -69,7 +81,7 @@ public slots:
 
 signals:
     void modelLoaded(const cflow::ui::ModelInfo& info);
-    void loadFailed(const QString& path, const QString& message);
+    void loadFailed(const QString& path, const cflow::ui::WorkerError& error);
     void promptReady(const cflow::ui::RenderedPrompt& prompt);
     void measured(quint64 serial, const cflow::ui::RenderedPrompt& prompt);
     // Prompt tokens computed so far of this turn's `total` to feed (after KV reuse); sent at
@@ -80,7 +92,7 @@ signals:
     // tail, credited to the last token), whose UTF-16 lengths add up to text.size().
     void tokensReady(const QString& text, int tokenCount, const cflow::ui::TokenPieces& pieces);
     void finished(const cflow::ui::ReplyStats& stats);
-    void error(const QString& message);
+    void error(const cflow::ui::WorkerError& error);
 
 private:
     // The chat core does the rendering, encoding, KV reuse and stop rules; this only adapts
@@ -109,6 +121,9 @@ private:
     std::atomic<bool> shutDown_{false};
     std::atomic<int> tokensGenerated_{0};
     std::atomic<uint64_t> stopRequests_{0};
+    std::atomic<uint64_t> loadRequests_{0};
+    std::mutex loaderMutex_;
+    ModelLoader loader_;  // empty: Model::load
     std::mutex sinkMutex_;
     TelemetrySink sink_;
 };

@@ -1,32 +1,27 @@
 #pragma once
 // The studio's main window: conversation sidebar (left), chat (centre), sampling and the
-// opened model's header (right), run metrics in the status bar. Opening a model reads its
-// header on a worker thread (QCoro task) and loads it into the engine thread; the window
-// never blocks on either.
+// opened model's header (right), run metrics in the status bar. Opening a model (a QCoro task)
+// asks the engine thread to load it: the worker opens and validates the file once and hands up
+// the header summary and card with the model (ModelInfo); the window never blocks on it.
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 
 #include <QElapsedTimer>
 #include <QMainWindow>
+#include <QPromise>
 #include <QString>
 
 #include <QCoro/QCoroTask>
 
+#include "cflow/engine/forward/load_policy.h"
 #include "cflow/ui/chat_types.h"
 #include "cflow/ui/database_recovery.h"
-#include "cflow/ui/model_card.h"
-#include "cflow/ui/model_summary.h"
 
 class QAction;
 class QLabel;
 class QMenu;
-
-namespace cflow {
-class CflowFile;
-}
 
 namespace cflow::ui {
 
@@ -75,6 +70,8 @@ struct MainWindowOptions {
     std::shared_ptr<SecretStore> secretStore;
     // The endpoint profiles' settings file ("" = the app's QSettings; tests pass an ini of their own).
     QString endpointSettingsFile;
+    // What the engine opens model files with (empty: Model::load); tests count the opens through it.
+    ModelLoader modelLoader;
 };
 
 class MainWindow : public QMainWindow {
@@ -83,13 +80,13 @@ public:
     explicit MainWindow(QWidget* parent = nullptr, MainWindowOptions options = {});
     ~MainWindow() override;
 
-    // Opens path on a worker and shows its header; on failure reports the reader's message
-    // (openFailed, lastError(), a non-blocking message box). Resolves to whether this call's
-    // model is now shown (false also when a later openModel call superseded it). On success
-    // the engine loads the model too (engineReady / openFailed follow).
+    // Has the engine load path (it opens and validates the file once) and shows its header, card
+    // and title when it is ready (modelOpened, engineReady); on failure reports the reader's message
+    // (openFailed, lastError(), a non-blocking message box) and keeps the model before. Resolves to
+    // whether this call's model is now shown (false also when a later openModel call superseded it
+    // or the window closed).
     QCoro::Task<bool> openModel(QString path);
 
-    std::shared_ptr<const CflowFile> model() const { return model_; }
     const QString& lastError() const { return lastError_; }
     ModelHeaderView* headerView() const { return headerView_; }
     ChatPanel* chatPanel() const { return chat_; }
@@ -139,7 +136,7 @@ public:
     const QString& bundledModelsFolder() const { return bundledModelsFolder_; }
 
 signals:
-    void modelOpened(const QString& path);
+    void modelOpened(const QString& path);  // an openModel call's model is shown (before engineReady)
     void openFailed(const QString& path, const QString& message);
     void engineReady(const cflow::ui::ModelInfo& info);
 
@@ -171,6 +168,9 @@ private:
     QAction* belowAction_ = nullptr;
     void createDocks(const MainWindowOptions& options);
     void reportError(const QString& path, const QString& message);
+    // The engine answered for path (shown: it is the model now): resolves the waiting openModel
+    // call when the answer is its own, or when nothing else is loading any more.
+    void settleOpen(const QString& path, bool shown);
     // Whether opening modelPath may stop the streaming reply (asked only while one streams).
     bool mayStopReplyFor(const QString& modelPath);
     void syncContextLimits();  // the sampling panel's max tokens against the context and its policy
@@ -204,8 +204,6 @@ private:
     bool restoredState_ = false;     // docks came from QSettings: keep their sizes
     qint64 reopenConversation_ = 0;  // the last session's conversation, opened with its model
     bool dockSizesApplied_ = false;
-    // Read headers and cards waiting for the engine to load their model.
-    std::map<QString, std::pair<ModelCard, ModelSummary>> pendingModels_;
     ModelPanel* modelPanel_ = nullptr;
     QElapsedTimer replyClock_;        // from the first streamed batch of the current reply
     int replyTokens_ = 0;
@@ -215,10 +213,14 @@ private:
     ConversationSidebar* sidebar_ = nullptr;
     SamplingPanel* sampling_ = nullptr;
     QMenu* recentMenu_ = nullptr;
-    std::shared_ptr<const CflowFile> model_;
     QString lastError_;
     QString logPath_;
     uint64_t openRequest_ = 0;  // id of the newest openModel call; older results are dropped
+    // The newest openModel call waits on this until the engine answers (settleOpen); destroyed with
+    // the window, it cancels, and the call resolves to false.
+    std::unique_ptr<QPromise<void>> openAnswered_;
+    QString openPath_;
+    bool openShown_ = false;
     std::function<bool(const QString&, const QString&)> confirmStopReply_;
 };
 

@@ -75,7 +75,7 @@ signals:
     // With each batch: its chunks' arrivals (ms from the request's start), for the latency timeline.
     void chunksArrived(const std::vector<float>& arrivalMs);
     void finished(const cflow::ui::ReplyStats& stats);
-    void error(const QString& message);
+    void error(const cflow::ui::WorkerError& error);
 
 private:
     EndpointProfile profile_;
