@@ -319,22 +319,35 @@ Result<std::shared_ptr<CflowFile>> CflowFile::open(const std::string& path, Load
     }
 }
 
-Result<ExpertView> CflowFile::expert(uint32_t layer, uint32_t expert_index) const {
-    if (layer >= layers_.size())
-        return make_error(path() + ": expert(): layer " + std::to_string(layer) + " out of range (" +
-                          std::to_string(layers_.size()) + " layers)");
-    if (expert_index >= header_.n_experts)
-        return make_error(path() + ": expert(): expert " + std::to_string(expert_index) + " out of range (" +
-                          std::to_string(header_.n_experts) + " experts)");
+Result<ExpertView> CflowFile::expert(uint32_t layer, uint32_t expert_index, const uint8_t* expert_bytes) const {
+    if (Status s = check_expert_index(layer, expert_index, "expert()"); !s) return s.take_error();
     try {
-        // Expert lookups only read the (validated) ExpertTable and bank, which need no .vflow spans.
-        const uint64_t header_offset = container_ == ContainerFormat::Vflow ? vflow_header_.cflow_header_offset : 0;
-        reader_detail::FileContext ctx{path(), file_->data(), file_->size(), header_, params_, header_offset, nullptr};
-        return reader_detail::read_expert(ctx, layers_[layer], expert_index);
+        return reader_detail::read_expert(expert_context(), layers_[layer], expert_index, expert_bytes);
     } catch (const std::bad_alloc&) {
         return make_error(ErrorKind::OutOfMemory,
                           path() + ": out of memory while indexing expert " + std::to_string(expert_index));
     }
+}
+
+Result<ExpertLocation> CflowFile::expert_location(uint32_t layer, uint32_t expert_index) const {
+    if (Status s = check_expert_index(layer, expert_index, "expert_location()"); !s) return s.take_error();
+    return reader_detail::read_expert_location(expert_context(), layers_[layer], expert_index);
+}
+
+Status CflowFile::check_expert_index(uint32_t layer, uint32_t expert_index, const char* what) const {
+    if (layer >= layers_.size())
+        return make_error(path() + ": " + what + ": layer " + std::to_string(layer) + " out of range (" +
+                          std::to_string(layers_.size()) + " layers)");
+    if (expert_index >= header_.n_experts)
+        return make_error(path() + ": " + what + ": expert " + std::to_string(expert_index) + " out of range (" +
+                          std::to_string(header_.n_experts) + " experts)");
+    return {};
+}
+
+reader_detail::FileContext CflowFile::expert_context() const {
+    // Expert lookups only read the (validated) ExpertTable and bank, which need no .vflow spans.
+    const uint64_t header_offset = container_ == ContainerFormat::Vflow ? vflow_header_.cflow_header_offset : 0;
+    return reader_detail::FileContext{path(), file_->data(), file_->size(), header_, params_, header_offset, nullptr};
 }
 
 } // namespace cflow

@@ -58,8 +58,13 @@ inline std::optional<size_t> first_nonzero(const uint8_t* bytes, size_t count) {
 // directory; .vflow layer regions are directories only, their segments lie in ctx.vflow's spans.
 Result<RegionView> read_region(const FileContext& ctx, uint32_t index);
 
-// Tiles of one expert, computed from the plan and the layer's ExpertTable entry.
-Result<ExpertView> read_expert(const FileContext& ctx, const RegionView& layer, uint32_t expert);
+// Tiles of one expert, computed from the plan and the layer's ExpertTable entry; the tile headers
+// are read from `expert_bytes` (a copy of the expert) when it is not null, else from ctx.data.
+Result<ExpertView> read_expert(const FileContext& ctx, const RegionView& layer, uint32_t expert,
+                               const uint8_t* expert_bytes = nullptr);
+
+// The layer's ExpertTable entry of `expert`, checked against the bank.
+Result<ExpertLocation> read_expert_location(const FileContext& ctx, const RegionView& layer, uint32_t expert);
 
 // .vflow: the VFlowHeader at offset 0 (magic already matched): version, sizes, and that the
 // embedded GlobalHeader lies inside the file.

@@ -24,12 +24,14 @@ std::string u(uint64_t v) { return std::to_string(v); }
 // Checks the TileHeaders of a planned tile run starting at `base` and fills TileRefs.
 Status check_tiles(const FileContext& ctx, const std::string& label, const std::vector<PlannedTile>& plan,
                    const std::vector<TilePart>& parts, const uint8_t* base, uint64_t base_offset, uint16_t layer_id, uint8_t expert_id, uint32_t tile_index0, std::vector<TileRef>* tiles,
-                   std::vector<StripeRef>* stripes) {
+                   std::vector<StripeRef>* stripes, const uint8_t* header_source) {
+    // The headers are read from header_source (a copy of base's bytes) when given; refs point into base.
+    const uint8_t* headers = header_source ? header_source : base;
     const size_t first_ref = tiles->size();
     for (size_t i = 0; i < plan.size(); ++i) {
         const PlannedTile& t = plan[i];
         TileHeader th;
-        std::memcpy(&th, base + t.offset, sizeof(th));
+        std::memcpy(&th, headers + t.offset, sizeof(th));
         const uint64_t at = base_offset + t.offset;
         const MatrixId matrix = parts[t.part].matrix;
         const uint16_t quant_group = tile_quant_group(parts[t.part].dtype);
@@ -196,7 +198,7 @@ Status read_segment(const FileContext& ctx, uint32_t region_index, const RegionE
     const auto layer_id = static_cast<uint16_t>(region_index);
     view->tiles.reserve(plan->size());
     return check_tiles(ctx, fail.label, *plan, shape->parts, view->data, e.offset, layer_id, kNoExpert, 0,
-                       &view->tiles, &view->stripes);
+                       &view->tiles, &view->stripes, nullptr);
 }
 
 // Reads the ExpertEntry of expert `e` and checks it points at a whole expert inside the bank.
@@ -349,13 +351,20 @@ Result<RegionView> read_region(const FileContext& ctx, uint32_t index) {
     return view;
 }
 
-Result<ExpertView> read_expert(const FileContext& ctx, const RegionView& layer, uint32_t expert) {
+Result<ExpertLocation> read_expert_location(const FileContext& ctx, const RegionView& layer, uint32_t expert) {
     const SegmentView* table = layer.find(SegmentRole::ExpertTable);
     const SegmentView* bank = layer.find(SegmentRole::ExpertBank);
     if (!table || !bank)
         return make_error(ctx.path + ": layer " + u(layer.index) + " has no expert table/bank (dense layer)");
     auto entry = expert_entry(ctx, layer.index, *table, *bank, expert);
     if (!entry) return entry.take_error();
+    return ExpertLocation{entry->offset, entry->length};
+}
+
+Result<ExpertView> read_expert(const FileContext& ctx, const RegionView& layer, uint32_t expert, const uint8_t* expert_bytes) {
+    auto entry = read_expert_location(ctx, layer, expert);
+    if (!entry) return entry.take_error();
+    const SegmentView* bank = layer.find(SegmentRole::ExpertBank);
     const segment_shapes::SegmentShape bank_shape{Storage::ExpertBank, bank->parts, bank->cols, 0};
     auto size = segment_shapes::segment_bytes(ctx.header, bank_shape);
     if (!size) return size.take_error();
@@ -369,18 +378,19 @@ Result<ExpertView> read_expert(const FileContext& ctx, const RegionView& layer, 
 
     ExpertView view;
     view.offset = entry->offset;
-    view.bytes = entry->length;
+    view.bytes = entry->bytes;
     const std::string label = "layer " + u(layer.index) + " expert " + u(expert);
     const auto layer_id = static_cast<uint16_t>(layer.index);
     const auto expert_id = static_cast<uint8_t>(expert);
     const uint8_t* base = ctx.data + entry->offset;
     view.gate_up.reserve(gate_up_plan->size());
     view.down.reserve(down_plan->size());
-    if (Status s = check_tiles(ctx, label + " gate/up", *gate_up_plan, gate_up_parts, base, entry->offset, layer_id, expert_id, 0, &view.gate_up, &view.gate_up_stripes);
+    if (Status s = check_tiles(ctx, label + " gate/up", *gate_up_plan, gate_up_parts, base, entry->offset, layer_id, expert_id, 0, &view.gate_up, &view.gate_up_stripes, expert_bytes);
         !s)
         return s.take_error();
     const uint64_t down_offset = entry->offset + size->expert_gate_up_bytes;
-    if (Status s = check_tiles(ctx, label + " down", *down_plan, down_parts, ctx.data + down_offset, down_offset, layer_id, expert_id, 0, &view.down, &view.down_stripes);
+    if (Status s = check_tiles(ctx, label + " down", *down_plan, down_parts, ctx.data + down_offset, down_offset, layer_id, expert_id, 0, &view.down, &view.down_stripes,
+                               expert_bytes ? expert_bytes + size->expert_gate_up_bytes : nullptr);
         !s)
         return s.take_error();
     return view;

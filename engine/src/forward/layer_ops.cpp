@@ -225,9 +225,10 @@ void Session::route(uint32_t layer, const SegmentView& norm, const float* x, Rou
     if (fetcher_) {
         // Issue the reads now; run_experts waits for them at the injection layer.
         for (uint32_t i = 0; i < k; ++i) {
-            auto view = model_->expert(layer, routing.experts[i]);
-            if (!view) continue;  // run_experts reports the corrupt entry
-            const ExpertView& ev = *view.value();
+            // The table entry only: the tiles are checked in the bytes read (Model::expert).
+            auto where = model_->expert_location(layer, routing.experts[i]);
+            if (!where) continue;  // run_experts reports the corrupt entry
+            const ExpertLocation& ev = *where;
             const auto ticket = fetcher_->request(expert_cache_key(layer, routing.experts[i]), ev.offset, ev.bytes);
             routing.tickets[i] = int32_t(ticket.id);
             if (ticket.fromCache) {
@@ -259,19 +260,23 @@ Status Session::run_experts(const Routing& routing, float* out, LayerRecord& rec
     Buffers& b = *buf_;
     const uint32_t d = h.d_model, eff = h.expert_d_ff;
     for (uint32_t i = 0; i < routing.n; ++i) {
-        auto view = model_->expert(routing.layer, routing.experts[i]);
+        const uint8_t* staged = nullptr;  // the expert's bytes as the fetcher read them
+        if (routing.tickets[i] >= 0) {
+            auto read = fetcher_->wait(uint32_t(routing.tickets[i]), rec.expertWaitUs);
+            if (!read) return read.take_error();
+            staged = read.value();
+        }
+        auto view = model_->expert(routing.layer, routing.experts[i], staged);
         if (!view) return view.take_error();
         const ExpertView& ev = *view.value();
         const std::vector<TileRef>* gate_up = &ev.gate_up;
         const std::vector<TileRef>* down = &ev.down;
-        if (routing.tickets[i] >= 0) {
+        if (staged) {
             // Same tiles, read from the staging buffer: rebase every payload pointer.
-            auto staged = fetcher_->wait(uint32_t(routing.tickets[i]), rec.expertWaitUs);
-            if (!staged) return staged.take_error();
             const uint8_t* mapped_base = model_->file().file().data() + ev.offset;
             auto rebase = [&](const std::vector<TileRef>& from, std::vector<TileRef>& to) {
                 to = from;
-                for (TileRef& t : to) t.payload = staged.value() + (t.payload - mapped_base);
+                for (TileRef& t : to) t.payload = staged + (t.payload - mapped_base);
             };
             rebase(ev.gate_up, b.staged_gate_up);
             rebase(ev.down, b.staged_down);

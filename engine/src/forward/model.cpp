@@ -162,14 +162,14 @@ std::string Model::name() const {
 
 namespace cflow {
 
-Result<const ExpertView*> Model::expert(uint32_t layer, uint32_t expert) const {
+Result<const ExpertView*> Model::expert(uint32_t layer, uint32_t expert, const uint8_t* expert_bytes) const {
     const GlobalHeader& h = header();
     if (layer >= h.n_layers || expert >= h.n_experts)
         return make_error(file_->path() + ": expert " + std::to_string(expert) + " of layer " + std::to_string(layer) +
                           " does not exist");
     ExpertSlot& slot = expert_slots_[size_t(layer) * h.n_experts + expert];
     std::call_once(slot.once, [&] {
-        auto view = file_->expert(layer, expert);
+        auto view = file_->expert(layer, expert, expert_bytes);
         if (view) slot.view = std::move(view.value());
         else slot.error = view.take_error();
     });

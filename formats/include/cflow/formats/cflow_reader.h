@@ -86,6 +86,15 @@ struct ExpertView {
     uint64_t bytes = 0;
 };
 
+namespace reader_detail {
+struct FileContext;
+} // namespace reader_detail
+
+struct ExpertLocation {
+    uint64_t offset = 0;  // in the file
+    uint64_t bytes = 0;
+};
+
 class CflowFile {
 public:
     static Result<std::shared_ptr<CflowFile>> open(const std::string& path, LoadMode mode = LoadMode::Map);
@@ -129,9 +138,19 @@ public:
     const std::vector<GroupDescriptor>& groups() const { return groups_; }
 
     // Tiles of expert e in layer l; fails if l/e are out of range or the table entry is corrupt.
-    Result<ExpertView> expert(uint32_t layer, uint32_t expert) const;
+    // The tile headers are checked in the mapping, or in `expert_bytes` when given: a copy of the
+    // expert's bytes [offset, offset + bytes) read another way (a direct-I/O read of a streamed
+    // expert), so that the mapping's pages of that expert are never touched. The refs point into
+    // the mapping either way.
+    Result<ExpertView> expert(uint32_t layer, uint32_t expert, const uint8_t* expert_bytes = nullptr) const;
+    // Where expert e of layer l lies in the file (its ExpertTable entry, checked), without reading
+    // its tiles: what a streamed read needs before the bytes arrive.
+    Result<ExpertLocation> expert_location(uint32_t layer, uint32_t expert) const;
 
 private:
+    Status check_expert_index(uint32_t layer, uint32_t expert, const char* what) const;
+    reader_detail::FileContext expert_context() const;
+
     std::shared_ptr<MappedFile> file_;
     GlobalHeader header_{};
     ModelParams params_{};

@@ -108,7 +108,13 @@ public:
     uint32_t effective_layers() const { return effective_layers_; }
     // Tiles of expert e of layer l, located on first use (so unselected experts are never
     // touched) and cached; thread-safe. Fails if the file's expert table entry is corrupt.
-    Result<const ExpertView*> expert(uint32_t layer, uint32_t expert) const;
+    // expert_bytes: a copy of the expert's bytes read by the expert fetcher; the first call checks
+    // the tile headers there instead of in the mapping, so a streamed expert's mapped pages are
+    // never faulted in (they were: RssFile grew to the experts used, and a cold read fetched them
+    // twice, once by direct I/O and once by the page fault's readahead).
+    Result<const ExpertView*> expert(uint32_t layer, uint32_t expert, const uint8_t* expert_bytes = nullptr) const;
+    // Where the expert lies in the file, from its table entry alone (its tiles are not read).
+    Result<ExpertLocation> expert_location(uint32_t layer, uint32_t expert) const { return file_->expert_location(layer, expert); }
 
     // LoadOptions::lanes: the copy of the file whose rearranged tiles the kernels read (byte for
     // byte at the same offsets as file().file().data()), or nullptr when the model was loaded
