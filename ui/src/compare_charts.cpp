@@ -7,6 +7,7 @@
 #include <QDir>
 #include <QGridLayout>
 #include <QHelpEvent>
+#include <QLabel>
 #include <QScrollArea>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -25,53 +26,6 @@
 
 namespace cflow::ui {
 namespace {
-
-
-// Long entry names would squeeze the bars: the axis shows "1: name…" elided.
-QString short_name(size_t index, const std::string& name) {
-    QString n = QString::fromStdString(name);
-    if (n.size() > 28) n = n.left(27) + u'…';
-    return QStringLiteral("%1: %2").arg(index + 1).arg(n);
-}
-
-// Bytes per token on the scatter's x axis in MiB, like B_naive / B_critical.
-constexpr double kMiB = 1024.0 * 1024.0;
-
-
-// Byte counts in KiB or MiB and shares in percent, so that an axis reads "2.4 MiB", not 2500000
-// (issue 37: ticks like 484435 and bar labels like 12333.1318).
-struct ChartUnit {
-    double divisor = 1;
-    QString suffix;  // "" = the metric's own unit, already in its label
-};
-
-bool is_byte_metric(CompareMetric metric) {
-    switch (metric) {
-    case CompareMetric::BytesPerToken:
-    case CompareMetric::AttentionBytesPerToken:
-    case CompareMetric::DenseBytesPerToken:
-    case CompareMetric::ExpertBytesPerToken:
-    case CompareMetric::RouterBytesPerToken:
-    case CompareMetric::VocabBytesPerToken: return true;
-    default: return false;
-    }
-}
-
-ChartUnit unit_for(CompareMetric metric, double max_value) {
-    if (is_byte_metric(metric)) {
-        if (max_value >= kMiB) return {kMiB, QObject::tr("MiB")};
-        if (max_value >= 1024) return {1024, QObject::tr("KiB")};
-        return {1, QObject::tr("bytes")};
-    }
-    if (metric == CompareMetric::Top1Agreement || metric == CompareMetric::ExpertWaitShare) return {0.01, QObject::tr("%")};
-    return {};
-}
-
-// Significant digits that show a value's whole part and, below 1000, a decimal or two.
-int label_precision(double max_value) {
-    const int whole_digits = max_value >= 1 ? int(std::floor(std::log10(max_value))) + 1 : 1;
-    return std::max(3, whole_digits);
-}
 
 // Decimals of a value axis's tick labels: none on whole steps, else enough to tell ticks apart.
 void compare_tick_decimals(QValueAxis* axis) {
@@ -119,93 +73,49 @@ void compare_widen_for_labels(QValueAxis* axis, double d0, double d1, qreal befo
 
 } // namespace
 
-std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& points) {
-    std::vector<size_t> order(points.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        return points[a].x < points[b].x || (points[a].x == points[b].x && points[a].y < points[b].y);
-    });
-    std::vector<size_t> front;
-    for (size_t i : order)
-        if (front.empty() || points[i].y < points[front.back()].y) front.push_back(i);
-    return front;
-}
-
 QChart* make_metric_chart(const CompareReport& report, CompareMetric metric) {
-    double raw_max = 0;
-    for (const CompareRow& row : report.rows)
-        if (const auto value = row.value(metric)) raw_max = std::max(raw_max, *value);
-    const ChartUnit unit = unit_for(metric, raw_max);
-    const QString label = qt(compare_metric_label(metric)) + (unit.suffix.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(unit.suffix));
-    auto* set = new QBarSet(label);
-    QStringList categories;
-    double max_value = 0;
-    for (size_t i = 0; i < report.rows.size(); ++i) {
-        const auto value = report.rows[i].value(metric);
-        if (!value) continue;
-        *set << *value / unit.divisor;
-        categories << short_name(i, report.rows[i].displayName);
-        max_value = std::max(max_value, *value / unit.divisor);
-    }
-    if (categories.isEmpty()) {
-        delete set;
-        return nullptr;
-    }
+    const std::optional<CompareBarChartData> data = compare_bar_chart_data(report, metric);
+    if (!data) return nullptr;
+    auto* set = new QBarSet(data->seriesLabel);
+    for (double value : data->values) *set << value;
     auto* chart = new QChart;
     auto* series = new QBarSeries;
     series->append(set);
     series->setLabelsVisible(true);
     series->setLabelsPosition(QAbstractBarSeries::LabelsOutsideEnd);
     series->setLabelsFormat(QStringLiteral("@value"));
-    series->setLabelsPrecision(label_precision(max_value));
+    series->setLabelsPrecision(data->labelPrecision);
     set->setLabelColor(Qt::black);  // the default white vanishes above the bars
     chart->addSeries(series);
     auto* x = new QBarCategoryAxis;
-    x->append(categories);
+    x->append(data->categories);
     chart->addAxis(x, Qt::AlignBottom);
     series->attachAxis(x);
     auto* y = new QValueAxis;
-    if (!unit.suffix.isEmpty()) y->setTitleText(unit.suffix);
+    if (!data->valueAxisTitle.isEmpty()) y->setTitleText(data->valueAxisTitle);
     chart->addAxis(y, Qt::AlignLeft);
     series->attachAxis(y);
     // After attaching (which fits the range to the bars): room for the labels above the bars,
     // then ticks at 1, 2 or 5 times a power of ten.
-    y->setRange(0, max_value > 0 ? max_value * 1.15 : 1);
+    y->setRange(0, data->maxValue > 0 ? data->maxValue * 1.15 : 1);
     y->applyNiceNumbers();
     compare_tick_decimals(y);
-    QString title = label + (compare_metric_higher_is_better(metric) ? QObject::tr(" (higher is better)") : QObject::tr(" (lower is better)"));
-    if (metric == CompareMetric::Perplexity && report.tokenizersDiffer)
-        title = label + QObject::tr(" (per token: not comparable across these tokenizers)");
-    chart->setTitle(title);
+    chart->setTitle(data->title);
     chart->legend()->hide();
     return chart;
 }
 
-std::vector<size_t> charted_rows(const CompareReport& report, std::optional<CompareMetric> metric) {
-    std::vector<size_t> rows;
-    for (size_t i = 0; i < report.rows.size(); ++i) {
-        const CompareRow& row = report.rows[i];
-        if (metric ? row.value(*metric).has_value()
-                   : row.value(CompareMetric::BytesPerToken) && row.value(compare_quality_metric(report)))
-            rows.push_back(i);
-    }
-    return rows;
-}
-
 QChart* make_pareto_chart(const CompareReport& report) {
-    const CompareMetric quality = compare_quality_metric(report);
-    std::vector<ParetoPoint> points;
-    const std::vector<size_t> rows = charted_rows(report, std::nullopt);
-    for (size_t i : rows) points.push_back({*report.rows[i].value(CompareMetric::BytesPerToken) / kMiB, *report.rows[i].value(quality)});
-    if (points.empty()) return nullptr;
+    const std::optional<CompareScatterChartData> data = compare_scatter_chart_data(report);
+    if (!data) return nullptr;
+    const std::vector<ParetoPoint>& points = data->points;
+    const std::vector<size_t>& rows = data->rows;
     auto* chart = new QChart;
-    const bool bits = quality == CompareMetric::BitsPerByte;
-    chart->setTitle(bits ? QObject::tr("Bits per byte against bytes per token (lower left is better; line: Pareto front)")
-                         : QObject::tr("Perplexity against bytes per token (lower left is better; line: Pareto front)"));
+    chart->setTitle(data->title);
     auto* x = new QValueAxis;
     auto* y = new QValueAxis;
-    x->setTitleText(QObject::tr("weight bytes read per decoded token (MiB)"));
-    y->setTitleText(bits ? QObject::tr("bits per byte") : QObject::tr("perplexity"));
+    x->setTitleText(data->xAxisTitle);
+    y->setTitleText(data->yAxisTitle);
     double x0 = points[0].x, x1 = points[0].x, y0 = points[0].y, y1 = points[0].y;
     for (const ParetoPoint& p : points) {
         x0 = std::min(x0, p.x), x1 = std::max(x1, p.x), y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
@@ -217,13 +127,13 @@ QChart* make_pareto_chart(const CompareReport& report) {
     auto* front = new QLineSeries;
     front->setName(QObject::tr("Pareto front"));
     front->setPointsVisible(true);  // a front of one point is still seen
-    for (size_t i : pareto_front(points)) front->append(points[i].x, points[i].y);
+    for (size_t i : data->front) front->append(points[i].x, points[i].y);
     chart->addSeries(front);
     front->attachAxis(x);
     front->attachAxis(y);
     for (size_t k = 0; k < points.size(); ++k) {
         auto* s = new QScatterSeries;
-        s->setName(short_name(rows[k], report.rows[rows[k]].displayName));
+        s->setName(data->names[qsizetype(k)]);
         s->setMarkerSize(kChartMarkerSize);
         s->append(points[k].x, points[k].y);
         s->setPointLabelsVisible(true);
@@ -375,8 +285,14 @@ CompareChartsWidget::CompareChartsWidget(QWidget* parent) : QWidget(parent) {
     grid_ = new QWidget(scroll);
     grid_->setLayout(new QGridLayout);
     scroll->setWidget(grid_);
+    auto* note = new QLabel(compare_charts_no_data_text(), this);
+    note->setObjectName(QStringLiteral("compareChartsNoData"));
+    note->setWordWrap(true);
+    note->setAlignment(Qt::AlignCenter);
+    noData_ = note;
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(noData_);
     layout->addWidget(scroll);
 }
 
@@ -407,6 +323,7 @@ void CompareChartsWidget::setReport(const CompareReport& report) {
     add(pareto, make_pareto_chart(report), std::nullopt);
     for (size_t m = 0; m < kCompareMetricCount; ++m)
         add(qt(compare_metric_key(CompareMetric(m))), make_metric_chart(report, CompareMetric(m)), CompareMetric(m));
+    noData_->setVisible(views_.empty());
 }
 
 QStringList CompareChartsWidget::chartNames() const {

@@ -1,10 +1,14 @@
 #pragma once
-// The comparison's charts, drawn with Qt Charts (they are built once per finished run, so its
-// scene cost does not matter here, unlike the 30 Hz inspector): a bar chart per measured metric
-// and the perplexity against bytes-per-token scatter with its Pareto front (the paper's
-// Fig. 4.1 shape). Each chart can be saved as a PNG at a fixed size.
-// A build without Qt Charts (CFLOW_HAVE_QT_CHARTS unset: the Windows cross build when Qt Charts could
-// not be built, ui/CMakeLists.txt) has only CompareChartsWidget, which then says so and draws nothing.
+// The comparison's charts: a bar chart per measured metric and the perplexity against
+// bytes-per-token scatter with its Pareto front (the paper's Fig. 4.1 shape). Each chart can be
+// saved as a PNG at a fixed size. Two renderers of the same data (compare_charts_data.h), chosen
+// at configure time by CFLOW_COMPARE_CHARTS (ui/CMakeLists.txt):
+// - qtcharts (CFLOW_HAVE_QT_CHARTS set; compare_charts.cpp): Qt Charts, with the chart objects
+//   declared below. They are built once per finished run, so its scene cost does not matter here,
+//   unlike the 30 Hz inspector.
+// - painter (compare_charts_painter*.cpp): QPainter, for builds without Qt Charts (the Windows
+//   cross build: Debian serves no qt6-charts source). CompareChartsWidget then shows
+//   PaintedCompareChart widgets (compare_charts_painter.h) and exports the same PNGs.
 #include <optional>
 #include <vector>
 
@@ -14,6 +18,7 @@
 
 #include "cflow/base/result.h"
 #include "cflow/engine/compare/comparison.h"
+#include "cflow/ui/compare_charts_data.h"
 
 #ifdef CFLOW_HAVE_QT_CHARTS
 #include <QtCharts/QChartView>
@@ -25,23 +30,12 @@ class QChartView;
 namespace cflow::ui {
 
 #ifdef CFLOW_HAVE_QT_CHARTS
-struct ParetoPoint {
-    double x = 0;  // cost (bytes per token): lower is better
-    double y = 0;  // loss (perplexity): lower is better
-};
-// Indices of the points no other point beats on both axes (ties kept once), by ascending x.
-std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& points);
-
 // A bar per entry that has the metric; nullptr when none has it.
 QChart* make_metric_chart(const CompareReport& report, CompareMetric metric);
 // Entries with both the quality metric (compare_quality_metric: perplexity, or bits per byte when
 // the tokenizers differ) and bytes per token, one scatter series each, and the Pareto line;
 // nullptr when no entry has both.
 QChart* make_pareto_chart(const CompareReport& report);
-// Rows a chart draws, in drawing order: those with the metric (bar chart) or with both of the
-// scatter's (metric nullopt).
-std::vector<size_t> charted_rows(const CompareReport& report, std::optional<CompareMetric> metric);
-
 // A comparison chart on screen: hovering a bar, the column of an axis label or a scatter point
 // shows the entry's full name and the exact value with its unit (the chart's own labels are
 // elided to fit); value labels are kept inside the plot at whatever size the view is given.
@@ -76,9 +70,9 @@ inline const char* pareto_chart_name(const CompareReport& report) {
     return compare_quality_metric(report) == CompareMetric::BitsPerByte ? kParetoBitsChartName : kParetoChartName;
 }
 
-// The charts page: the scatter first, then a bar chart per metric, in a scrolling grid (without Qt
-// Charts: a note that this build has none; chartNames() and savePngs() are then empty). The
-// results page above it says why bits per byte ranks (compare_quality_note), when it does.
+// The charts page: the scatter first, then a bar chart per metric, in a scrolling grid; a report
+// with nothing to chart shows a "no data" note instead (chartNames() and savePngs() are then
+// empty). The results page above it says why bits per byte ranks (compare_quality_note), when it does.
 class CompareChartsWidget : public QWidget {
     Q_OBJECT
 public:
@@ -93,7 +87,8 @@ private:
     void clear();
     CompareReport report_;
     QWidget* grid_ = nullptr;
-    std::vector<std::pair<QString, QChartView*>> views_;
+    QWidget* noData_ = nullptr;  // the note shown instead of charts when the report has none
+    std::vector<std::pair<QString, QWidget*>> views_;  // [charts] name, its view
 };
 
 } // namespace cflow::ui
