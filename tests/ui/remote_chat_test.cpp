@@ -7,6 +7,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <atomic>
 #include <functional>
 
 #include <QAction>
@@ -260,6 +261,30 @@ TEST(RemoteInspector, TheLocalPanelsSayWhyTheyAreEmptyAndTheTimelineShowsTheRepl
     dock.tabs()->setCurrentWidget(dock.routingPanel());
     EXPECT_FALSE(note->isVisible());
     EXPECT_TRUE(dock.endpointNote().isEmpty());
+}
+
+// The endpoint's /metrics line sits under the Server latency tab while on that endpoint only.
+TEST(RemoteInspector, TheServersMetricsLineShowsOnTheLatencyTabWhileOnTheEndpoint) {
+    TelemetryRing ring;
+    InspectorOptions options;
+    options.measureBandwidthAtStart = false;
+    InspectorDock dock(&ring, nullptr, options);
+    auto* line = dock.findChild<QLabel*>(QStringLiteral("serverMetrics"));
+    ASSERT_NE(line, nullptr);
+    dock.show();
+    dock.setEndpoint(QStringLiteral("qwen @ gpu-box:8000"));
+    dock.tabs()->setCurrentWidget(dock.latencyTimeline());
+    EXPECT_FALSE(line->isVisible()) << "nothing reported yet";
+    dock.setServerMetrics(QStringLiteral("vLLM: 2 running, 0 waiting"));
+    EXPECT_TRUE(line->isVisible());
+    EXPECT_EQ(dock.serverMetricsText(), QStringLiteral("vLLM: 2 running, 0 waiting"));
+    dock.tabs()->setCurrentWidget(dock.routingPanel());
+    EXPECT_FALSE(line->isVisible()) << "a local panel is not the server's";
+    dock.tabs()->setCurrentWidget(dock.latencyTimeline());
+    EXPECT_TRUE(line->isVisible());
+    dock.setEndpoint(QString());
+    EXPECT_FALSE(line->isVisible());
+    EXPECT_TRUE(dock.serverMetricsText().isEmpty()) << "the local engine has no server metrics";
 }
 
 // The controller with the engine and an endpoint, over a store of the test's own.
@@ -549,6 +574,50 @@ TEST(RemoteChat, TheStreamingTextReachesTheStoreAboutOnceASecond) {
     EXPECT_EQ(chat.storedReply().content, QString(90, QLatin1Char('w')) + QLatin1Char('!'));
     EXPECT_GE(chat.controller->replyStoreWrites(), 2) << "written while it streamed, not only at the end";
     EXPECT_LE(chat.controller->replyStoreWrites(), 5) << "about once a second over ~3 s, not once per batch";
+}
+
+// After each reply the controller passes on the server's /metrics line; a server without
+// /metrics (404) is said once and not asked again until the next connect.
+TEST(RemoteChat, TheServersMetricsFollowEachReplyAndAServerWithoutThemIsAskedOnce) {
+    cflow::test::LoopbackServer server;
+    std::atomic<int> metricsAsked{0};
+    std::atomic<bool> hasMetrics{true};
+    server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        cflow::test::stream_events(res, {cflow::test::chunk_event("Hi"), cflow::test::kEndEvents}, true);
+    });
+    server.http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+        ++metricsAsked;
+        if (!hasMetrics) {
+            res.status = 404;
+            return;
+        }
+        res.set_content("vllm:num_requests_running{model_name=\"m\"} 2\nvllm:num_requests_waiting{model_name=\"m\"} 1\n"
+                        "vllm:kv_cache_usage_perc{model_name=\"m\"} 0.5\n",
+                        "text/plain");
+    });
+    server.start();
+    RemoteChat chat;
+    EndpointProfile profile;
+    profile.baseUrl = QString::fromStdString(server.base_url());
+    ASSERT_TRUE(chat.connect(profile));
+    QSignalSpy metrics(chat.controller.get(), &ChatController::remoteServerMetrics);
+    const auto reply = [&](int expectedLines, int waitMs = kReplyTimeoutMs) {
+        EXPECT_TRUE(chat.controller->send(QStringLiteral("Hello")));
+        EXPECT_TRUE(chat.idle());
+        return QTest::qWaitFor([&] { return metrics.count() >= expectedLines; }, waitMs);
+    };
+    ASSERT_TRUE(reply(1));
+    EXPECT_EQ(metrics.at(0).at(0).toString(), QStringLiteral("vLLM: 2 running, 1 waiting, KV cache 50.0% used"));
+    hasMetrics = false;
+    ASSERT_TRUE(reply(2));
+    EXPECT_TRUE(metrics.at(1).at(0).toString().contains(QStringLiteral("reports no metrics"))) << metrics.at(1).at(0).toString().toStdString();
+    EXPECT_EQ(metricsAsked.load(), 2);
+    EXPECT_FALSE(reply(3, 1500)) << "asked again after the server said it has none";
+    EXPECT_EQ(metricsAsked.load(), 2);
+    hasMetrics = true;
+    ASSERT_TRUE(chat.connect(profile));  // a new connect asks again
+    ASSERT_TRUE(reply(3));
+    EXPECT_EQ(metricsAsked.load(), 3);
 }
 
 TEST(RemoteChat, StopEndsAReplyWhileTheServerIsStillSilent) {

@@ -42,6 +42,11 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
     endpointNote_->setObjectName(QStringLiteral("endpointNote"));
     endpointNote_->setWordWrap(true);
     endpointNote_->hide();
+    serverMetrics_ = new QLabel(body);
+    serverMetrics_->setObjectName(QStringLiteral("serverMetrics"));
+    serverMetrics_->setWordWrap(true);
+    serverMetrics_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    serverMetrics_->hide();
     status_ = new QLabel(body);
     // Wrapped: the model's name and the count on one line set the dock's minimum width and, in
     // a column beside the chat, pushed the Export button out of view behind a scroll bar.
@@ -56,6 +61,7 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(endpointNote_);
     layout->addWidget(tabs_, 1);
+    layout->addWidget(serverMetrics_);
     layout->addLayout(bottom);
     // Below the charts' own minimum (a 600-pixel window's strip) the dock scrolls rather than
     // taking the transcript's height.
@@ -82,6 +88,7 @@ InspectorDock::InspectorDock(TelemetryRing* ring, QWidget* parent, InspectorOpti
         refreshPanel(tabs_->widget(index));
         if (tabs_->widget(index) == latency_) latency_->refreshIfChanged();
         endpointNote_->setVisible(!endpointLabel_.isEmpty() && tabs_->widget(index) != latency_);
+        updateServerMetricsVisibility();
     });
 
     timer_ = new QTimer(this);
@@ -106,7 +113,21 @@ void InspectorDock::setEndpoint(const QString& label) {
                              "tab shows when each piece of a reply arrived.")
                               .arg(label));
     endpointNote_->setVisible(!label.isEmpty() && tabs_->currentWidget() != latency_);
+    serverMetrics_->clear();  // another server's figures, or none for the local engine
+    updateServerMetricsVisibility();
     updateStatus();
+}
+
+void InspectorDock::setServerMetrics(const QString& line) {
+    serverMetrics_->setText(line);
+    updateServerMetricsVisibility();
+}
+
+QString InspectorDock::serverMetricsText() const { return endpointLabel_.isEmpty() ? QString() : serverMetrics_->text(); }
+
+void InspectorDock::updateServerMetricsVisibility() {
+    serverMetrics_->setVisible(!endpointLabel_.isEmpty() && !serverMetrics_->text().isEmpty() &&
+                               tabs_->currentWidget() == latency_);
 }
 
 void InspectorDock::showRemoteReply(const std::vector<float>& arrivalMs, double firstTextMs) {

@@ -173,6 +173,9 @@ void ChatController::connectEndpoint(const EndpointProfile& profile, const QStri
         connect(remote, &RemoteWorker::tokensReady, this, &ChatController::onTokens);
         connect(remote, &RemoteWorker::finished, this, &ChatController::onFinished);
         connect(remote, &RemoteWorker::error, this, &ChatController::onError);
+        connect(remote, &RemoteWorker::serverMetrics, this, [this](const QString& line) {
+            if (onEndpoint_) emit remoteServerMetrics(line);  // not after a switch back to a local model
+        });
         connect(remote, &RemoteWorker::chunksArrived, this, [this](const std::vector<float>& arrivalMs) {
             if (!isGenerating()) return;
             emit remoteChunksArrived(arrivalMs, !reply_->remoteChunksSeen);

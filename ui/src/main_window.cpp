@@ -256,6 +256,7 @@ void MainWindow::wireController() {
     });
     connect(controller_, &ChatController::promptProgress, status_, &StatusArea::showPromptProgress);
     connect(controller_, &ChatController::remoteChunksArrived, inspector_, &InspectorDock::appendRemoteArrivals);
+    connect(controller_, &ChatController::remoteServerMetrics, inspector_, &InspectorDock::setServerMetrics);
     connect(controller_, &ChatController::generatingChanged, this,
             [this] { sidebar_->setBusyConversation(controller_->replyConversationId()); });
     connect(controller_, &ChatController::setupChanged, this, &MainWindow::syncContextLimits);

@@ -123,6 +123,7 @@ void RemoteWorker::configure(const EndpointProfile& profile, const QString& apiK
     profile_ = profile;
     apiKey_ = apiKey;
     configured_ = true;
+    metricsAbsent_ = false;
     ModelInfo info;
     info.path = endpoint_identity(profile);
     info.name = endpoint_identity_label(info.path);
@@ -201,6 +202,27 @@ void RemoteWorker::generate(const Conversation& conversation, const GenerationSe
     }
     if (!reply->complete && !reply->cancelled) spdlog::warn("remote: reply cut: {}", reply->incomplete_reason);
     emit finished(remote_reply_stats(*reply, std::move(arrivalMs)));
+    if (!reply->cancelled) reportServerMetrics(client);
+}
+
+// After finished(): the chat is free again while this thread asks (at most
+// RemoteClient::kMetricsTimeoutMs); a next request waits behind it.
+void RemoteWorker::reportServerMetrics(cflow::remote::RemoteClient& client) {
+    if (metricsAbsent_ || shutDown_.load()) return;
+    auto metrics = client.fetch_metrics(&cancel_);
+    if (!metrics) {
+        if (metrics.kind() == ErrorKind::Cancelled) return;
+        metricsAbsent_ = true;  // one failure is reported; asking after every reply would only repeat it
+        spdlog::info("remote: no server metrics: {}", metrics.error());
+        emit serverMetrics(tr("Server metrics could not be read: %1").arg(QString::fromStdString(metrics.error())));
+        return;
+    }
+    if (!*metrics) {
+        metricsAbsent_ = true;
+        emit serverMetrics(tr("The server reports no metrics on /metrics (vLLM does; llama.cpp's server with --metrics)."));
+        return;
+    }
+    emit serverMetrics(QString::fromStdString(cflow::remote::server_metrics_text(**metrics)));
 }
 
 } // namespace cflow::ui

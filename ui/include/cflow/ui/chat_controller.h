@@ -205,6 +205,8 @@ signals:
     // A reply written by an endpoint: its newest chunks' arrivals (ms from the request's start),
     // with each batch; firstBatch: the reply's first (the inspector's latency timeline).
     void remoteChunksArrived(const std::vector<float>& arrivalMs, bool firstBatch);
+    // The endpoint's /metrics after a reply, in one line (RemoteWorker::serverMetrics).
+    void remoteServerMetrics(const QString& line);
     void generatingChanged(bool generating);
     void contextChanged(int used, int length);
     void promptMeasured(const cflow::ui::RenderedPrompt& prompt);

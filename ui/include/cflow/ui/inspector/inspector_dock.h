@@ -64,6 +64,7 @@ public:
     LatencyTimeline* latencyTimeline() const { return latency_; }
     // Why the local-only panels are empty while replies come from an endpoint ("" when local).
     QString endpointNote() const;
+    QString serverMetricsText() const;  // the /metrics line shown on the Server latency tab ("" when none)
     QTabWidget* tabs() const { return tabs_; }
     QTimer* refreshTimer() const { return timer_; }
     ReadBandwidthProbe* readBandwidthProbe() const { return probe_; }
@@ -80,6 +81,8 @@ public slots:
     // A remote reply streaming: its newest chunks' arrivals; the timer repaints the timeline.
     // startsReply: the first batch of a reply (the previous reply's chunks are cleared).
     void appendRemoteArrivals(const std::vector<float>& arrivalMs, bool startsReply);
+    // What the endpoint reports on /metrics, shown under the Server latency tab ("" hides it).
+    void setServerMetrics(const QString& line);
     void highlightToken(uint32_t position);  // the chat view calls it when a token is clicked
     void clearTelemetry();                   // a new conversation starts
     void drainNow();                         // the timer's work: drain the ring, redraw if new
@@ -92,6 +95,7 @@ private:
     void applyGeometry(const InspectorGeometry& geometry);
     void refreshPanel(QWidget* panel);
     void updateStatus();
+    void updateServerMetricsVisibility();
 
     TelemetryRing* ring_;
     InspectorOptions options_;
@@ -107,6 +111,7 @@ private:
     QLabel* status_ = nullptr;
     LatencyTimeline* latency_ = nullptr;
     QLabel* endpointNote_ = nullptr;  // above the tabs, on the local-only ones, while on an endpoint
+    QLabel* serverMetrics_ = nullptr;  // under the tabs, on the Server latency tab, while on an endpoint
     QString endpointLabel_;
     std::unique_ptr<detail::ThrottledText> statusText_;  // status_ at most 5 times a second
     ReadBandwidthProbe* probe_ = nullptr;

@@ -75,12 +75,19 @@ signals:
     // With each batch: its chunks' arrivals (ms from the request's start), for the latency timeline.
     void chunksArrived(const std::vector<float>& arrivalMs);
     void finished(const cflow::ui::ReplyStats& stats);
+    // After a reply: one line of what the server reports on GET /metrics (vLLM, llama.cpp's server
+    // with --metrics), or why there is none. Asked after each finished reply until the endpoint
+    // answers without metrics or fails once; then not again until the next configure().
+    void serverMetrics(const QString& line);
     void error(const cflow::ui::WorkerError& error);
 
 private:
+    void reportServerMetrics(cflow::remote::RemoteClient& client);
+
     EndpointProfile profile_;
     QString apiKey_;
     bool configured_ = false;
+    bool metricsAbsent_ = false;  // the endpoint had no /metrics (or it failed): not asked again
     CancelToken cancel_;
     std::atomic<bool> shutDown_{false};
     std::atomic<uint64_t> stopRequests_{0};
