@@ -303,6 +303,35 @@ void declare_critical_path(CLI::App& root, CriticalPathArgs& a) {
     });
 }
 
+void declare_plan(CLI::App& root, PlanArgs& a) {
+    CLI::App* c = add_command(
+        root, "plan", "predicted memory and speed of a model before loading it, and of the alternatives",
+        "Resident memory, prefill and decode tok/s and the expert stall share for the file as asked, then for\n"
+        "each KV type, expert arm and cache size (MoE) and quantisation the converter offers, from the file's\n"
+        "tile plan and a calibration of this machine (stored beside the read-bandwidth figure; taken on the\n"
+        "first run and with --calibrate, which takes tens of seconds).");
+    c->add_option("MODEL", a.positionals, "the .cflow/.vflow file")->type_name("FILE");
+    add_session_options(*c, a.session, kSessionContext | kSessionLoad | kSessionKvCache);
+    c->add_option("--expert-fetch", a.session.expert_fetch,
+                  "where a MoE model's experts come from: mapped, sync or staged (as generate)")
+        ->transform(enum_choice<ExpertFetch>(parse_expert_fetch, "", "--expert-fetch must be 'mapped', 'sync' or 'staged'"))
+        ->type_name("mapped|sync|staged")
+        ->default_str("mapped");
+    c->add_option_function<std::string>(
+         "--cache-mib", [&a](const std::string& value) { a.session.cache_mib = *parse_cache_mib(value); },
+         "RAM expert cache for sync/staged in MiB (0: off; fit: as generate sizes it)")
+        ->check(text_check([](const std::string& v) { return bool(parse_cache_mib(v)); },
+                           [](const std::string& v) { return parse_cache_mib(v).error(); }))
+        ->type_name("M|fit")
+        ->default_str("0");
+    add_integer(*c, "--prompt-tokens", a.prompt_tokens, 1, 1 << 20, "the prompt the prefill figure is for");
+    add_integer(*c, "--tokens", a.tokens, 1, 1 << 20, "the reply the decode figure averages over");
+    c->add_option("--calibration", a.calibration, "use this stored calibration file instead of this machine's")
+        ->type_name("FILE");
+    add_flag(*c, "--calibrate", a.calibrate, "measure this machine again (tens of seconds) and store it");
+    add_flag(*c, "--json", a.json, "one JSON object");
+}
+
 void declare_tokenize(CLI::App& root, TokenizeArgs& a, DetokenizeArgs& d) {
     CLI::App* c = add_command(
         root, "tokenize", "stdin (all of it, as bytes) to token ids or pieces on one line",
@@ -447,6 +476,7 @@ CommandLine::CommandLine(std::string version) : version_(std::move(version)), ap
     declare_scorecard(root, args_.scorecard);
     declare_inspect(root, args_.inspect);
     declare_critical_path(root, args_.critical_path);
+    declare_plan(root, args_.plan);
     declare_tokenize(root, args_.tokenize, args_.detokenize);
     declare_template(root, args_.template_);
     declare_synth(root, args_.synth);

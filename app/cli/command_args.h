@@ -111,6 +111,16 @@ struct InspectArgs {
     bool json = false;
 };
 
+// plan's options: the settings a prediction is for (SessionArgs: --threads, --ctx, --load,
+// --kv-cache, --expert-fetch, --cache-mib), the prompt and reply it is for, the calibration.
+struct PlanArgs {
+    std::vector<std::string> positionals;  // MODEL
+    SessionArgs session;
+    int prompt_tokens = 64, tokens = 64;   // as cflow bench's defaults, so the figures compare
+    std::optional<std::string> calibration;  // --calibration FILE: a stored calibration to use instead of this machine's
+    bool json = false, calibrate = false;
+};
+
 // critical-path's geometry options; absent ones take fallbacks that depend on the others.
 struct CriticalPathArgs {
     std::vector<std::string> positionals;  // [MODEL]
@@ -160,6 +170,7 @@ struct CommandArgs {
     ScorecardArgs scorecard;
     InspectArgs inspect;
     CriticalPathArgs critical_path;
+    PlanArgs plan;
     TokenizeArgs tokenize;
     DetokenizeArgs detokenize;
     TemplateArgs template_;

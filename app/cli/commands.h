@@ -14,6 +14,7 @@ int run_inspect(const InspectArgs& args);
 int run_bench(const BenchArgs& args);
 int run_bench_experts(const BenchExpertsArgs& args);  // `cflow bench experts`
 int run_critical_path(const CriticalPathArgs& args);
+int run_plan(const PlanArgs& args);  // predicted memory and speed before loading (issue 35)
 int run_tokenize(const TokenizeArgs& args);
 int run_detokenize(const DetokenizeArgs& args);
 int run_template(const TemplateArgs& args);

@@ -22,6 +22,7 @@ std::optional<int> dispatch(const std::string& command, const cflow::cli::Comman
     if (command == "bench") return run_bench(args.bench);
     if (command == "bench experts") return run_bench_experts(args.bench_experts);
     if (command == "critical-path") return run_critical_path(args.critical_path);
+    if (command == "plan") return run_plan(args.plan);
     if (command == "chat") return run_chat(args.chat);
     if (command == "perplexity") return run_perplexity(args.perplexity);
     if (command == "tokenize") return run_tokenize(args.tokenize);

@@ -60,6 +60,8 @@ const std::map<std::string, std::vector<std::string>>& expected_options() {
         {"critical-path", {"--d", "--d-ff", "--layers", "--experts", "--top-k", "--expert-hidden", "--heads", "--kv-heads",
                            "--head-dim", "--dense-delay", "--expert-delay", "--shared-expert-hidden", "--combine-style",
                            "--blocks", "--iters", "--json"}},
+        {"plan", {"--threads", "--ctx", "--load", "--kv-cache", "--expert-fetch", "--cache-mib", "--prompt-tokens", "--tokens",
+                  "--calibration", "--calibrate", "--json"}},
         {"tokenize", {"--ids", "--pieces", "--parse-special", "--add-special"}},
         {"detokenize", {}},
         {"template", {"--template", "--messages", "--bos", "--eos", "--kwargs", "--tools", "--no-generation-prompt"}},
