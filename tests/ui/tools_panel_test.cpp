@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cflow/ui/chat_controller.h"
 #include "cflow/ui/conversation_store.h"
 #include "cflow/ui/main_window.h"
 #include "cflow/ui/tools/conversation_toolbox.h"
