@@ -115,8 +115,11 @@ int run_serve(const ServeArgs& args) {
     if (!server::is_loopback_host(options.host))
         std::fprintf(stderr, "cflow serve: warning: listening on %s, reachable from other machines%s\n",
                      options.host.c_str(), options.api_key.empty() ? " and without an API key (--api-key KEY)" : "");
-    // A client that disconnects mid-write must not kill the process.
+    // A client that disconnects mid-write must not kill the process (Windows has no SIGPIPE: such
+    // a send just fails).
+#ifdef SIGPIPE
     std::signal(SIGPIPE, SIG_IGN);
+#endif
     if (Status started = http.start(); !started) return fail("serve", started.error());
     std::string experts;  // how a MoE model's experts are fetched, said only for one
     if (model->header().n_experts > 0) {

@@ -4,12 +4,12 @@
 # part is rebuilt only when one of them changes:
 #   PCRE2 (the engine's BPE tokenizer), Qt 6.4 qtbase (Core, Gui, Widgets, Sql+SQLite, Concurrent,
 #   with SQLite's amalgamation from Debian's sqlite3 source), Qt Charts (when its source can be
-#   fetched), QCoro (header-only), spdlog on fmt.
+#   fetched), QCoro (header-only), spdlog on fmt, cpp-httplib (header-only, for `cflow serve`).
 # Then writes mingw-deps.cmake beside them, which cmake/toolchain-mingw64.cmake reads, so the mingw
 # presets find these parts and nothing of the Linux host.
 #
 #   packaging/windows/build-deps.sh [--without-qt | --print-cache]
-#     --without-qt   only the parts the CLI needs (PCRE2) and the small ones (spdlog, fmt): minutes, not
+#     --without-qt   only the parts the CLI needs (PCRE2, cpp-httplib) and the small ones (spdlog, fmt): minutes, not
 #                    the Qt build's tens of minutes (.ci/run on a cold cache)
 #     --print-cache  print the cache folder and whether every part is built (exit 1 when not), build nothing
 #
@@ -25,7 +25,7 @@ here="$repo_root/packaging/windows"
 die() { echo "build-deps.sh: $*" >&2; exit 1; }
 # shellcheck source=packaging/windows/deps/common.sh
 source "$here/deps/common.sh"
-for recipe in pcre2 qtbase qcoro spdlog-fmt; do
+for recipe in pcre2 qtbase qcoro spdlog-fmt cpp-httplib; do
   # shellcheck source=/dev/null
   source "$here/deps/$recipe.sh"
 done
@@ -39,11 +39,13 @@ sqlite_version="3.40.1-2+deb12u2"
 qcoro_version="0.8.0-1"
 fmt_version="9.1.0+ds1-2"
 spdlog_version="1:1.10.0+ds-0.4"
+cpp_httplib_version="0.11.4+ds-1+deb12u1"  # the Linux build's libcpp-httplib-dev
 # Recipe revisions: bump one when its part's build flags change (deps/*.sh), so the cache is rebuilt.
 pcre2_recipe=1
 qt_recipe=1
 qcoro_recipe=1
 spdlog_recipe=1
+cpp_httplib_recipe=1
 
 print_cache=0
 with_qt=1
@@ -65,12 +67,13 @@ pcre2_prefix="$cache/pcre2-$pcre2_version-$gcc_key-r$pcre2_recipe"
 qt_prefix="$cache/qt-$qtbase_version-charts-$qtcharts_version-sqlite-$sqlite_version-$gcc_key-r$qt_recipe"
 qcoro_prefix="$cache/qcoro-$qcoro_version-r$qcoro_recipe"
 spdlog_prefix="$cache/spdlog-${spdlog_version#*:}-fmt-$fmt_version-$gcc_key-r$spdlog_recipe"
+cpp_httplib_prefix="$cache/cpp-httplib-$cpp_httplib_version-r$cpp_httplib_recipe"
 deps_file="$cache/mingw-deps.cmake"
 
 if [[ "$print_cache" -eq 1 ]]; then
   echo "$cache"
   missing=0
-  for prefix in "$pcre2_prefix" "$qt_prefix" "$qcoro_prefix" "$spdlog_prefix"; do
+  for prefix in "$pcre2_prefix" "$qt_prefix" "$qcoro_prefix" "$spdlog_prefix" "$cpp_httplib_prefix"; do
     if part_done "$prefix"; then echo "  built:   $(basename "$prefix")"; else echo "  missing: $(basename "$prefix")"; missing=1; fi
   done
   exit "$missing"
@@ -84,7 +87,7 @@ cross_cmake_args=(-DCMAKE_TOOLCHAIN_FILE="$cache/toolchain-mingw64.cmake" -DCFLO
                   -DCMAKE_BUILD_TYPE=Release)
 t_all=$SECONDS
 need_sources=0
-for prefix in "$pcre2_prefix" "$spdlog_prefix"; do part_done "$prefix" || need_sources=1; done
+for prefix in "$pcre2_prefix" "$spdlog_prefix" "$cpp_httplib_prefix"; do part_done "$prefix" || need_sources=1; done
 [[ "$with_qt" -eq 0 ]] || part_done "$qt_prefix" || need_sources=1
 [[ "$need_sources" -eq 0 ]] || ensure_deb_src
 
@@ -106,6 +109,7 @@ build_part() {
 
 build_part "PCRE2 $pcre2_version" "$pcre2_prefix" build_pcre2 "$pcre2_version"
 build_part "spdlog ${spdlog_version#*:} + fmt $fmt_version" "$spdlog_prefix" build_spdlog_fmt "$fmt_version" "$spdlog_version"
+build_part "cpp-httplib $cpp_httplib_version (header-only)" "$cpp_httplib_prefix" build_cpp_httplib "$cpp_httplib_version"
 qt_with_charts() {
   build_qtbase "$1" "$qtbase_version" "$sqlite_version"
   if build_qtcharts "$1" "$qtcharts_version"; then
@@ -137,16 +141,17 @@ set(CFLOW_MINGW_PCRE2_PREFIX "$(done_or_empty "$pcre2_prefix")")
 set(CFLOW_MINGW_QT_PREFIX "$(done_or_empty "$qt_prefix")")
 set(CFLOW_MINGW_QCORO_PREFIX "$(done_or_empty "$qcoro_prefix")")
 set(CFLOW_MINGW_SPDLOG_PREFIX "$(done_or_empty "$spdlog_prefix")")
+set(CFLOW_MINGW_HTTPLIB_PREFIX "$(done_or_empty "$cpp_httplib_prefix")")
 set(CFLOW_MINGW_QT_CHARTS $charts)
 DEPS
 mv -f "$deps_file.partial" "$deps_file"
 
 # Parts of older keys are not needed any more (a part of the current keys is kept even when
 # --without-qt did not ask for it).
-for old in "$cache"/pcre2-* "$cache"/qt-* "$cache"/qcoro-* "$cache"/spdlog-*; do
+for old in "$cache"/pcre2-* "$cache"/qt-* "$cache"/qcoro-* "$cache"/spdlog-* "$cache"/cpp-httplib-*; do
   [[ -d "$old" ]] || continue
   case "$old" in
-    "$pcre2_prefix"|"$qt_prefix"|"$qcoro_prefix"|"$spdlog_prefix") ;;
+    "$pcre2_prefix"|"$qt_prefix"|"$qcoro_prefix"|"$spdlog_prefix"|"$cpp_httplib_prefix") ;;
     *) echo "::: removing the outdated $(basename "$old")"; rm -rf "$old" ;;
   esac
 done

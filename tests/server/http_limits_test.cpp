@@ -2,11 +2,15 @@
 // line that never ends, too many or too long headers, slow heads (slowloris) that used to hold
 // every request thread, too many connections from one address, a chunked body past the limit,
 // a body sent too slowly, a queued client that leaves, and a stop in the middle of a stream.
+#ifdef _WIN32
+#include <httplib.h>  // <winsock2.h> and <ws2tcpip.h> first, as Winsock needs (and WSAStartup)
+#else
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#endif
 
 #include <gtest/gtest.h>
 
@@ -25,6 +29,37 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
+// The few calls where Winsock differs from POSIX sockets (the Windows suite runs under wine).
+#ifdef _WIN32
+using limits_socket_t = SOCKET;
+constexpr limits_socket_t kLimitsNoSocket = INVALID_SOCKET;
+int limits_poll_in(limits_socket_t sock, int timeout_ms) {
+    WSAPOLLFD entry{};
+    entry.fd = sock;
+    entry.events = POLLRDNORM;
+    return WSAPoll(&entry, 1, timeout_ms);
+}
+void limits_close(limits_socket_t sock) { closesocket(sock); }
+void limits_set_send_timeout(limits_socket_t sock) {
+    const DWORD timeout_ms = 2000;
+    setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, reinterpret_cast<const char*>(&timeout_ms), sizeof(timeout_ms));
+}
+constexpr int kLimitsSendFlags = 0;  // no SIGPIPE on Windows
+#else
+using limits_socket_t = int;
+constexpr limits_socket_t kLimitsNoSocket = -1;
+int limits_poll_in(limits_socket_t sock, int timeout_ms) {
+    pollfd entry{sock, POLLIN, 0};
+    return poll(&entry, 1, timeout_ms);
+}
+void limits_close(limits_socket_t sock) { ::close(sock); }
+void limits_set_send_timeout(limits_socket_t sock) {
+    timeval send_timeout{2, 0};
+    setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
+}
+constexpr int kLimitsSendFlags = MSG_NOSIGNAL;
+#endif
+
 // A TCP client that sends exactly the bytes it is given, from `source` (any 127.0.0.0/8 address
 // on Linux), so a test can play several clients.
 class RawClient {
@@ -41,8 +76,7 @@ public:
         inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
         connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0;
         EXPECT_TRUE(connected_);
-        timeval send_timeout{2, 0};
-        setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
+        limits_set_send_timeout(fd_);
     }
     ~RawClient() { close_now(); }
     RawClient(const RawClient&) = delete;
@@ -50,7 +84,7 @@ public:
 
     bool send_bytes(std::string_view bytes) {
         while (!bytes.empty()) {
-            const ssize_t n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+            const auto n = send(fd_, bytes.data(), int(bytes.size()), kLimitsSendFlags);
             if (n <= 0) return false;
             bytes.remove_prefix(size_t(n));
         }
@@ -64,9 +98,8 @@ public:
         for (;;) {
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
             if (left <= 0) break;
-            pollfd entry{fd_, POLLIN, 0};
-            if (poll(&entry, 1, int(left)) <= 0) break;
-            const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
+            if (limits_poll_in(fd_, int(left)) <= 0) break;
+            const auto n = recv(fd_, buffer, int(sizeof(buffer)), 0);
             if (n <= 0) {
                 closed_by_server_ = true;
                 break;
@@ -77,12 +110,12 @@ public:
     }
     bool closed_by_server() const { return closed_by_server_; }
     void close_now() {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
+        if (fd_ != kLimitsNoSocket) limits_close(fd_);
+        fd_ = kLimitsNoSocket;
     }
 
 private:
-    int fd_ = -1;
+    limits_socket_t fd_ = kLimitsNoSocket;
     bool connected_ = false;
     bool closed_by_server_ = false;
 };
