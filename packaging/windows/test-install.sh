@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The Windows installer's install test, under wine (Debian's wine64) in a fresh wine prefix: runs
 # build/windows/cflow-studio-setup.exe silently (/S), checks the Add/Remove Programs entry and the
-# Start-menu shortcut, then from the installed folder runs `cflow.exe --version`, `cflow.exe generate`
+# Start-menu shortcuts, that bin\ is on the user's PATH (the optional component /S selects) and that a
+# new command prompt finds cflow.exe there, then from the installed folder runs `cflow.exe --version`, `cflow.exe generate`
 # on the bundled default model (greedy; the same story as the Linux build's when one is given),
 # the same with CFLOW_ISA=scalar (the kernels' portable fallback), and `cflow-studio.exe --self-test`
-# on an Xvfb display, keeping its screenshot; then uninstalls silently and checks that the install
-# folder, the shortcut and the registry entries are gone.
+# on an Xvfb display, keeping its screenshot, and `cflow-studio.exe --self-test compare` (the comparison
+# wizard's chart PNGs); then uninstalls silently and checks that the install folder, the shortcuts
+# and the registry entries are gone and the user's PATH is what it was before the install.
 #
 #   packaging/windows/test-install.sh [--setup FILE] [--linux-cflow FILE]
 #     --setup FILE        the installer to test (default: build it with packaging/windows/build.sh)
@@ -83,6 +85,11 @@ took
 
 # --- install -------------------------------------------------------------------------------------
 phase "$(basename "$setup") /S"
+# A user PATH of their own, which the install must extend and the uninstall give back unchanged.
+path_before='C:\cflow-test-own-tools;%USERPROFILE%\bin'
+wine reg add 'HKCU\Environment' /v PATH /t REG_EXPAND_SZ /d "$path_before" /f >/dev/null 2>&1 ||
+  die "cannot set the test user's PATH"
+user_path() { wine reg query 'HKCU\Environment' /v PATH 2>/dev/null | tr -d '\r' | sed -n 's/^ *PATH *REG_[A-Z_]*SZ *//p'; }
 cp "$setup" "$scratch/cflow-studio-setup.exe"
 wine "$scratch/cflow-studio-setup.exe" /S
 wineserver -w
@@ -96,6 +103,15 @@ wine reg query "$uninstall_key" /v UninstallString >/dev/null 2>&1 ||
   die "no Add/Remove Programs entry ($uninstall_key)"
 shortcut="$WINEPREFIX/drive_c/ProgramData/Microsoft/Windows/Start Menu/Programs/cflow studio/cflow studio.lnk"
 [[ -f "$shortcut" ]] || die "no Start-menu shortcut ($shortcut)"
+prompt="$(dirname "$shortcut")/cflow command prompt.lnk"
+[[ -f "$prompt" && -f "$install_dir/bin/cflow-prompt.cmd" ]] || die "no Start-menu cflow command prompt ($prompt)"
+bin_win='C:\Program Files\cflow studio\bin'
+[[ "$(user_path)" == "$path_before;$bin_win" ]] ||
+  die "the user's PATH after the install is '$(user_path)', not '$path_before;$bin_win'"
+# A new process reads the user's PATH from the registry: cflow.exe by name alone, from elsewhere.
+path_version="$(cd "$scratch" && wine cmd /c cflow.exe --version 2>&1 | tr -d '\r')" || true
+[[ "$path_version" == cflow\ * ]] || die "a new command prompt does not find cflow.exe on the PATH: '$path_version'"
+echo "    PATH: $(user_path); a new prompt runs $path_version"
 echo "    $(find "$install_dir" -type f | wc -l) files installed, $(du -sh "$install_dir" | cut -f1)"
 took
 
@@ -130,6 +146,30 @@ fi
 echo "    screenshot $shot ($shot_bytes bytes)"
 took
 
+phase "cflow-studio.exe --self-test compare (default model vs two zoo models: chart PNGs) on Xvfb"
+compare_dir="$shot_dir/compare-wizard"
+rm -rf "$compare_dir"
+compare_rc=0
+CFLOW_STUDIO_DB="$(winepath -w "$scratch/compare.sqlite")" timeout 300 \
+  wine "$install_dir/bin/cflow-studio.exe" --self-test compare --screenshot-dir "$(winepath -w "$compare_dir")" \
+  "$model_win" "$(winepath -w "$repo_root/resources/models/arch2_4_sync.q4_0.cflow")" \
+  "$(winepath -w "$repo_root/resources/models/arch4_async_experts.q4_0.cflow")" >"$scratch/compare.log" 2>&1 || compare_rc=$?
+if [[ "$compare_rc" -ne 0 ]]; then
+  cat "$scratch/compare.log" >&2
+  die "cflow-studio.exe --self-test compare failed under wine (exit status $compare_rc)"
+fi
+# The charts .ci/run checks on Linux, from the Qt Charts or the painter renderer (whichever the
+# Windows Qt allowed): each a PNG of at least 8192 bytes.
+for png in charts/pareto-perplexity-vs-bytes charts/decode_tok_per_s charts/perplexity charts/bytes_per_token; do
+  png_path="$compare_dir/$png.png"
+  if [[ ! -f "$png_path" || "$(head -c 8 "$png_path" | od -An -tx1 | tr -d ' \n')" != "89504e470d0a1a0a" || "$(stat -c %s "$png_path")" -lt 8192 ]]; then
+    cat "$scratch/compare.log" >&2
+    die "the installed app's comparison chart $png.png is missing or not a non-trivial PNG"
+  fi
+done
+echo "    $(find "$compare_dir/charts" -name '*.png' | wc -l) chart PNGs in $compare_dir/charts"
+took
+
 # --- uninstall -----------------------------------------------------------------------------------
 phase "uninstall.exe /S"
 # The uninstaller copies itself to %TEMP% and runs from there, so wait for the prefix's processes.
@@ -141,6 +181,7 @@ if [[ -e "$install_dir" ]]; then
 fi
 [[ ! -e "$shortcut" && ! -e "$(dirname "$shortcut")" ]] || die "the Start-menu entries are still there after uninstalling"
 if wine reg query "$uninstall_key" >/dev/null 2>&1; then die "the Add/Remove Programs entry is still there after uninstalling"; fi
+[[ "$(user_path)" == "$path_before" ]] || die "the user's PATH after uninstalling is '$(user_path)', not '$path_before' as before"
 took
 
 echo "::: Windows install test passed in $((SECONDS - t_start)) s ($(basename "$setup"): $(stat -c %s "$setup") bytes)"
