@@ -253,6 +253,8 @@ TEST(ConversationStoreTest, ToolCallsAreStoredInAnOlderDatabaseAndExported) {
     auto reply = store->addMessage(1, QStringLiteral("assistant"), QStringLiteral("Let me compute."), false);
     ASSERT_TRUE(reply);
     ASSERT_TRUE(store->setExtra(*reply, calls));
+    ASSERT_TRUE(store->setReplyDetails(*reply, QStringLiteral("endpoint:http://h:8000/v1#m"), false,
+                                       QStringLiteral("the server closed the connection")));
     const QString result = QStringLiteral(R"({"tool_call_id":"call_1","name":"calculator"})");
     ASSERT_TRUE(store->addMessage(1, QStringLiteral("tool"), QStringLiteral("5"), true, result));
     EXPECT_FALSE(store->setExtra(9999, calls)) << "no such message";
@@ -264,6 +266,8 @@ TEST(ConversationStoreTest, ToolCallsAreStoredInAnOlderDatabaseAndExported) {
     ASSERT_TRUE(after);
     ASSERT_EQ(after->size(), 3u);
     EXPECT_EQ((*after)[1].extraJson, calls);
+    EXPECT_EQ((*after)[1].cutReason, QStringLiteral("the server closed the connection")) << "the added cut_reason column";
+    EXPECT_TRUE((*after)[0].cutReason.isEmpty());
     EXPECT_EQ((*after)[2].role, QStringLiteral("tool"));
     EXPECT_EQ((*after)[2].extraJson, result);
 

@@ -535,6 +535,14 @@ TEST(RemoteChat, AServerSilentMidReplyEndsInTheTimeOutWithThePartialReplyKept) {
     EXPECT_FALSE(chat.controller->entries().back().complete);
     EXPECT_EQ(chat.storedReply().content, QStringLiteral("Once upon"));
     EXPECT_FALSE(chat.storedReply().complete);
+    // The reason is kept with the reply: a reopened conversation still says why it was cut.
+    const QString reason = chat.controller->entries().back().cutReason;
+    EXPECT_TRUE(reason.contains(QStringLiteral("time-out"))) << reason.toStdString();
+    EXPECT_EQ(chat.storedReply().cutReason, reason);
+    const qint64 conversation = chat.controller->conversationId();
+    chat.controller->newConversation();
+    ASSERT_TRUE(chat.controller->openConversation(conversation));
+    EXPECT_EQ(chat.controller->entries().back().cutReason, reason);
 }
 
 // A reply's text reaches the store about once a second, not at every ~30 ms batch (issue 36:

@@ -243,6 +243,7 @@ bool ChatController::openConversation(qint64 id) {
         e.modelPath = m.modelPath;
         e.stopped = m.stopped;
         e.complete = m.complete;
+        e.cutReason = m.cutReason;
         e.extraJson = m.extraJson;
         if (m.role == QLatin1String("assistant")) {
             e.versions = m.versions;
@@ -420,6 +421,7 @@ bool ChatController::regenerate() {
     const QString previous = reply.content;
     reply.content.clear();
     reply.stopped = false;
+    reply.cutReason.clear();  // the new version is cut or not on its own
     reply.modelPath = model_.path;
     reply.replyFormat = reply_format_mark(setup_.replyFormat);
     if (!check(store_->updateMessage(reply.rowId, QString(), false))) return false;
@@ -548,7 +550,7 @@ void ChatController::endReply(bool stopped, bool complete) {
     reply.version = static_cast<int>(reply.versions.size()) - 1;
     check(store_->updateMessage(reply.rowId, reply.content, complete));
     check(store_->setVersions(reply.rowId, reply.versions, reply.version));
-    check(store_->setReplyDetails(reply.rowId, reply.modelPath, stopped));
+    check(store_->setReplyDetails(reply.rowId, reply.modelPath, stopped, reply.cutReason));
     if (!reply.extraJson.isEmpty()) check(store_->setExtra(reply.rowId, reply.extraJson));
     mirrorReply();
 }

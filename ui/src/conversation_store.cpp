@@ -53,6 +53,7 @@ constexpr AddedColumn kAddedMessageColumns[] = {
     {"version", "INTEGER NOT NULL DEFAULT 0"},   // which of versions content shows
     // ChatMessage::extra_json: an assistant's tool calls, a tool result's call id and tool name
     {"extra", "TEXT NOT NULL DEFAULT ''"},
+    {"cut_reason", "TEXT NOT NULL DEFAULT ''"},  // why a server cut the reply (time-out, gone); '' otherwise
 };
 
 ConversationInfo read_conversation(const QSqlQuery& q) {
@@ -218,9 +219,10 @@ Status ConversationStore::updateMessage(qint64 messageId, const QString& content
                        {text_value(content), complete ? 1 : 0, messageId}, QStringLiteral("cannot update the message"), messageId);
 }
 
-Status ConversationStore::setReplyDetails(qint64 messageId, const QString& modelPath, bool stopped) {
-    return exec_update(connection_, path_, QStringLiteral("UPDATE messages SET model_path = ?, stopped = ? WHERE id = ?"),
-                       {text_value(modelPath), stopped ? 1 : 0, messageId}, QStringLiteral("cannot update the reply"),
+Status ConversationStore::setReplyDetails(qint64 messageId, const QString& modelPath, bool stopped, const QString& cutReason) {
+    return exec_update(connection_, path_,
+                       QStringLiteral("UPDATE messages SET model_path = ?, stopped = ?, cut_reason = ? WHERE id = ?"),
+                       {text_value(modelPath), stopped ? 1 : 0, text_value(cutReason), messageId}, QStringLiteral("cannot update the reply"),
                        messageId);
 }
 
@@ -252,7 +254,7 @@ Status ConversationStore::deleteMessagesFrom(qint64 conversationId, qint64 messa
 Result<std::vector<StoredMessage>> ConversationStore::messages(qint64 conversationId) const {
     QSqlQuery q(QSqlDatabase::database(connection_));
     q.prepare(QStringLiteral("SELECT id, conversation_id, role, content, created_ms, complete, model_path, stopped, "
-                             "versions, version, extra FROM messages "
+                             "versions, version, extra, cut_reason FROM messages "
                              "WHERE conversation_id = ? ORDER BY id"));
     q.addBindValue(conversationId);
     if (!q.exec()) return sql_error(path_, QStringLiteral("cannot read messages"), q.lastError());
@@ -271,6 +273,7 @@ Result<std::vector<StoredMessage>> ConversationStore::messages(qint64 conversati
             m.versions << v.toString();
         m.version = q.value(9).toInt();
         m.extraJson = q.value(10).toString();
+        m.cutReason = q.value(11).toString();
         // A row whose versions do not include its content (older rows, a crash mid-regenerate)
         // shows its content as the only version.
         if (m.version < 0 || m.version >= m.versions.size() || m.versions[m.version] != m.content) {

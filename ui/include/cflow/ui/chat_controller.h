@@ -44,7 +44,7 @@ struct ChatEntry {
     QString modelPath;     // replies: the model that wrote it
     bool stopped = false;  // replies: the user stopped it
     bool complete = true;  // false: cut by a crash while it streamed, or by the server that wrote it
-    QString cutReason;     // replies a server cut in this session: the diagnosis ("" otherwise)
+    QString cutReason;     // a reply its server cut: the diagnosis, kept in the store ("" otherwise)
     QStringList versions;  // replies: every regenerated text, oldest first
     int version = 0;
     // Replies made in this session: the format they were held to (reply_format_mark; "" for free

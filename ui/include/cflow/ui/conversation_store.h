@@ -38,6 +38,7 @@ struct StoredMessage {
     // ChatMessage::extra_json: an assistant's {"tool_calls": [...]}, a tool result's
     // {"tool_call_id", "name"}; "" for plain messages and older rows.
     QString extraJson;
+    QString cutReason;      // a reply its server cut (time-out, connection lost): why; "" otherwise
 };
 
 // CFLOW_STUDIO_DB when set, else AppDataLocation/cflow-studio.sqlite (folder created).
@@ -70,7 +71,7 @@ public:
     Result<qint64> addMessage(qint64 conversationId, const QString& role, const QString& content, bool complete = true,
                               const QString& extraJson = {});
     Status updateMessage(qint64 messageId, const QString& content, bool complete);
-    Status setReplyDetails(qint64 messageId, const QString& modelPath, bool stopped);
+    Status setReplyDetails(qint64 messageId, const QString& modelPath, bool stopped, const QString& cutReason = QString());
     // The message's tool calls or tool-result ids (StoredMessage::extraJson).
     Status setExtra(qint64 messageId, const QString& extraJson);
     // Keeps every regenerated text of a reply; content becomes versions[shown].
