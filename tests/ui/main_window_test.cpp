@@ -23,6 +23,7 @@
 #include "cflow/formats/converter.h"
 #include "cflow/engine/forward/model.h"
 #include "cflow/ui/chat_controller.h"
+#include "cflow/ui/engine_worker.h"
 #include "cflow/ui/load_error_text.h"
 #include "cflow/ui/main_window.h"
 #include "cflow/ui/status_area.h"
@@ -101,16 +102,16 @@ void close_error_boxes(QWidget& window) {
 // Holds the engine's thread until open(), so loads asked for meanwhile are guaranteed to wait in
 // its queue: a fast load cannot finish before the next request is made. Declare it after the
 // window: it must open before the window joins the engine's thread.
-class EngineGate {
+class MainWindowEngineGate {
 public:
-    explicit EngineGate(cflow::ui::EngineWorker* worker) {
+    explicit MainWindowEngineGate(cflow::ui::EngineWorker* worker) {
         QMetaObject::invokeMethod(worker, [this] {
             holding_.release();
             release_.acquire();
         });
         held_ = holding_.tryAcquire(1, kOpenTimeoutMs);
     }
-    ~EngineGate() { open(); }
+    ~MainWindowEngineGate() { open(); }
     bool holding() const { return held_; }
     void open() {
         if (!released_) release_.release();
@@ -262,7 +263,7 @@ TEST(MainWindowTest, FailedOpenKeepsThePreviousModel) {
 }
 
 // Descriptors this process holds open on path (Linux: /proc/self/fd); -1 where that cannot be seen.
-int open_descriptors_on(const std::filesystem::path& path) {
+int main_window_descriptors_on(const std::filesystem::path& path) {
 #ifdef __linux__
     std::error_code error;
     const auto target = std::filesystem::canonical(path, error);
@@ -298,7 +299,7 @@ TEST(MainWindowTest, EachOpenReadsTheModelFileOnce) {
     ASSERT_TRUE(finish(first, &window)) << window.lastError().toStdString();
     EXPECT_EQ(loads.load(), 1);
     EXPECT_EQ(opened.count(), 1);
-    if (const int held = open_descriptors_on(path); held >= 0) {
+    if (const int held = main_window_descriptors_on(path); held >= 0) {
         EXPECT_EQ(held, 1) << "the file is held open twice";
     }
     // What the Model panel shows came with that load.
@@ -321,7 +322,7 @@ TEST(MainWindowTest, NewerOpenSupersedesAnOlderOne) {
     cflow::ui::MainWindow window;
     QSignalSpy opened(&window, &cflow::ui::MainWindow::modelOpened);
     QSignalSpy failed(&window, &cflow::ui::MainWindow::openFailed);
-    EngineGate gate(window.engine());
+    MainWindowEngineGate gate(window.engine());
     ASSERT_TRUE(gate.holding());
     auto older = window.openModel(qpath(model_path()));
     auto newer = window.openModel(qpath(write_garbage_file()));
