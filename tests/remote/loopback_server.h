@@ -67,4 +67,24 @@ inline void stream_events(httplib::Response& res, std::vector<std::string> event
     });
 }
 
+// Streams `chunks` content events of `text`, one every interval_ms (a server decoding at its own
+// pace), stopping early at teardown or when the client goes; then the events `tail` returns
+// (it may stall first), and ends the stream.
+inline void paced_events(httplib::Response& res, LoopbackServer& server, int chunks, int interval_ms,
+                         std::string text = "t", std::function<std::string()> tail = {}) {
+    res.set_chunked_content_provider("text/event-stream", [&server, chunks, interval_ms, text, tail](size_t, httplib::DataSink& sink) {
+        for (int i = 0; i < chunks && !server.release; ++i) {
+            const std::string e = chunk_event(text);
+            if (!sink.write(e.data(), e.size())) return false;
+            std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
+        }
+        if (tail) {
+            const std::string last = tail();
+            if (!sink.write(last.data(), last.size())) return false;
+        }
+        sink.done();
+        return true;
+    });
+}
+
 } // namespace cflow::test

@@ -266,15 +266,7 @@ TEST(CompareEndpoint, ARefusedEndpointIsARowWithTheDiagnosisNotAnError) {
 TEST(CompareEndpoint, CancelEndsAnEndpointEntryMidStream) {
     cflow::test::LoopbackServer server;
     server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
-        res.set_chunked_content_provider("text/event-stream", [&](size_t, httplib::DataSink& sink) {
-            for (int i = 0; i < 500 && !server.release; ++i) {
-                const std::string e = cflow::test::chunk_event("t");
-                if (!sink.write(e.data(), e.size())) return false;
-                std::this_thread::sleep_for(std::chrono::milliseconds(10));
-            }
-            sink.done();
-            return true;
-        });
+        cflow::test::paced_events(res, server, 500, 10);
     });
     server.start();
     CancelToken cancel;
@@ -378,15 +370,7 @@ TEST(CompareEndpoint, CancellingTheWizardStopsAStreamingEndpointEntry) {
     std::atomic<bool> streaming{false};
     server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
         streaming = true;
-        res.set_chunked_content_provider("text/event-stream", [&](size_t, httplib::DataSink& sink) {
-            for (int i = 0; i < 1000 && !server.release; ++i) {
-                const std::string e = cflow::test::chunk_event("t");
-                if (!sink.write(e.data(), e.size())) return false;
-                std::this_thread::sleep_for(std::chrono::milliseconds(10));
-            }
-            sink.done();
-            return true;
-        });
+        cflow::test::paced_events(res, server, 1000, 10);
     });
     server.start();
     const QString local = default_model_path(QFileInfo(QStringLiteral(CFLOW_CLI_PATH)).absolutePath());

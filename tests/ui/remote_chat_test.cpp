@@ -553,17 +553,9 @@ TEST(RemoteChat, AServerSilentMidReplyEndsInTheTimeOutWithThePartialReplyKept) {
 TEST(RemoteChat, TheStreamingTextReachesTheStoreAboutOnceASecond) {
     cflow::test::LoopbackServer server;
     server.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
-        res.set_chunked_content_provider("text/event-stream", [&](size_t, httplib::DataSink& sink) {
-            for (int i = 0; i < 90; ++i) {
-                const std::string e = cflow::test::chunk_event("w");
-                sink.write(e.data(), e.size());
-                std::this_thread::sleep_for(std::chrono::milliseconds(15));
-            }
+        cflow::test::paced_events(res, server, 90, 15, "w", [&] {
             server.stall(1500);
-            const std::string last = cflow::test::chunk_event("!") + cflow::test::kEndEvents;
-            sink.write(last.data(), last.size());
-            sink.done();
-            return true;
+            return cflow::test::chunk_event("!") + cflow::test::kEndEvents;
         });
     });
     server.start();

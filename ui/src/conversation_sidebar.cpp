@@ -140,16 +140,6 @@ bool ConversationSidebar::renameConversation(qint64 id, const QString& title) {
     return true;
 }
 
-bool ConversationSidebar::deleteConversation(qint64 id) {
-    if (Status s = store_->deleteConversation(id); !s) {
-        emit storeError(QString::fromStdString(s.error()));
-        return false;
-    }
-    refresh();
-    emit conversationDeleted(id);
-    return true;
-}
-
 void ConversationSidebar::askRename() {
     const qint64 id = selectedId();
     if (id == 0) return;

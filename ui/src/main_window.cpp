@@ -289,9 +289,6 @@ void MainWindow::wireController() {
     connect(sidebar_, &ConversationSidebar::stopRequested, controller_, [this](qint64 id) {
         if (controller_->replyConversationId() == id) controller_->stop();
     });
-    connect(sidebar_, &ConversationSidebar::conversationDeleted, this, [this](qint64 id) {
-        if (controller_->conversationId() == id) controller_->newConversation();
-    });
 }
 
 MainWindow::~MainWindow() {

@@ -22,7 +22,6 @@ public:
     void refresh(qint64 selectId = 0);
     void setFilter(const QString& text);
     bool renameConversation(qint64 id, const QString& title);
-    bool deleteConversation(qint64 id);
     qint64 selectedId() const;
     // The conversation a reply is streaming into (0: none); marked in the list.
     void setBusyConversation(qint64 id);
@@ -34,7 +33,6 @@ public:
 signals:
     void conversationActivated(qint64 id);
     void newConversationRequested();
-    void conversationDeleted(qint64 id);
     void deleteRequested(qint64 id);  // the user confirmed deleting it
     void stopRequested(qint64 id);    // stop the reply streaming into it
     void storeError(const QString& message);
