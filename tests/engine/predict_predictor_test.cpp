@@ -101,11 +101,11 @@ TEST(PredictPredictor, KvTypeAndLoadModeChangeMemoryAsCounted) {
     auto p = predict(hand_footprint(), s, hand_calibration());
     ASSERT_TRUE(p) << p.error();
     EXPECT_EQ(p->kvBytes, 3200u);       // 4 B per value
-    EXPECT_EQ(p->weightsBytes, 5000u);  // the whole file copied
+    EXPECT_EQ(p->weightsBytes, 2u << 20);  // the whole file copied, in a 2 MiB huge page
     s.load = PlanLoad::Lanes;
     p = predict(hand_footprint(), s, hand_calibration());
     ASSERT_TRUE(p) << p.error();
-    EXPECT_EQ(p->weightsBytes, 4200u + 5000u);  // the mapping read to make the copy, and the copy
+    EXPECT_EQ(p->weightsBytes, 4200u + (2u << 20));  // the mapping read to make the copy, and the copy
 }
 
 // Experts: 4 of 220 bytes per layer pass, top-1, in both passes: 400 weights / 440 bytes routed per token.

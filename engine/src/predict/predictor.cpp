@@ -2,10 +2,13 @@
 #include "cflow/engine/predict/predictor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace cflow {
 namespace {
+
+constexpr double kPredictorHugePageBytes = 2.0 * 1024 * 1024;
 
 // The calibrated dtype whose kernel prices `dtype`: itself when measured, else the family whose
 // kernel walks the same kind of block (K-quant super-blocks, 32-weight blocks, floats).
@@ -125,10 +128,13 @@ Result<Prediction> predict(const ModelFootprint& f, const PlanSettings& s, const
     const double file = double(f.fileBytes);
     double mapped = file - double(f.untouchedEmbeddingBytes) - (streamed ? double(f.expertBankBytes) : 0.0);
     mapped = std::max(0.0, mapped);
+    // An anonymous copy is rounded up to 2 MiB so the kernel can back it with huge pages
+    // (mapped_file_posix.cpp), and a huge page is resident whole: a 200 KB model costs 2 MiB.
+    const double copy = std::ceil(file / kPredictorHugePageBytes) * kPredictorHugePageBytes;
     switch (s.load) {
         case PlanLoad::Map: p.weightsBytes = uint64_t(mapped); break;
-        case PlanLoad::Read: p.weightsBytes = f.fileBytes; break;
-        case PlanLoad::Lanes: p.weightsBytes = uint64_t(mapped + file); break;  // the load reads the mapping to copy it
+        case PlanLoad::Read: p.weightsBytes = uint64_t(copy); break;
+        case PlanLoad::Lanes: p.weightsBytes = uint64_t(mapped + copy); break;  // the load reads the mapping to copy it
     }
     p.kvBytes = uint64_t(f.kvBytesAt(context, kvElemBytes));
     if (streamed) p.expertCacheBytes = cacheBytes + uint64_t(f.topK) * (f.expertDelay + 1ull) * f.expertBytes;

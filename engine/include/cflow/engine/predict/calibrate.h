@@ -5,8 +5,8 @@
 // How (and why so): the kernels' cost is not one number. A decoded token pays a fixed cost per
 // layer pass (thread hand-offs, norms, RoPE) beside its matvec work, and attention grows with
 // the position. So per dtype and thread count three synthetic models runs are timed end to end
-// with the very code a session runs (measure_speed): a small model (d 256) and a larger one
-// (d 512) at a short prompt, and the larger at a long prompt. The long-vs-short difference gives
+// with the very code a session runs (measure_speed): a small deep model (d 128, 6 layers) and a
+// large shallow one (d 768, 2 layers) at a short prompt, and the large one at a long prompt. The long-vs-short difference gives
 // the attention cost per cached element; the small-vs-large difference, with the attention taken
 // out, gives the matvec rate (weights per second); what is left of the small model is the
 // per-pass cost. A fourth run, a small MoE model, gives what a MoE pass costs beyond that (its

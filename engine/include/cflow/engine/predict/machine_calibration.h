@@ -16,8 +16,8 @@ namespace cflow {
 // Bump when what is measured, or how, changes: older files are measured again.
 inline constexpr int kMachineCalibrationFormat = 1;
 inline constexpr const char* kMachineCalibrationMethod =
-    "end-to-end greedy decode and batched prefill of synthetic models (d 256 and 768 dense, d 256 MoE, 2 layers) per "
-    "kernel dtype, fitted to per-pass overhead + weights / rate + attention per position + per-MoE-pass cost";
+    "end-to-end greedy decode and batched prefill of synthetic models (d 128 x 6 layers and d 768 x 2 dense, a small MoE) per "
+    "kernel dtype, fitted to per-pass overhead + weights / rate + attention per position + per-MoE-pass cost; best of 3 runs each";
 
 // One kernel path's fitted costs at one thread count (calibrate.h says how they are fitted).
 // Seconds per token of a model = passes x passSeconds + weights / weightsPerSecond

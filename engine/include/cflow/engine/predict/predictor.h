@@ -21,8 +21,8 @@
 //     what exceeds that work is a stall.
 //   resident memory = the process before a model + weights (mapped: the pages a token touches, i.e.
 //     the file less the embedding table it reads one row of, and less the expert bank when experts
-//     are read with direct I/O; read: the whole file copied; lanes: mapped + a rearranged copy of
-//     the file) + the KV cache at the context (its pages are touched as positions fill: the figure
+//     are read with direct I/O; read: the whole file copied, rounded up to 2 MiB huge pages;
+//     lanes: mapped + a rearranged copy of the file, rounded the same way) + the KV cache at the context (its pages are touched as positions fill: the figure
 //     is for a full context) + the expert cache and staging buffers + the session's scratch.
 #include <cstdint>
 #include <string>
