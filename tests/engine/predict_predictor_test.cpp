@@ -86,6 +86,17 @@ TEST(PredictPredictor, DenseComputeBoundByHand) {
     EXPECT_EQ(p->residentBytes, 1000u + 4200u + 1600u + 23448u);
 }
 
+TEST(PredictPredictor, UnbatchedPrefillIsADecodeStepWithoutTheHeadByHand) {
+    ModelFootprint f = hand_footprint();
+    f.batchedPrefill = false;  // a pipeline combine style
+    f.lmHead.add(DType::Q8_0, 200, 220);  // 200 of the 1000 weights are the LM head
+    auto p = predict(f, hand_settings(), hand_calibration());
+    ASSERT_TRUE(p) << p.error();
+    // At position 5: bytes 1100 - 220 + 100 + KV 2 x 2 x 5 x 4 x 2 = 160 -> 1.14 s; compute
+    // 800 / 500 + 16 x 5 x 0.01 = 2.4 s; 2 passes x 0.1 s (no head stage).
+    EXPECT_NEAR(p->prefillTokPerS, 1.0 / 2.6, 1e-12);
+}
+
 TEST(PredictPredictor, SlowMemoryMakesItMemoryBound) {
     auto p = predict(hand_footprint(), hand_settings(), hand_calibration(100));
     ASSERT_TRUE(p) << p.error();

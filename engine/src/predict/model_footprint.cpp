@@ -79,7 +79,9 @@ Result<ModelFootprint> model_footprint(const Model& model) {
     f.topK = h.top_k;
     f.expertDelay = h.expert_delay;
     f.widestHidden = std::max({h.d_ff, h.expert_d_ff, params.shared_expert_d_ff});
-    const bool fixedPoint = static_cast<CombineStyle>(h.combine_style) == CombineStyle::FixedPoint;
+    const CombineStyle style = static_cast<CombineStyle>(h.combine_style);
+    const bool fixedPoint = style == CombineStyle::FixedPoint;
+    f.batchedPrefill = style == CombineStyle::Sequential || style == CombineStyle::ParallelSqrt2;
     const uint32_t iterations = fixedPoint && params.n_iter > 0 ? params.n_iter : 1;
 
     // Stored once: every layer's tiles and experts (for the file's size after re-typing).
@@ -124,6 +126,7 @@ Result<ModelFootprint> model_footprint(const Model& model) {
     const bool tied = &model.lm_head() == &model.token_embd();
     f.rawBytesPerToken += double(model.output_norm().bytes);
     footprint_add_tiles(f.perToken, model.lm_head().tiles);
+    footprint_add_tiles(f.lmHead, model.lm_head().tiles);
     footprint_add_tiles(f.stored, model.lm_head().tiles);
     if (!tied) {
         footprint_add_tiles(f.stored, model.token_embd().tiles);
@@ -147,6 +150,7 @@ ModelFootprint retyped_footprint(const ModelFootprint& f, DType dtype) {
     };
     r.perToken = retype(f.perToken);
     r.routedPerToken = retype(f.routedPerToken);
+    r.lmHead = retype(f.lmHead);
     r.stored = retype(f.stored);
     const double fileDelta = r.stored.totalBytes() - f.stored.totalBytes();
     r.fileBytes = uint64_t(std::max(0.0, double(f.fileBytes) + fileDelta));

@@ -116,11 +116,28 @@ Result<Prediction> predict(const ModelFootprint& f, const PlanSettings& s, const
     p.expertStallShare = decodeSeconds > 0 ? p.stallSecondsPerToken / decodeSeconds : 0.0;
     p.bound = p.stallSecondsPerToken > core ? "disk" : p.memorySecondsPerToken > p.computeSecondsPerToken ? "memory" : "compute";
 
-    // Prefill: weights are reused across the batch, so the work and the per-pass cost set it.
-    double prefillSeconds = stages * main.prefillPassSeconds + double(f.moePasses) * main.prefillMoePassSeconds + prefillMatvec +
-                            attnWidth * 0.5 * s.promptTokens * main.prefillAttnSecondsPerElem;
-    if (streamed && machine.diskBytesPerSecond > 0)  // a chunk reads about every uncached expert once
-        prefillSeconds += double(f.expertBankBytes) * (1.0 - hitRate) / machine.diskBytesPerSecond / Session::kPrefillChunk;
+    double prefillSeconds = 0;
+    if (f.batchedPrefill && !streamed) {
+        // Batched: weights are reused across the batch, so the work and the per-pass cost set it.
+        prefillSeconds = stages * main.prefillPassSeconds + double(f.moePasses) * main.prefillMoePassSeconds + prefillMatvec +
+                         attnWidth * 0.5 * s.promptTokens * main.prefillAttnSecondsPerElem;
+    } else {
+        // One step per prompt token (pipeline styles, streamed experts): a decode step at half the
+        // prompt's positions, without the LM head (only the last prompt token needs logits).
+        double headMatvec = 0;
+        for (size_t d = 0; d < kFootprintDTypes; ++d) {
+            if (f.lmHead.weights[d] <= 0) continue;
+            bool borrowed = false;
+            const KernelCost* k = predictor_kernel_for(*t, DType(d), borrowed);
+            if (k->decodeWeightsPerSecond > 0) headMatvec += f.lmHead.weights[d] / k->decodeWeightsPerSecond;
+        }
+        const double position = 0.5 * s.promptTokens;
+        const double bytes = f.perToken.totalBytes() - f.lmHead.totalBytes() + f.rawBytesPerToken + f.routedPerToken.totalBytes() +
+                             f.kvBytesAt(uint32_t(position), kvElemBytes);
+        const double compute = decodeMatvec - headMatvec + attnWidth * position * main.decodeAttnSecondsPerElem;
+        prefillSeconds = std::max(bytes / t->bandwidthBytesPerSecond, compute) + double(f.passes) * main.decodePassSeconds +
+                         double(f.moePasses) * main.decodeMoePassSeconds + p.stallSecondsPerToken;
+    }
     p.prefillTokPerS = prefillSeconds > 0 ? 1.0 / prefillSeconds : 0.0;
 
     // Resident memory.

@@ -41,6 +41,10 @@ struct ModelFootprint {
     std::vector<uint32_t> kvRing;
 
     WeightsByType perToken;        // tiles every token reads: attention, dense FFN, shared expert, LM head
+    WeightsByType lmHead;          // the LM head's share of perToken (a prompt token before the last skips it)
+    // Whether Session::prefill runs a prompt in batches (Sequential and ParallelSqrt2 styles, experts
+    // not streamed: prefill.cpp); otherwise every prompt token is one step, as in decode.
+    bool batchedPrefill = true;
     double rawBytesPerToken = 0;   // f32 vectors every token reads: norms, biases, routers, one embedding row
     WeightsByType routedPerToken;  // the top_k routed experts of every MoE pass
     WeightsByType stored;          // every tile of the file once (embedding table and every expert included)

@@ -14,7 +14,9 @@
 //     floor; the per-pass cost (hand-offs, norms, RoPE) does not overlap with either.
 //   prefill seconds/token = passes x prefillPassSeconds + weights / prefillRate + attention at
 //                           half the prompt: a batch reuses every weight read for many tokens, so
-//                           the reads are not the limit there.
+//                           the reads are not the limit there. Where Session::prefill does not
+//                           batch (pipeline combine styles, streamed experts) each prompt token is
+//                           a decode step at half the prompt's positions, less the LM head.
 //   expert stall (sync/staged): experts not in the RAM cache are read from disk; with uniform
 //     routing an LRU cache of C bytes over a bank of B bytes hits C / B of the time. Sync waits
 //     for every read; staged overlaps them with the matvec work of the layers in between, so only
