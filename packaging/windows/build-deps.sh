@@ -116,7 +116,7 @@ qt_with_charts() {
     echo "charts=ON" >"$1/.charts"
   else
     echo "::: Qt Charts: apt-get source qt6-charts=$qtcharts_version failed (the mirror serves no such source):" \
-         "the Windows app is built without the comparison wizard's charts"
+         "the Windows app draws the comparison wizard's charts with its own QPainter renderer"
     echo "charts=OFF" >"$1/.charts"
   fi
 }
