@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The base, formats and engine GoogleTest suites cross-built for Windows (preset mingw) and
-# run under wine: the Windows code paths (mapped files, FILE_FLAG_NO_BUFFERING reads, overlapped
-# I/O, the thread pool's WaitOnAddress hand-over, the kernels' run-time dispatch) exercised by the
-# same tests as on Linux. Tests that need what Windows does not offer (symlinks under wine, shrinking
+# The base, formats, engine and (when the build has the server) server GoogleTest suites
+# cross-built for Windows (preset mingw) and run under wine: the Windows code paths (mapped files,
+# FILE_FLAG_NO_BUFFERING reads, overlapped I/O, the thread pool's WaitOnAddress hand-over, the
+# kernels' run-time dispatch, the server on Winsock with loopback clients) exercised by the same
+# tests as on Linux. Tests that need what Windows does not offer (symlinks under wine, shrinking
 # or deleting an open file, the Linux host's python3) skip with their reason.
 #   packaging/windows/test-suites.sh [--no-build]
 # Runs in a fresh wine prefix of its own; ../shared beside the clone as for the Linux suites.
@@ -27,8 +28,11 @@ trap cleanup EXIT
 wineboot -i >/dev/null 2>&1 || true
 wineserver -w
 
+suites=(base formats engine)
+# The server is in the build when packaging/windows/build-deps.sh put cpp-httplib in the cache.
+[[ -d build/mingw/server ]] && suites+=(server)
 failed=0
-for suite in base formats engine; do
+for suite in "${suites[@]}"; do
   exe="build/mingw/tests/cflow_${suite}_tests.exe"
   [[ -f "$exe" ]] || die "$exe is missing (build the mingw preset)"
   t0=$SECONDS

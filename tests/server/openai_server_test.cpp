@@ -439,6 +439,9 @@ TEST(OpenAiServer, ExpertFetchArmsAndTheCacheAnswerAlike) {
 // step), later requests are refused before they run (503 model_changed), /health says so, and
 // the server keeps answering.
 TEST(OpenAiServer, AModelFileTruncatedUnderTheServerFailsRequestsNotTheProcess) {
+#ifdef _WIN32
+    GTEST_SKIP() << "Windows refuses to shrink a file while it is mapped, so a served model cannot be truncated under the server";
+#endif
     const std::string path = (test::temp_dir("openai_server") / "truncated-model.cflow").string();
     std::shared_ptr<const Model> model = load_chat_model("truncated-model.cflow");
     ASSERT_TRUE(model);
