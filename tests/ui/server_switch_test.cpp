@@ -146,12 +146,16 @@ TEST(ServerSwitch, SettingsAreKeptBetweenRunsUnderTheirKeys) {
     ServerSettings chosen;
     chosen.host = QStringLiteral("0.0.0.0");
     chosen.port = 9191;
-    chosen.apiKey = QStringLiteral("k-1");
     chosen.parallel = 3;
     cflow::ui::write_server_settings(stored, chosen);
     stored.sync();
     QSettings reread(dir.filePath(QStringLiteral("studio.ini")), QSettings::IniFormat);
     EXPECT_EQ(cflow::ui::read_server_settings(reread), chosen);
+    chosen.apiKey = QStringLiteral("k-1");
+    cflow::ui::write_server_settings(stored, chosen);
+    stored.sync();
+    EXPECT_FALSE(QSettings(dir.filePath(QStringLiteral("studio.ini")), QSettings::IniFormat).contains(QStringLiteral("server/apiKey")))
+        << "the key goes to the keychain (ServerKeyKeeper), never to the settings file";
     EXPECT_EQ(reread.value(QStringLiteral("server/port")).toInt(), 9191) << "the key earlier versions wrote";
 }
 

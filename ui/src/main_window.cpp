@@ -127,6 +127,10 @@ MainWindow::MainWindow(QWidget* parent, MainWindowOptions options)
     endpointProfiles_ = std::make_unique<EndpointProfileStore>(options.endpointSettingsFile);
     secrets_ = options.secretStore ? options.secretStore : std::shared_ptr<SecretStore>(make_system_secret_store());
 #endif
+    if (rememberLayout_) {
+        serverKey_ = new ServerKeyKeeper(secrets_, QString(), this);
+        loadServerKey();
+    }
     sampling_ = new SamplingPanel(this);
     controller_->setSettingsSource([sampling = sampling_] { return sampling->settings(); });
     chat_ = new ChatPanel(controller_, this);
@@ -474,7 +478,8 @@ void MainWindow::createMenus() {
                                  : tr("Not available: this build has no server (it was built without cpp-httplib)"));
     serverMenu->setToolTipsVisible(true);
     connect(serveAction_, &QAction::triggered, this, &MainWindow::setServing);
-    serverMenu->addAction(tr("Server s&ettings…"), this, &MainWindow::editServerSettings);
+    serverMenu->addAction(tr("Server s&ettings…"), this, &MainWindow::editServerSettings)
+        ->setObjectName(QStringLiteral("serverSettingsAction"));
     serverMenu->addAction(tr("&Copy server URL"), this, [this] {
         if (server_->isRunning()) QApplication::clipboard()->setText(server_->url());
     });
@@ -532,6 +537,17 @@ void MainWindow::setServing(bool on) {
         status_->showError(tr("Open a model before starting the server"));
         return;
     }
+    if (serverKey_ && serverKey_->pending()) {
+        // Starting now would serve without the key the user set; start when the keychain answers.
+        serveWhenKeyRead_ = true;
+        status_->showInfo(tr("The server starts once its API key is read from the keychain"));
+        return;
+    }
+    if (serverKey_ && serverKey_->readFailed()) {
+        serveAction_->setChecked(false);
+        status_->showError(tr("The server did not start: %1").arg(serverKey_->note()));
+        return;
+    }
     if (Status started = server_->start(currentModel_.model, currentModel_.path); !started) {
         serveAction_->setChecked(false);
         status_->showError(tr("The server did not start: %1").arg(QString::fromStdString(started.error())));
@@ -552,15 +568,41 @@ void MainWindow::showServerStatus() {
     status_->showServer(text);
 }
 
+void MainWindow::loadServerKey() {
+    serverKey_->load([self = QPointer<MainWindow>(this)](Status loaded) {
+        if (!self) return;
+        ServerSettings settings = self->server_->settings();
+        settings.apiKey = self->serverKey_->key();
+        self->server_->setSettings(settings);
+        if (!loaded) self->status_->showError(QString::fromStdString(loaded.error()));
+        if (std::exchange(self->serveWhenKeyRead_, false)) self->setServing(true);
+    });
+}
+
 void MainWindow::editServerSettings() {
     ServerSettingsDialog dialog(server_->settings(), this);
+    const bool keyPending = serverKey_ && serverKey_->pending();
+    if (serverKey_) {
+        dialog.setKeyNote(serverKey_->note());
+        dialog.setKeyPending(keyPending);
+    }
     if (dialog.exec() != QDialog::Accepted) return;
-    const ServerSettings chosen = dialog.settings();
-    if (chosen == server_->settings()) return;
+    ServerSettings chosen = dialog.settings();
+    // A key field shown before the keychain answered holds no key: the one read meanwhile stands.
+    if (keyPending) chosen.apiKey = server_->settings().apiKey;
+    // After a failed read, OK with the field as it is chooses that key (or none) afresh.
+    const bool keyChosen =
+        serverKey_ && !keyPending && (chosen.apiKey != server_->settings().apiKey || serverKey_->readFailed());
+    if (chosen == server_->settings() && !keyChosen) return;
     server_->setSettings(chosen);
     if (rememberLayout_) {
         QSettings stored;
         write_server_settings(stored, chosen);
+    }
+    if (keyChosen) {
+        serverKey_->save(chosen.apiKey, [self = QPointer<MainWindow>(this)](Status saved) {
+            if (self && !saved) self->status_->showError(self->serverKey_->note());
+        });
     }
     if (server_->isRunning()) setServing(true);  // restart with the new address, key or slots
 }

@@ -38,6 +38,10 @@ ServerSettingsDialog::ServerSettingsDialog(const ServerSettings& settings, QWidg
     parallel_->setValue(settings.parallel);
     parallel_->setAccessibleName(tr("Parallel requests"));
     parallel_->setToolTip(tr("Requests answered at once, each with its own KV cache; more wait their turn"));
+    keyNote_ = new QLabel(this);
+    keyNote_->setWordWrap(true);
+    keyNote_->setObjectName(QStringLiteral("serverKeyNote"));
+    keyNote_->hide();
     warning_ = new QLabel(this);
     warning_->setWordWrap(true);
     warning_->setStyleSheet(QStringLiteral("color: #b3261e;"));
@@ -46,6 +50,7 @@ ServerSettingsDialog::ServerSettingsDialog(const ServerSettings& settings, QWidg
     form->addRow(tr("&Address:"), host_);
     form->addRow(tr("&Port:"), port_);
     form->addRow(tr("API &key:"), apiKey_);
+    form->addRow(QString(), keyNote_);
     form->addRow(tr("P&arallel requests:"), parallel_);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
@@ -70,6 +75,18 @@ ServerSettings ServerSettingsDialog::settings() const {
 }
 
 QString ServerSettingsDialog::warningText() const { return warning_->text(); }
+
+void ServerSettingsDialog::setKeyNote(const QString& note) {
+    keyNote_->setText(note);
+    keyNote_->setVisible(!note.isEmpty());
+}
+
+QString ServerSettingsDialog::keyNoteText() const { return keyNote_->text(); }
+
+void ServerSettingsDialog::setKeyPending(bool pending) {
+    apiKey_->setReadOnly(pending);
+    apiKey_->setPlaceholderText(pending ? tr("being read from the keychain…") : tr("none: any client may connect"));
+}
 
 void ServerSettingsDialog::updateWarning() {
     const QString host = host_->text().trimmed();

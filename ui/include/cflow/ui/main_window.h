@@ -41,6 +41,7 @@ class SamplingPanel;
 class TelemetryRing;
 class SharedRingProducer;
 class ServerController;
+class ServerKeyKeeper;
 class ConversationToolbox;
 class EndpointProfileStore;
 class SecretStore;
@@ -97,6 +98,8 @@ public:
     SamplingPanel* samplingPanel() const { return sampling_; }
     InspectorDock* inspector() const { return inspector_; }
     ServerController* server() const { return server_; }
+    // The server's key in the keychain (with rememberLayout; null otherwise: the key is typed per session).
+    ServerKeyKeeper* serverKey() const { return serverKey_; }
     QAction* serveAction() const { return serveAction_; }
     EngineWorker* engine() const;
     ConversationStore* store() const { return store_.get(); }
@@ -182,6 +185,7 @@ private:
     void setServing(bool on);
     void editServerSettings();
     void showServerStatus();
+    void loadServerKey();  // from the keychain (moving an older build's plain key there)
 
     std::unique_ptr<ConversationStore> store_;
     std::unique_ptr<EndpointProfileStore> endpointProfiles_;  // Model > Connect to a server…
@@ -190,6 +194,8 @@ private:
     std::unique_ptr<TelemetryRing> ring_;      // engine thread -> inspector; outlives both
     std::unique_ptr<SharedRingProducer> producer_;  // the engine thread and the server's threads push through it
     ServerController* server_ = nullptr;
+    ServerKeyKeeper* serverKey_ = nullptr;
+    bool serveWhenKeyRead_ = false;  // Serve was chosen while the keychain was still being read
     ConversationToolbox* toolbox_ = nullptr;
     QAction* serveAction_ = nullptr;
     ModelInfo currentModel_;                   // what the engine has loaded (the server serves it)

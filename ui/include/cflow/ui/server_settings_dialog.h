@@ -1,7 +1,8 @@
 #pragma once
 // Server > Server settings…: address, port, API key and parallel slots of the local server.
 // An address other machines can reach is allowed only with a visible warning (and the advice to
-// set a key).
+// set a key). The key is kept in the OS keychain (ServerKeyKeeper); what the dialog says under it
+// tells where it is when that is not the keychain (a refusal, an older build's settings file).
 #include <QDialog>
 
 #include "cflow/ui/server_controller.h"
@@ -18,6 +19,11 @@ public:
     explicit ServerSettingsDialog(const ServerSettings& settings, QWidget* parent = nullptr);
     ServerSettings settings() const;
     QString warningText() const;  // "" when the address is loopback
+    // Where the key is when not simply in the keychain ("" hides the line).
+    void setKeyNote(const QString& note);
+    QString keyNoteText() const;
+    // While the keychain is still being read the key field is read-only (its text is not the key).
+    void setKeyPending(bool pending);
 
 private:
     void updateWarning();
@@ -27,6 +33,7 @@ private:
     QLineEdit* apiKey_;
     QSpinBox* parallel_;
     QLabel* warning_;
+    QLabel* keyNote_;
     int threadsPerSlot_ = 0;
 };
 
