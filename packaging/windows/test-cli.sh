@@ -105,9 +105,12 @@ model_id = models["data"][0]["id"]
 body = json.dumps({"model": model_id, "stream": True, "max_tokens": 24, "temperature": 0,
                    "messages": [{"role": "user", "content": "Tell me a story."}]}).encode()
 request = urllib.request.Request(url + "/chat/completions", data=body, headers={"Content-Type": "application/json"})
-with urllib.request.urlopen(request, timeout=120) as reply:
-    kind = reply.headers.get("Content-Type", "")
-    stream = reply.read().decode()
+try:
+    with urllib.request.urlopen(request, timeout=120) as reply:
+        kind = reply.headers.get("Content-Type", "")
+        stream = reply.read().decode()
+except OSError as error:
+    fail(f"POST {url}/chat/completions (stream: true) failed: {error}")
 if not kind.startswith("text/event-stream"):
     fail(f"the streamed reply's Content-Type is '{kind}', not text/event-stream")
 events = [block for block in stream.split("\n\n") if block.strip()]
