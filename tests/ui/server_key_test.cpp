@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <vector>
 #if CFLOW_HAVE_SERVER
 #include <httplib.h>
 #endif
@@ -232,6 +233,72 @@ TEST(ServerKey, TheServerTheWindowStartsDemandsTheKeyFromTheKeychain) {
     window.serveAction()->trigger();
     EXPECT_FALSE(window.server()->isRunning());
 }
+
+// A keychain that answers reads only when the test says so (a locked keyring waiting for the
+// user); writes and deletes go to a MemorySecretStore.
+class ServerKeyHeldReads : public cflow::ui::SecretStore {
+public:
+    void readKey(const QString& id, std::function<void(cflow::Result<QString>)> done) override {
+        held_.push_back([this, id, done = std::move(done)]() mutable { memory.readKey(id, std::move(done)); });
+    }
+    void writeKey(const QString& id, const QString& key, std::function<void(cflow::Status)> done) override {
+        memory.writeKey(id, key, std::move(done));
+    }
+    void deleteKey(const QString& id, std::function<void(cflow::Status)> done) override {
+        memory.deleteKey(id, std::move(done));
+    }
+    QString describe() const override { return QStringLiteral("a test keychain that holds reads"); }
+    size_t heldReads() const { return held_.size(); }
+    void release() {
+        for (auto& answer : held_) answer();
+        held_.clear();
+    }
+    MemorySecretStore memory;
+
+private:
+    std::vector<std::function<void()>> held_;
+};
+
+TEST(ServerKey, ServeChosenWhileTheKeychainIsReadStartsWhenItAnswersWithTheKey) {
+    if (!cflow::ui::ServerController::available()) GTEST_SKIP() << "this build has no server (no cpp-httplib)";
+    IsolatedSettings settings("server_key_held");
+    ScopedDb db("server_key_held");
+    QSettings().setValue(QStringLiteral("server/port"), 0);
+    auto store = std::make_shared<ServerKeyHeldReads>();
+    {
+        ServerKeyKeeper earlier(store, QString());
+        bool saved = false;
+        earlier.save(QStringLiteral("held-key-90"), [&](cflow::Status) { saved = true; });
+        ASSERT_TRUE(QTest::qWaitFor([&] { return saved; }, 10000));
+    }
+    MainWindowOptions options;
+    options.rememberLayout = true;
+    options.secretStore = store;
+    MainWindow window(nullptr, options);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    window.openModel(cflow::ui::test::qpath(cflow::ui::test::moe_chatml_model()));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return window.controller()->modelReady(); }, 60000));
+    ASSERT_EQ(store->heldReads(), 1u);
+    ASSERT_TRUE(window.serverKey()->pending());
+
+    bool keyFieldReadOnly = false;
+    server_key_in_dialog(window, [&](ServerSettingsDialog& dialog) { keyFieldReadOnly = server_key_field(dialog)->isReadOnly(); });
+    EXPECT_TRUE(keyFieldReadOnly) << "the field does not pass for the key before the keychain answered";
+
+    window.serveAction()->trigger();
+    EXPECT_FALSE(window.server()->isRunning()) << "not without the key it was given";
+    EXPECT_TRUE(window.statusArea()->message().contains(QStringLiteral("keychain"))) << window.statusArea()->message().toStdString();
+    store->release();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return window.server()->isRunning(); }, 10000)) << window.statusArea()->message().toStdString();
+    EXPECT_EQ(window.server()->settings().apiKey, QStringLiteral("held-key-90"));
+    httplib::Client client("127.0.0.1", window.server()->url().section(u':', -1).section(u'/', 0, 0).toInt());
+    auto refused = client.Get("/v1/models");
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 401) << refused->body;
+    window.serveAction()->trigger();
+}
+
 #endif  // CFLOW_HAVE_SERVER
 
 } // namespace
