@@ -181,6 +181,13 @@ int run_plan(const PlanArgs& args) {
     auto footprint = model_footprint(**model);
     if (!footprint) return fail("plan", footprint.error());
     const ModelFootprint& f = *footprint;
+    // What loading this model added beyond its mapped pages: the tokenizer, the segment and tile
+    // index, the metadata. Every run of the model has them whatever its load mode. The pages of
+    // the mapping the load touched (tile headers: all of a small file) are taken out as the whole
+    // file, so for a large file this counts nothing rather than too much.
+    const uint64_t afterLoadBytes = peak_rss_bytes();
+    const uint64_t modelTablesBytes =
+        afterLoadBytes > baseBytes + f.fileBytes ? afterLoadBytes - baseBytes - f.fileBytes : 0;
 
     PlanSettings asked;
     asked.threads = bandwidth_probe_threads(args.session.threads);
@@ -211,7 +218,10 @@ int run_plan(const PlanArgs& args) {
     bool measuredNow = false;
     auto calibration = find_calibration(args, baseBytes, args.json, calibrationPath, measuredNow);
     if (!calibration) return fail("plan", calibration.error());
-    const MachineCalibration& m = *calibration;
+    // The process figure is this process's, before the model, plus the model's tables: the same
+    // binary as the run being predicted, measured now rather than when the calibration was taken.
+    MachineCalibration m = *calibration;
+    m.processBaseBytes = baseBytes + modelTablesBytes;
     auto prediction = predict(f, asked, m);
     if (!prediction) return fail("plan", prediction.error());
     auto alternatives = alternatives_for(f, asked, m);

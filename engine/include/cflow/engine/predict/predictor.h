@@ -21,7 +21,8 @@
 //     routing an LRU cache of C bytes over a bank of B bytes hits C / B of the time. Sync waits
 //     for every read; staged overlaps them with the matvec work of the layers in between, so only
 //     what exceeds that work is a stall.
-//   resident memory = the process before a model + weights (mapped: the pages a token touches, i.e.
+//   resident memory = the process before a model (cflow plan: its own, plus what loading the
+//     model's tables added) + weights (mapped: the pages a token touches, i.e.
 //     the file less the embedding table it reads one row of, and less the expert bank when experts
 //     are read with direct I/O; read: the whole file copied, rounded up to 2 MiB huge pages;
 //     lanes: mapped + a rearranged copy of the file, rounded the same way) + the KV cache at the context (its pages are touched as positions fill: the figure
