@@ -22,7 +22,7 @@
 #include "cflow/formats/model_path_kind.h"
 #include "commands.h"
 #include "load_args.h"
-#include "peak_rss.h"
+#include "plan_process_memory.h"
 
 namespace cflow::cli {
 namespace {
@@ -170,7 +170,7 @@ Result<MachineCalibration> find_calibration(const PlanArgs& args, uint64_t baseB
 
 int run_plan(const PlanArgs& args) {
     // The process as it stands before any model: the resident bytes every run starts from.
-    const uint64_t baseBytes = peak_rss_bytes();
+    const uint64_t baseBytes = plan_process_resident_bytes();
     if (args.positionals.size() != 1) return fail("plan", "expected exactly one MODEL.cflow");
     const std::string path = args.positionals[0];
     std::error_code ec;
@@ -185,7 +185,7 @@ int run_plan(const PlanArgs& args) {
     // index, the metadata. Every run of the model has them whatever its load mode. The pages of
     // the mapping the load touched (tile headers: all of a small file) are taken out as the whole
     // file, so for a large file this counts nothing rather than too much.
-    const uint64_t afterLoadBytes = peak_rss_bytes();
+    const uint64_t afterLoadBytes = plan_process_resident_bytes();
     const uint64_t modelTablesBytes =
         afterLoadBytes > baseBytes + f.fileBytes ? afterLoadBytes - baseBytes - f.fileBytes : 0;
 
