@@ -7,8 +7,8 @@
 // stop, and the Windows server suite crashed there (a 64-byte probe lost 8 bytes to the heap's
 // free list before its destructor ran, in a 20-line reproduction under wine).
 // Registering one no-op thread-exit destructor before any thread_local is touched creates
-// libstdc++'s key first, so destructors run while the storage is still there. The server links
-// this object into every executable that has it (server/CMakeLists.txt: --undefined=anchor).
+// libstdc++'s key first, so destructors run while the storage is still there. cflow_base links
+// this object into every executable (base/CMakeLists.txt: --undefined=anchor).
 #if defined(__MINGW32__) && !defined(__clang__)
 #include <cxxabi.h>
 
