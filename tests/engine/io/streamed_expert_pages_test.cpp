@@ -21,6 +21,12 @@ namespace {
 // Resident bytes of this process's mappings of `path` (its smaps "Rss:" lines); -1 where there
 // is no /proc/self/smaps (not Linux).
 int64_t mapped_rss_bytes(const std::string& path) {
+#ifdef _WIN32
+    // Under wine a Windows build can open the Linux /proc/self/smaps, but its mappings are named by
+    // Linux paths the test does not know: no answer rather than a wrong one.
+    (void)path;
+    return -1;
+#endif
     std::ifstream smaps("/proc/self/smaps");
     if (!smaps) return -1;
     int64_t total_kb = 0;
