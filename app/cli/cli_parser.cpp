@@ -328,7 +328,7 @@ void declare_plan(CLI::App& root, PlanArgs& a) {
     add_integer(*c, "--tokens", a.tokens, 1, 1 << 20, "the reply the decode figure averages over");
     c->add_option("--calibration", a.calibration, "use this stored calibration file instead of this machine's")
         ->type_name("FILE");
-    add_flag(*c, "--calibrate", a.calibrate, "measure this machine again (tens of seconds per thread count: 1..--threads) and store it");
+    add_flag(*c, "--calibrate", a.calibrate, "measure this machine again (tens of seconds per thread count: 1, 2, 4, ... and --threads) and store it");
     add_flag(*c, "--json", a.json, "one JSON object");
 }
 

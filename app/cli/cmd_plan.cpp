@@ -156,7 +156,7 @@ Result<MachineCalibration> find_calibration(const PlanArgs& args, uint64_t baseB
     }
     CalibrateOptions options;
     options.processBaseBytes = baseBytes;
-    options.maxThreads = args.session.threads;  // 1..--threads (0: every hardware thread)
+    options.maxThreads = args.session.threads;  // 1, 2, 4, ... and --threads (0: every hardware thread)
     if (!quiet) options.progress = [](const std::string& line) { std::fprintf(stderr, "cflow plan: %s\n", line.c_str()); };
     auto measured = calibrate_machine(options);
     if (!measured) return measured.take_error();

@@ -246,7 +246,12 @@ Result<MachineCalibration> calibrate_machine(const CalibrateOptions& options) {
     }
     if (models.empty()) return make_error("calibration: no synthetic model could be written in " + utf8_from_path(scratch));
 
-    for (unsigned threads = 1; threads <= maxThreads; ++threads) {
+    // 1, 2, 4, ... and maxThreads itself: a many-core machine is calibrated in minutes, not hours;
+    // a count between two measured ones is priced at the nearest (the prediction says so).
+    std::vector<unsigned> counts;
+    for (unsigned n = 1; n < maxThreads; n *= 2) counts.push_back(n);
+    counts.push_back(maxThreads);
+    for (unsigned threads : counts) {
         ThreadCalibration t;
         t.threads = threads;
         {

@@ -24,7 +24,7 @@
 namespace cflow {
 
 struct CalibrateOptions {
-    unsigned maxThreads = 0;        // 0: one per hardware thread; calibrates 1..maxThreads
+    unsigned maxThreads = 0;        // 0: one per hardware thread; calibrates 1, 2, 4, ... and maxThreads
     std::string scratchFolder;      // synthetic models go here ("": the system temp folder)
     std::string diskProbeFolder;    // the disk-read file goes here ("": beside the calibration file)
     uint64_t diskProbeBytes = 64ull << 20;

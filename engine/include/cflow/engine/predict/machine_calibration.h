@@ -51,7 +51,7 @@ struct MachineCalibration {
     double diskBytesPerSecond = 0;        // sequential direct-I/O reads of a file in the cache folder
     bool diskDirect = false;              // false: the file system refused direct I/O (the figure is buffered)
     uint64_t processBaseBytes = 0;        // resident bytes of the cflow process before a model loads
-    std::vector<ThreadCalibration> threads;  // 1..N
+    std::vector<ThreadCalibration> threads;  // 1, 2, 4, ... and N
 
     // The record for `threads` threads, else the nearest measured count (nullptr when none).
     const ThreadCalibration* at(unsigned threads) const;
