@@ -90,15 +90,21 @@ Result<ModelFootprint> model_footprint(const Model& model) {
         const RegionView& region = model.file().layers()[l];
         for (const SegmentView& s : region.segments) footprint_add_tiles(f.stored, s.tiles);
         if (!model.layers()[l].expert_bank || h.n_experts == 0) continue;
+        // Every expert of a bank has the same tile plan (the bank's parts and dtypes), so one
+        // expert's tiles stand for all of them: reading every expert's tile headers would fault
+        // in the whole bank (a plan of a 30 GB MoE would read most of its file). The table
+        // entries alone give each expert's bytes.
+        auto first = model.expert(l, 0);
+        if (!first) return first.take_error();
+        footprint_add_tiles(f.stored, (*first)->gate_up, double(h.n_experts));
+        footprint_add_tiles(f.stored, (*first)->down, double(h.n_experts));
+        footprint_add_tiles(expertMean[l], (*first)->gate_up);
+        footprint_add_tiles(expertMean[l], (*first)->down);
         for (uint32_t e = 0; e < h.n_experts; ++e) {
-            auto view = model.expert(l, e);
-            if (!view) return view.take_error();
-            footprint_add_tiles(f.stored, (*view)->gate_up);
-            footprint_add_tiles(f.stored, (*view)->down);
-            footprint_add_tiles(expertMean[l], (*view)->gate_up, 1.0 / h.n_experts);
-            footprint_add_tiles(expertMean[l], (*view)->down, 1.0 / h.n_experts);
-            f.expertBankBytes += (*view)->bytes;
-            f.expertBytes = std::max(f.expertBytes, (*view)->bytes);
+            auto where = model.expert_location(l, e);
+            if (!where) return where.take_error();
+            f.expertBankBytes += where->bytes;
+            f.expertBytes = std::max(f.expertBytes, where->bytes);
         }
     }
 
