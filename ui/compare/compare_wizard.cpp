@@ -39,6 +39,7 @@
 #include "cflow/ui/compare_store.h"
 #include "cflow/ui/conversation_store.h"
 #include "cflow/ui/screen_fit.h"
+#include "cflow/ui/wizard_jobs.h"
 #include "qt_text.h"
 #include "labelled_button.h"
 #if CFLOW_HAVE_QT_NETWORK_TRANSPORT
@@ -74,9 +75,7 @@ struct CompareWizard::PagesState {
     bool openResultsDirectly = false;  // the models page's Next goes to the results (a saved run)
     CompareResultsModel* model = nullptr;   // owned by the wizard
     CompareChartsWidget* charts = nullptr;  // owned by the results page
-    std::shared_ptr<CancelToken> cancel = std::make_shared<CancelToken>();
-    std::atomic<int> busy{0};
-    std::vector<QFuture<void>> workers;  // waited for by ~CompareWizard
+    WizardJobs jobs;  // the run's worker; waited for by ~CompareWizard
     // Endpoint entries: where profiles and keys come from (the caller's), and the chosen ones.
     EndpointProfileStore* profiles = nullptr;
     SecretStore* secrets = nullptr;
@@ -519,10 +518,7 @@ private:
 };
 
 // The runner's latest progress, written by the worker and read by the page's timer.
-struct CompareProgressState {
-    std::mutex mutex;
-    CompareProgressInfo info;
-};
+using CompareProgressState = LatestProgress<CompareProgressInfo>;
 
 class RunPage : public QWizardPage {
 public:
@@ -549,7 +545,7 @@ public:
         shared_->report.reset();
         shared_->savedId = 0;
         shared_->lastError.clear();
-        shared_->cancel->reset();
+        shared_->jobs.cancelToken()->reset();
         state_ = std::make_shared<CompareProgressState>();
         bar_->setValue(0);
         status_->setText(tr("Loading the models…"));
@@ -558,7 +554,7 @@ public:
         const CompareRequest request = shared_->request;
         names_.clear();
         for (const CompareEntry& e : request.entries) names_ << qt(compare_entry_display_name(e));
-        auto cancel = shared_->cancel;
+        auto cancel = shared_->jobs.cancelToken();
         auto state = state_;
 #if CFLOW_HAVE_QT_NETWORK_TRANSPORT
         std::vector<EndpointCompareEntry> endpoints;
@@ -571,42 +567,27 @@ public:
             endpoints.push_back(std::move(e));
         }
 #endif
-        auto* watcher = new QFutureWatcher<Result<CompareReport>>(this);
-        ++shared_->busy;
-        QObject::connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
-            --shared_->busy;
-            finished(watcher->result());
-            watcher->deleteLater();
-        });
-        const CompareProgress progress = [state](const CompareProgressInfo& p) {
-            std::lock_guard lock(state->mutex);
-            state->info = p;
-        };
+        const CompareProgress progress = [state](const CompareProgressInfo& p) { state->set(p); };
+        const auto onFinished = [this](Result<CompareReport> report) { finished(std::move(report)); };
 #if CFLOW_HAVE_QT_NETWORK_TRANSPORT
         // Endpoint entries go through the Qt Network transport, which blocks this worker thread
         // (never the GUI's) on a network manager of its own.
-        QFuture<Result<CompareReport>> future = QtConcurrent::run([request, endpoints, cancel, progress] {
+        shared_->jobs.run<Result<CompareReport>>(this, [request, endpoints, cancel, progress] {
             return run_comparison_with_endpoints(request, endpoints, [] {
                 return std::shared_ptr<remote::HttpTransport>(make_qt_network_transport());
             }, progress, cancel.get());
-        });
+        }, onFinished);
 #else
-        QFuture<Result<CompareReport>> future = QtConcurrent::run([request, cancel, progress] {
+        shared_->jobs.run<Result<CompareReport>>(this, [request, cancel, progress] {
             return run_comparison(request, progress, cancel.get());
-        });
+        }, onFinished);
 #endif
-        shared_->workers.push_back(QFuture<void>(future));
-        watcher->setFuture(future);
     }
     bool isComplete() const override { return done_; }
 
 private:
     void refresh() {
-        CompareProgressInfo p;
-        {
-            std::lock_guard lock(state_->mutex);
-            p = state_->info;
-        }
+        const CompareProgressInfo p = state_->get();
         if (p.entries == 0) return;
         bar_->setValue(int(p.fraction * 1000));
         const QString name = p.entry < size_t(names_.size()) ? names_[qsizetype(p.entry)] : QString();
@@ -758,13 +739,11 @@ CompareWizard::CompareWizard(QWidget* parent, const QString& databasePath)
 }
 
 CompareWizard::~CompareWizard() {
-    shared_->cancel->cancel();
-    for (auto& worker : shared_->workers) worker.waitForFinished();
+    shared_->jobs.cancelAndWait();
 }
 
 void CompareWizard::reject() {
-    shared_->cancel->cancel();  // a running comparison stops within one token
-    for (auto& worker : shared_->workers) worker.waitForFinished();
+    shared_->jobs.cancelAndWait();  // a running comparison stops within one token
     QWizard::reject();
 }
 
@@ -818,7 +797,7 @@ QStringList CompareWizard::endpointEntries() const {
 #endif
     return ids;
 }
-bool CompareWizard::isBusy() const { return shared_->busy.load() > 0; }
+bool CompareWizard::isBusy() const { return shared_->jobs.busy(); }
 bool CompareWizard::hasReport() const { return shared_->report.has_value(); }
 const CompareReport& CompareWizard::report() const { return *shared_->report; }
 qint64 CompareWizard::savedId() const { return shared_->savedId; }

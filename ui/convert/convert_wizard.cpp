@@ -41,6 +41,7 @@
 #include "cflow/ui/convert_paths.h"
 #include "cflow/formats/default_quantisation.h"
 #include "cflow/ui/screen_fit.h"
+#include "cflow/ui/wizard_jobs.h"
 #include "qt_text.h"
 #include "labelled_button.h"
 
@@ -101,9 +102,7 @@ struct ConvertWizard::PagesState {
     QString converted;
     double convertSeconds = 0;
     uint64_t fileBytes = 0;
-    std::shared_ptr<CancelToken> cancel = std::make_shared<CancelToken>();
-    std::atomic<int> busy{0};
-    std::vector<QFuture<void>> workers;  // waited for by ~ConvertWizard
+    WizardJobs jobs;  // the pages' workers; waited for by ~ConvertWizard
 };
 
 namespace {
@@ -113,16 +112,7 @@ using ConvertWizardState = ConvertWizard::PagesState;
 // Runs fn on a worker; done(result) on the GUI thread if `page` still exists.
 template <typename Result, typename Fn, typename Done>
 void run_worker(QWizardPage* page, const std::shared_ptr<ConvertWizardState>& shared, Fn fn, Done done) {
-    auto* watcher = new QFutureWatcher<Result>(page);
-    ++shared->busy;
-    QObject::connect(watcher, &QFutureWatcherBase::finished, page, [watcher, shared, done] {
-        --shared->busy;
-        done(watcher->result());
-        watcher->deleteLater();
-    });
-    QFuture<Result> future = QtConcurrent::run(std::move(fn));
-    shared->workers.push_back(QFuture<void>(future));
-    watcher->setFuture(future);
+    shared->jobs.run<Result>(page, std::move(fn), std::move(done));
 }
 
 class SourcePage : public QWizardPage {
@@ -240,7 +230,7 @@ public:
         request.tokenizer_path = utf8(shared_->tokenizer);
         request.output_path = utf8(shared_->output);
         request.options = shared_->options;
-        auto cancel = shared_->cancel;
+        auto cancel = shared_->jobs.cancelToken();
         run_worker<std::shared_ptr<Measured>>(
             this, shared_,
             [request, cancel]() mutable {
@@ -481,10 +471,7 @@ private:
 };
 
 // The converter's progress, written by the worker and read by the page's timer.
-struct ConvertProgressState {
-    std::mutex mutex;
-    ConvertProgress progress;
-};
+using ConvertProgressState = LatestProgress<ConvertProgress>;
 
 class ProgressPage : public QWizardPage {
 public:
@@ -517,17 +504,15 @@ public:
         const std::string source = utf8(shared_->source), tokenizer = utf8(shared_->tokenizer), output = utf8(shared_->output);
         ConvertOptions options = shared_->options;
         options.verify_output = [output](const std::string& written) { return check_model_loads(written, output); };
-        auto cancel = shared_->cancel;
+        auto cancel = shared_->jobs.cancelToken();
         auto state = state_;
         run_worker<Result<ConvertReport>>(
             this, shared_,
             [source, tokenizer, output, options, cancel, state]() -> Result<ConvertReport> {
                 auto model = open_source_model(source, tokenizer);
                 if (!model) return model.take_error();
-                return convert_to_cflow(*model, output, options, [state](const ConvertProgress& p) {
-                    std::lock_guard lock(state->mutex);
-                    state->progress = p;
-                }, cancel.get());
+                return convert_to_cflow(*model, output, options, [state](const ConvertProgress& p) { state->set(p); },
+                                        cancel.get());
             },
             [this](Result<ConvertReport> r) {
                 timer_->stop();
@@ -554,11 +539,7 @@ public:
 
 private:
     void refresh() {
-        ConvertProgress p;
-        {
-            std::lock_guard lock(state_->mutex);
-            p = state_->progress;
-        }
+        const ConvertProgress p = state_->get();
         if (p.tensors_total == 0) return;
         bar_->setRange(0, int(std::min<uint64_t>(p.tensors_total, 1u << 30)));
         bar_->setValue(int(std::min<uint64_t>(p.tensors_done, 1u << 30)));
@@ -612,7 +593,7 @@ public:
         request.source_path = utf8(shared_->source);
         request.tokenizer_path = utf8(shared_->tokenizer);
         request.converted_path = utf8(shared_->converted);
-        auto cancel = shared_->cancel;
+        auto cancel = shared_->jobs.cancelToken();
         run_worker<Result<ValidationReport>>(
             this, shared_, [request, cancel] { return validate_conversion(request, {}, cancel.get()); },
             [this](Result<ValidationReport> r) {
@@ -671,13 +652,11 @@ ConvertWizard::ConvertWizard(const QString& sourcePath, QWidget* parent) : QWiza
 }
 
 ConvertWizard::~ConvertWizard() {
-    shared_->cancel->cancel();
-    for (auto& worker : shared_->workers) worker.waitForFinished();
+    shared_->jobs.cancelAndWait();
 }
 
 void ConvertWizard::reject() {
-    shared_->cancel->cancel();  // a running step stops within one tensor / position
-    for (auto& worker : shared_->workers) worker.waitForFinished();
+    shared_->jobs.cancelAndWait();  // a running step stops within one tensor / position
     QWizard::reject();
 }
 
@@ -695,6 +674,6 @@ QString ConvertWizard::tokenizerPath() const { return shared_->tokenizer; }
 QString ConvertWizard::outputPath() const { return shared_->output; }
 QString ConvertWizard::convertedPath() const { return shared_->converted; }
 void ConvertWizard::setLibraryFolders(const QStringList& folders) { shared_->libraryFolders = folders; }
-bool ConvertWizard::isBusy() const { return shared_->busy.load() > 0; }
+bool ConvertWizard::isBusy() const { return shared_->jobs.busy(); }
 
 } // namespace cflow::ui
