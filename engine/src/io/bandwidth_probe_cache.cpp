@@ -14,6 +14,7 @@
 #include "cflow/base/utf8_path.h"
 #include "cflow/engine/forward/thread_pool.h"
 #include "cflow/formats/mapped_file.h"
+#include "io/json_file.h"
 
 namespace cflow {
 namespace {
@@ -132,15 +133,7 @@ Status store_shared_bandwidth_probe(const std::string& path, const StoredBandwid
     }
     kept.push_back(probe_record_json(probe));
     const nlohmann::json j{{"format", kProbeFileFormat}, {"probes", kept}};
-    const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    std::error_code ec;
-    const std::filesystem::path file = path_from_utf8(path);
-    if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
-    if (ec) return make_error(ErrorKind::Io, path + ": cannot create its folder: " + ec.message());
-    AtomicFileWriter out(path);
-    if (Status s = out.open(); !s) return s;
-    if (Status s = out.write(text.data(), text.size()); !s) return s;
-    return out.commit();
+    return write_json_file(path, j);
 }
 
 SharedBandwidthProbe shared_read_bandwidth(ThreadPool& pool, const SharedProbeOptions& options) {

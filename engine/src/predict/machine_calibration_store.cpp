@@ -11,6 +11,7 @@
 #include "cflow/base/utf8_path.h"
 #include "cflow/engine/io/bandwidth_probe_cache.h"
 #include "cflow/engine/predict/machine_calibration.h"
+#include "io/json_file.h"
 #include "cflow/formats/mapped_file.h"
 
 namespace cflow {
@@ -150,15 +151,7 @@ Status store_machine_calibration(const std::string& path, const MachineCalibrati
                            {"disk_direct", c.diskDirect},
                            {"process_base_bytes", c.processBaseBytes},
                            {"threads", threads}};
-    const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    std::error_code ec;
-    const std::filesystem::path file = path_from_utf8(path);
-    if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
-    if (ec) return make_error(ErrorKind::Io, path + ": cannot create its folder: " + ec.message());
-    AtomicFileWriter out(path);
-    if (Status s = out.open(); !s) return s;
-    if (Status s = out.write(text.data(), text.size()); !s) return s;
-    return out.commit();
+    return write_json_file(path, j);
 }
 
 } // namespace cflow
