@@ -12,6 +12,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -248,7 +249,20 @@ TEST(ConnectDialog, DeleteForgetsTheProfileAndItsKey) {
     ConnectDialog dialog(&f.profiles, &f.secrets);
     dialog.show();
     ASSERT_EQ(child<QListWidget>(dialog, "endpointList")->count(), 1);
+    // Asked first; No keeps the profile and its key.
     child<QPushButton>(dialog, "deleteEndpoint")->click();
+    auto* question = dialog.findChild<QMessageBox*>(QStringLiteral("confirmDeleteEndpoint"));
+    ASSERT_NE(question, nullptr);
+    EXPECT_TRUE(question->text().contains(QStringLiteral("old box"))) << question->text().toStdString();
+    EXPECT_TRUE(question->text().contains(QStringLiteral("API key"))) << question->text().toStdString();
+    question->button(QMessageBox::No)->click();
+    EXPECT_EQ(f.profiles.profiles().size(), 1u);
+    EXPECT_TRUE(f.secrets.keys().contains(saved->id));
+    QTRY_VERIFY_WITH_TIMEOUT(dialog.findChild<QMessageBox*>(QStringLiteral("confirmDeleteEndpoint")) == nullptr, kWaitMs);
+    child<QPushButton>(dialog, "deleteEndpoint")->click();
+    question = dialog.findChild<QMessageBox*>(QStringLiteral("confirmDeleteEndpoint"));
+    ASSERT_NE(question, nullptr);
+    question->button(QMessageBox::Yes)->click();
     EXPECT_TRUE(f.profiles.profiles().empty());
     EXPECT_EQ(child<QListWidget>(dialog, "endpointList")->count(), 0);
     QTRY_VERIFY_WITH_TIMEOUT(!f.secrets.keys().contains(saved->id), kWaitMs);

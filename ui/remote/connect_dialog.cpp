@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QThread>
@@ -267,8 +268,25 @@ void ConnectDialog::newProfile() {
 
 void ConnectDialog::deleteProfile() {
     if (shownId_.isEmpty()) return;
+    // Asked first: the saved API key goes with the profile and may exist nowhere else. Not
+    // exec(): the question is a child the dialog's tests (and screen readers) can find.
     const QString id = shownId_;
     const bool hadKey = shownHasKey_;
+    const QString name = name_->text().trimmed().isEmpty() ? baseUrl_->text() : name_->text().trimmed();
+    auto* question = new QMessageBox(QMessageBox::Question, tr("Delete endpoint"),
+                                     hadKey ? tr("Delete \"%1\" and its saved API key?").arg(name)
+                                            : tr("Delete \"%1\"?").arg(name),
+                                     QMessageBox::Yes | QMessageBox::No, this);
+    question->setObjectName(QStringLiteral("confirmDeleteEndpoint"));
+    question->setDefaultButton(QMessageBox::No);
+    question->setAttribute(Qt::WA_DeleteOnClose);
+    connect(question, &QMessageBox::finished, this, [this, id, hadKey](int answer) {
+        if (answer == QMessageBox::Yes) removeProfile(id, hadKey);
+    });
+    question->open();
+}
+
+void ConnectDialog::removeProfile(const QString& id, bool hadKey) {
     profiles_->remove(id);
     if (secrets_ && hadKey) {
         secrets_->deleteKey(id, [guard = QPointer<ConnectDialog>(this)](Status done) {

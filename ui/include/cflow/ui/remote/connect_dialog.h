@@ -51,7 +51,8 @@ private:
     void reloadList(const QString& selectId);
     void showProfile(int row);
     void newProfile();
-    void deleteProfile();
+    void deleteProfile();  // asks, then removeProfile
+    void removeProfile(const QString& id, bool hadKey);
     void testConnection();
     void connectClicked();
     void browseCaFile();
